@@ -1,0 +1,44 @@
+// Clock: the only way code in this project reads time or sleeps, so that tests
+// can run time-dependent logic (backoff, leases, timeouts) without sleeping.
+// RealClock is the production implementation; FakeClock (test/fakes) the test
+// one. Implementations are thread-safe.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace rsc {
+
+class Clock {
+ public:
+  using Duration = std::chrono::steady_clock::duration;
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using SystemTime = std::chrono::system_clock::time_point;
+
+  virtual ~Clock() = default;
+
+  // Returns monotonic time, for measuring intervals and deadlines.
+  virtual TimePoint now() const = 0;
+  // Returns wall-clock time, for timestamps written into objects and logs.
+  virtual SystemTime systemNow() const = 0;
+  // Blocks the calling thread for `d` of this clock's time.
+  virtual void sleepFor(Duration d) = 0;
+};
+
+class RealClock final : public Clock {
+ public:
+  TimePoint now() const override;
+  SystemTime systemNow() const override;
+  void sleepFor(Duration d) override;
+
+  // Returns the process-wide real clock.
+  static RealClock& instance();
+};
+
+// Formats `t` as an RFC 3339 UTC timestamp with microseconds, the format of
+// Kubernetes MicroTime ("2026-11-30T03:01:14.123456Z").
+std::string formatMicroTime(Clock::SystemTime t);
+// Formats `t` as an RFC 3339 UTC timestamp with seconds (metav1.Time).
+std::string formatTime(Clock::SystemTime t);
+
+}  // namespace rsc

@@ -1,0 +1,3 @@
+module resourceslice-controller/test/cluster/testcluster
+
+go 1.26.0
