@@ -1,0 +1,147 @@
+// Typed Kubernetes objects the controller reads and writes, other than
+// ResourceSlice (resource_slice.h): object metadata, Lease, Node, TokenReview,
+// SubjectAccessReview and Event, with their JSON conversions. Every struct keeps
+// the fields it does not model in `unknown`, so a read-modify-write never drops
+// what a newer API server added. Plain values: not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace rsc::client {
+
+using Json = nlohmann::json;
+
+struct OwnerReference {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::string uid;
+  std::optional<bool> controller;
+  std::optional<bool> block_owner_deletion;
+  friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string generate_name;
+  std::string namespace_;
+  std::string uid;
+  std::string resource_version;
+  int64_t generation = 0;
+  std::string creation_timestamp;
+  std::optional<std::string> deletion_timestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<OwnerReference> owner_references;
+  std::vector<std::string> finalizers;
+  Json unknown = Json::object();  // managedFields and anything newer
+  friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
+};
+
+// coordination.k8s.io/v1 Lease.
+struct LeaseSpec {
+  std::optional<std::string> holder_identity;
+  std::optional<int32_t> lease_duration_seconds;
+  std::optional<std::string> acquire_time;  // MicroTime, RFC 3339 with microseconds
+  std::optional<std::string> renew_time;    // MicroTime
+  std::optional<int32_t> lease_transitions;
+  Json unknown = Json::object();
+  friend bool operator==(const LeaseSpec&, const LeaseSpec&) = default;
+};
+
+struct Lease {
+  ObjectMeta metadata;
+  LeaseSpec spec;
+  Json unknown = Json::object();
+  friend bool operator==(const Lease&, const Lease&) = default;
+};
+
+// v1 Node: the controller needs only its identity (the UID for owner
+// references); the rest is kept verbatim.
+struct Node {
+  ObjectMeta metadata;
+  Json unknown = Json::object();
+};
+
+// authentication.k8s.io/v1 TokenReview.
+struct UserInfo {
+  std::string username;
+  std::string uid;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
+  friend bool operator==(const UserInfo&, const UserInfo&) = default;
+};
+
+struct TokenReview {
+  // spec
+  std::string token;
+  std::vector<std::string> audiences;
+  // status
+  bool authenticated = false;
+  UserInfo user;
+  std::vector<std::string> status_audiences;
+  std::string error;
+};
+
+// authorization.k8s.io/v1 SubjectAccessReview with resource attributes.
+struct SubjectAccessReview {
+  // spec
+  UserInfo user;
+  std::string namespace_;
+  std::string verb;
+  std::string group;
+  std::string version;
+  std::string resource;
+  std::string subresource;
+  std::string name;
+  // status
+  bool allowed = false;
+  bool denied = false;
+  std::string reason;
+  std::string evaluation_error;
+};
+
+// events.k8s.io/v1 Event about some object.
+struct ObjectReference {
+  std::string api_version;
+  std::string kind;
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+  friend bool operator==(const ObjectReference&, const ObjectReference&) = default;
+};
+
+struct Event {
+  ObjectMeta metadata;
+  std::string event_time;  // MicroTime
+  std::string reporting_controller;
+  std::string reporting_instance;
+  std::string action;
+  std::string reason;
+  std::string type;  // Normal or Warning
+  std::string note;
+  ObjectReference regarding;
+};
+
+// JSON conversions. Decoding fails with InvalidArgument naming the field
+// ("metadata.labels: must be an object") and never throws.
+Json toJson(const ObjectMeta& meta);
+StatusOr<ObjectMeta> objectMetaFromJson(const Json& j);
+Json toJson(const Lease& lease);
+StatusOr<Lease> leaseFromJson(const Json& j);
+StatusOr<Node> nodeFromJson(const Json& j);
+Json toJson(const TokenReview& review);
+StatusOr<TokenReview> tokenReviewFromJson(const Json& j);
+Json toJson(const SubjectAccessReview& review);
+StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j);
+Json toJson(const Event& event);
+
+}  // namespace rsc::client

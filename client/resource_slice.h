@@ -1,0 +1,167 @@
+// The resource.k8s.io/v1 ResourceSlice, modelled whole: devices with
+// attributes (scalar and list forms), capacity and request policy, taints,
+// counter consumption, binding conditions, shared counters and every node
+// selection field. Fields this model does not know are kept in `unknown` and
+// written back unchanged. Equality (operator==) is semantic where the API
+// server normalises: quantities compare by value ("1Gi" == "1024Mi").
+// Plain values: not synchronised.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "client/objects.h"
+#include "client/quantity.h"
+
+namespace rsc::client {
+
+inline constexpr char kResourceApiVersion[] = "resource.k8s.io/v1";
+
+// A core/v1 NodeSelector. Kept as JSON: the controller copies it, never
+// interprets it; equality is JSON equality.
+struct NodeSelector {
+  Json value = Json::object();
+  friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
+};
+
+// Exactly one member is set in a valid attribute. List forms ("ints",
+// "bools", "strings", "versions") exist from Kubernetes 1.36 (DRAListTypeAttributes).
+struct DeviceAttribute {
+  std::optional<int64_t> int_value;
+  std::optional<bool> bool_value;
+  std::optional<std::string> string_value;
+  std::optional<std::string> version_value;
+  std::optional<std::vector<int64_t>> ints;
+  std::optional<std::vector<bool>> bools;
+  std::optional<std::vector<std::string>> strings;
+  std::optional<std::vector<std::string>> versions;
+  Json unknown = Json::object();
+  friend bool operator==(const DeviceAttribute&, const DeviceAttribute&) = default;
+};
+
+struct CapacityRequestPolicyRange {
+  std::optional<Quantity> min;
+  std::optional<Quantity> max;
+  std::optional<Quantity> step;
+  friend bool operator==(const CapacityRequestPolicyRange&,
+                         const CapacityRequestPolicyRange&) = default;
+};
+
+struct CapacityRequestPolicy {
+  std::optional<Quantity> default_value;  // "default"
+  std::vector<Quantity> valid_values;
+  std::optional<CapacityRequestPolicyRange> valid_range;
+  Json unknown = Json::object();
+  friend bool operator==(const CapacityRequestPolicy&, const CapacityRequestPolicy&) = default;
+};
+
+struct DeviceCapacity {
+  Quantity value;
+  std::optional<CapacityRequestPolicy> request_policy;
+  Json unknown = Json::object();
+  friend bool operator==(const DeviceCapacity&, const DeviceCapacity&) = default;
+};
+
+struct Counter {
+  Quantity value;
+  friend bool operator==(const Counter&, const Counter&) = default;
+};
+
+struct CounterSet {
+  std::string name;
+  std::map<std::string, Counter> counters;
+  friend bool operator==(const CounterSet&, const CounterSet&) = default;
+};
+
+struct DeviceCounterConsumption {
+  std::string counter_set;
+  std::map<std::string, Counter> counters;
+  friend bool operator==(const DeviceCounterConsumption&,
+                         const DeviceCounterConsumption&) = default;
+};
+
+struct DeviceTaint {
+  std::string key;
+  std::string value;
+  std::string effect;  // None, NoSchedule or NoExecute
+  // Defaulted by the API server when unset; see semanticEqual.
+  std::optional<std::string> time_added;
+  friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
+};
+
+struct Device {
+  std::string name;
+  std::map<std::string, DeviceAttribute> attributes;
+  std::map<std::string, DeviceCapacity> capacity;
+  std::vector<DeviceCounterConsumption> consumes_counters;
+  std::optional<std::string> node_name;
+  std::optional<NodeSelector> node_selector;
+  std::optional<bool> all_nodes;
+  std::vector<DeviceTaint> taints;
+  std::optional<bool> binds_to_node;
+  std::vector<std::string> binding_conditions;
+  std::vector<std::string> binding_failure_conditions;
+  std::optional<bool> allow_multiple_allocations;
+  Json unknown = Json::object();
+  friend bool operator==(const Device&, const Device&) = default;
+
+  // True when the device uses a feature that lowers the per-slice device
+  // limit to 64: taints, counter consumption or list-typed attributes.
+  bool usesAdvancedFeatures() const;
+};
+
+struct ResourcePool {
+  std::string name;
+  int64_t generation = 0;
+  int64_t resource_slice_count = 0;
+  friend bool operator==(const ResourcePool&, const ResourcePool&) = default;
+};
+
+struct ResourceSliceSpec {
+  std::string driver;
+  ResourcePool pool;
+  std::optional<std::string> node_name;
+  std::optional<NodeSelector> node_selector;
+  std::optional<bool> all_nodes;
+  std::optional<bool> per_device_node_selection;
+  std::vector<Device> devices;
+  std::vector<CounterSet> shared_counters;
+  Json unknown = Json::object();
+  friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
+};
+
+struct ResourceSlice {
+  ObjectMeta metadata;
+  ResourceSliceSpec spec;
+  Json unknown = Json::object();
+  friend bool operator==(const ResourceSlice&, const ResourceSlice&) = default;
+};
+
+// The API limits of resource.k8s.io/v1 that the controller enforces before
+// writing (k8s.io/api resource/v1 types.go, Kubernetes 1.36+).
+inline constexpr size_t kResourceSliceMaxDevices = 128;
+inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;
+
+// JSON conversions. Decoding fails with InvalidArgument naming the field path
+// ("spec.devices[3].attributes[\"model\"]: must be an object") and never throws.
+Json toJson(const ResourceSlice& slice);
+StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
+Json toJson(const Device& device);
+StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
+Json toJson(const CounterSet& set);
+StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path);
+
+// Returns true when `live` (what the API server stored) says the same as
+// `desired` (what we would write): equal, except that a taint's timeAdded
+// that `desired` leaves unset is not compared (the server defaults it), and
+// fields that `desired` sets but the server dropped (disabled features) are
+// reported through `dropped` instead of causing a difference. `dropped` may
+// be null.
+bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& live,
+                   std::vector<std::string>* dropped = nullptr);
+
+}  // namespace rsc::client

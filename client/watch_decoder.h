@@ -1,0 +1,48 @@
+// WatchDecoder: turns the body of a watch response, arriving in chunks of any
+// size, into events. An event may be split across chunks and a chunk may hold
+// many events; the API server writes one JSON object per event, each followed
+// by a newline, but the decoder does not rely on the newlines. Used by
+// RestKubeApi on its watch thread; one decoder per stream, not synchronised.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "client/kube_api.h"
+#include "client/objects.h"
+#include "common/status.h"
+
+namespace rsc::client {
+
+class WatchDecoder {
+ public:
+  // An event larger than this is an error (a ResourceSlice is at most about
+  // 1.1 MB; etcd's request limit is 1.5 MiB).
+  static constexpr size_t kDefaultMaxEventBytes = 8 << 20;
+
+  explicit WatchDecoder(size_t max_event_bytes = kDefaultMaxEventBytes);
+
+  // Appends `chunk` and calls `on_event` with each complete top-level JSON
+  // value, in order. Stops early (returning OK) when `on_event` returns false.
+  // Fails with InvalidArgument on malformed JSON or an oversized event.
+  Status feed(std::string_view chunk, const std::function<bool(Json&&)>& on_event);
+
+  // Returns OK when no partial event is pending (call at end of stream).
+  Status finish() const;
+
+ private:
+  size_t max_event_bytes_;
+  std::string buffer_;
+  size_t scanned_ = 0;  // bytes of buffer_ already scanned for a value's end
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
+// Converts one decoded watch event ({"type": ..., "object": ...}) into a
+// typed event. An ERROR event's object is a metav1.Status and becomes
+// WatchEvent::error (a 410 is StatusCode::kGone).
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event);
+
+}  // namespace rsc::client

@@ -1,0 +1,1 @@
+// Implemented by the work queue work in progress.
