@@ -1,0 +1,116 @@
+// DesiredStore: the desired state of every pool, as drivers pushed it, and
+// the status of each pool as the reconciler last saw it. The inventory API
+// writes desired pools and reads statuses; the reconciler reads desired pools
+// and writes statuses. A change of a pool's content calls the change listener
+// with its key (the controller enqueues it); a status change calls the status
+// listener (the inventory API answers waiting pushes).
+// Thread-safe: one mutex; listeners are called outside it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/reconcile/pool.h"
+
+namespace rsc::controller {
+
+struct DesiredPool {
+  PoolKey key;
+  Pool pool;
+  // Increases with every change of any pool's content; a status whose
+  // published_version reaches it has published this content.
+  uint64_t version = 0;
+  // When the content was last pushed (publish latency counts from here).
+  Clock::TimePoint pushed_at;
+  Clock::SystemTime pushed_wall;
+  // When the pool is withdrawn unless renewed; TimePoint::max() for never.
+  Clock::TimePoint lease_deadline = Clock::TimePoint::max();
+};
+
+enum class PoolPhase { kPending, kPublished, kFailed, kWithdrawing };
+
+std::string_view poolPhaseName(PoolPhase phase);
+
+struct PoolStatus {
+  PoolKey key;
+  PoolPhase phase = PoolPhase::kPending;
+  uint64_t desired_version = 0;
+  uint64_t published_version = 0;
+  int64_t published_generation = 0;
+  std::vector<std::string> slice_names;
+  // The last reconcile error, OK when the last reconcile succeeded.
+  Status last_error;
+  std::optional<Clock::SystemTime> last_push;
+  // Fields the API server dropped (features disabled there), as field paths.
+  std::vector<std::string> dropped_fields;
+};
+
+class DesiredStore {
+ public:
+  using Listener = std::function<void(const PoolKey&)>;
+
+  explicit DesiredStore(Clock& clock) : clock_(clock) {}
+
+  // Set once, before concurrent use.
+  void setChangeListener(Listener listener) { on_change_ = std::move(listener); }
+  void setStatusListener(Listener listener) { on_status_ = std::move(listener); }
+
+  // Sets the desired state of one pool and renews its lease. Returns the
+  // version to wait for: a push equal to the current content keeps its
+  // version and does not call the change listener (it costs no reconcile).
+  uint64_t put(const PoolKey& key, Pool pool);
+
+  // Replaces everything `driver` has: pools missing from `pools` are removed.
+  // Returns the version of each pool put.
+  std::map<std::string, uint64_t> replaceDriver(const std::string& driver,
+                                                std::map<std::string, Pool> pools);
+
+  // Removes a pool (its slices are withdrawn). Returns false if unknown.
+  bool remove(const PoolKey& key);
+
+  // Extends a pool's lease without changing it. Returns false if unknown.
+  bool renew(const PoolKey& key);
+
+  // Removes the pools whose lease ran out by now and returns their keys.
+  std::vector<PoolKey> expireLeases();
+  // Returns the earliest lease deadline, if any pool has a lease.
+  std::optional<Clock::TimePoint> nextLeaseDeadline() const;
+
+  std::shared_ptr<const DesiredPool> get(const PoolKey& key) const;
+  // Keys of every desired pool, sorted; of one driver if `driver` is set.
+  std::vector<PoolKey> keys(const std::optional<std::string>& driver = std::nullopt) const;
+
+  // Statuses. A pool that is neither desired nor has slices has none.
+  std::optional<PoolStatus> status(const PoolKey& key) const;
+  std::vector<PoolStatus> statuses(const std::optional<std::string>& driver = std::nullopt) const;
+  // Applies `update` to the pool's status (creating it) and notifies.
+  void updateStatus(const PoolKey& key, const std::function<void(PoolStatus&)>& update);
+  // Forgets the status of a pool that is gone (withdrawn and deleted).
+  void eraseStatus(const PoolKey& key);
+
+ private:
+  // Puts without notifying; returns whether the content changed.
+  bool putLocked(const PoolKey& key, Pool pool, uint64_t* version);
+  bool removeLocked(const PoolKey& key);
+  void notifyChange(const std::vector<PoolKey>& keys);
+  void notifyStatus(const PoolKey& key);
+
+  Clock& clock_;
+  Listener on_change_;
+  Listener on_status_;
+  mutable std::mutex mu_;
+  uint64_t next_version_ = 1;
+  std::map<PoolKey, std::shared_ptr<const DesiredPool>> pools_;
+  std::map<PoolKey, PoolStatus> statuses_;
+};
+
+}  // namespace rsc::controller

@@ -1,0 +1,275 @@
+#include "controller/reconcile/planner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace rsc::controller {
+namespace {
+
+// The API server appends five random characters to a generateName and cuts
+// the prefix to 58 so that generated names fit in 63 characters.
+constexpr size_t kMaxGenerateNamePrefix = 58;
+
+bool isCounterSlice(const client::ResourceSlice& s) {
+  return !s.spec.shared_counters.empty() && s.spec.devices.empty();
+}
+
+// A live slice with its index, sorted by index then name so that among
+// duplicates of one index the choice is deterministic.
+struct IndexedSlice {
+  int64_t index;
+  SlicePtr slice;
+};
+
+std::vector<IndexedSlice> sortedByIndex(const std::vector<SlicePtr>& live) {
+  std::vector<IndexedSlice> out;
+  out.reserve(live.size());
+  for (const SlicePtr& s : live) out.push_back({sliceIndexFromName(s->metadata.name), s});
+  std::sort(out.begin(), out.end(), [](const IndexedSlice& a, const IndexedSlice& b) {
+    if (a.index != b.index) return a.index < b.index;
+    return a.slice->metadata.name < b.slice->metadata.name;
+  });
+  return out;
+}
+
+// Hands out indices not used by any kept slice, lowest first.
+class IndexAllocator {
+ public:
+  void reserve(int64_t index) { used_.insert(index); }
+  int64_t next() {
+    while (used_.contains(next_)) ++next_;
+    used_.insert(next_);
+    return next_;
+  }
+
+ private:
+  std::set<int64_t> used_;
+  int64_t next_ = 0;
+};
+
+Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<SlicePtr>& live) {
+  Plan plan;
+  std::map<int64_t, SlicePtr> by_index;
+  for (const IndexedSlice& s : sortedByIndex(live)) {
+    const bool wanted = s.index >= 0 && s.index < static_cast<int64_t>(desired.size());
+    if (wanted && !by_index.contains(s.index)) {
+      by_index[s.index] = s.slice;
+    } else {
+      plan.obsolete.push_back(s.slice);
+    }
+  }
+  for (size_t i = 0; i < desired.size(); ++i) {
+    PlannedSlice p;
+    p.index = static_cast<int64_t>(i);
+    auto it = by_index.find(p.index);
+    if (it != by_index.end()) p.live = it->second;
+    p.devices = desired[i].devices;
+    p.shared_counters = desired[i].shared_counters;
+    plan.slices.push_back(std::move(p));
+  }
+  return plan;
+}
+
+}  // namespace
+
+size_t deviceLimit(const std::vector<client::Device>& devices) {
+  for (const client::Device& d : devices) {
+    if (d.usesAdvancedFeatures()) return client::kResourceSliceMaxDevicesWithAdvancedFeatures;
+  }
+  return client::kResourceSliceMaxDevices;
+}
+
+Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
+  if (pool.slices.has_value()) return planExplicit(*pool.slices, live);
+
+  Plan plan;
+  IndexAllocator indices;
+  const std::vector<IndexedSlice> sorted = sortedByIndex(live);
+
+  // Split live slices into counter slices and device slices; a name without
+  // an index is not one of ours to keep.
+  std::vector<IndexedSlice> live_counters;
+  std::vector<IndexedSlice> live_devices;
+  std::set<int64_t> seen;
+  for (const IndexedSlice& s : sorted) {
+    if (s.index < 0 || seen.contains(s.index)) {
+      plan.obsolete.push_back(s.slice);
+      continue;
+    }
+    seen.insert(s.index);
+    (isCounterSlice(*s.slice) ? live_counters : live_devices).push_back(s);
+  }
+
+  // Counter sets: chunks of kMaxCounterSetsPerSlice, matched in order with
+  // the live counter slices.
+  std::vector<PlannedSlice> counter_slices;
+  for (size_t i = 0; i < pool.shared_counters.size(); i += kMaxCounterSetsPerSlice) {
+    PlannedSlice p;
+    const size_t end = std::min(pool.shared_counters.size(), i + kMaxCounterSetsPerSlice);
+    p.shared_counters.assign(pool.shared_counters.begin() + static_cast<std::ptrdiff_t>(i),
+                             pool.shared_counters.begin() + static_cast<std::ptrdiff_t>(end));
+    counter_slices.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < live_counters.size(); ++i) {
+    if (i < counter_slices.size()) {
+      counter_slices[i].live = live_counters[i].slice;
+      counter_slices[i].index = live_counters[i].index;
+      indices.reserve(live_counters[i].index);
+    } else {
+      plan.obsolete.push_back(live_counters[i].slice);
+    }
+  }
+
+  // Devices: first pass keeps each device in its live slice while there is
+  // room; the rest are placed afterwards.
+  std::unordered_map<std::string, size_t> live_slice_of;  // device -> live_devices position
+  for (size_t i = 0; i < live_devices.size(); ++i) {
+    for (const client::Device& d : live_devices[i].slice->spec.devices) {
+      live_slice_of.emplace(d.name, i);
+    }
+  }
+  // assigned[slot] holds positions in pool.devices; advanced[slot] says
+  // whether the slot holds a device that lowers its limit to 64.
+  std::vector<std::vector<size_t>> assigned(live_devices.size());
+  std::vector<bool> advanced(live_devices.size(), false);
+  auto fits = [&](size_t slot, const client::Device& d) {
+    const bool adv = advanced[slot] || d.usesAdvancedFeatures();
+    const size_t limit = adv ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
+                             : client::kResourceSliceMaxDevices;
+    return assigned[slot].size() + 1 <= limit;
+  };
+  auto place = [&](size_t slot, size_t pos) {
+    advanced[slot] = advanced[slot] || pool.devices[pos].usesAdvancedFeatures();
+    assigned[slot].push_back(pos);
+  };
+  // Plain devices go back to their slices first, then those with taints,
+  // counters or list attributes: a device that gains such a feature must
+  // not lower the limit of a full slice and push its neighbours out; it is
+  // the one that moves.
+  std::vector<size_t> unplaced;
+  for (const bool advanced_pass : {false, true}) {
+    for (size_t pos = 0; pos < pool.devices.size(); ++pos) {
+      const client::Device& d = pool.devices[pos];
+      if (d.usesAdvancedFeatures() != advanced_pass) continue;
+      auto it = live_slice_of.find(d.name);
+      if (it != live_slice_of.end() && fits(it->second, d)) {
+        place(it->second, pos);
+      } else {
+        unplaced.push_back(pos);
+      }
+    }
+  }
+  std::sort(unplaced.begin(), unplaced.end());
+  // Second pass: free room in live slices that already hold devices of this
+  // push, in index order; emptied slices are not refilled, so that they can
+  // go away.
+  std::vector<const client::Device*> rest;
+  for (const size_t pos : unplaced) {
+    const client::Device& d = pool.devices[pos];
+    size_t slot = 0;
+    while (slot < live_devices.size() && (assigned[slot].empty() || !fits(slot, d))) ++slot;
+    if (slot < live_devices.size()) {
+      place(slot, pos);
+    } else {
+      rest.push_back(&d);
+    }
+  }
+
+  // Devices keep the order of the push within each slice.
+  std::vector<PlannedSlice> device_slices;
+  for (size_t i = 0; i < live_devices.size(); ++i) {
+    if (assigned[i].empty()) continue;
+    std::sort(assigned[i].begin(), assigned[i].end());
+    PlannedSlice p;
+    p.index = live_devices[i].index;
+    p.live = live_devices[i].slice;
+    p.devices.reserve(assigned[i].size());
+    for (const size_t pos : assigned[i]) p.devices.push_back(pool.devices[pos]);
+    indices.reserve(p.index);
+    device_slices.push_back(std::move(p));
+  }
+  // An empty pool keeps (or gets) exactly one empty slice.
+  const bool empty_pool = pool.devices.empty() && pool.shared_counters.empty();
+  size_t first_empty_kept = live_devices.size();
+  if (empty_pool && !live_devices.empty()) {
+    first_empty_kept = 0;
+    PlannedSlice p;
+    p.index = live_devices[0].index;
+    p.live = live_devices[0].slice;
+    indices.reserve(p.index);
+    device_slices.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < live_devices.size(); ++i) {
+    const bool kept = i == first_empty_kept ||
+                      std::any_of(device_slices.begin(), device_slices.end(),
+                                  [&](const PlannedSlice& p) { return p.live == live_devices[i].slice; });
+    if (!kept) plan.obsolete.push_back(live_devices[i].slice);
+  }
+
+  // New slices for what is left, each filled up to its limit.
+  std::vector<PlannedSlice> new_slices;
+  for (const client::Device* d : rest) {
+    if (new_slices.empty()) {
+      new_slices.emplace_back();
+    } else {
+      std::vector<client::Device> probe = new_slices.back().devices;
+      probe.push_back(*d);
+      if (probe.size() > deviceLimit(probe)) new_slices.emplace_back();
+    }
+    new_slices.back().devices.push_back(*d);
+  }
+  if (empty_pool && device_slices.empty()) new_slices.emplace_back();
+
+  // Indices: counter slices without a live slice first, then new device
+  // slices, each taking the lowest free index.
+  for (PlannedSlice& p : counter_slices) {
+    if (p.live == nullptr) p.index = indices.next();
+  }
+  for (PlannedSlice& p : new_slices) p.index = indices.next();
+
+  for (PlannedSlice& p : counter_slices) plan.slices.push_back(std::move(p));
+  for (PlannedSlice& p : device_slices) plan.slices.push_back(std::move(p));
+  for (PlannedSlice& p : new_slices) plan.slices.push_back(std::move(p));
+  std::sort(plan.slices.begin(), plan.slices.end(),
+            [](const PlannedSlice& a, const PlannedSlice& b) { return a.index < b.index; });
+  return plan;
+}
+
+int64_t sliceIndexFromName(const std::string& name) {
+  const size_t dash = name.find('-');
+  if (dash == std::string::npos || dash == 0 || dash > 15) return -1;
+  int64_t value = 0;
+  for (size_t i = 0; i < dash; ++i) {
+    const char c = name[i];
+    int digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return -1;
+    }
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+std::string sliceGenerateName(int64_t index, const PoolKey& key) {
+  char prefix[24];
+  std::snprintf(prefix, sizeof(prefix), "%05llx-", static_cast<unsigned long long>(index));
+  std::string name = prefix;
+  for (const char c : key.driver) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  name += '-';
+  for (const char c : key.pool) {
+    name += c == '/' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  name += '-';
+  if (name.size() > kMaxGenerateNamePrefix) name.resize(kMaxGenerateNamePrefix);
+  return name;
+}
+
+}  // namespace rsc::controller

@@ -1,0 +1,61 @@
+// Planner: from the desired state of one pool and the live slices of that
+// pool, decides which slices the pool should consist of and which live slice
+// each of them becomes. It writes nothing and knows nothing of generations
+// (the Reconciler decides those). Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/resource_slice.h"
+#include "controller/reconcile/pool.h"
+
+namespace rsc::controller {
+
+using SlicePtr = std::shared_ptr<const client::ResourceSlice>;
+
+// Counter sets per slice (resource/v1 ResourceSliceMaxCounterSets, 1.35+).
+inline constexpr size_t kMaxCounterSetsPerSlice = 8;
+
+struct PlannedSlice {
+  // The index in the slice's name: allocation order follows it.
+  int64_t index = 0;
+  // The live slice this one becomes; null when it must be created.
+  SlicePtr live;
+  std::vector<client::Device> devices;
+  std::vector<client::CounterSet> shared_counters;
+};
+
+struct Plan {
+  // Ordered by index.
+  std::vector<PlannedSlice> slices;
+  // Live slices of the pool that are not wanted any more.
+  std::vector<SlicePtr> obsolete;
+};
+
+// Returns the most devices a slice holding `devices` may hold: 64 when any of
+// them uses taints, counters or list attributes, else 128.
+size_t deviceLimit(const std::vector<client::Device>& devices);
+
+// Plans a pool. With Pool::slices the driver's split is kept and slice i of
+// the push becomes the live slice with index i. Otherwise devices are split
+// automatically and stably: a device stays in the live slice it is in while
+// that slice has room, so adding, changing or removing one device touches one
+// slice; devices that must move or are new fill the free room of live slices
+// first, in index order, then new slices; shared counters go in slices of
+// their own. A pool always has at least one slice (an empty pool publishes
+// one empty slice, so the scheduler sees it exists).
+Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live);
+
+// Returns the index encoded in a slice name ("0000a-gpu.example.com-x-ab12c"
+// is 10), or -1 if the name has no index prefix.
+int64_t sliceIndexFromName(const std::string& name);
+
+// Returns the generateName for slice `index` of a pool: the index in hex,
+// zero-padded to at least five digits, then driver and pool ('/' becomes '-'),
+// cut so that the API server's generated name stays within 63 characters.
+std::string sliceGenerateName(int64_t index, const PoolKey& key);
+
+}  // namespace rsc::controller

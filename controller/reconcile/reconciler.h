@@ -1,0 +1,97 @@
+// Reconciler: brings the live ResourceSlices of one pool to the desired state
+// with the fewest writes: delete obsolete slices, then update, then create;
+// keep the pool generation when exactly one existing slice changes and none is
+// added or removed, otherwise bump it and rewrite every slice. It holds
+// business logic only and returns a result; retries and backoff belong to the
+// controller loop. reconcile() is called by one worker per key at a time (the
+// work queue guarantees it); different keys may run concurrently.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/kube_api.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/reconcile/desired_store.h"
+#include "controller/reconcile/planner.h"
+
+namespace rsc::controller {
+
+inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
+inline constexpr char kManagedByValue[] = "resourceslice-controller";
+
+// What the reconciler needs of the slice cache (the informer's store): the
+// live managed slices of a pool, and a way to make its own writes visible at
+// once, so that the next reconcile never creates a slice twice.
+class SliceCache {
+ public:
+  virtual ~SliceCache() = default;
+  virtual std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const = 0;
+  virtual void assumeWritten(const client::ResourceSlice& stored) = 0;
+  virtual void assumeDeleted(const client::ResourceSlice& last) = 0;
+};
+
+// Hooks for metrics and logs, so that reconcile/ does not depend on metrics/.
+class ReconcilerObserver {
+ public:
+  virtual ~ReconcilerObserver() = default;
+  // verb: create|update|delete; result: success|conflict|error.
+  virtual void sliceWrite(const std::string& driver, std::string_view verb,
+                          std::string_view result) = 0;
+  // A pool's pushed content reached the API server `latency` after the push.
+  virtual void published(const std::string& driver, Clock::Duration latency) = 0;
+};
+
+struct ReconcileResult {
+  Status status;
+  // Reconcile again after this long even without a change (e.g. the end of
+  // the adoption grace period).
+  std::optional<Clock::Duration> requeue_after;
+};
+
+struct ReconcilerOptions {
+  // Required.
+  client::KubeApi* api = nullptr;
+  Clock* clock = nullptr;
+  DesiredStore* store = nullptr;
+  SliceCache* cache = nullptr;
+  // Optional.
+  ReconcilerObserver* observer = nullptr;
+  // Until then, slices of pools nobody has pushed since this process started
+  // are left alone: their drivers are expected to push again after a restart
+  // or failover. Pools withdrawn explicitly are deleted at once.
+  Clock::TimePoint adoption_grace_until{};
+  // How often an update that conflicts (409) is re-read and retried before
+  // the reconcile fails and is retried with backoff.
+  int max_conflict_retries = 3;
+};
+
+class Reconciler {
+ public:
+  // Fails with InvalidArgument if a required option is missing.
+  static StatusOr<std::unique_ptr<Reconciler>> create(ReconcilerOptions options);
+
+  ReconcileResult reconcile(const PoolKey& key);
+
+  void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
+
+ private:
+  explicit Reconciler(ReconcilerOptions options) : options_(options) {}
+
+  ReconcileResult withdraw(const PoolKey& key, const std::vector<SlicePtr>& live);
+  Status deleteSlice(const PoolKey& key, const SlicePtr& slice);
+  StatusOr<client::ResourceSlice> updateSlice(const PoolKey& key, client::ResourceSlice slice);
+  StatusOr<client::ResourceSlice> createSlice(const PoolKey& key,
+                                              const client::ResourceSlice& slice);
+  void recordWrite(const std::string& driver, std::string_view verb, const Status& status);
+  void fail(const PoolKey& key, const Status& status);
+
+  ReconcilerOptions options_;
+};
+
+}  // namespace rsc::controller

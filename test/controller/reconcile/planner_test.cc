@@ -1,0 +1,253 @@
+#include "controller/reconcile/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+namespace rsc::controller {
+namespace {
+
+client::Device device(const std::string& name, bool tainted = false) {
+  client::Device d;
+  d.name = name;
+  client::DeviceAttribute model;
+  model.string_value = "A100";
+  d.attributes["model"] = model;
+  if (tainted) {
+    client::DeviceTaint t;
+    t.key = "example.com/unhealthy";
+    t.effect = "NoSchedule";
+    d.taints.push_back(t);
+  }
+  return d;
+}
+
+std::vector<client::Device> devices(const std::string& prefix, int n, bool tainted = false) {
+  std::vector<client::Device> out;
+  for (int i = 0; i < n; ++i) out.push_back(device(prefix + std::to_string(i), tainted));
+  return out;
+}
+
+client::CounterSet counterSet(const std::string& name) {
+  client::CounterSet c;
+  c.name = name;
+  c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
+  return c;
+}
+
+SlicePtr liveSlice(int64_t index, std::vector<client::Device> devs,
+                   std::vector<client::CounterSet> counters = {}) {
+  auto s = std::make_shared<client::ResourceSlice>();
+  const PoolKey key{"gpu.example.com", "node-a"};
+  s->metadata.name = sliceGenerateName(index, key) + "abcde";
+  s->metadata.uid = "uid-" + std::to_string(index);
+  s->spec.driver = key.driver;
+  s->spec.pool.name = key.pool;
+  s->spec.devices = std::move(devs);
+  s->spec.shared_counters = std::move(counters);
+  return s;
+}
+
+std::vector<std::string> names(const PlannedSlice& p) {
+  std::vector<std::string> out;
+  for (const auto& d : p.devices) out.push_back(d.name);
+  return out;
+}
+
+// Turns a plan into the live slices it would produce (for replanning).
+std::vector<SlicePtr> materialize(const Plan& plan) {
+  std::vector<SlicePtr> out;
+  for (const PlannedSlice& p : plan.slices) out.push_back(liveSlice(p.index, p.devices, p.shared_counters));
+  return out;
+}
+
+TEST(SliceName, IndexComesFirstAndRoundTrips) {
+  const PoolKey key{"gpu.example.com", "rack-1/node-a"};
+  EXPECT_EQ(sliceGenerateName(0, key), "00000-gpu.example.com-rack-1-node-a-");
+  EXPECT_EQ(sliceGenerateName(0x1a, key), "0001a-gpu.example.com-rack-1-node-a-");
+  EXPECT_EQ(sliceIndexFromName("0001a-gpu.example.com-rack-1-node-a-x7k2p"), 0x1a);
+  EXPECT_EQ(sliceIndexFromName("node-a-gpu"), -1);
+  EXPECT_EQ(sliceIndexFromName("nodash"), -1);
+}
+
+TEST(SliceName, LongNamesAreCutTo58SoGeneratedNamesFit63) {
+  const PoolKey key{"a-very-long-driver-name.devices.example.com",
+                    "a-rather-long-pool-name-that-goes-on/and-on"};
+  const std::string name = sliceGenerateName(3, key);
+  EXPECT_EQ(name.size(), 58U);
+  EXPECT_EQ(name.substr(0, 6), "00003-");
+}
+
+TEST(Planner, NewPoolIsSplitAt128Devices) {
+  Pool pool;
+  pool.devices = devices("gpu-", 300);
+  const Plan plan = planPool(pool, {});
+  ASSERT_EQ(plan.slices.size(), 3U);
+  EXPECT_EQ(plan.slices[0].devices.size(), 128U);
+  EXPECT_EQ(plan.slices[1].devices.size(), 128U);
+  EXPECT_EQ(plan.slices[2].devices.size(), 44U);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(plan.slices[i].index, static_cast<int64_t>(i));
+    EXPECT_EQ(plan.slices[i].live, nullptr);
+  }
+  EXPECT_TRUE(plan.obsolete.empty());
+}
+
+TEST(Planner, AdvancedFeaturesLowerTheLimitTo64) {
+  Pool pool;
+  pool.devices = devices("gpu-", 100, /*tainted=*/true);
+  const Plan plan = planPool(pool, {});
+  ASSERT_EQ(plan.slices.size(), 2U);
+  EXPECT_EQ(plan.slices[0].devices.size(), 64U);
+  EXPECT_EQ(plan.slices[1].devices.size(), 36U);
+}
+
+TEST(Planner, EmptyPoolHasOneEmptySlice) {
+  const Plan plan = planPool(Pool{}, {});
+  ASSERT_EQ(plan.slices.size(), 1U);
+  EXPECT_TRUE(plan.slices[0].devices.empty());
+
+  // ...and keeps the one it has, deleting the rest.
+  const Plan again = planPool(Pool{}, {liveSlice(0, devices("a", 2)), liveSlice(1, devices("b", 2))});
+  ASSERT_EQ(again.slices.size(), 1U);
+  EXPECT_NE(again.slices[0].live, nullptr);
+  EXPECT_EQ(again.obsolete.size(), 1U);
+}
+
+TEST(Planner, ReplanningItsOwnResultChangesNothing) {
+  Pool pool;
+  pool.devices = devices("gpu-", 300);
+  pool.shared_counters = {counterSet("a"), counterSet("b")};
+  const Plan first = planPool(pool, {});
+  const std::vector<SlicePtr> live = materialize(first);
+  const Plan second = planPool(pool, live);
+  ASSERT_EQ(second.slices.size(), first.slices.size());
+  EXPECT_TRUE(second.obsolete.empty());
+  for (size_t i = 0; i < second.slices.size(); ++i) {
+    EXPECT_EQ(second.slices[i].live, live[i]) << i;
+    EXPECT_EQ(second.slices[i].devices, live[i]->spec.devices) << i;
+    EXPECT_EQ(second.slices[i].shared_counters, live[i]->spec.shared_counters) << i;
+  }
+}
+
+// The property the generation rule relies on: one device added, changed or
+// removed touches exactly one slice.
+TEST(Planner, OneDeviceChangeTouchesOneSlice) {
+  Pool pool;
+  pool.devices = devices("gpu-", 300);
+  const std::vector<SlicePtr> live = materialize(planPool(pool, {}));
+
+  auto changedSlices = [&](const Pool& p) {
+    const Plan plan = planPool(p, live);
+    EXPECT_TRUE(plan.obsolete.empty());
+    int changed = 0;
+    for (const PlannedSlice& s : plan.slices) {
+      if (s.live == nullptr || s.devices != s.live->spec.devices) ++changed;
+    }
+    return changed;
+  };
+
+  Pool added = pool;
+  added.devices.push_back(device("gpu-new"));
+  EXPECT_EQ(changedSlices(added), 1);
+
+  Pool removed = pool;
+  removed.devices.erase(removed.devices.begin() + 140);
+  EXPECT_EQ(changedSlices(removed), 1);
+
+  Pool modified = pool;
+  modified.devices[200].attributes["model"].string_value = "H100";
+  EXPECT_EQ(changedSlices(modified), 1);
+
+  // Reordering the push does not move devices between slices.
+  Pool reversed = pool;
+  std::reverse(reversed.devices.begin(), reversed.devices.end());
+  const Plan plan = planPool(reversed, live);
+  for (const PlannedSlice& s : plan.slices) {
+    ASSERT_NE(s.live, nullptr);
+    std::set<std::string> want;
+    for (const auto& d : s.live->spec.devices) want.insert(d.name);
+    std::set<std::string> got;
+    for (const auto& d : s.devices) got.insert(d.name);
+    EXPECT_EQ(got, want);
+  }
+}
+
+TEST(Planner, DeviceThatNoLongerFitsMovesToFreeRoom) {
+  // Slice 0 is full of plain devices; one of them gains a taint, which would
+  // make the slice's limit 64: it must move, the others stay.
+  Pool pool;
+  pool.devices = devices("gpu-", 128);
+  pool.devices.push_back(device("extra"));
+  const std::vector<SlicePtr> live = materialize(planPool(pool, {}));
+  ASSERT_EQ(live.size(), 2U);
+
+  pool.devices[5] = device("gpu-5", /*tainted=*/true);
+  const Plan plan = planPool(pool, live);
+  ASSERT_EQ(plan.slices.size(), 2U);
+  EXPECT_EQ(plan.slices[0].devices.size(), 127U);
+  EXPECT_EQ(names(plan.slices[1]), (std::vector<std::string>{"gpu-5", "extra"}));
+}
+
+TEST(Planner, SharedCountersGoInSlicesOfTheirOwn) {
+  Pool pool;
+  pool.devices = devices("part-", 3);
+  for (int i = 0; i < 10; ++i) pool.shared_counters.push_back(counterSet("gpu-" + std::to_string(i)));
+  const Plan plan = planPool(pool, {});
+  int counter_slices = 0;
+  for (const PlannedSlice& s : plan.slices) {
+    if (!s.shared_counters.empty()) {
+      ++counter_slices;
+      EXPECT_TRUE(s.devices.empty());
+      EXPECT_LE(s.shared_counters.size(), kMaxCounterSetsPerSlice);
+    }
+  }
+  EXPECT_EQ(counter_slices, 2);
+  EXPECT_EQ(plan.slices.size(), 3U);
+}
+
+TEST(Planner, DuplicateIndicesAndForeignNamesAreObsolete) {
+  Pool pool;
+  pool.devices = devices("gpu-", 2);
+  auto dup = liveSlice(0, devices("gpu-", 2));
+  auto first = std::make_shared<client::ResourceSlice>(*dup);
+  first->metadata.name = "00000-gpu.example.com-node-a-aaaaa";
+  auto second = std::make_shared<client::ResourceSlice>(*dup);
+  second->metadata.name = "00000-gpu.example.com-node-a-bbbbb";
+  auto foreign = std::make_shared<client::ResourceSlice>(*dup);
+  foreign->metadata.name = "handmade";
+  const Plan plan = planPool(pool, {second, foreign, first});
+  ASSERT_EQ(plan.slices.size(), 1U);
+  EXPECT_EQ(plan.slices[0].live, first);
+  ASSERT_EQ(plan.obsolete.size(), 2U);
+}
+
+TEST(Planner, ExplicitSlicesMatchLiveSlicesByIndex) {
+  Pool pool;
+  pool.slices = std::vector<DesiredSlice>{{devices("a", 2), {}}, {devices("b", 3), {}}};
+  const std::vector<SlicePtr> live = {liveSlice(1, devices("x", 1)), liveSlice(5, devices("y", 1))};
+  const Plan plan = planPool(pool, live);
+  ASSERT_EQ(plan.slices.size(), 2U);
+  EXPECT_EQ(plan.slices[0].live, nullptr);
+  EXPECT_EQ(plan.slices[1].live, live[0]);
+  EXPECT_EQ(names(plan.slices[1]), (std::vector<std::string>{"b0", "b1", "b2"}));
+  ASSERT_EQ(plan.obsolete.size(), 1U);
+  EXPECT_EQ(plan.obsolete[0], live[1]);
+}
+
+TEST(Planner, NewSlicesTakeTheLowestFreeIndices) {
+  Pool pool;
+  pool.devices = devices("gpu-", 300);
+  // Live: only slice 1 exists, holding the first 128 devices.
+  std::vector<client::Device> first(pool.devices.begin(), pool.devices.begin() + 128);
+  const Plan plan = planPool(pool, {liveSlice(1, first)});
+  ASSERT_EQ(plan.slices.size(), 3U);
+  EXPECT_EQ(plan.slices[0].index, 0);
+  EXPECT_EQ(plan.slices[1].index, 1);
+  EXPECT_NE(plan.slices[1].live, nullptr);
+  EXPECT_EQ(plan.slices[2].index, 2);
+}
+
+}  // namespace
+}  // namespace rsc::controller

@@ -1,0 +1,390 @@
+#include "controller/reconcile/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "test/fakes/fake_clock.h"
+#include "test/fakes/fake_kube_api.h"
+
+namespace rsc::controller {
+namespace {
+
+using client::ResourceSlice;
+
+const PoolKey kNodeA{"gpu.example.com", "node-a"};
+
+// Reads the fake's current state: the cache is exact, so assume* have
+// nothing to do (the informer's mutation cache is tested with the informer).
+class ListingSliceCache : public SliceCache {
+ public:
+  explicit ListingSliceCache(testing::FakeKubeApi& api) : api_(api) {}
+  std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const override {
+    std::vector<SlicePtr> out;
+    for (const ResourceSlice& s : api_.resourceSlices()) {
+      auto it = s.metadata.labels.find(kManagedByLabel);
+      if (it == s.metadata.labels.end() || it->second != kManagedByValue) continue;
+      if (s.spec.driver == key.driver && s.spec.pool.name == key.pool) {
+        out.push_back(std::make_shared<ResourceSlice>(s));
+      }
+    }
+    return out;
+  }
+  void assumeWritten(const ResourceSlice& /*stored*/) override {}
+  void assumeDeleted(const ResourceSlice& /*last*/) override {}
+
+ private:
+  testing::FakeKubeApi& api_;
+};
+
+class CountingObserver : public ReconcilerObserver {
+ public:
+  void sliceWrite(const std::string& driver, std::string_view verb,
+                  std::string_view result) override {
+    writes[driver + "/" + std::string(verb) + "/" + std::string(result)]++;
+  }
+  void published(const std::string& /*driver*/, Clock::Duration latency) override {
+    latencies.push_back(latency);
+  }
+  std::map<std::string, int> writes;
+  std::vector<Clock::Duration> latencies;
+};
+
+client::Device gpu(const std::string& name, const std::string& model = "A100") {
+  client::Device d;
+  d.name = name;
+  client::DeviceAttribute a;
+  a.string_value = model;
+  d.attributes["model"] = a;
+  client::DeviceCapacity c;
+  c.value = *client::Quantity::parse("40Gi");
+  d.capacity["memory"] = c;
+  return d;
+}
+
+Pool nodePool(int devices, const std::string& node = "node-a") {
+  Pool p;
+  p.selection.node_name = node;
+  for (int i = 0; i < devices; ++i) p.devices.push_back(gpu("gpu-" + std::to_string(i)));
+  return p;
+}
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.addNode("node-a");
+    api_.addNode("node-b");
+    ReconcilerOptions o;
+    o.api = &api_;
+    o.clock = &clock_;
+    o.store = &store_;
+    o.cache = &cache_;
+    o.observer = &observer_;
+    auto r = Reconciler::create(o);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    reconciler_ = std::move(*r);
+  }
+
+  // Reconciles and checks DRA's invariants: success, and a second reconcile
+  // makes no write at all.
+  void sync(const PoolKey& key = kNodeA) {
+    const ReconcileResult r = reconciler_->reconcile(key);
+    ASSERT_TRUE(r.status.ok()) << r.status.toString();
+    const size_t writes = api_.countWrites();
+    const ReconcileResult again = reconciler_->reconcile(key);
+    ASSERT_TRUE(again.status.ok()) << again.status.toString();
+    EXPECT_EQ(api_.countWrites(), writes) << "a second reconcile wrote";
+  }
+
+  std::vector<ResourceSlice> poolSlices(const PoolKey& key = kNodeA) {
+    std::vector<ResourceSlice> out;
+    for (const ResourceSlice& s : api_.resourceSlices()) {
+      if (s.spec.driver == key.driver && s.spec.pool.name == key.pool) out.push_back(s);
+    }
+    return out;
+  }
+
+  // Every slice of the pool has the same generation and the right count.
+  void expectComplete(int64_t generation, size_t slices, const PoolKey& key = kNodeA) {
+    const auto all = poolSlices(key);
+    ASSERT_EQ(all.size(), slices);
+    for (const ResourceSlice& s : all) {
+      EXPECT_EQ(s.spec.pool.generation, generation) << s.metadata.name;
+      EXPECT_EQ(s.spec.pool.resource_slice_count, static_cast<int64_t>(slices)) << s.metadata.name;
+    }
+  }
+
+  size_t writes(std::string_view verb) { return api_.countActions(verb, "resourceslices"); }
+
+  testing::FakeClock clock_;
+  testing::FakeKubeApi api_{clock_};
+  DesiredStore store_{clock_};
+  ListingSliceCache cache_{api_};
+  CountingObserver observer_;
+  std::unique_ptr<Reconciler> reconciler_;
+};
+
+TEST_F(ReconcilerTest, CreatesANewNodeLocalPool) {
+  const uint64_t version = store_.put(kNodeA, nodePool(3));
+  sync();
+  const auto slices = poolSlices();
+  ASSERT_EQ(slices.size(), 1U);
+  const ResourceSlice& s = slices[0];
+  EXPECT_EQ(s.metadata.name.substr(0, 29), "00000-gpu.example.com-node-a-");
+  EXPECT_EQ(s.metadata.labels.at(kManagedByLabel), kManagedByValue);
+  ASSERT_EQ(s.metadata.owner_references.size(), 1U);
+  EXPECT_EQ(s.metadata.owner_references[0].kind, "Node");
+  EXPECT_EQ(s.metadata.owner_references[0].name, "node-a");
+  EXPECT_EQ(s.metadata.owner_references[0].uid, api_.getNode("node-a")->metadata.uid);
+  EXPECT_EQ(s.spec.node_name, "node-a");
+  EXPECT_EQ(s.spec.devices.size(), 3U);
+  expectComplete(1, 1);
+  EXPECT_EQ(writes("create"), 1U);
+
+  const auto status = store_.status(kNodeA);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->phase, PoolPhase::kPublished);
+  EXPECT_EQ(status->published_version, version);
+  EXPECT_EQ(status->slice_names, std::vector<std::string>{s.metadata.name});
+  EXPECT_EQ(observer_.writes["gpu.example.com/create/success"], 1);
+  EXPECT_EQ(observer_.latencies.size(), 1U);
+}
+
+TEST_F(ReconcilerTest, ChangingOneDeviceUpdatesOneSliceWithoutABump) {
+  store_.put(kNodeA, nodePool(300));
+  sync();
+  expectComplete(1, 3);
+  api_.clearActions();
+
+  Pool changed = nodePool(300);
+  changed.devices[200].attributes["model"].string_value = "H100";
+  store_.put(kNodeA, changed);
+  sync();
+  EXPECT_EQ(api_.countWrites(), 1U);
+  EXPECT_EQ(writes("update"), 1U);
+  expectComplete(1, 3);
+}
+
+TEST_F(ReconcilerTest, AddingADeviceWithRoomUpdatesOneSlice) {
+  store_.put(kNodeA, nodePool(130));
+  sync();
+  api_.clearActions();
+  store_.put(kNodeA, nodePool(131));
+  sync();
+  EXPECT_EQ(api_.countWrites(), 1U);
+  expectComplete(1, 2);
+}
+
+TEST_F(ReconcilerTest, GrowingBeyondASliceBumpsAndRewritesEverySlice) {
+  store_.put(kNodeA, nodePool(128));
+  sync();
+  api_.clearActions();
+  store_.put(kNodeA, nodePool(129));
+  sync();
+  EXPECT_EQ(writes("update"), 1U);
+  EXPECT_EQ(writes("create"), 1U);
+  expectComplete(2, 2);
+}
+
+TEST_F(ReconcilerTest, ShrinkingDeletesFirstAndBumps) {
+  store_.put(kNodeA, nodePool(300));
+  sync();
+  api_.clearActions();
+  store_.put(kNodeA, nodePool(100));
+  sync();
+  std::vector<std::string> verbs;
+  for (const auto& a : api_.actions()) {
+    if (a.resource == "resourceslices" && a.verb != "get" && a.verb != "list") verbs.push_back(a.verb);
+  }
+  ASSERT_FALSE(verbs.empty());
+  EXPECT_EQ(verbs.front(), "delete") << "obsolete slices go first";
+  EXPECT_EQ(writes("delete"), 2U);
+  expectComplete(2, 1);
+}
+
+TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  const std::string name = poolSlices()[0].metadata.name;
+  ASSERT_TRUE(api_.editResourceSlice(name, [](ResourceSlice& s) {
+                    s.spec.devices[0].attributes["model"].string_value = "tampered";
+                  }).ok());
+  api_.clearActions();
+  sync();
+  EXPECT_EQ(writes("update"), 1U);
+  EXPECT_EQ(poolSlices()[0].spec.devices[0].attributes.at("model").string_value, "A100");
+  expectComplete(1, 1);
+}
+
+TEST_F(ReconcilerTest, ASliceDeletedBySomeoneElseIsRecreated) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  const auto before = poolSlices();
+  ASSERT_EQ(before.size(), 2U);
+  ASSERT_TRUE(api_.removeResourceSlice(before[1].metadata.name).ok());
+  sync();
+  expectComplete(2, 2);
+}
+
+TEST_F(ReconcilerTest, WithdrawnPoolIsDeleted) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  ASSERT_TRUE(store_.remove(kNodeA));
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kWithdrawing);
+  sync();
+  EXPECT_TRUE(poolSlices().empty());
+  EXPECT_FALSE(store_.status(kNodeA).has_value());
+}
+
+TEST_F(ReconcilerTest, AdoptedSlicesWaitForTheGracePeriod) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  // A restarted controller: nothing desired yet, slices live.
+  DesiredStore fresh(clock_);
+  ReconcilerOptions o;
+  o.api = &api_;
+  o.clock = &clock_;
+  o.store = &fresh;
+  o.cache = &cache_;
+  o.adoption_grace_until = clock_.now() + std::chrono::minutes(2);
+  auto restarted = std::move(*Reconciler::create(o));
+  api_.clearActions();
+
+  ReconcileResult r = restarted->reconcile(kNodeA);
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_TRUE(r.requeue_after.has_value());
+  EXPECT_EQ(*r.requeue_after, std::chrono::minutes(2));
+  EXPECT_EQ(api_.countWrites(), 0U);
+
+  // The driver pushes the same pool again within the grace: adopted, no write.
+  fresh.put(kNodeA, nodePool(3));
+  r = restarted->reconcile(kNodeA);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(api_.countWrites(), 0U);
+  EXPECT_EQ(fresh.status(kNodeA)->phase, PoolPhase::kPublished);
+
+  // A pool no one pushes again goes after the grace.
+  DesiredStore empty(clock_);
+  o.store = &empty;
+  auto later = std::move(*Reconciler::create(o));
+  clock_.advance(std::chrono::minutes(3));
+  r = later->reconcile(kNodeA);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_TRUE(poolSlices().empty());
+}
+
+TEST_F(ReconcilerTest, ConflictingUpdateIsReReadAndRetried) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  int conflicts = 1;
+  api_.prependReactor("update", "resourceslices", [&](testing::FakeKubeApi::Request&) {
+    if (conflicts-- > 0) return conflict("the object has been modified");
+    return okStatus();
+  });
+  Pool changed = nodePool(3);
+  changed.devices[0].attributes["model"].string_value = "H100";
+  store_.put(kNodeA, changed);
+  sync();
+  EXPECT_EQ(poolSlices()[0].spec.devices[0].attributes.at("model").string_value, "H100");
+  EXPECT_EQ(observer_.writes["gpu.example.com/update/conflict"], 1);
+  EXPECT_EQ(observer_.writes["gpu.example.com/update/success"], 1);
+}
+
+TEST_F(ReconcilerTest, MissingNodeFailsThePool) {
+  store_.put(kNodeA, nodePool(1, "node-z"));
+  const ReconcileResult r = reconciler_->reconcile(kNodeA);
+  EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(api_.countWrites(), 0U);
+  const auto status = store_.status(kNodeA);
+  EXPECT_EQ(status->phase, PoolPhase::kFailed);
+  EXPECT_NE(status->last_error.message().find("node-z"), std::string::npos);
+}
+
+TEST_F(ReconcilerTest, ServerDefaultsAndDroppedFieldsCauseNoUpdateLoop) {
+  // The server defaults taint timeAdded and drops bindingConditions (as with
+  // the feature disabled).
+  auto serverSide = [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    for (client::Device& d : req.slice->spec.devices) {
+      for (client::DeviceTaint& t : d.taints) {
+        if (!t.time_added) t.time_added = "2026-01-01T00:00:00Z";
+      }
+      d.binding_conditions.clear();
+      d.binding_failure_conditions.clear();
+    }
+    return okStatus();
+  };
+  api_.prependReactor("create", "resourceslices", serverSide);
+  api_.prependReactor("update", "resourceslices", serverSide);
+  Pool pool = nodePool(2);
+  client::DeviceTaint taint;
+  taint.key = "example.com/maintenance";
+  taint.effect = "NoSchedule";
+  pool.devices[0].taints.push_back(taint);
+  pool.devices[1].binding_conditions = {"example.com/attached"};
+  pool.devices[1].binding_failure_conditions = {"example.com/failed"};
+  store_.put(kNodeA, pool);
+  sync();  // also asserts that the second reconcile writes nothing
+  EXPECT_EQ(api_.countWrites(), 1U);
+  const auto status = store_.status(kNodeA);
+  EXPECT_FALSE(status->dropped_fields.empty());
+}
+
+TEST_F(ReconcilerTest, RequestedGenerationIsHonoured) {
+  Pool pool = nodePool(2);
+  pool.generation = 7;
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(7, 1);
+  pool.generation = 9;
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(9, 1);
+}
+
+TEST_F(ReconcilerTest, MovingAPoolToAnotherNodeReplacesItsSlices) {
+  store_.put(kNodeA, nodePool(2, "node-a"));
+  sync();
+  store_.put(kNodeA, nodePool(2, "node-b"));
+  sync();
+  const auto slices = poolSlices();
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_EQ(slices[0].spec.node_name, "node-b");
+  EXPECT_EQ(slices[0].metadata.owner_references[0].name, "node-b");
+  expectComplete(2, 1);
+}
+
+TEST_F(ReconcilerTest, NetworkPoolWithSelectorHasNoOwner) {
+  const PoolKey key{"nic.example.com", "fabric-1"};
+  Pool pool;
+  client::NodeSelector sel;
+  sel.value = client::Json::parse(
+      R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"fabric","operator":"In","values":["1"]}]}]})");
+  pool.selection.node_selector = sel;
+  for (int i = 0; i < 40; ++i) pool.devices.push_back(gpu("nic-" + std::to_string(i)));
+  store_.put(key, pool);
+  sync(key);
+  const auto slices = poolSlices(key);
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_TRUE(slices[0].metadata.owner_references.empty());
+  EXPECT_EQ(slices[0].spec.node_selector, sel);
+  EXPECT_FALSE(slices[0].spec.node_name.has_value());
+}
+
+TEST_F(ReconcilerTest, OneFailingPoolDoesNotAffectAnother) {
+  const PoolKey other{"gpu.example.com", "node-b"};
+  api_.prependReactor("create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
+    if (req.slice && req.slice->spec.pool.name == "node-a") return unavailable("injected");
+    return okStatus();
+  });
+  store_.put(kNodeA, nodePool(1));
+  store_.put(other, nodePool(1, "node-b"));
+  EXPECT_FALSE(reconciler_->reconcile(kNodeA).status.ok());
+  EXPECT_TRUE(reconciler_->reconcile(other).status.ok());
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
+  EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
+}
+
+}  // namespace
+}  // namespace rsc::controller
