@@ -1,0 +1,236 @@
+#include "controller/reconcile/controller.h"
+
+#include "common/log.h"
+
+namespace rsc::controller {
+namespace {
+
+// The index key of a slice in the informer's store: driver and pool, with a
+// separator that cannot occur in either name.
+std::string poolIndexKey(const std::string& driver, const std::string& pool) {
+  return driver + '\n' + pool;
+}
+
+}  // namespace
+
+// The reconciler's view of the informer's store, which also remembers the
+// resourceVersions of our own writes so that their watch events do not cost a
+// reconcile.
+class Controller::StoreCache : public SliceCache {
+ public:
+  explicit StoreCache(client::ResourceSliceStore& store) : store_(store) {}
+
+  std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const override {
+    return store_.byIndex(poolIndexKey(key.driver, key.pool));
+  }
+  void assumeWritten(const client::ResourceSlice& stored) override {
+    store_.assumeWritten(stored);
+    std::lock_guard lock(mu_);
+    own_writes_[stored.metadata.name] = stored.metadata.resource_version;
+  }
+  void assumeDeleted(const client::ResourceSlice& last) override {
+    store_.assumeDeleted(last.metadata.name);
+    std::lock_guard lock(mu_);
+    own_deletes_.insert(last.metadata.name);
+  }
+  // True for the watch event of a write of ours (seen once).
+  bool ownWrite(const client::ResourceSlice& s) {
+    std::lock_guard lock(mu_);
+    auto it = own_writes_.find(s.metadata.name);
+    if (it == own_writes_.end() || it->second != s.metadata.resource_version) return false;
+    own_writes_.erase(it);
+    return true;
+  }
+  bool ownDelete(const client::ResourceSlice& s) {
+    std::lock_guard lock(mu_);
+    own_writes_.erase(s.metadata.name);
+    return own_deletes_.erase(s.metadata.name) > 0;
+  }
+
+ private:
+  client::ResourceSliceStore& store_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::string> own_writes_;  // name -> resourceVersion
+  std::set<std::string> own_deletes_;
+};
+
+StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions options) {
+  if (options.api == nullptr) return invalidArgument("controller: api is required");
+  if (options.clock == nullptr) return invalidArgument("controller: clock is required");
+  if (options.store == nullptr) return invalidArgument("controller: store is required");
+  if (options.workers < 1) return invalidArgument("controller: workers must be at least 1");
+  if (options.adoption_grace < Clock::Duration::zero()) {
+    return invalidArgument("controller: adoption grace must not be negative");
+  }
+  std::unique_ptr<Controller> c(new Controller(options));
+
+  client::InformerOptions informer_options;
+  informer_options.label_selector = std::string(kManagedByLabel) + "=" + kManagedByValue;
+  informer_options.index = [](const client::ResourceSlice& s) {
+    return poolIndexKey(s.spec.driver, s.spec.pool.name);
+  };
+  informer_options.on_watch_restart = options.on_watch_restart;
+  Controller* self = c.get();
+  client::InformerHandlers handlers;
+  handlers.on_add = [self](const client::ResourceSlice& s) {
+    if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
+  };
+  handlers.on_update = [self](const client::ResourceSlice& /*old*/, const client::ResourceSlice& s) {
+    if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
+  };
+  handlers.on_delete = [self](const client::ResourceSlice& s) {
+    if (!self->cache_->ownDelete(s)) self->enqueueSlice(s);
+  };
+  ASSIGN_OR_RETURN(c->informer_, client::Informer::create(*options.api, *options.clock,
+                                                          informer_options, handlers));
+  c->cache_ = std::make_unique<StoreCache>(c->informer_->store());
+
+  ReconcilerOptions r;
+  r.api = options.api;
+  r.clock = options.clock;
+  r.store = options.store;
+  r.cache = c->cache_.get();
+  r.observer = options.reconciler_observer;
+  // No deletions until leading starts and sets the real grace.
+  r.adoption_grace_until = Clock::TimePoint::max();
+  ASSIGN_OR_RETURN(c->reconciler_, Reconciler::create(r));
+
+  options.store->setChangeListener([self](const PoolKey& key) {
+    self->queue_->addAfter(key, self->options_.batch_window);
+  });
+  return c;
+}
+
+Controller::Controller(ControllerOptions options) : options_(options) {
+  limiter_ = defaultControllerRateLimiter<PoolKey>(*options_.clock);
+  WorkQueueOptions q;
+  q.observer = options_.queue_observer;
+  q.release_in_background = !options_.manual_for_test;
+  queue_ = std::make_unique<WorkQueue<PoolKey>>(*options_.clock, *limiter_, q);
+}
+
+Controller::~Controller() {
+  stop();
+  options_.store->setChangeListener(nullptr);
+}
+
+void Controller::enqueueSlice(const client::ResourceSlice& slice) {
+  queue_->add(PoolKey{slice.spec.driver, slice.spec.pool.name});
+}
+
+void Controller::start() {
+  if (options_.manual_for_test) return;
+  informer_->start();
+  housekeeping_ = std::jthread([this](std::stop_token stop) { housekeepingLoop(stop); });
+}
+
+bool Controller::waitForCacheSync(std::stop_token stop) { return informer_->waitForSync(stop); }
+
+bool Controller::hasSynced() const { return informer_->hasSynced(); }
+
+void Controller::startLeading() {
+  if (leading_.exchange(true)) return;
+  reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
+  // Every pool we know of, desired or live, gets a look.
+  for (const PoolKey& key : options_.store->keys()) queue_->add(key);
+  for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);
+  log::info("Started leading: reconciling",
+            {{"workers", options_.workers},
+             {"adoptionGraceSeconds",
+              std::chrono::duration_cast<std::chrono::seconds>(options_.adoption_grace).count()}});
+  if (options_.manual_for_test) return;
+  std::lock_guard lock(mu_);
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { workerLoop(); });
+  if (options_.observer != nullptr) options_.observer->activeWorkers(0);
+}
+
+void Controller::stop() {
+  // Let in-flight reconciles finish their writes, then stop.
+  queue_->shutDownWithDrain();
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(mu_);
+    workers.swap(workers_);
+  }
+  for (std::thread& t : workers) t.join();
+  if (housekeeping_.joinable()) {
+    housekeeping_.request_stop();
+    housekeeping_.join();
+  }
+  informer_->stop();
+}
+
+bool Controller::processNextItemForTest() { return processNextItem(false); }
+
+SliceCache& Controller::cacheForTest() { return *cache_; }
+
+bool Controller::processNextItem(bool block) {
+  if (!block && queue_->len() == 0) return false;
+  std::optional<PoolKey> key = queue_->get();
+  if (!key) return false;
+  const int active = ++active_workers_;
+  if (options_.observer != nullptr) options_.observer->activeWorkers(active);
+
+  const Clock::TimePoint start = options_.clock->now();
+  const ReconcileResult result = reconciler_->reconcile(*key);
+  const Clock::Duration took = options_.clock->now() - start;
+
+  std::string_view outcome = "success";
+  if (!result.status.ok()) {
+    outcome = "error";
+    log::error("Reconcile failed, will retry", result.status,
+               {{"driver", key->driver}, {"pool", key->pool},
+                {"retries", static_cast<int64_t>(queue_->numRequeues(*key))}});
+    queue_->addRateLimited(*key);
+  } else {
+    queue_->forget(*key);
+    if (result.requeue_after) {
+      outcome = "requeue_after";
+      queue_->addAfter(*key, *result.requeue_after);
+    }
+  }
+  if (options_.observer != nullptr) {
+    options_.observer->reconciled(outcome, took);
+    options_.observer->activeWorkers(--active_workers_);
+  } else {
+    --active_workers_;
+  }
+  queue_->done(*key);
+  return true;
+}
+
+void Controller::workerLoop() {
+  while (processNextItem(true)) {
+  }
+}
+
+void Controller::housekeeping() {
+  // Withdraw pools whose lease ran out (the store enqueues them).
+  for (const PoolKey& key : options_.store->expireLeases()) {
+    log::info("Pool lease expired: withdrawing", {{"driver", key.driver}, {"pool", key.pool}});
+    if (options_.observer != nullptr) options_.observer->leaseExpired(key.driver);
+  }
+  if (options_.observer == nullptr) return;
+  // Gauges: desired pools, and the slices and devices live in the cache.
+  std::map<std::string, DriverCounts> counts;
+  for (const PoolKey& key : options_.store->keys()) counts[key.driver].pools++;
+  for (const SlicePtr& s : informer_->store().list()) {
+    DriverCounts& c = counts[s->spec.driver];
+    c.slices++;
+    c.devices += static_cast<int64_t>(s->spec.devices.size());
+  }
+  options_.observer->counts(counts);
+}
+
+void Controller::housekeepingLoop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    // Leases are only enforced by the leader; followers hold no pools.
+    housekeeping();
+    // Sleep in short steps so that stop() is not held up.
+    for (int i = 0; i < 10 && !stop.stop_requested(); ++i) {
+      options_.clock->sleepFor(kHousekeepingPeriod / 10);
+    }
+  }
+}
+
+}  // namespace rsc::controller

@@ -1,0 +1,137 @@
+// Controller: the reconcile loop. It watches managed ResourceSlices through an
+// informer (every replica keeps a warm cache), and, once told it leads, runs
+// workers that take (driver, pool) keys from the work queue and reconcile
+// them; failed keys are retried with per-key backoff, so one bad pool never
+// delays another. Pushes enqueue through the DesiredStore's change listener;
+// foreign changes to managed slices enqueue through the informer's handlers.
+// Threading: the informer's thread only enqueues; `workers` threads block on
+// the queue; a housekeeping thread expires leases and refreshes gauges. All
+// public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/informer.h"
+#include "client/kube_api.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/reconcile/desired_store.h"
+#include "controller/reconcile/rate_limiter.h"
+#include "controller/reconcile/reconciler.h"
+#include "controller/reconcile/work_queue.h"
+
+namespace rsc::controller {
+
+// How long a new leader leaves alone the slices of pools nobody has pushed to
+// it yet: drivers re-push after a restart or failover (they retry when a renew
+// answers 404), and two minutes covers their retry with room to spare, while a
+// driver that is really gone has its pools withdrawn soon after.
+inline constexpr Clock::Duration kDefaultAdoptionGrace = std::chrono::minutes(2);
+// Several pushes of one pool within this window cost one reconcile. Short
+// enough not to matter for publish latency.
+inline constexpr Clock::Duration kDefaultBatchWindow = std::chrono::milliseconds(10);
+// How often leases are checked and gauges refreshed.
+inline constexpr Clock::Duration kHousekeepingPeriod = std::chrono::seconds(1);
+
+// Per-driver totals for the pools, slices and devices gauges.
+struct DriverCounts {
+  int64_t pools = 0;
+  int64_t slices = 0;
+  int64_t devices = 0;
+};
+
+// Hooks for metrics, so that reconcile/ does not depend on metrics/.
+class ControllerObserver {
+ public:
+  virtual ~ControllerObserver() = default;
+  // result: success|error|requeue_after.
+  virtual void reconciled(std::string_view result, Clock::Duration took) = 0;
+  virtual void activeWorkers(int n) = 0;
+  virtual void counts(const std::map<std::string, DriverCounts>& by_driver) = 0;
+  virtual void leaseExpired(const std::string& driver) = 0;
+};
+
+struct ControllerOptions {
+  // Required.
+  client::KubeApi* api = nullptr;
+  Clock* clock = nullptr;
+  DesiredStore* store = nullptr;
+  // Optional.
+  int workers = 4;
+  Clock::Duration adoption_grace = kDefaultAdoptionGrace;
+  Clock::Duration batch_window = kDefaultBatchWindow;
+  ControllerObserver* observer = nullptr;
+  ReconcilerObserver* reconciler_observer = nullptr;
+  WorkQueueObserver* queue_observer = nullptr;
+  std::function<void(std::string_view reason)> on_watch_restart;
+  // Tests drive the loop themselves: no informer thread, no workers, no
+  // housekeeping thread, and the queue releases delayed keys only on
+  // releaseDueForTest().
+  bool manual_for_test = false;
+};
+
+class Controller {
+ public:
+  static StatusOr<std::unique_ptr<Controller>> create(ControllerOptions options);
+  ~Controller();
+
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informer and the housekeeping thread. Workers wait for
+  // startLeading().
+  void start();
+  // Blocks until the cache holds the first full list, or `stop` is requested.
+  bool waitForCacheSync(std::stop_token stop);
+  bool hasSynced() const;
+  // Starts reconciling: adopts the live slices (the grace period starts now)
+  // and enqueues every known pool.
+  void startLeading();
+  bool leading() const { return leading_.load(); }
+  // Stops taking new work, lets in-flight reconciles finish, then stops the
+  // workers, the informer and the housekeeping thread.
+  void stop();
+
+  // Test hooks: the informer (to feed it), one synchronous step of a worker
+  // (returns false when the queue is empty), and housekeeping.
+  client::Informer& informerForTest() { return *informer_; }
+  bool processNextItemForTest();
+  void housekeepingForTest() { housekeeping(); }
+  WorkQueue<PoolKey>& queueForTest() { return *queue_; }
+  SliceCache& cacheForTest();
+
+ private:
+  class StoreCache;
+
+  explicit Controller(ControllerOptions options);
+  void enqueueSlice(const client::ResourceSlice& slice);
+  bool processNextItem(bool block);
+  void workerLoop();
+  void housekeeping();
+  void housekeepingLoop(std::stop_token stop);
+
+  ControllerOptions options_;
+  std::unique_ptr<RateLimiter<PoolKey>> limiter_;
+  std::unique_ptr<WorkQueue<PoolKey>> queue_;
+  std::unique_ptr<client::Informer> informer_;
+  std::unique_ptr<StoreCache> cache_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::atomic<bool> leading_{false};
+  std::atomic<int> active_workers_{0};
+  std::mutex mu_;
+  std::vector<std::thread> workers_;
+  std::jthread housekeeping_;
+};
+
+}  // namespace rsc::controller

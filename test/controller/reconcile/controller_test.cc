@@ -1,0 +1,196 @@
+#include "controller/reconcile/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "test/fakes/fake_clock.h"
+#include "test/fakes/fake_kube_api.h"
+
+namespace rsc::controller {
+namespace {
+
+const PoolKey kNodeA{"gpu.example.com", "node-a"};
+
+class RecordingObserver : public ControllerObserver {
+ public:
+  void reconciled(std::string_view result, Clock::Duration /*took*/) override {
+    std::lock_guard lock(mu);
+    results[std::string(result)]++;
+  }
+  void activeWorkers(int /*n*/) override {}
+  void counts(const std::map<std::string, DriverCounts>& by_driver) override {
+    std::lock_guard lock(mu);
+    last_counts = by_driver;
+  }
+  void leaseExpired(const std::string& driver) override {
+    std::lock_guard lock(mu);
+    expired[driver]++;
+  }
+  std::mutex mu;
+  std::map<std::string, int> results;
+  std::map<std::string, DriverCounts> last_counts;
+  std::map<std::string, int> expired;
+};
+
+Pool nodePool(int devices) {
+  Pool p;
+  p.selection.node_name = "node-a";
+  for (int i = 0; i < devices; ++i) {
+    client::Device d;
+    d.name = "gpu-" + std::to_string(i);
+    p.devices.push_back(d);
+  }
+  return p;
+}
+
+// Waits (in real time, as a safety net only) until `done` holds.
+template <typename F>
+bool eventually(F done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.addNode("node-a");
+    ControllerOptions o;
+    o.api = &api_;
+    o.clock = &clock_;
+    o.store = &store_;
+    o.observer = &observer_;
+    o.manual_for_test = true;
+    auto c = Controller::create(o);
+    ASSERT_TRUE(c.ok()) << c.status().toString();
+    controller_ = std::move(*c);
+    controller_->informerForTest().start();
+    ASSERT_TRUE(eventually([&] { return controller_->hasSynced(); }));
+  }
+  void TearDown() override { controller_->stop(); }
+
+  // Releases batched pushes and runs the queue dry.
+  int drain() {
+    clock_.advance(std::chrono::seconds(1));
+    controller_->queueForTest().releaseDueForTest();
+    int n = 0;
+    while (controller_->processNextItemForTest()) ++n;
+    return n;
+  }
+
+  // Waits until the watch has delivered every write of ours.
+  bool watchCaughtUp() {
+    const std::string rv = api_.resourceVersion();
+    return eventually([&] { return controller_->informerForTest().lastResourceVersion() == rv; });
+  }
+
+  size_t poolSlices() {
+    size_t n = 0;
+    for (const auto& s : api_.resourceSlices()) n += s.spec.pool.name == kNodeA.pool;
+    return n;
+  }
+
+  testing::FakeClock clock_;
+  testing::FakeKubeApi api_{clock_};
+  DesiredStore store_{clock_};
+  RecordingObserver observer_;
+  std::unique_ptr<Controller> controller_;
+};
+
+TEST_F(ControllerTest, FollowersDoNotWrite) {
+  store_.put(kNodeA, nodePool(3));
+  clock_.advance(std::chrono::seconds(1));
+  controller_->queueForTest().releaseDueForTest();
+  // Not leading: no worker runs; the key waits in the queue.
+  EXPECT_EQ(api_.countWrites(), 0U);
+  controller_->startLeading();
+  EXPECT_GE(drain(), 1);
+  EXPECT_EQ(poolSlices(), 1U);
+}
+
+TEST_F(ControllerTest, PushesInOneWindowCostOneReconcile) {
+  controller_->startLeading();
+  for (int i = 1; i <= 5; ++i) store_.put(kNodeA, nodePool(i));
+  EXPECT_EQ(drain(), 1);
+  EXPECT_EQ(api_.countWrites(), 1U);
+  EXPECT_EQ(api_.resourceSlices()[0].spec.devices.size(), 5U);
+}
+
+TEST_F(ControllerTest, OwnWritesDoNotRequeueButForeignDeletesAreUndone) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(3));
+  drain();
+  ASSERT_TRUE(watchCaughtUp());
+  EXPECT_EQ(controller_->queueForTest().len(), 0U) << "our own create came back as work";
+
+  const std::string name = api_.resourceSlices()[0].metadata.name;
+  ASSERT_TRUE(api_.removeResourceSlice(name).ok());
+  ASSERT_TRUE(eventually([&] { return controller_->queueForTest().len() == 1; }));
+  drain();
+  EXPECT_EQ(poolSlices(), 1U);
+  EXPECT_NE(api_.resourceSlices()[0].metadata.name, name);
+}
+
+TEST_F(ControllerTest, ExpiredLeaseWithdrawsThePool) {
+  controller_->startLeading();
+  Pool pool = nodePool(2);
+  pool.lease = std::chrono::seconds(30);
+  store_.put(kNodeA, pool);
+  drain();
+  ASSERT_EQ(poolSlices(), 1U);
+
+  clock_.advance(std::chrono::seconds(20));
+  ASSERT_TRUE(store_.renew(kNodeA));
+  clock_.advance(std::chrono::seconds(20));
+  controller_->housekeepingForTest();
+  EXPECT_EQ(poolSlices(), 1U) << "a renewed lease must not expire";
+
+  clock_.advance(std::chrono::seconds(11));
+  controller_->housekeepingForTest();
+  drain();
+  EXPECT_EQ(poolSlices(), 0U);
+  std::lock_guard lock(observer_.mu);
+  EXPECT_EQ(observer_.expired["gpu.example.com"], 1);
+}
+
+TEST_F(ControllerTest, FailingPoolIsRetriedWithBackoffWhileOthersPublish) {
+  api_.addNode("node-b");
+  controller_->startLeading();
+  int failures = 3;
+  api_.prependReactor("create", "resourceslices", [&](testing::FakeKubeApi::Request& req) {
+    if (req.slice && req.slice->spec.pool.name == "node-a" && failures-- > 0) {
+      return unavailable("injected");
+    }
+    return okStatus();
+  });
+  store_.put(kNodeA, nodePool(1));
+  Pool b = nodePool(1);
+  b.selection.node_name = "node-b";
+  store_.put({"gpu.example.com", "node-b"}, b);
+  drain();
+  EXPECT_EQ(store_.status({"gpu.example.com", "node-b"})->phase, PoolPhase::kPublished);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
+  for (int i = 0; i < 4; ++i) drain();  // each drain advances past the backoff
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+  std::lock_guard lock(observer_.mu);
+  EXPECT_EQ(observer_.results["error"], 3);
+}
+
+TEST_F(ControllerTest, HousekeepingCountsPoolsSlicesAndDevices) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(130));
+  drain();
+  ASSERT_TRUE(watchCaughtUp());
+  controller_->housekeepingForTest();
+  std::lock_guard lock(observer_.mu);
+  const DriverCounts c = observer_.last_counts["gpu.example.com"];
+  EXPECT_EQ(c.pools, 1);
+  EXPECT_EQ(c.slices, 2);
+  EXPECT_EQ(c.devices, 130);
+}
+
+}  // namespace
+}  // namespace rsc::controller
