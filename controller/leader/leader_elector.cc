@@ -1,0 +1,222 @@
+#include "controller/leader/leader_elector.h"
+
+#include <cstdio>
+
+#include "common/log.h"
+
+namespace rsc::controller {
+namespace {
+
+// client-go's JitterFactor: waits are stretched by up to 20 %.
+constexpr double kJitterFactor = 1.2;
+
+bool sameRecord(const client::LeaseSpec& a, const client::LeaseSpec& b) {
+  return a.holder_identity == b.holder_identity &&
+         a.lease_duration_seconds == b.lease_duration_seconds &&
+         a.acquire_time == b.acquire_time && a.renew_time == b.renew_time &&
+         a.lease_transitions == b.lease_transitions;
+}
+
+int32_t seconds(Clock::Duration d) {
+  return static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
+}
+
+}  // namespace
+
+std::string makeLeaderIdentity(const std::string& name) {
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char suffix[24];
+  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(r));
+  return name + "_" + suffix;
+}
+
+StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::create(LeaderElectionOptions options) {
+  if (options.api == nullptr || options.clock == nullptr) {
+    return invalidArgument("leader election: api and clock are required");
+  }
+  if (options.lease_namespace.empty() || options.lease_name.empty()) {
+    return invalidArgument("leader election: the lease namespace and name are required");
+  }
+  if (options.identity.empty()) return invalidArgument("leader election: identity is required");
+  if (!(options.lease_duration > options.renew_deadline)) {
+    return invalidArgument("leader election: the lease duration must exceed the renew deadline");
+  }
+  if (!(std::chrono::duration<double>(options.renew_deadline).count() >
+        kJitterFactor * std::chrono::duration<double>(options.retry_period).count())) {
+    return invalidArgument(
+        "leader election: the renew deadline must exceed 1.2 times the retry period");
+  }
+  if (options.lease_duration < std::chrono::seconds(1)) {
+    return invalidArgument("leader election: the lease duration must be at least 1s");
+  }
+  return std::unique_ptr<LeaderElector>(new LeaderElector(std::move(options)));
+}
+
+LeaderElector::LeaderElector(LeaderElectionOptions options)
+    : options_(std::move(options)), random_(std::random_device()()) {}
+
+std::string LeaderElector::leader() const {
+  std::lock_guard lock(mu_);
+  return leader_;
+}
+
+void LeaderElector::setLeader(const std::string& identity) {
+  {
+    std::lock_guard lock(mu_);
+    if (leader_ == identity) return;
+    leader_ = identity;
+  }
+  log::info("New leader observed", {{"lease", options_.lease_namespace + "/" + options_.lease_name},
+                                    {"leader", identity}});
+  if (options_.on_new_leader) options_.on_new_leader(identity);
+}
+
+void LeaderElector::observe(const client::Lease& lease) {
+  if (!observed_ || !sameRecord(observed_->spec, lease.spec)) {
+    observed_time_ = options_.clock->now();
+  }
+  observed_ = lease;
+  setLeader(lease.spec.holder_identity.value_or(""));
+}
+
+bool LeaderElector::tryAcquireOrRenew() {
+  Clock& clock = *options_.clock;
+  const std::string now_text = formatMicroTime(clock.systemNow());
+  const int32_t duration = seconds(options_.lease_duration);
+
+  // Fast path: we lead and our view of the lease is still valid; renew it
+  // with an optimistic update of the record we hold.
+  if (leading_ && observed_ &&
+      observed_time_ + options_.lease_duration > clock.now()) {
+    client::Lease renewed = *observed_;
+    renewed.spec.renew_time = now_text;
+    renewed.spec.lease_duration_seconds = duration;
+    StatusOr<client::Lease> stored = options_.api->updateLease(renewed);
+    if (stored.ok()) {
+      observed_ = *stored;
+      observed_time_ = clock.now();
+      return true;
+    }
+    // Fall through: re-read and decide as anyone else would.
+  }
+
+  StatusOr<client::Lease> current =
+      options_.api->getLease(options_.lease_namespace, options_.lease_name);
+  if (!current.ok()) {
+    if (current.status().code() != StatusCode::kNotFound) {
+      log::warning("Reading the leader lease failed",
+                   {{"error", current.status().toString()}});
+      return false;
+    }
+    client::Lease lease;
+    lease.metadata.namespace_ = options_.lease_namespace;
+    lease.metadata.name = options_.lease_name;
+    lease.spec.holder_identity = options_.identity;
+    lease.spec.lease_duration_seconds = duration;
+    lease.spec.acquire_time = now_text;
+    lease.spec.renew_time = now_text;
+    lease.spec.lease_transitions = 0;
+    StatusOr<client::Lease> created = options_.api->createLease(lease);
+    if (!created.ok()) return false;  // someone else created it first
+    observe(*created);
+    observed_time_ = clock.now();
+    return true;
+  }
+
+  observe(*current);
+  const std::string holder = current->spec.holder_identity.value_or("");
+  const Clock::Duration their_duration =
+      std::chrono::seconds(current->spec.lease_duration_seconds.value_or(duration));
+  const bool held_by_other = !holder.empty() && holder != options_.identity;
+  if (held_by_other && observed_time_ + their_duration > clock.now()) return false;
+
+  // Take (or keep) the lease.
+  client::Lease next = *current;
+  const bool ours = holder == options_.identity;
+  next.spec.holder_identity = options_.identity;
+  next.spec.lease_duration_seconds = duration;
+  next.spec.renew_time = now_text;
+  if (!ours) {
+    next.spec.acquire_time = now_text;
+    next.spec.lease_transitions = current->spec.lease_transitions.value_or(0) + 1;
+  }
+  StatusOr<client::Lease> stored = options_.api->updateLease(next);
+  if (!stored.ok()) return false;  // 409: another replica was quicker
+  observe(*stored);
+  observed_time_ = clock.now();
+  return true;
+}
+
+Status LeaderElector::release() {
+  if (!leading_.exchange(false) || !observed_) return okStatus();
+  client::Lease released = *observed_;
+  if (released.spec.holder_identity != options_.identity) return okStatus();
+  const std::string now_text = formatMicroTime(options_.clock->systemNow());
+  released.spec.holder_identity = "";
+  released.spec.lease_duration_seconds = 1;
+  released.spec.renew_time = now_text;
+  released.spec.acquire_time = now_text;
+  StatusOr<client::Lease> stored = options_.api->updateLease(released);
+  if (!stored.ok()) return stored.status().withContext("release the leader lease");
+  observed_ = *stored;
+  setLeader("");
+  log::info("Released the leader lease", {{"identity", options_.identity}});
+  return okStatus();
+}
+
+Clock::Duration LeaderElector::jittered(Clock::Duration d) {
+  std::uniform_real_distribution<double> factor(1.0, kJitterFactor);
+  return std::chrono::duration_cast<Clock::Duration>(d * factor(random_));
+}
+
+bool LeaderElector::sleep(Clock::Duration d, const std::stop_token& stop) {
+  // In short steps, so that a stop request is not held up by a whole period.
+  const Clock::Duration step = std::chrono::milliseconds(100);
+  while (d > Clock::Duration::zero() && !stop.stop_requested()) {
+    const Clock::Duration s = std::min(d, step);
+    options_.clock->sleepFor(s);
+    d -= s;
+  }
+  return !stop.stop_requested();
+}
+
+void LeaderElector::run(std::stop_token stop) {
+  // Campaign.
+  log::info("Campaigning for the leader lease",
+            {{"lease", options_.lease_namespace + "/" + options_.lease_name},
+             {"identity", options_.identity}});
+  while (!stop.stop_requested()) {
+    if (tryAcquireOrRenew()) break;
+    if (!sleep(jittered(options_.retry_period), stop)) return;
+  }
+  if (stop.stop_requested()) return;
+  leading_ = true;
+  log::info("Became the leader", {{"identity", options_.identity}});
+  if (options_.on_started_leading) options_.on_started_leading();
+
+  // Renew every retry period; give up when no renewal succeeds within the
+  // renew deadline.
+  while (!stop.stop_requested()) {
+    const Clock::TimePoint deadline = options_.clock->now() + options_.renew_deadline;
+    bool renewed = false;
+    while (!stop.stop_requested() && options_.clock->now() < deadline) {
+      if (tryAcquireOrRenew()) {
+        renewed = true;
+        break;
+      }
+      if (!sleep(options_.retry_period, stop)) break;
+    }
+    if (stop.stop_requested()) break;
+    if (!renewed) {
+      leading_ = false;
+      log::error("Lost the leader lease", deadlineExceeded("no renewal within the renew deadline"),
+                 {{"identity", options_.identity}});
+      break;
+    }
+    if (!sleep(options_.retry_period, stop)) break;
+  }
+  if (options_.on_stopped_leading) options_.on_stopped_leading();
+}
+
+}  // namespace rsc::controller

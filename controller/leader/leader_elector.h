@@ -1,0 +1,90 @@
+// LeaderElector: leader election on a coordination.k8s.io/v1 Lease with
+// client-go's timings and semantics (lease 15 s, renew deadline 10 s, retry
+// 2 s). Only the local observation time of a lease record is used, never the
+// other replica's timestamps, so clock skew between replicas does not matter.
+// Like client-go it is not a fence: a paused leader may act briefly after
+// losing the lease, which is why every slice write carries a resourceVersion.
+// Threading: run() blocks on its caller's thread and calls the callbacks
+// there; isLeader() and leader() are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+
+#include "client/kube_api.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace rsc::controller {
+
+struct LeaderElectionOptions {
+  // Required.
+  client::KubeApi* api = nullptr;
+  Clock* clock = nullptr;
+  std::string lease_namespace;
+  std::string lease_name;
+  // Unique per process: "<pod or host name>_<random>".
+  std::string identity;
+  // client-go's defaults for core components; the constraints are
+  // lease_duration > renew_deadline > 1.2 * retry_period.
+  Clock::Duration lease_duration = std::chrono::seconds(15);
+  Clock::Duration renew_deadline = std::chrono::seconds(10);
+  Clock::Duration retry_period = std::chrono::seconds(2);
+  // Called once when this process becomes the leader, and once when it stops
+  // leading (lost the lease or asked to stop).
+  std::function<void()> on_started_leading;
+  std::function<void()> on_stopped_leading;
+  // Called whenever the observed leader changes (empty: none).
+  std::function<void(const std::string& identity)> on_new_leader;
+};
+
+class LeaderElector {
+ public:
+  static StatusOr<std::unique_ptr<LeaderElector>> create(LeaderElectionOptions options);
+
+  // Campaigns until elected, then renews until the lease is lost or `stop` is
+  // requested. Returns after on_stopped_leading (if it led). Does not release
+  // the lease: call release() once the work the lease guards has stopped.
+  void run(std::stop_token stop);
+
+  // One attempt to acquire or renew the lease; true if we hold it now.
+  bool tryAcquireOrRenew();
+
+  // Gives the lease up so that another replica takes over within one retry
+  // period: holder cleared, duration 1 s. Only if we hold it.
+  Status release();
+
+  bool isLeader() const { return leading_.load(); }
+  // The identity of the current leader as last observed ("" if none).
+  std::string leader() const;
+  const std::string& identity() const { return options_.identity; }
+
+ private:
+  explicit LeaderElector(LeaderElectionOptions options);
+  bool sleep(Clock::Duration d, const std::stop_token& stop);
+  Clock::Duration jittered(Clock::Duration d);
+  void observe(const client::Lease& lease);
+  void setLeader(const std::string& identity);
+
+  LeaderElectionOptions options_;
+  std::atomic<bool> leading_{false};
+  std::mt19937_64 random_;
+  // The lease as last read or written, and when we saw it change (local).
+  std::optional<client::Lease> observed_;
+  Clock::TimePoint observed_time_{};
+  mutable std::mutex mu_;
+  std::string leader_;  // guarded by mu_
+};
+
+// Returns "<name>_<16 random hex digits>", the identity convention of
+// client-go (unique per process start).
+std::string makeLeaderIdentity(const std::string& name);
+
+}  // namespace rsc::controller
