@@ -1,1 +1,155 @@
-// Implemented by the client work in progress.
+#include "client/api_error.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rsc::client {
+namespace {
+
+// How much of a body that is not a metav1.Status goes into the message: enough
+// for "Too many requests, please try again later." or a proxy's error line,
+// not a whole HTML page.
+constexpr size_t kMaxPlainBodyBytes = 256;
+
+// The HTTP code a metav1.Status reason stands for, for a Status without a
+// code (metav1.StatusReason values, k8s.io/apimachinery/pkg/apis/meta/v1).
+int httpCodeFromReason(std::string_view reason) {
+  struct Entry {
+    std::string_view reason;
+    int code;
+  };
+  static constexpr Entry kReasons[] = {
+      {"BadRequest", 400},       {"Unauthorized", 401},
+      {"Forbidden", 403},        {"NotFound", 404},
+      {"MethodNotAllowed", 405}, {"NotAcceptable", 406},
+      {"AlreadyExists", 409},    {"Conflict", 409},
+      {"Gone", 410},             {"Expired", 410},
+      {"RequestEntityTooLarge", 413},
+      {"UnsupportedMediaType", 415},
+      {"Invalid", 422},          {"TooManyRequests", 429},
+      {"InternalError", 500},    {"ServerTimeout", 500},
+      {"ServiceUnavailable", 503},
+      {"Timeout", 504},
+  };
+  for (const auto& entry : kReasons) {
+    if (entry.reason == reason) return entry.code;
+  }
+  return 0;
+}
+
+std::string stringField(const Json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return {};
+  return it->get<std::string>();
+}
+
+// Cuts `body` to a one-line message of bounded size.
+std::string plainMessage(std::string_view body) {
+  std::string message(body.substr(0, kMaxPlainBodyBytes));
+  for (char& c : message) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  while (!message.empty() && message.back() == ' ') message.pop_back();
+  if (body.size() > kMaxPlainBodyBytes) message += "...";
+  return message;
+}
+
+}  // namespace
+
+StatusCode statusCodeFromHttp(int http_code, std::string_view reason) {
+  if (http_code >= 200 && http_code < 300) return StatusCode::kOk;
+  switch (http_code) {
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      // A name clash and a stale write both answer 409; only the reason
+      // tells them apart, and callers react differently (re-read vs rename).
+      return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kConflict;
+    case 410:
+      return StatusCode::kGone;
+    case 413:
+      return StatusCode::kTooLarge;
+    case 422:
+      return StatusCode::kUnprocessable;
+    case 429:
+      return StatusCode::kUnavailable;
+    case 501:
+    case 505:
+      // The server will never do this; retrying cannot help.
+      return StatusCode::kInternal;
+    default:
+      break;
+  }
+  if (http_code >= 500 && http_code < 600) return StatusCode::kUnavailable;
+  // Other 4xx answers (405, 406, 415, ...) mean the request itself is wrong.
+  if (http_code >= 400 && http_code < 500) return StatusCode::kInvalidArgument;
+  return StatusCode::kInternal;
+}
+
+Status statusFromKubeStatus(const Json& status) {
+  if (!status.is_object()) {
+    return internalError("API server sent a Status that is not an object");
+  }
+  std::string reason = stringField(status, "reason");
+  std::string message = stringField(status, "message");
+  int http_code = 0;
+  if (auto it = status.find("code"); it != status.end() && it->is_number_integer()) {
+    http_code = it->get<int>();
+  }
+  if (http_code == 0) http_code = httpCodeFromReason(reason);
+
+  std::vector<FieldError> details;
+  if (auto d = status.find("details"); d != status.end() && d->is_object()) {
+    if (auto causes = d->find("causes"); causes != d->end() && causes->is_array()) {
+      for (const Json& cause : *causes) {
+        if (!cause.is_object()) continue;
+        details.push_back({stringField(cause, "field"), stringField(cause, "message")});
+      }
+    }
+  }
+
+  StatusCode code = http_code == 0 ? StatusCode::kInternal : statusCodeFromHttp(http_code, reason);
+  if (code == StatusCode::kOk) {
+    // A Status that reports success is not an error; nothing to carry.
+    return okStatus();
+  }
+  if (message.empty()) {
+    message = reason.empty() ? "HTTP " + std::to_string(http_code) : reason;
+  }
+  return Status(code, std::move(message), std::move(details), std::move(reason));
+}
+
+Status statusFromHttpResponse(int http_code, std::string_view body) {
+  // Only a JSON object with kind Status (or the Status fields) is trusted as
+  // one; anything else (plain text from the priority-and-fairness filter, a
+  // proxy's HTML) still maps by the HTTP code.
+  if (!body.empty() && body.front() == '{') {
+    Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && (stringField(parsed, "kind") == "Status" ||
+                               parsed.contains("reason") || parsed.contains("message"))) {
+      if (!parsed.contains("code")) parsed["code"] = http_code;
+      Status status = statusFromKubeStatus(parsed);
+      if (!status.ok()) return status;
+    }
+  }
+  StatusCode code = statusCodeFromHttp(http_code);
+  if (code == StatusCode::kOk) return okStatus();
+  std::string message = "HTTP " + std::to_string(http_code);
+  std::string text = plainMessage(body);
+  if (!text.empty()) message += ": " + text;
+  return Status(code, std::move(message));
+}
+
+bool isRetryable(const Status& status) {
+  return status.code() == StatusCode::kUnavailable ||
+         status.code() == StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace rsc::client

@@ -1,1 +1,370 @@
-// Implemented by the client work in progress.
+// <utility> first: Boost 1.74's Asio uses std::exchange without including it.
+#include <utility>
+
+#include "client/http_transport.h"
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <exception>
+#include <mutex>
+
+#include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
+
+#include "common/log.h"
+
+namespace rsc::client {
+namespace {
+
+using web::http::http_request;
+using web::http::http_response;
+using web::http::client::http_client;
+using web::http::client::http_client_config;
+
+// The pplx pool runs Asio handlers and task continuations only; our callers
+// block on their own threads, never on these, so a handful is plenty (the
+// library's default is 40).
+constexpr size_t kPplxThreads = 4;
+// A watch event larger than the decoder allows is an error anyway; this is
+// only how much we copy out of cpprest's buffer per call.
+constexpr size_t kStreamReadBytes = 64 * 1024;
+
+void initThreadPoolOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      crossplat::threadpool::initialize_with_threads(kPplxThreads);
+    } catch (const std::exception&) {
+      // Someone in this process used cpprestsdk first; its pool stays.
+    }
+  });
+}
+
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+// Certificates and key parsed from PEM bytes (not files: they may come from
+// kubeconfig "-data" fields), shared by every connection's SSL context.
+struct TlsMaterial {
+  std::vector<X509Ptr> ca;
+  X509Ptr cert;
+  std::vector<X509Ptr> chain;
+  PkeyPtr key;
+};
+
+std::string takeOpensslError() {
+  unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(code, buf, sizeof(buf));
+  return buf;
+}
+
+BioPtr memoryBio(const std::string& bytes) {
+  return BioPtr(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+}
+
+StatusOr<std::vector<X509Ptr>> parseCertificates(const std::string& pem, const std::string& what) {
+  ERR_clear_error();
+  BioPtr bio = memoryBio(pem);
+  std::vector<X509Ptr> certs;
+  while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certs.emplace_back(cert);
+  }
+  // Reading stops with "no start line" at the end of the data; anything else
+  // is a broken certificate.
+  unsigned long last = ERR_peek_last_error();
+  if (last != 0 && ERR_GET_REASON(last) != PEM_R_NO_START_LINE) {
+    return invalidArgument(what + ": " + takeOpensslError());
+  }
+  ERR_clear_error();
+  if (certs.empty()) return invalidArgument(what + ": no certificate in the PEM data");
+  return certs;
+}
+
+StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config) {
+  auto tls = std::make_shared<TlsMaterial>();
+  if (!config.ca_pem.empty()) {
+    ASSIGN_OR_RETURN(tls->ca, parseCertificates(config.ca_pem, "certificate authority"));
+  }
+  if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
+    return invalidArgument("client certificate and key: set both or neither");
+  }
+  if (!config.client_cert_pem.empty()) {
+    ASSIGN_OR_RETURN(auto certs, parseCertificates(config.client_cert_pem, "client certificate"));
+    tls->cert = std::move(certs.front());
+    for (size_t i = 1; i < certs.size(); ++i) tls->chain.push_back(std::move(certs[i]));
+    BioPtr bio = memoryBio(config.client_key_pem);
+    // A password callback that gives none, so an encrypted key fails instead
+    // of prompting on the terminal.
+    pem_password_cb* no_password = [](char*, int, int, void*) { return 0; };
+    tls->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
+    if (!tls->key) return invalidArgument("client key: " + takeOpensslError());
+    if (X509_check_private_key(tls->cert.get(), tls->key.get()) != 1) {
+      ERR_clear_error();
+      return invalidArgument("client certificate and key do not match");
+    }
+  }
+  return std::shared_ptr<const TlsMaterial>(std::move(tls));
+}
+
+// Runs on a pplx thread for each new TLS connection.
+void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& context) {
+  SSL_CTX* ctx = context.native_handle();
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (!tls.ca.empty()) {
+    // Trust exactly the configured CA, not the system store as well, as
+    // kubectl does with certificate-authority.
+    X509_STORE* store = X509_STORE_new();
+    for (const auto& cert : tls.ca) X509_STORE_add_cert(store, cert.get());
+    SSL_CTX_set_cert_store(ctx, store);
+  }
+  if (tls.cert) {
+    if (SSL_CTX_use_certificate(ctx, tls.cert.get()) != 1 ||
+        SSL_CTX_use_PrivateKey(ctx, tls.key.get()) != 1) {
+      log::warning("cannot set the client certificate", {{"error", takeOpensslError()}});
+    }
+    for (const auto& cert : tls.chain) SSL_CTX_add1_chain_cert(ctx, cert.get());
+  }
+}
+
+std::string lowerCase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "host:port" of a URL such as https://10.0.0.1:6443/prefix.
+std::string hostOf(const std::string& server) {
+  size_t start = server.find("://");
+  start = start == std::string::npos ? 0 : start + 3;
+  size_t end = server.find('/', start);
+  std::string host = server.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (host.find(':') == std::string::npos || (host.front() == '[' && host.back() == ']')) {
+    host += server.rfind("https://", 0) == 0 ? ":443" : ":80";
+  }
+  return host;
+}
+
+HttpResponse headOf(const http_response& response) {
+  HttpResponse head;
+  head.code = response.status_code();
+  for (const auto& [name, value] : response.headers()) {
+    head.headers[lowerCase(name)] = value;
+  }
+  return head;
+}
+
+std::string bodyOf(const http_response& response) {
+  std::vector<unsigned char> bytes = response.extract_vector().get();
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// Classifies a failed exchange. cpprest reports connect failures (refused,
+// unreachable) as EHOSTUNREACH and its idle timeout as ETIMEDOUT.
+Status transportError(const std::string& host, const std::error_code& ec, const std::string& what) {
+  const int value = ec.value();
+  if (value == ETIMEDOUT) {
+    return Status(StatusCode::kDeadlineExceeded, host + ": no answer in time: " + what, {},
+                  kReasonConnectionLost);
+  }
+  const bool not_sent = value == EHOSTUNREACH || value == ECONNREFUSED || value == ENETUNREACH ||
+                        what.find("resolving address") != std::string::npos ||
+                        what.find("SSL handshake") != std::string::npos ||
+                        what.find("Failed to connect") != std::string::npos;
+  return Status(StatusCode::kUnavailable, host + ": " + what, {},
+                not_sent ? kReasonRequestNotSent : kReasonConnectionLost);
+}
+
+}  // namespace
+
+struct CpprestTransport::Impl {
+  Impl(const ClientConfig& config, std::shared_ptr<const TlsMaterial> tls_material, Clock& clock)
+      : server(config.server),
+        host_label(hostOf(config.server)),
+        tls(std::move(tls_material)),
+        insecure(config.insecure_skip_tls_verify),
+        tls_server_name(config.tls_server_name),
+        user_agent(config.user_agent),
+        tokens(config.bearer_token, config.token_file, clock) {}
+
+  http_client_config clientConfig(std::chrono::milliseconds timeout) const {
+    http_client_config cfg;
+    cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    cfg.set_validate_certificates(!insecure);
+    std::shared_ptr<const TlsMaterial> material = tls;
+    cfg.set_ssl_context_callback(
+        [material](boost::asio::ssl::context& context) { configureSslContext(*material, context); });
+    return cfg;
+  }
+
+  // One shared client (and so one keep-alive pool) per idle timeout; in
+  // practice there is one.
+  std::shared_ptr<http_client> pooledClient(std::chrono::milliseconds timeout) {
+    std::lock_guard lock(mu);
+    auto& client = clients[timeout.count()];
+    if (!client) client = std::make_shared<http_client>(server, clientConfig(timeout));
+    return client;
+  }
+
+  http_request buildRequest(const HttpRequest& request) {
+    http_request out(request.method);
+    out.set_request_uri(web::uri(request.path_and_query));
+    std::string content_type = "application/json";
+    bool has_accept = false;
+    for (const auto& [name, value] : request.headers) {
+      std::string lower = lowerCase(name);
+      if (lower == "content-type") {
+        content_type = value;
+        continue;
+      }
+      if (lower == "accept") has_accept = true;
+      out.headers().add(name, value);
+    }
+    if (!has_accept) out.headers().add("Accept", "application/json");
+    out.headers().add("User-Agent", user_agent);
+    // cpprest checks the certificate (and sends SNI) for the Host header's
+    // name, which is how tls-server-name is honoured.
+    if (!tls_server_name.empty()) out.headers().add("Host", tls_server_name);
+    if (std::string token = tokens.token(); !token.empty()) {
+      out.headers().add("Authorization", "Bearer " + token);
+    }
+    if (!request.body.empty()) out.set_body(request.body, content_type);
+    return out;
+  }
+
+  const std::string server;
+  const std::string host_label;
+  const std::shared_ptr<const TlsMaterial> tls;
+  const bool insecure;
+  const std::string tls_server_name;
+  const std::string user_agent;
+  BearerTokenSource tokens;
+  std::mutex mu;
+  std::map<int64_t, std::shared_ptr<http_client>> clients;
+};
+
+StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const ClientConfig& config,
+                                                                     Clock& clock) {
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return invalidArgument("server \"" + config.server + "\" is not an http:// or https:// URL");
+  }
+  ASSIGN_OR_RETURN(auto tls, parseTls(config));
+  initThreadPoolOnce();
+  auto impl = std::make_unique<Impl>(config, std::move(tls), clock);
+  try {
+    impl->pooledClient(kDefaultRequestTimeout);
+  } catch (const std::exception& e) {
+    return invalidArgument("server \"" + config.server + "\": " + e.what());
+  }
+  return std::unique_ptr<CpprestTransport>(new CpprestTransport(std::move(impl)));
+}
+
+CpprestTransport::CpprestTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CpprestTransport::~CpprestTransport() = default;
+
+std::string CpprestTransport::host() const { return impl_->host_label; }
+
+StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
+  try {
+    auto client = impl_->pooledClient(request.timeout);
+    // A 401 with a token file may mean the token rotated under us: read it
+    // again and repeat once.
+    for (int attempt = 0;; ++attempt) {
+      http_response response = client->request(impl_->buildRequest(request)).get();
+      HttpResponse out = headOf(response);
+      out.body = bodyOf(response);
+      if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) continue;
+      return out;
+    }
+  } catch (const web::http::http_exception& e) {
+    return transportError(impl_->host_label, e.error_code(), e.what());
+  } catch (const pplx::task_canceled&) {
+    return Status(StatusCode::kUnavailable, impl_->host_label + ": request cancelled", {},
+                  kReasonConnectionLost);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
+                  kReasonConnectionLost);
+  }
+}
+
+StatusOr<HttpResponse> CpprestTransport::stream(
+    const HttpRequest& request, const std::function<void(const HttpResponse&)>& on_head,
+    const std::function<bool(std::string_view)>& on_chunk, std::stop_token stop) {
+  pplx::cancellation_token_source cancel;
+  // Cancelling the token closes the socket, even in the middle of the body.
+  std::stop_callback on_stop(stop, [&cancel] { cancel.cancel(); });
+  try {
+    // A client of its own: a watch holds its connection for minutes, and its
+    // idle timeout must exceed the gap between events.
+    http_client client(impl_->server, impl_->clientConfig(request.timeout));
+    http_response response;
+    for (int attempt = 0;; ++attempt) {
+      response = client.request(impl_->buildRequest(request), cancel.get_token()).get();
+      if (response.status_code() == 401 && attempt == 0 &&
+          impl_->tokens.reloadAfterUnauthorized()) {
+        continue;
+      }
+      break;
+    }
+    HttpResponse head = headOf(response);
+    if (on_head) on_head(head);
+    if (head.code < 200 || head.code >= 300) {
+      head.body = bodyOf(response);
+      return head;
+    }
+
+    // The request task completed with the headers; the body arrives in
+    // cpprest's producer/consumer buffer. getc() waits for one byte without
+    // taking it, then whatever is buffered is taken at once (a getn for a
+    // full buffer would wait until that much arrived).
+    auto buffer = response.body().streambuf();
+    std::vector<uint8_t> bytes(kStreamReadBytes);
+    using Traits = concurrency::streams::streambuf<uint8_t>::traits;
+    while (true) {
+      if (buffer.getc().get() == Traits::eof()) break;
+      size_t available = std::max<size_t>(1, static_cast<size_t>(buffer.in_avail()));
+      size_t n = buffer.getn(bytes.data(), std::min(available, bytes.size())).get();
+      if (n == 0) break;
+      if (!on_chunk(std::string_view(reinterpret_cast<const char*>(bytes.data()), n))) {
+        cancel.cancel();
+        return head;
+      }
+    }
+    // A broken connection also ends the buffer; only the response's
+    // completion tells it from the server's end of the body.
+    response.content_ready().get();
+    if (stop.stop_requested()) return cancelled("watch stopped");
+    return head;
+  } catch (const web::http::http_exception& e) {
+    if (stop.stop_requested()) return cancelled("watch stopped");
+    return transportError(impl_->host_label, e.error_code(), e.what());
+  } catch (const pplx::task_canceled&) {
+    if (stop.stop_requested()) return cancelled("watch stopped");
+    return Status(StatusCode::kUnavailable, impl_->host_label + ": stream cancelled", {},
+                  kReasonConnectionLost);
+  } catch (const std::exception& e) {
+    if (stop.stop_requested()) return cancelled("watch stopped");
+    return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
+                  kReasonConnectionLost);
+  }
+}
+
+}  // namespace rsc::client

@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -143,5 +145,68 @@ StatusOr<TokenReview> tokenReviewFromJson(const Json& j);
 Json toJson(const SubjectAccessReview& review);
 StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j);
 Json toJson(const Event& event);
+
+// Building blocks of the decoders above and in resource_slice.h, for any code
+// of this project that decodes Kubernetes-shaped JSON with field-path errors.
+//
+// A FieldPath names the field being decoded. Children are made on the stack
+// as decoding descends and refer to their parent, so a path must not outlive
+// the path it was made from; the text ("spec.devices[3].attributes[\"model\"]")
+// is only built when an error is reported.
+class FieldPath {
+ public:
+  // A root: "" for the object itself, or a prefix such as "devices[3]".
+  explicit FieldPath(std::string_view root) : text_(root) {}
+
+  FieldPath field(std::string_view name) const { return {this, Kind::kField, name, 0}; }
+  FieldPath index(size_t i) const { return {this, Kind::kIndex, {}, i}; }
+  FieldPath key(std::string_view map_key) const { return {this, Kind::kKey, map_key, 0}; }
+
+  std::string toString() const;
+
+ private:
+  enum class Kind { kRoot, kField, kIndex, kKey };
+  FieldPath(const FieldPath* parent, Kind kind, std::string_view text, size_t index)
+      : parent_(parent), kind_(kind), text_(text), index_(index) {}
+  void appendTo(std::string& out) const;
+
+  const FieldPath* parent_ = nullptr;
+  Kind kind_ = Kind::kRoot;
+  std::string_view text_;
+  size_t index_ = 0;
+};
+
+// InvalidArgument "<path>: <message>", with the same pair as its one detail.
+Status fieldError(const FieldPath& at, std::string_view message);
+
+// Typed reads of one JSON value. Each fails with fieldError(at, "must be a
+// string") and the like. A JSON null reads as absent (OK, *out unchanged),
+// as the API server's Go decoder treats it.
+Status readString(const Json& v, const FieldPath& at, std::string* out);
+Status readBool(const Json& v, const FieldPath& at, bool* out);
+Status readInt64(const Json& v, const FieldPath& at, int64_t* out);
+Status readInt32(const Json& v, const FieldPath& at, int32_t* out);
+Status readStringList(const Json& v, const FieldPath& at, std::vector<std::string>* out);
+Status readStringMap(const Json& v, const FieldPath& at, std::map<std::string, std::string>* out);
+// OK when `v` is a JSON object (null is not).
+Status expectObject(const Json& v, const FieldPath& at);
+// Checks a top-level object's apiVersion and kind where present (list items
+// carry neither): "apiVersion: must be resource.k8s.io/v1, not ...".
+Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_view kind);
+
+// Reads an optional field with one of the readers above; null leaves it unset.
+template <typename T>
+Status readOptional(const Json& v, const FieldPath& at, std::optional<T>* out,
+                    Status (*read)(const Json&, const FieldPath&, T*)) {
+  if (v.is_null()) {
+    return {};
+  }
+  T value{};
+  Status status = read(v, at, &value);
+  if (status.ok()) {
+    *out = std::move(value);
+  }
+  return status;
+}
 
 }  // namespace rsc::client

@@ -1,1 +1,537 @@
-// Implemented by the client work in progress.
+#include "client/rest_kube_api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+#include <vector>
+
+#include "client/api_error.h"
+#include "client/watch_decoder.h"
+#include "common/log.h"
+
+namespace rsc::client {
+namespace {
+
+constexpr char kResourceSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr char kNodesPath[] = "/api/v1/nodes";
+constexpr char kTokenReviewsPath[] = "/apis/authentication.k8s.io/v1/tokenreviews";
+constexpr char kSubjectAccessReviewsPath[] =
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+// A watch's idle timeout exceeds its server-side timeoutSeconds by this, so
+// that a quiet watch is ended by the server, cleanly, not by our timer.
+constexpr auto kWatchTimeoutMargin = std::chrono::seconds(30);
+// Waits before a watch retry are cut into pieces this long, so that `stop`
+// is noticed soon (Clock::sleepFor cannot be interrupted).
+constexpr auto kStopCheckInterval = std::chrono::seconds(1);
+// Jitter adds up to this fraction of the backoff.
+constexpr double kJitterFraction = 0.2;
+
+std::string leasesPath(const std::string& namespace_) {
+  return "/apis/coordination.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(namespace_) +
+         "/leases";
+}
+
+std::string eventsPath(const std::string& namespace_) {
+  return "/apis/events.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(namespace_) + "/events";
+}
+
+std::string itemPath(const std::string& collection, const std::string& name) {
+  return collection + "/" + RestKubeApi::urlEncode(name);
+}
+
+bool isSuccess(int code) { return code >= 200 && code < 300; }
+
+// JSON text of a body; invalid UTF-8 in a string is replaced, not thrown.
+std::string dumpJson(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// Fills apiVersion and kind when the encoder left them out.
+Json withTypeMeta(Json j, const char* api_version, const char* kind) {
+  if (!j.contains("apiVersion")) j["apiVersion"] = api_version;
+  if (!j.contains("kind")) j["kind"] = kind;
+  return j;
+}
+
+// An answer the client cannot decode is the server's or our model's fault,
+// never the caller's input: kInternal, whatever code the decoder chose.
+template <typename T>
+StatusOr<T> decoded(StatusOr<T> result) {
+  if (result.ok()) return result;
+  return internalError("cannot decode the answer: " + result.status().message());
+}
+
+Status requireSet(const std::string& value, const std::string& context, const char* field) {
+  if (value.empty()) return invalidArgument(context + ": " + field + " is empty");
+  return okStatus();
+}
+
+// Retry-After in seconds; the HTTP-date form is not used by the API server.
+std::optional<int64_t> parseRetryAfter(const std::string& value) {
+  int64_t seconds = 0;
+  const char* begin = value.data();
+  const char* end = value.data() + value.size();
+  while (begin < end && *begin == ' ') ++begin;
+  while (end > begin && end[-1] == ' ') --end;
+  auto [ptr, ec] = std::from_chars(begin, end, seconds);
+  if (ec != std::errc() || ptr != end || seconds < 0 || begin == end) return std::nullopt;
+  return seconds;
+}
+
+// A Status with " (after N attempts)" added, keeping code, reason and causes.
+Status afterAttempts(const Status& error, int attempts) {
+  if (attempts <= 1) return error;
+  return Status(error.code(), error.message() + " (after " + std::to_string(attempts) + " attempts)",
+                error.details(), error.reason());
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<RestKubeApi>> RestKubeApi::create(HttpTransport& transport, Clock& clock,
+                                                           RestKubeApiOptions options) {
+  if (options.max_retries < 0) return invalidArgument("max_retries must not be negative");
+  if (options.backoff_base <= Clock::Duration::zero()) {
+    return invalidArgument("backoff_base must be positive");
+  }
+  if (options.backoff_cap < options.backoff_base) {
+    return invalidArgument("backoff_cap must not be below backoff_base");
+  }
+  if (options.max_retry_after < Clock::Duration::zero()) {
+    return invalidArgument("max_retry_after must not be negative");
+  }
+  if (options.qps > 0 && options.burst < 1) {
+    return invalidArgument("burst must be at least 1 when qps is set");
+  }
+  if (options.request_timeout <= std::chrono::milliseconds::zero() ||
+      options.watch_idle_timeout <= std::chrono::milliseconds::zero()) {
+    return invalidArgument("timeouts must be positive");
+  }
+  return std::unique_ptr<RestKubeApi>(new RestKubeApi(transport, clock, std::move(options)));
+}
+
+RestKubeApi::RestKubeApi(HttpTransport& transport, Clock& clock, RestKubeApiOptions options)
+    : transport_(transport),
+      clock_(clock),
+      options_(std::move(options)),
+      bucket_(options_.qps, options_.burst, clock),
+      rng_(std::random_device{}()) {}
+
+// ---------------------------------------------------------------------------
+// Requests, retries and backoff.
+
+std::string RestKubeApi::urlEncode(std::string_view value) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(value.size());
+  for (unsigned char c : value) {
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+                            c == '~';
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string RestKubeApi::listQuery(const ListOptions& options, bool watch) {
+  std::vector<std::pair<std::string, std::string>> params;
+  if (watch) params.emplace_back("watch", "1");
+  if (!options.label_selector.empty()) params.emplace_back("labelSelector", options.label_selector);
+  if (!options.field_selector.empty()) params.emplace_back("fieldSelector", options.field_selector);
+  if (options.resource_version && !options.resource_version->empty()) {
+    params.emplace_back("resourceVersion", *options.resource_version);
+  }
+  if (!options.resource_version_match.empty()) {
+    params.emplace_back("resourceVersionMatch", options.resource_version_match);
+  }
+  if (watch) {
+    if (options.allow_watch_bookmarks) params.emplace_back("allowWatchBookmarks", "true");
+    if (options.timeout_seconds) {
+      params.emplace_back("timeoutSeconds", std::to_string(*options.timeout_seconds));
+    }
+  } else {
+    if (options.limit > 0) params.emplace_back("limit", std::to_string(options.limit));
+    if (!options.continue_token.empty()) params.emplace_back("continue", options.continue_token);
+  }
+  std::string query;
+  for (const auto& [key, value] : params) {
+    query += query.empty() ? "?" : "&";
+    query += key + "=" + urlEncode(value);
+  }
+  return query;
+}
+
+HttpRequest RestKubeApi::request(std::string method, std::string path, std::string body) const {
+  HttpRequest req;
+  req.method = std::move(method);
+  req.path_and_query = std::move(path);
+  req.headers.emplace_back("Accept", "application/json");
+  if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+  req.body = std::move(body);
+  req.timeout = options_.request_timeout;
+  return req;
+}
+
+void RestKubeApi::observe(const std::string& verb, const std::string& code,
+                          Clock::Duration duration) {
+  if (options_.request_observer) {
+    options_.request_observer(RequestResult{verb, transport_.host(), code, duration});
+  }
+}
+
+Clock::Duration RestKubeApi::retryDelay(int retry, const HttpResponse* response) {
+  if (response != nullptr) {
+    if (auto seconds = parseRetryAfter(response->header("retry-after"))) {
+      return std::min<Clock::Duration>(std::chrono::seconds(*seconds), options_.max_retry_after);
+    }
+  }
+  Clock::Duration delay = options_.backoff_base;
+  for (int i = 0; i < retry && delay < options_.backoff_cap; ++i) delay *= 2;
+  delay = std::min(delay, options_.backoff_cap);
+  double fraction;
+  {
+    std::lock_guard lock(rng_mu_);
+    fraction = std::uniform_real_distribution<double>(0, kJitterFraction)(rng_);
+  }
+  return delay + std::chrono::duration_cast<Clock::Duration>(delay * fraction);
+}
+
+StatusOr<HttpResponse> RestKubeApi::execute(HttpRequest req, RetryPolicy policy) {
+  for (int attempt = 0;; ++attempt) {
+    bucket_.acquire();
+    const Clock::TimePoint start = clock_.now();
+    StatusOr<HttpResponse> result = transport_.send(req);
+    const Clock::Duration elapsed = clock_.now() - start;
+
+    Status error;
+    bool retryable = false;
+    const HttpResponse* response = nullptr;
+    if (!result.ok()) {
+      observe(req.method, "<error>", elapsed);
+      error = result.status();
+      retryable = isRetryable(error) && (policy == RetryPolicy::kAlways ||
+                                         error.reason() == kReasonRequestNotSent);
+    } else {
+      observe(req.method, std::to_string(result->code), elapsed);
+      if (isSuccess(result->code)) return result;
+      response = &*result;
+      error = statusFromHttpResponse(response->code, response->body);
+      // A 429 is refused before any work is done, so even a request that
+      // must not run twice may be repeated.
+      retryable = response->code == 429 || (policy == RetryPolicy::kAlways && isRetryable(error));
+    }
+    if (!retryable || attempt >= options_.max_retries) return afterAttempts(error, attempt + 1);
+
+    const Clock::Duration delay = retryDelay(attempt, response);
+    log::debug(2, "retrying API request",
+               {{"verb", req.method},
+                {"path", req.path_and_query},
+                {"error", error.toString()},
+                {"delay_ms", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
+    clock_.sleepFor(delay);
+  }
+}
+
+StatusOr<Json> RestKubeApi::call(std::string method, std::string path, const Json* body,
+                                 RetryPolicy policy) {
+  HttpRequest req = request(std::move(method), std::move(path), body ? dumpJson(*body) : "");
+  ASSIGN_OR_RETURN(HttpResponse response, execute(std::move(req), policy));
+  if (response.body.empty()) return Json::object();
+  Json parsed = Json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return internalError("the API server's answer is not JSON");
+  return parsed;
+}
+
+// ---------------------------------------------------------------------------
+// ResourceSlices.
+
+StatusOr<ResourceSlice> RestKubeApi::getResourceSlice(const std::string& name) {
+  const std::string context = "get ResourceSlice " + name;
+  RETURN_IF_ERROR(requireSet(name, context, "name"));
+  auto j = call("GET", itemPath(kResourceSlicesPath, name), nullptr);
+  if (!j.ok()) return j.status().withContext(context);
+  auto slice = decoded(resourceSliceFromJson(*j));
+  if (!slice.ok()) return slice.status().withContext(context);
+  return slice;
+}
+
+StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& options) {
+  const std::string context = "list ResourceSlices";
+  auto j = call("GET", kResourceSlicesPath + listQuery(options, /*watch=*/false), nullptr);
+  if (!j.ok()) return j.status().withContext(context);
+
+  ResourceSliceList list;
+  if (auto meta = j->find("metadata"); meta != j->end() && meta->is_object()) {
+    list.resource_version = meta->value("resourceVersion", "");
+    list.continue_token = meta->value("continue", "");
+    if (auto count = meta->find("remainingItemCount");
+        count != meta->end() && count->is_number_integer()) {
+      list.remaining_item_count = count->get<int64_t>();
+    }
+  }
+  auto items = j->find("items");
+  if (items != j->end() && !items->is_null()) {
+    if (!items->is_array()) return internalError(context + ": items is not a list");
+    list.items.reserve(items->size());
+    for (size_t i = 0; i < items->size(); ++i) {
+      auto slice = resourceSliceFromJson((*items)[i]);
+      if (!slice.ok()) {
+        return internalError(context + ": cannot decode items[" + std::to_string(i) +
+                             "]: " + slice.status().message());
+      }
+      list.items.push_back(std::move(*slice));
+    }
+  }
+  return list;
+}
+
+Status RestKubeApi::watchResourceSlices(const ListOptions& options,
+                                        const WatchHandler<ResourceSlice>& handler,
+                                        std::stop_token stop) {
+  const std::string context = "watch ResourceSlices";
+  HttpRequest req = request("GET", kResourceSlicesPath + listQuery(options, /*watch=*/true));
+  req.timeout = options_.watch_idle_timeout;
+  if (options.timeout_seconds) {
+    req.timeout = std::max(req.timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::seconds(*options.timeout_seconds) +
+                                            kWatchTimeoutMargin));
+  }
+
+  for (int attempt = 0;; ++attempt) {
+    if (stop.stop_requested()) return cancelled(context + ": stopped");
+    bucket_.acquire();
+    const Clock::TimePoint start = clock_.now();
+
+    // Per attempt: what the stream delivered and why it ended.
+    bool head_seen = false;
+    WatchDecoder decoder;
+    Status stream_error;
+    std::optional<Status> error_event;
+    bool handler_done = false;
+    auto on_head = [&](const HttpResponse& head) {
+      head_seen = true;
+      observe(req.method, std::to_string(head.code), clock_.now() - start);
+    };
+    auto on_event = [&](Json&& raw) {
+      auto event = resourceSliceWatchEventFromJson(raw);
+      if (!event.ok()) {
+        stream_error = internalError("cannot decode a watch event: " + event.status().message());
+        return false;
+      }
+      const bool more = handler(*event);
+      if (event->type == WatchEventType::kError) {
+        error_event = event->error;
+        return false;
+      }
+      if (!more) {
+        handler_done = true;
+        return false;
+      }
+      return true;
+    };
+    auto on_chunk = [&](std::string_view chunk) {
+      Status fed = decoder.feed(chunk, on_event);
+      if (!fed.ok() && stream_error.ok()) stream_error = fed;
+      return stream_error.ok() && !error_event && !handler_done;
+    };
+    StatusOr<HttpResponse> result = transport_.stream(req, on_head, on_chunk, stop);
+    if (!head_seen) observe(req.method, "<error>", clock_.now() - start);
+
+    // The stream could not be opened: retry like any request.
+    const HttpResponse* response = nullptr;
+    Status open_error;
+    if (!result.ok()) {
+      if (result.status().code() == StatusCode::kCancelled) {
+        return result.status().withContext(context);
+      }
+      if (head_seen) return result.status().withContext(context);
+      open_error = result.status();
+    } else if (!isSuccess(result->code)) {
+      response = &*result;
+      open_error = statusFromHttpResponse(response->code, response->body);
+    }
+    if (!open_error.ok()) {
+      if (!isRetryable(open_error) || attempt >= options_.max_retries) {
+        return afterAttempts(open_error, attempt + 1).withContext(context);
+      }
+      // Sleep in short pieces so that a stop request is not held up by a
+      // long Retry-After.
+      Clock::Duration remaining = retryDelay(attempt, response);
+      while (remaining > Clock::Duration::zero() && !stop.stop_requested()) {
+        const Clock::Duration piece = std::min<Clock::Duration>(remaining, kStopCheckInterval);
+        clock_.sleepFor(piece);
+        remaining -= piece;
+      }
+      continue;
+    }
+
+    // The stream ran and ended.
+    if (!stream_error.ok()) return stream_error.withContext(context);
+    if (error_event) return error_event->withContext(context);
+    if (handler_done) return okStatus();
+    if (Status finished = decoder.finish(); !finished.ok()) {
+      return unavailable("the stream ended inside an event: " + finished.message())
+          .withContext(context);
+    }
+    return okStatus();
+  }
+}
+
+StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& slice) {
+  const bool generated = slice.metadata.name.empty();
+  const std::string context =
+      "create ResourceSlice " + (generated ? slice.metadata.generate_name : slice.metadata.name);
+  if (generated && slice.metadata.generate_name.empty()) {
+    return invalidArgument(context + ": neither name nor generateName is set");
+  }
+  const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
+  auto j = call("POST", kResourceSlicesPath, &body,
+                generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
+  if (!j.ok()) return j.status().withContext(context);
+  auto created = decoded(resourceSliceFromJson(*j));
+  if (!created.ok()) return created.status().withContext(context);
+  return created;
+}
+
+StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& slice) {
+  const std::string context = "update ResourceSlice " + slice.metadata.name;
+  RETURN_IF_ERROR(requireSet(slice.metadata.name, context, "name"));
+  if (slice.metadata.resource_version.empty()) {
+    // Without it the server overwrites unconditionally, hiding races.
+    return invalidArgument(context + ": metadata.resourceVersion is required");
+  }
+  const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
+  auto j = call("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), &body);
+  if (!j.ok()) return j.status().withContext(context);
+  auto updated = decoded(resourceSliceFromJson(*j));
+  if (!updated.ok()) return updated.status().withContext(context);
+  return updated;
+}
+
+Status RestKubeApi::deleteResourceSlice(const std::string& name,
+                                        const Preconditions& preconditions) {
+  const std::string context = "delete ResourceSlice " + name;
+  // An empty name would address the whole collection.
+  RETURN_IF_ERROR(requireSet(name, context, "name"));
+  Json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (preconditions.uid) body["preconditions"]["uid"] = *preconditions.uid;
+  if (preconditions.resource_version) {
+    body["preconditions"]["resourceVersion"] = *preconditions.resource_version;
+  }
+  auto j = call("DELETE", itemPath(kResourceSlicesPath, name), &body);
+  if (!j.ok()) return j.status().withContext(context);
+  return okStatus();
+}
+
+Status RestKubeApi::deleteResourceSlices(const ListOptions& options) {
+  const std::string context = "delete ResourceSlices";
+  if (options.label_selector.empty() && options.field_selector.empty()) {
+    return invalidArgument(context + ": refusing to delete every ResourceSlice of the cluster; " +
+                           "give a label or field selector");
+  }
+  ListOptions selectors;
+  selectors.label_selector = options.label_selector;
+  selectors.field_selector = options.field_selector;
+  auto j = call("DELETE", kResourceSlicesPath + listQuery(selectors, /*watch=*/false), nullptr);
+  if (!j.ok()) return j.status().withContext(context);
+  return okStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Leases, Nodes, reviews and Events.
+
+StatusOr<Lease> RestKubeApi::getLease(const std::string& namespace_, const std::string& name) {
+  const std::string context = "get Lease " + namespace_ + "/" + name;
+  RETURN_IF_ERROR(requireSet(namespace_, context, "namespace"));
+  RETURN_IF_ERROR(requireSet(name, context, "name"));
+  auto j = call("GET", itemPath(leasesPath(namespace_), name), nullptr);
+  if (!j.ok()) return j.status().withContext(context);
+  auto lease = decoded(leaseFromJson(*j));
+  if (!lease.ok()) return lease.status().withContext(context);
+  return lease;
+}
+
+StatusOr<Lease> RestKubeApi::createLease(const Lease& lease) {
+  const std::string context = "create Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
+  RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
+  RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
+  const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
+  auto j = call("POST", leasesPath(lease.metadata.namespace_), &body);
+  if (!j.ok()) return j.status().withContext(context);
+  auto created = decoded(leaseFromJson(*j));
+  if (!created.ok()) return created.status().withContext(context);
+  return created;
+}
+
+StatusOr<Lease> RestKubeApi::updateLease(const Lease& lease) {
+  const std::string context = "update Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
+  RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
+  RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
+  if (lease.metadata.resource_version.empty()) {
+    // Leader election depends on the conflict a stale write gets.
+    return invalidArgument(context + ": metadata.resourceVersion is required");
+  }
+  const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
+  auto j = call("PUT", itemPath(leasesPath(lease.metadata.namespace_), lease.metadata.name), &body);
+  if (!j.ok()) return j.status().withContext(context);
+  auto updated = decoded(leaseFromJson(*j));
+  if (!updated.ok()) return updated.status().withContext(context);
+  return updated;
+}
+
+StatusOr<Node> RestKubeApi::getNode(const std::string& name) {
+  const std::string context = "get Node " + name;
+  RETURN_IF_ERROR(requireSet(name, context, "name"));
+  auto j = call("GET", itemPath(kNodesPath, name), nullptr);
+  if (!j.ok()) return j.status().withContext(context);
+  auto node = decoded(nodeFromJson(*j));
+  if (!node.ok()) return node.status().withContext(context);
+  return node;
+}
+
+StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {
+  const std::string context = "create TokenReview";
+  const Json body = withTypeMeta(toJson(review), "authentication.k8s.io/v1", "TokenReview");
+  auto j = call("POST", kTokenReviewsPath, &body);
+  if (!j.ok()) return j.status().withContext(context);
+  auto result = decoded(tokenReviewFromJson(*j));
+  if (!result.ok()) return result.status().withContext(context);
+  return result;
+}
+
+StatusOr<SubjectAccessReview> RestKubeApi::createSubjectAccessReview(
+    const SubjectAccessReview& review) {
+  const std::string context = "create SubjectAccessReview";
+  const Json body =
+      withTypeMeta(toJson(review), "authorization.k8s.io/v1", "SubjectAccessReview");
+  auto j = call("POST", kSubjectAccessReviewsPath, &body);
+  if (!j.ok()) return j.status().withContext(context);
+  auto result = decoded(subjectAccessReviewFromJson(*j));
+  if (!result.ok()) return result.status().withContext(context);
+  return result;
+}
+
+Status RestKubeApi::createEvent(const Event& event) {
+  // Events about cluster-scoped objects (ResourceSlices, Nodes) go to the
+  // default namespace, as client-go's recorder does.
+  std::string namespace_ = event.metadata.namespace_;
+  if (namespace_.empty()) namespace_ = event.regarding.namespace_;
+  if (namespace_.empty()) namespace_ = "default";
+  const bool generated = event.metadata.name.empty();
+  const std::string context = "create Event " + namespace_ + "/" +
+                              (generated ? event.metadata.generate_name : event.metadata.name);
+  Json body = withTypeMeta(toJson(event), "events.k8s.io/v1", "Event");
+  body["metadata"]["namespace"] = namespace_;
+  auto j = call("POST", eventsPath(namespace_), &body,
+                generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
+  if (!j.ok()) return j.status().withContext(context);
+  return okStatus();
+}
+
+}  // namespace rsc::client

@@ -1,1 +1,206 @@
-// Implemented by the client work in progress.
+#include "client/watch_decoder.h"
+
+#include <utility>
+
+#include "client/api_error.h"
+
+namespace rsc::client {
+namespace {
+
+// depth_ takes this value once the stream is known to be bad: every later
+// call fails, because nothing after a framing error can be trusted.
+constexpr int kPoisoned = -1;
+
+bool isJsonWhitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+}  // namespace
+
+WatchDecoder::WatchDecoder(size_t max_event_bytes) : max_event_bytes_(max_event_bytes) {}
+
+// Invariant between calls: buffer_ holds only the unfinished value (it starts
+// with its opening bracket) or nothing; scanned_ bytes of it are accounted for
+// in depth_, in_string_ and escaped_.
+Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&&)>& on_event) {
+  if (depth_ == kPoisoned) {
+    return invalidArgument("watch stream: decoder already failed");
+  }
+  buffer_.append(chunk);
+  size_t start = 0;  // where the value being scanned begins
+  size_t i = scanned_;
+  auto fail = [this](std::string message) {
+    depth_ = kPoisoned;
+    buffer_.clear();
+    scanned_ = 0;
+    return invalidArgument("watch stream: " + std::move(message));
+  };
+  for (; i < buffer_.size(); ++i) {
+    const char c = buffer_[i];
+    if (depth_ == 0) {
+      // Between values: only whitespace, or the start of the next object.
+      if (isJsonWhitespace(c)) {
+        start = i + 1;
+        continue;
+      }
+      if (c != '{' && c != '[') {
+        return fail("expected a JSON object at byte " + std::to_string(i) + ", got '" +
+                    std::string(1, c) + "'");
+      }
+      start = i;
+      depth_ = 1;
+      continue;
+    }
+    if (i - start + 1 > max_event_bytes_) {
+      return fail("event larger than " + std::to_string(max_event_bytes_) + " bytes");
+    }
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      if (--depth_ > 0) {
+        continue;
+      }
+      // One complete value: [start, i]. Brackets balance, but the parser
+      // still checks that it is valid JSON (e.g. "{]" or a missing comma).
+      Json value = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(start),
+                               buffer_.begin() + static_cast<std::ptrdiff_t>(i) + 1, nullptr,
+                               /*allow_exceptions=*/false);
+      if (value.is_discarded()) {
+        return fail("malformed JSON event of " + std::to_string(i + 1 - start) + " bytes");
+      }
+      start = i + 1;
+      if (!on_event(std::move(value))) {
+        // Keep what follows for the next call, unscanned.
+        buffer_.erase(0, start);
+        scanned_ = 0;
+        return okStatus();
+      }
+    }
+  }
+  // Drop what was consumed; keep the unfinished value.
+  buffer_.erase(0, depth_ == 0 ? buffer_.size() : start);
+  scanned_ = buffer_.size();
+  return okStatus();
+}
+
+Status WatchDecoder::finish() const {
+  if (depth_ == kPoisoned) {
+    return invalidArgument("watch stream: decoder already failed");
+  }
+  for (char c : buffer_) {
+    if (!isJsonWhitespace(c)) {
+      return invalidArgument("watch stream ended inside an event (" +
+                             std::to_string(buffer_.size()) + " bytes pending)");
+    }
+  }
+  return okStatus();
+}
+
+namespace {
+
+StatusOr<WatchEventType> watchEventTypeFromString(const std::string& type) {
+  if (type == "ADDED") {
+    return WatchEventType::kAdded;
+  }
+  if (type == "MODIFIED") {
+    return WatchEventType::kModified;
+  }
+  if (type == "DELETED") {
+    return WatchEventType::kDeleted;
+  }
+  if (type == "BOOKMARK") {
+    return WatchEventType::kBookmark;
+  }
+  if (type == "ERROR") {
+    return WatchEventType::kError;
+  }
+  return invalidArgument("watch event: unknown type \"" + type + "\"");
+}
+
+// A BOOKMARK carries only metadata.resourceVersion and annotations (such as
+// k8s.io/initial-events-end); a full decode would fail on the missing spec.
+Status bookmarkFromJson(const Json& object, ResourceSlice& slice) {
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) {
+    return invalidArgument("watch event: BOOKMARK object.metadata: must be an object");
+  }
+  const auto rv = metadata->find("resourceVersion");
+  if (rv == metadata->end() || !rv->is_string() || rv->get_ref<const std::string&>().empty()) {
+    return invalidArgument(
+        "watch event: BOOKMARK object.metadata.resourceVersion: must be a non-empty string");
+  }
+  slice.metadata.resource_version = rv->get<std::string>();
+  const auto annotations = metadata->find("annotations");
+  if (annotations != metadata->end() && !annotations->is_null()) {
+    if (!annotations->is_object()) {
+      return invalidArgument(
+          "watch event: BOOKMARK object.metadata.annotations: must be an object");
+    }
+    for (const auto& [key, value] : annotations->items()) {
+      if (!value.is_string()) {
+        return invalidArgument("watch event: BOOKMARK object.metadata.annotations[\"" + key +
+                               "\"]: must be a string");
+      }
+      slice.metadata.annotations[key] = value.get<std::string>();
+    }
+  }
+  return okStatus();
+}
+
+}  // namespace
+
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event) {
+  if (!event.is_object()) {
+    return invalidArgument("watch event: must be an object");
+  }
+  const auto type = event.find("type");
+  if (type == event.end() || !type->is_string()) {
+    return invalidArgument("watch event: type: must be a string");
+  }
+  const auto object = event.find("object");
+  if (object == event.end() || !object->is_object()) {
+    return invalidArgument("watch event: object: must be an object");
+  }
+  ASSIGN_OR_RETURN(const WatchEventType event_type,
+                   watchEventTypeFromString(type->get_ref<const std::string&>()));
+
+  WatchEvent<ResourceSlice> result;
+  result.type = event_type;
+  switch (event_type) {
+    case WatchEventType::kAdded:
+    case WatchEventType::kModified:
+    case WatchEventType::kDeleted: {
+      StatusOr<ResourceSlice> slice = resourceSliceFromJson(*object);
+      if (!slice.ok()) {
+        return slice.status().withContext("watch event " + type->get<std::string>() + " object");
+      }
+      result.object = std::move(slice).value();
+      break;
+    }
+    case WatchEventType::kBookmark:
+      RETURN_IF_ERROR(bookmarkFromJson(*object, result.object));
+      break;
+    case WatchEventType::kError:
+      result.error = statusFromKubeStatus(*object);
+      if (result.error.ok()) {
+        // An ERROR event always ends the stream; never let it read as success.
+        result.error = internalError(
+            "watch ERROR event without a failure status: " +
+            object->dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 256));
+      }
+      break;
+  }
+  return result;
+}
+
+}  // namespace rsc::client

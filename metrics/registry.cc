@@ -1,1 +1,20 @@
-// Implemented by the metrics work in progress.
+#include "metrics/registry.h"
+
+#include <cmath>
+
+namespace rsc::metrics {
+
+std::shared_ptr<prometheus::Registry> newRegistry() {
+  return std::make_shared<prometheus::Registry>(prometheus::Registry::InsertBehavior::Merge);
+}
+
+std::vector<double> exponentialBuckets(double start, double factor, std::size_t count) {
+  std::vector<double> bounds;
+  bounds.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    bounds.push_back(start * std::pow(factor, static_cast<double>(i)));
+  }
+  return bounds;
+}
+
+}  // namespace rsc::metrics

@@ -72,11 +72,21 @@ void LeaderElector::setLeader(const std::string& identity) {
   if (options_.on_new_leader) options_.on_new_leader(identity);
 }
 
+std::string LeaderElector::leaseAnnotation(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = annotations_.find(key);
+  return it == annotations_.end() ? "" : it->second;
+}
+
 void LeaderElector::observe(const client::Lease& lease) {
   if (!observed_ || !sameRecord(observed_->spec, lease.spec)) {
     observed_time_ = options_.clock->now();
   }
   observed_ = lease;
+  {
+    std::lock_guard lock(mu_);
+    annotations_ = lease.metadata.annotations;
+  }
   setLeader(lease.spec.holder_identity.value_or(""));
 }
 
@@ -91,6 +101,7 @@ bool LeaderElector::tryAcquireOrRenew() {
       observed_time_ + options_.lease_duration > clock.now()) {
     client::Lease renewed = *observed_;
     renewed.spec.renew_time = now_text;
+    for (const auto& [k, v] : options_.holder_annotations) renewed.metadata.annotations[k] = v;
     renewed.spec.lease_duration_seconds = duration;
     StatusOr<client::Lease> stored = options_.api->updateLease(renewed);
     if (stored.ok()) {
@@ -117,6 +128,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     lease.spec.acquire_time = now_text;
     lease.spec.renew_time = now_text;
     lease.spec.lease_transitions = 0;
+    for (const auto& [k, v] : options_.holder_annotations) lease.metadata.annotations[k] = v;
     StatusOr<client::Lease> created = options_.api->createLease(lease);
     if (!created.ok()) return false;  // someone else created it first
     observe(*created);
@@ -137,6 +149,7 @@ bool LeaderElector::tryAcquireOrRenew() {
   next.spec.holder_identity = options_.identity;
   next.spec.lease_duration_seconds = duration;
   next.spec.renew_time = now_text;
+  for (const auto& [k, v] : options_.holder_annotations) next.metadata.annotations[k] = v;
   if (!ours) {
     next.spec.acquire_time = now_text;
     next.spec.lease_transitions = current->spec.lease_transitions.value_or(0) + 1;
@@ -157,6 +170,7 @@ Status LeaderElector::release() {
   released.spec.lease_duration_seconds = 1;
   released.spec.renew_time = now_text;
   released.spec.acquire_time = now_text;
+  for (const auto& [k, v] : options_.holder_annotations) released.metadata.annotations.erase(k);
   StatusOr<client::Lease> stored = options_.api->updateLease(released);
   if (!stored.ok()) return stored.status().withContext("release the leader lease");
   observed_ = *stored;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,9 @@ struct LeaderElectionOptions {
   std::function<void()> on_stopped_leading;
   // Called whenever the observed leader changes (empty: none).
   std::function<void(const std::string& identity)> on_new_leader;
+  // Written into the Lease's annotations while we hold it, so that the
+  // other replicas learn how to reach the leader (its inventory URL).
+  std::map<std::string, std::string> holder_annotations;
 };
 
 class LeaderElector {
@@ -64,6 +68,9 @@ class LeaderElector {
   bool isLeader() const { return leading_.load(); }
   // The identity of the current leader as last observed ("" if none).
   std::string leader() const;
+  // An annotation of the Lease as last observed ("" if absent), e.g. the
+  // leader's inventory URL.
+  std::string leaseAnnotation(const std::string& key) const;
   const std::string& identity() const { return options_.identity; }
 
  private:
@@ -81,6 +88,7 @@ class LeaderElector {
   Clock::TimePoint observed_time_{};
   mutable std::mutex mu_;
   std::string leader_;  // guarded by mu_
+  std::map<std::string, std::string> annotations_;  // guarded by mu_
 };
 
 // Returns "<name>_<16 random hex digits>", the identity convention of

@@ -1,1 +1,740 @@
-// Tests are being written.
+#include "client/rest_kube_api.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::client {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+// A scripted HttpTransport: records every request and answers from queues.
+class FakeTransport final : public HttpTransport {
+ public:
+  // A stream's answer: a head (or a failure to connect), the body chunks of
+  // a 2xx, and how the stream ends after them.
+  struct StreamScript {
+    StatusOr<HttpResponse> head = HttpResponse{200, {}, ""};
+    std::vector<std::string> chunks;
+    Status end;  // non-OK: the connection breaks after the chunks
+  };
+
+  void reply(int code, std::string body = {}, std::map<std::string, std::string> headers = {}) {
+    std::lock_guard lock(mu_);
+    replies_.push_back(HttpResponse{code, std::move(headers), std::move(body)});
+  }
+  void fail(Status status) {
+    std::lock_guard lock(mu_);
+    replies_.push_back(std::move(status));
+  }
+  void script(StreamScript s) {
+    std::lock_guard lock(mu_);
+    streams_.push_back(std::move(s));
+  }
+  std::vector<HttpRequest> requests() const {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+  const HttpRequest& last() const { return requests_.back(); }
+  size_t chunksDelivered() const { return chunks_delivered_; }
+
+  StatusOr<HttpResponse> send(const HttpRequest& request) override {
+    std::lock_guard lock(mu_);
+    requests_.push_back(request);
+    if (replies_.empty()) return internalError("test: no reply scripted");
+    StatusOr<HttpResponse> r = std::move(replies_.front());
+    replies_.pop_front();
+    return r;
+  }
+
+  StatusOr<HttpResponse> stream(const HttpRequest& request,
+                                const std::function<void(const HttpResponse&)>& on_head,
+                                const std::function<bool(std::string_view)>& on_chunk,
+                                std::stop_token stop) override {
+    StreamScript s;
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(request);
+      if (streams_.empty()) return internalError("test: no stream scripted");
+      s = std::move(streams_.front());
+      streams_.pop_front();
+    }
+    if (!s.head.ok()) return s.head;
+    HttpResponse head = *s.head;
+    if (on_head) on_head(head);
+    if (head.code < 200 || head.code >= 300) return head;
+    for (const auto& chunk : s.chunks) {
+      if (stop.stop_requested()) return cancelled("stopped");
+      ++chunks_delivered_;
+      if (!on_chunk(chunk)) return head;
+    }
+    if (!s.end.ok()) return s.end;
+    return head;
+  }
+
+  std::string host() const override { return "api.test:6443"; }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<HttpRequest> requests_;
+  std::deque<StatusOr<HttpResponse>> replies_;
+  std::deque<StreamScript> streams_;
+  size_t chunks_delivered_ = 0;
+};
+
+std::string sliceJson(const std::string& name, const std::string& rv = "5") {
+  return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":")" +
+         name + R"(","uid":"uid-)" + name + R"(","resourceVersion":")" + rv +
+         R"("},"spec":{"driver":"gpu.example.com","nodeName":"node-a",)"
+         R"("pool":{"name":"node-a","generation":1,"resourceSliceCount":1},)"
+         R"("devices":[{"name":"gpu-0"}]}})";
+}
+
+ResourceSlice slice(const std::string& name, const std::string& rv = "") {
+  ResourceSlice s;
+  s.metadata.name = name;
+  s.metadata.resource_version = rv;
+  s.spec.driver = "gpu.example.com";
+  s.spec.node_name = "node-a";
+  s.spec.pool = {"node-a", 1, 1};
+  Device d;
+  d.name = "gpu-0";
+  s.spec.devices.push_back(d);
+  return s;
+}
+
+std::string statusJson(int code, const std::string& reason, const std::string& message) {
+  return Json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+              {"code", code},     {"reason", reason},   {"message", message}}
+      .dump();
+}
+
+class RestKubeApiTest : public ::testing::Test {
+ protected:
+  RestKubeApiTest() { rebuild({}); }
+
+  void rebuild(RestKubeApiOptions options) {
+    if (options.qps == kDefaultQps) options.qps = 0;  // no rate-limit sleeps unless asked
+    options.request_observer = [this](const RequestResult& r) { observed_.push_back(r); };
+    auto created = RestKubeApi::create(transport_, clock_, std::move(options));
+    ASSERT_TRUE(created.ok()) << created.status().toString();
+    api_ = std::move(*created);
+  }
+
+  Clock::Duration slept() const {
+    Clock::Duration total{};
+    for (auto d : clock_.sleeps()) total += d;
+    return total;
+  }
+
+  FakeTransport transport_;
+  testing::FakeClock clock_;
+  std::vector<RequestResult> observed_;
+  std::unique_ptr<RestKubeApi> api_;
+};
+
+// ---------------------------------------------------------------------------
+// Paths, queries and bodies.
+
+TEST(RestKubeApiQuery, EncodesEveryListOption) {
+  ListOptions o;
+  o.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller,tier in (a,b)";
+  o.field_selector = "spec.nodeName=node-a,spec.driver!=x";
+  o.resource_version = "123";
+  o.resource_version_match = "NotOlderThan";
+  o.limit = 2;
+  o.continue_token = "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ==/+";
+  o.timeout_seconds = 300;       // watch only
+  o.allow_watch_bookmarks = true;  // watch only
+  EXPECT_EQ(RestKubeApi::listQuery(o, /*watch=*/false),
+            "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dresourceslice-controller%2Ctier%20in"
+            "%20%28a%2Cb%29&fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%21%3Dx"
+            "&resourceVersion=123&resourceVersionMatch=NotOlderThan&limit=2"
+            "&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ%3D%3D%2F%2B");
+  o.resource_version_match.clear();
+  EXPECT_EQ(RestKubeApi::listQuery(o, /*watch=*/true),
+            "?watch=1&labelSelector=app.kubernetes.io%2Fmanaged-by%3Dresourceslice-controller%2C"
+            "tier%20in%20%28a%2Cb%29&fieldSelector=spec.nodeName%3Dnode-a%2Cspec.driver%21%3Dx"
+            "&resourceVersion=123&allowWatchBookmarks=true&timeoutSeconds=300");
+  EXPECT_EQ(RestKubeApi::listQuery(ListOptions{}, false), "");
+  ListOptions any;
+  any.resource_version = "0";
+  EXPECT_EQ(RestKubeApi::listQuery(any, false), "?resourceVersion=0");
+}
+
+TEST(RestKubeApiQuery, UrlEncodeKeepsOnlyUnreserved) {
+  EXPECT_EQ(RestKubeApi::urlEncode("aZ09-_.~"), "aZ09-_.~");
+  EXPECT_EQ(RestKubeApi::urlEncode("a b/c?d&e=f%\xC3\xA9"), "a%20b%2Fc%3Fd%26e%3Df%25%C3%A9");
+}
+
+TEST_F(RestKubeApiTest, GetResourceSliceReadsTheItemPath) {
+  transport_.reply(200, sliceJson("s1", "42"));
+  auto got = api_->getResourceSlice("s1");
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  EXPECT_EQ(got->metadata.name, "s1");
+  EXPECT_EQ(got->metadata.resource_version, "42");
+  EXPECT_EQ(got->spec.driver, "gpu.example.com");
+  ASSERT_EQ(transport_.requests().size(), 1u);
+  EXPECT_EQ(transport_.last().method, "GET");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/resource.k8s.io/v1/resourceslices/s1");
+  EXPECT_TRUE(transport_.last().body.empty());
+}
+
+TEST_F(RestKubeApiTest, NotFoundGainsContext) {
+  transport_.reply(404, statusJson(404, "NotFound",
+                                   "resourceslices.resource.k8s.io \"gone\" not found"));
+  auto got = api_->getResourceSlice("gone");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got.status().message(),
+            "get ResourceSlice gone: resourceslices.resource.k8s.io \"gone\" not found");
+  EXPECT_TRUE(clock_.sleeps().empty());
+}
+
+TEST_F(RestKubeApiTest, ListDecodesPageMetadata) {
+  transport_.reply(200, R"({"kind":"ResourceSliceList","apiVersion":"resource.k8s.io/v1",
+      "metadata":{"resourceVersion":"77","continue":"next-page","remainingItemCount":3},
+      "items":[)" + sliceJson("a") + "," + sliceJson("b") + "]}");
+  ListOptions o;
+  o.label_selector = "x=y";
+  o.limit = 2;
+  auto list = api_->listResourceSlices(o);
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/resource.k8s.io/v1/resourceslices?labelSelector=x%3Dy&limit=2");
+  ASSERT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(list->items[1].metadata.name, "b");
+  EXPECT_EQ(list->resource_version, "77");
+  EXPECT_EQ(list->continue_token, "next-page");
+  EXPECT_EQ(list->remaining_item_count, 3);
+}
+
+TEST_F(RestKubeApiTest, ListWithABadItemIsInternal) {
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"1"},"items":[{"metadata":5}]})");
+  auto list = api_->listResourceSlices({});
+  ASSERT_FALSE(list.ok());
+  EXPECT_EQ(list.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(list.status().message(), HasSubstr("list ResourceSlices: cannot decode items[0]"));
+}
+
+TEST_F(RestKubeApiTest, CreatePostsTheSliceWithTypeMeta) {
+  transport_.reply(201, sliceJson("s1", "1"));
+  auto created = api_->createResourceSlice(slice("s1"));
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  EXPECT_EQ(created->metadata.uid, "uid-s1");
+  const HttpRequest& req = transport_.last();
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.path_and_query, "/apis/resource.k8s.io/v1/resourceslices");
+  EXPECT_THAT(req.headers, ::testing::Contains(std::pair<std::string, std::string>(
+                               "Content-Type", "application/json")));
+  Json body = Json::parse(req.body);
+  EXPECT_EQ(body["apiVersion"], "resource.k8s.io/v1");
+  EXPECT_EQ(body["kind"], "ResourceSlice");
+  EXPECT_EQ(body["metadata"]["name"], "s1");
+  EXPECT_EQ(body["spec"]["devices"][0]["name"], "gpu-0");
+}
+
+TEST_F(RestKubeApiTest, UpdatePutsToTheNameAndNeedsAResourceVersion) {
+  auto refused = api_->updateResourceSlice(slice("s1"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "update ResourceSlice s1: metadata.resourceVersion is required");
+  EXPECT_TRUE(transport_.requests().empty());
+
+  transport_.reply(200, sliceJson("s1", "8"));
+  auto updated = api_->updateResourceSlice(slice("s1", "7"));
+  ASSERT_TRUE(updated.ok()) << updated.status().toString();
+  EXPECT_EQ(updated->metadata.resource_version, "8");
+  EXPECT_EQ(transport_.last().method, "PUT");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/resource.k8s.io/v1/resourceslices/s1");
+  EXPECT_EQ(Json::parse(transport_.last().body)["metadata"]["resourceVersion"], "7");
+}
+
+TEST_F(RestKubeApiTest, ConflictIsNotRetried) {
+  transport_.reply(409, statusJson(409, "Conflict",
+                                   "Operation cannot be fulfilled on resourceslices.resource.k8s.io "
+                                   "\"s1\": the object has been modified"));
+  auto updated = api_->updateResourceSlice(slice("s1", "7"));
+  ASSERT_FALSE(updated.ok());
+  EXPECT_EQ(updated.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(updated.status().reason(), "Conflict");
+  EXPECT_EQ(updated.status().message(),
+            "update ResourceSlice s1: Operation cannot be fulfilled on "
+            "resourceslices.resource.k8s.io \"s1\": the object has been modified");
+  EXPECT_EQ(transport_.requests().size(), 1u);
+  EXPECT_TRUE(clock_.sleeps().empty());
+}
+
+TEST_F(RestKubeApiTest, InvalidKeepsFieldErrors) {
+  transport_.reply(422, R"({"kind":"Status","code":422,"reason":"Invalid","message":"bad",
+      "details":{"causes":[{"reason":"FieldValueRequired","message":"Required value","field":"spec.driver"}]}})");
+  auto created = api_->createResourceSlice(slice("s1"));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), StatusCode::kUnprocessable);
+  ASSERT_EQ(created.status().details().size(), 1u);
+  EXPECT_EQ(created.status().details()[0].field, "spec.driver");
+  EXPECT_EQ(transport_.requests().size(), 1u);
+}
+
+TEST_F(RestKubeApiTest, DeleteSendsPreconditions) {
+  transport_.reply(200, R"({"kind":"Status","status":"Success"})");
+  Status s = api_->deleteResourceSlice("s1", Preconditions{"uid-1", "9"});
+  ASSERT_TRUE(s.ok()) << s.toString();
+  EXPECT_EQ(transport_.last().method, "DELETE");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/resource.k8s.io/v1/resourceslices/s1");
+  EXPECT_EQ(Json::parse(transport_.last().body),
+            Json::parse(R"({"apiVersion":"v1","kind":"DeleteOptions",
+                "preconditions":{"uid":"uid-1","resourceVersion":"9"}})"));
+
+  transport_.reply(409, statusJson(409, "Conflict", "Precondition failed: UID in precondition: x"));
+  s = api_->deleteResourceSlice("s1", Preconditions{"x", std::nullopt});
+  EXPECT_EQ(s.code(), StatusCode::kConflict);
+  EXPECT_EQ(s.message(), "delete ResourceSlice s1: Precondition failed: UID in precondition: x");
+  EXPECT_EQ(Json::parse(transport_.last().body)["preconditions"], Json::parse(R"({"uid":"x"})"));
+}
+
+TEST_F(RestKubeApiTest, EmptyNamesNeverReachTheCollection) {
+  EXPECT_EQ(api_->deleteResourceSlice("", {}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api_->getResourceSlice("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api_->getNode("").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api_->getLease("ns", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api_->getLease("", "x").status().code(), StatusCode::kInvalidArgument);
+  ResourceSlice nameless = slice("");
+  EXPECT_EQ(api_->createResourceSlice(nameless).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(transport_.requests().empty());
+}
+
+TEST_F(RestKubeApiTest, DeleteCollectionNeedsASelector) {
+  Status s = api_->deleteResourceSlices({});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(transport_.requests().empty());
+
+  transport_.reply(200, R"({"kind":"ResourceSliceList","items":[]})");
+  ListOptions o;
+  o.field_selector = "spec.nodeName=node-a";
+  o.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
+  ASSERT_TRUE(api_->deleteResourceSlices(o).ok());
+  EXPECT_EQ(transport_.last().method, "DELETE");
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/resource.k8s.io/v1/resourceslices?labelSelector=app.kubernetes.io%2F"
+            "managed-by%3Dresourceslice-controller&fieldSelector=spec.nodeName%3Dnode-a");
+}
+
+TEST_F(RestKubeApiTest, LeaseNodeReviewAndEventPaths) {
+  const std::string lease = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease",
+      "metadata":{"name":"leader","namespace":"kube-system","resourceVersion":"3"},
+      "spec":{"holderIdentity":"me","leaseDurationSeconds":15}})";
+  transport_.reply(200, lease);
+  auto got = api_->getLease("kube-system", "leader");
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  EXPECT_EQ(got->spec.holder_identity, "me");
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/leader");
+
+  transport_.reply(201, lease);
+  ASSERT_TRUE(api_->createLease(*got).ok());
+  EXPECT_EQ(transport_.last().method, "POST");
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases");
+
+  transport_.reply(200, lease);
+  ASSERT_TRUE(api_->updateLease(*got).ok());
+  EXPECT_EQ(transport_.last().method, "PUT");
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/leader");
+  Lease no_rv = *got;
+  no_rv.metadata.resource_version.clear();
+  EXPECT_EQ(api_->updateLease(no_rv).status().code(), StatusCode::kInvalidArgument);
+
+  transport_.reply(200, R"({"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","uid":"node-uid"}})");
+  auto node = api_->getNode("n1");
+  ASSERT_TRUE(node.ok()) << node.status().toString();
+  EXPECT_EQ(node->metadata.uid, "node-uid");
+  EXPECT_EQ(transport_.last().path_and_query, "/api/v1/nodes/n1");
+
+  transport_.reply(201, R"({"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",
+      "status":{"authenticated":true,"user":{"username":"system:serviceaccount:ns:sa"}}})");
+  TokenReview review;
+  review.token = "tok";
+  review.audiences = {"aud"};
+  auto reviewed = api_->createTokenReview(review);
+  ASSERT_TRUE(reviewed.ok()) << reviewed.status().toString();
+  EXPECT_TRUE(reviewed->authenticated);
+  EXPECT_EQ(reviewed->user.username, "system:serviceaccount:ns:sa");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/authentication.k8s.io/v1/tokenreviews");
+  EXPECT_EQ(Json::parse(transport_.last().body)["spec"]["token"], "tok");
+
+  transport_.reply(201, R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview",
+      "status":{"allowed":true,"reason":"RBAC"}})");
+  SubjectAccessReview sar;
+  sar.user.username = "u";
+  sar.verb = "publish";
+  sar.resource = "drivers";
+  auto allowed = api_->createSubjectAccessReview(sar);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().toString();
+  EXPECT_TRUE(allowed->allowed);
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+  EXPECT_EQ(Json::parse(transport_.last().body)["kind"], "SubjectAccessReview");
+
+  transport_.reply(201, "{}");
+  Event event;
+  event.metadata.generate_name = "slice-";
+  event.reason = "Published";
+  ASSERT_TRUE(api_->createEvent(event).ok());
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/events.k8s.io/v1/namespaces/default/events");
+  EXPECT_EQ(Json::parse(transport_.last().body)["metadata"]["namespace"], "default");
+}
+
+// ---------------------------------------------------------------------------
+// Retries and rate limiting.
+
+TEST_F(RestKubeApiTest, RetriesTooManyRequestsAfterRetryAfter) {
+  transport_.reply(429, "Too many requests, please try again later.\n", {{"retry-after", "3"}});
+  transport_.reply(201, sliceJson("s1"));
+  auto created = api_->createResourceSlice(slice("s1"));
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  EXPECT_EQ(transport_.requests().size(), 2u);
+  EXPECT_EQ(clock_.sleeps(), std::vector<Clock::Duration>{seconds(3)});
+  ASSERT_EQ(observed_.size(), 2u);
+  EXPECT_EQ(observed_[0].code, "429");
+  EXPECT_EQ(observed_[1].code, "201");
+  EXPECT_EQ(observed_[1].verb, "POST");
+  EXPECT_EQ(observed_[1].host, "api.test:6443");
+}
+
+TEST_F(RestKubeApiTest, RetryAfterIsCapped) {
+  transport_.reply(429, "", {{"retry-after", "3600"}});
+  transport_.reply(200, sliceJson("s1"));
+  ASSERT_TRUE(api_->getResourceSlice("s1").ok());
+  EXPECT_EQ(clock_.sleeps(), std::vector<Clock::Duration>{seconds(60)});
+}
+
+TEST_F(RestKubeApiTest, RetriesUnavailableWithExponentialJitteredBackoff) {
+  transport_.reply(503, statusJson(503, "ServiceUnavailable", "etcd is down"));
+  transport_.fail(Status(StatusCode::kUnavailable, "connection reset", {}, kReasonConnectionLost));
+  transport_.reply(500, "oops", {{"retry-after", "not a number"}});
+  transport_.reply(200, sliceJson("s1"));
+  auto got = api_->getResourceSlice("s1");
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  auto sleeps = clock_.sleeps();
+  ASSERT_EQ(sleeps.size(), 3u);
+  EXPECT_GE(sleeps[0], milliseconds(100));
+  EXPECT_LE(sleeps[0], milliseconds(120));
+  EXPECT_GE(sleeps[1], milliseconds(200));
+  EXPECT_LE(sleeps[1], milliseconds(240));
+  EXPECT_GE(sleeps[2], milliseconds(400));
+  EXPECT_LE(sleeps[2], milliseconds(480));
+  ASSERT_EQ(observed_.size(), 4u);
+  EXPECT_EQ(observed_[1].code, "<error>");
+}
+
+TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
+  RestKubeApiOptions options;
+  options.max_retries = 10;
+  options.backoff_base = milliseconds(100);
+  options.backoff_cap = seconds(1);
+  rebuild(options);
+  for (int i = 0; i < 10; ++i) transport_.reply(503);
+  transport_.reply(200, sliceJson("s1"));
+  ASSERT_TRUE(api_->getResourceSlice("s1").ok());
+  auto sleeps = clock_.sleeps();
+  ASSERT_EQ(sleeps.size(), 10u);
+  for (size_t i = 4; i < sleeps.size(); ++i) {
+    EXPECT_GE(sleeps[i], seconds(1));
+    EXPECT_LE(sleeps[i], milliseconds(1200));
+  }
+}
+
+TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
+  for (int i = 0; i < 6; ++i) transport_.reply(503, "busy");
+  auto got = api_->getResourceSlice("s1");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(got.status().message(), "get ResourceSlice s1: HTTP 503: busy (after 6 attempts)");
+  EXPECT_EQ(transport_.requests().size(), 6u);
+  EXPECT_EQ(clock_.sleeps().size(), 5u);
+}
+
+TEST_F(RestKubeApiTest, GenerateNameCreateRetriesOnlyWhenNothingHappened) {
+  ResourceSlice generated = slice("");
+  generated.metadata.generate_name = "00000-gpu.example.com-node-a-";
+
+  // A 503 or a lost connection may have created the slice: no retry.
+  transport_.reply(503, "");
+  auto created = api_->createResourceSlice(generated);
+  EXPECT_EQ(created.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(created.status().message(),
+              HasSubstr("create ResourceSlice 00000-gpu.example.com-node-a-: HTTP 503"));
+  transport_.fail(Status(StatusCode::kUnavailable, "reset", {}, kReasonConnectionLost));
+  EXPECT_FALSE(api_->createResourceSlice(generated).ok());
+  transport_.fail(Status(StatusCode::kDeadlineExceeded, "timeout", {}, kReasonConnectionLost));
+  EXPECT_FALSE(api_->createResourceSlice(generated).ok());
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  EXPECT_TRUE(clock_.sleeps().empty());
+
+  // A refused connection and a 429 did nothing on the server: retry.
+  transport_.fail(Status(StatusCode::kUnavailable, "refused", {}, kReasonRequestNotSent));
+  transport_.reply(429, "Too many requests", {{"retry-after", "1"}});
+  transport_.reply(201, sliceJson("00000-gpu.example.com-node-a-x7k2p"));
+  created = api_->createResourceSlice(generated);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  EXPECT_EQ(created->metadata.name, "00000-gpu.example.com-node-a-x7k2p");
+  EXPECT_EQ(transport_.requests().size(), 6u);
+  EXPECT_EQ(clock_.sleeps().size(), 2u);
+}
+
+TEST_F(RestKubeApiTest, EveryAttemptTakesAToken) {
+  RestKubeApiOptions options;
+  options.qps = 2;
+  options.burst = 1;
+  rebuild(options);
+  transport_.reply(200, sliceJson("a"));
+  transport_.reply(200, sliceJson("b"));
+  ASSERT_TRUE(api_->getResourceSlice("a").ok());
+  EXPECT_TRUE(clock_.sleeps().empty());
+  ASSERT_TRUE(api_->getResourceSlice("b").ok());
+  EXPECT_EQ(clock_.sleeps(), std::vector<Clock::Duration>{milliseconds(500)});
+}
+
+TEST(RestKubeApiOptions, InvalidOptionsAreRefused) {
+  FakeTransport transport;
+  testing::FakeClock clock;
+  auto with = [&](auto change) {
+    RestKubeApiOptions o;
+    change(o);
+    return RestKubeApi::create(transport, clock, o).status().code();
+  };
+  EXPECT_EQ(with([](auto& o) { o.max_retries = -1; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](auto& o) { o.backoff_base = Clock::Duration::zero(); }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](auto& o) { o.backoff_cap = milliseconds(1); }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](auto& o) { o.burst = 0; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](auto& o) { o.watch_idle_timeout = milliseconds(0); }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(with([](auto& o) { o.qps = 0;
+    o.burst = 0; }), StatusCode::kOk);
+}
+
+// ---------------------------------------------------------------------------
+// Watch.
+
+std::string event(const std::string& type, const std::string& object) {
+  return R"({"type":")" + type + R"(","object":)" + object + "}\n";
+}
+
+std::string bookmark(const std::string& rv) {
+  return event("BOOKMARK", R"({"kind":"ResourceSlice","apiVersion":"resource.k8s.io/v1",)"
+                           R"("metadata":{"resourceVersion":")" +
+                               rv + R"("}})");
+}
+
+struct Seen {
+  WatchEventType type;
+  std::string name;
+  std::string resource_version;
+  StatusCode error = StatusCode::kOk;
+};
+
+WatchHandler<ResourceSlice> recordInto(std::vector<Seen>& seen) {
+  return [&seen](const WatchEvent<ResourceSlice>& e) {
+    seen.push_back({e.type, e.object.metadata.name, e.object.metadata.resource_version,
+                    e.error.code()});
+    return true;
+  };
+}
+
+TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
+  const std::string all = event("ADDED", sliceJson("a", "10")) +
+                          event("MODIFIED", sliceJson("a", "11")) + bookmark("12") +
+                          event("DELETED", sliceJson("a", "13"));
+  // Cut the stream at awkward places: inside a string, between events, and
+  // one byte at a time for a stretch.
+  FakeTransport::StreamScript s;
+  s.chunks = {all.substr(0, 7), all.substr(7, 60)};
+  size_t pos = 67;
+  for (int i = 0; i < 40; ++i, ++pos) s.chunks.push_back(all.substr(pos, 1));
+  s.chunks.push_back(all.substr(pos));
+  transport_.script(s);
+
+  ListOptions o;
+  o.resource_version = "9";
+  o.allow_watch_bookmarks = true;
+  o.timeout_seconds = 480;
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices(o, recordInto(seen), {});
+  ASSERT_TRUE(status.ok()) << status.toString();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
+  EXPECT_EQ(seen[0].resource_version, "10");
+  EXPECT_EQ(seen[1].type, WatchEventType::kModified);
+  EXPECT_EQ(seen[1].resource_version, "11");
+  EXPECT_EQ(seen[2].type, WatchEventType::kBookmark);
+  EXPECT_EQ(seen[2].resource_version, "12");
+  EXPECT_EQ(seen[3].type, WatchEventType::kDeleted);
+  EXPECT_EQ(seen[3].name, "a");
+
+  const HttpRequest& req = transport_.last();
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_EQ(req.path_and_query,
+            "/apis/resource.k8s.io/v1/resourceslices?watch=1&resourceVersion=9"
+            "&allowWatchBookmarks=true&timeoutSeconds=480");
+  // The idle timeout outlasts the server's own end of the watch.
+  EXPECT_EQ(req.timeout, std::chrono::duration_cast<milliseconds>(seconds(480 + 30)));
+  ASSERT_EQ(observed_.size(), 1u);
+  EXPECT_EQ(observed_[0].code, "200");
+}
+
+TEST_F(RestKubeApiTest, WatchIdleTimeoutIsAtLeastTheDefault) {
+  transport_.script({});
+  ListOptions o;
+  o.timeout_seconds = 10;
+  ASSERT_TRUE(api_->watchResourceSlices(o, [](const auto&) { return true; }, {}).ok());
+  EXPECT_EQ(transport_.last().timeout, std::chrono::minutes(5));
+}
+
+TEST_F(RestKubeApiTest, WatchManyEventsInOneChunk) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "1")) + event("ADDED", sliceJson("b", "2")) +
+              event("ADDED", sliceJson("c", "3"))};
+  transport_.script(s);
+  std::vector<Seen> seen;
+  ASSERT_TRUE(api_->watchResourceSlices({}, recordInto(seen), {}).ok());
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2].name, "c");
+}
+
+TEST_F(RestKubeApiTest, WatchErrorEventGoesToTheHandlerAndEndsTheStream) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "1")) +
+                  event("ERROR", statusJson(410, "Expired", "too old resource version: 1 (50)")),
+              event("ADDED", sliceJson("b", "51"))};
+  transport_.script(s);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_EQ(status.code(), StatusCode::kGone);
+  EXPECT_EQ(status.message(), "watch ResourceSlices: too old resource version: 1 (50)");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].type, WatchEventType::kError);
+  EXPECT_EQ(seen[1].error, StatusCode::kGone);
+  EXPECT_EQ(transport_.chunksDelivered(), 1u) << "the stream was not read past the ERROR event";
+}
+
+TEST_F(RestKubeApiTest, WatchHandlerCanStopTheStream) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "1")) + event("ADDED", sliceJson("b", "2")),
+              event("ADDED", sliceJson("c", "3"))};
+  transport_.script(s);
+  int calls = 0;
+  Status status = api_->watchResourceSlices(
+      {}, [&](const WatchEvent<ResourceSlice>&) { return ++calls < 1; }, {});
+  EXPECT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(transport_.chunksDelivered(), 1u);
+}
+
+TEST_F(RestKubeApiTest, WatchNonOkAnswerIsTheMappedStatus) {
+  FakeTransport::StreamScript gone;
+  gone.head = HttpResponse{410, {}, statusJson(410, "Gone", "gone")};
+  transport_.script(gone);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_EQ(status.code(), StatusCode::kGone);
+  EXPECT_TRUE(seen.empty());
+
+  FakeTransport::StreamScript forbidden;
+  forbidden.head = HttpResponse{403, {}, statusJson(403, "Forbidden", "no")};
+  transport_.script(forbidden);
+  status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_EQ(status.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(status.message(), "watch ResourceSlices: no");
+  EXPECT_EQ(transport_.requests().size(), 2u);
+  EXPECT_TRUE(clock_.sleeps().empty());
+}
+
+TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
+  FakeTransport::StreamScript busy;
+  busy.head = HttpResponse{429, {{"retry-after", "2"}}, "Too many requests"};
+  transport_.script(busy);
+  FakeTransport::StreamScript refused;
+  refused.head = Status(StatusCode::kUnavailable, "refused", {}, kReasonRequestNotSent);
+  transport_.script(refused);
+  FakeTransport::StreamScript ok;
+  ok.chunks = {event("ADDED", sliceJson("a", "1"))};
+  transport_.script(ok);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  // The Retry-After wait is slept in one-second pieces, to notice a stop.
+  auto sleeps = clock_.sleeps();
+  ASSERT_EQ(sleeps.size(), 3u);
+  EXPECT_EQ(sleeps[0], seconds(1));
+  EXPECT_EQ(sleeps[1], seconds(1));
+  EXPECT_GE(sleeps[2], milliseconds(200));
+  EXPECT_LE(sleeps[2], milliseconds(240));
+  ASSERT_EQ(observed_.size(), 3u);
+  EXPECT_EQ(observed_[0].code, "429");
+  EXPECT_EQ(observed_[1].code, "<error>");
+  EXPECT_EQ(observed_[2].code, "200");
+}
+
+TEST_F(RestKubeApiTest, WatchBrokenAfterEventsIsReturnedNotRetried) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "1"))};
+  s.end = Status(StatusCode::kUnavailable, "connection reset", {}, kReasonConnectionLost);
+  transport_.script(s);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message(), "watch ResourceSlices: connection reset");
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(transport_.requests().size(), 1u);
+}
+
+TEST_F(RestKubeApiTest, WatchEndingInsideAnEventIsUnavailable) {
+  FakeTransport::StreamScript s;
+  const std::string e = event("ADDED", sliceJson("a", "1"));
+  s.chunks = {e + e.substr(0, 20)};
+  transport_.script(s);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(status.message(), HasSubstr("the stream ended inside an event"));
+  EXPECT_EQ(seen.size(), 1u);
+}
+
+TEST_F(RestKubeApiTest, WatchMalformedEventIsAnError) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "1")) + "{\"type\":\"ADDED\",\"object\":{]}\n"};
+  transport_.script(s);
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
+  EXPECT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("watch ResourceSlices: "));
+  EXPECT_EQ(seen.size(), 1u);
+}
+
+TEST_F(RestKubeApiTest, WatchStoppedBeforeStartIsCancelled) {
+  std::stop_source stop;
+  stop.request_stop();
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), stop.get_token());
+  EXPECT_EQ(status.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(transport_.requests().empty());
+}
+
+}  // namespace
+}  // namespace rsc::client

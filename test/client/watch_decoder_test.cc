@@ -1,1 +1,319 @@
-// Tests are being written.
+#include "client/watch_decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace rsc::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Feeds `chunks` in order and returns every decoded value, failing the test
+// on a decoding error.
+std::vector<Json> decodeAll(WatchDecoder& decoder, const std::vector<std::string>& chunks) {
+  std::vector<Json> values;
+  for (const auto& chunk : chunks) {
+    const Status status = decoder.feed(chunk, [&](Json&& value) {
+      values.push_back(std::move(value));
+      return true;
+    });
+    EXPECT_TRUE(status.ok()) << status.toString();
+  }
+  return values;
+}
+
+// Two events whose strings hold braces, brackets, escaped quotes and an
+// escaped backslash right before a closing quote: framing that counted
+// brackets without tracking strings would cut them in the wrong place.
+const std::string kFirst = R"({"type":"ADDED","object":{"metadata":{"name":"a","annotations":)"
+                           R"({"note":"}{ ][ \"}\" \\","path":"C:\\"}},"list":[1,{"x":[]}]}})";
+const std::string kSecond = R"({"type":"DELETED","object":{"s":"\u007b{","n":-1.5e3,"t":true}})";
+
+TEST(WatchDecoder, SplitAtEveryByteOffsetOfTwoEvents) {
+  const std::string both = kFirst + "\n" + kSecond + "\n";
+  const Json first = Json::parse(kFirst);
+  const Json second = Json::parse(kSecond);
+  for (size_t cut = 0; cut <= both.size(); ++cut) {
+    WatchDecoder decoder;
+    const auto values = decodeAll(decoder, {both.substr(0, cut), both.substr(cut)});
+    ASSERT_EQ(values.size(), 2u) << "cut at " << cut;
+    EXPECT_EQ(values[0], first) << "cut at " << cut;
+    EXPECT_EQ(values[1], second) << "cut at " << cut;
+    EXPECT_TRUE(decoder.finish().ok()) << "cut at " << cut;
+  }
+}
+
+TEST(WatchDecoder, SplitAtEveryPairOfOffsetsIntoThreeChunks) {
+  const std::string both = kFirst + kSecond;
+  for (size_t a = 0; a <= both.size(); a += 7) {
+    for (size_t b = a; b <= both.size(); b += 5) {
+      WatchDecoder decoder;
+      const auto values =
+          decodeAll(decoder, {both.substr(0, a), both.substr(a, b - a), both.substr(b)});
+      ASSERT_EQ(values.size(), 2u) << a << "/" << b;
+      EXPECT_EQ(values[1], Json::parse(kSecond));
+    }
+  }
+}
+
+TEST(WatchDecoder, OneByteAtATime) {
+  const std::string both = kFirst + "\r\n\t " + kSecond;
+  WatchDecoder decoder;
+  std::vector<std::string> bytes;
+  for (char c : both) {
+    bytes.emplace_back(1, c);
+  }
+  const auto values = decodeAll(decoder, bytes);
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_EQ(values[0], Json::parse(kFirst));
+  EXPECT_EQ(values[1], Json::parse(kSecond));
+}
+
+TEST(WatchDecoder, ManyEventsInOneChunkWithAndWithoutNewlines) {
+  std::string chunk;
+  const std::vector<std::string> separators = {"", "\n", " ", "\r\n", "\t\n  "};
+  for (int i = 0; i < 1000; ++i) {
+    chunk += R"({"type":"MODIFIED","object":{"i":)" + std::to_string(i) + "}}";
+    chunk += separators[static_cast<size_t>(i) % separators.size()];
+  }
+  WatchDecoder decoder;
+  const auto values = decodeAll(decoder, {chunk});
+  ASSERT_EQ(values.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(values[static_cast<size_t>(i)]["object"]["i"], i);
+  }
+  EXPECT_TRUE(decoder.finish().ok());
+}
+
+TEST(WatchDecoder, MultiByteUtf8IsKeptIntact) {
+  const std::string event = "{\"note\":\"caf\xc3\xa9 \xe2\x9c\x93 }\"}";
+  WatchDecoder decoder;
+  const auto values = decodeAll(decoder, {event.substr(0, 13), event.substr(13)});
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_EQ(values[0]["note"], "caf\xc3\xa9 \xe2\x9c\x93 }");
+}
+
+TEST(WatchDecoder, StoppingEarlyKeepsTheRestForTheNextCall) {
+  WatchDecoder decoder;
+  std::vector<Json> values;
+  const std::string three = R"({"i":1}{"i":2}{"i":3})";
+  ASSERT_TRUE(decoder
+                  .feed(three,
+                        [&](Json&& value) {
+                          values.push_back(std::move(value));
+                          return false;
+                        })
+                  .ok());
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_FALSE(decoder.finish().ok()) << "two events are still pending";
+  const auto rest = decodeAll(decoder, {""});
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0]["i"], 2);
+  EXPECT_EQ(rest[1]["i"], 3);
+  EXPECT_TRUE(decoder.finish().ok());
+}
+
+TEST(WatchDecoder, FinishReportsATruncatedEvent) {
+  WatchDecoder decoder;
+  EXPECT_TRUE(decoder.finish().ok());
+  const auto values = decodeAll(decoder, {R"({"i":1}  {"type":"ADD)"});
+  EXPECT_EQ(values.size(), 1u);
+  const Status status = decoder.finish();
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("ended inside an event"));
+}
+
+TEST(WatchDecoder, WhitespaceOnlyIsNoEvent) {
+  WatchDecoder decoder;
+  EXPECT_TRUE(decodeAll(decoder, {" \n", "\r\n\t", ""}).empty());
+  EXPECT_TRUE(decoder.finish().ok());
+}
+
+TEST(WatchDecoder, OversizedEventIsRejected) {
+  WatchDecoder decoder(/*max_event_bytes=*/64);
+  const std::string small = R"({"i":1})";
+  const std::string big = R"({"pad":")" + std::string(100, 'x') + R"("})";
+  int seen = 0;
+  const Status status = decoder.feed(small + big, [&](Json&&) {
+    ++seen;
+    return true;
+  });
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("larger than 64 bytes"));
+}
+
+TEST(WatchDecoder, OversizedEventIsRejectedBeforeItEnds) {
+  WatchDecoder decoder(/*max_event_bytes=*/64);
+  const auto on_event = [](Json&&) { return true; };
+  ASSERT_TRUE(decoder.feed(R"({"pad":")" + std::string(40, 'x'), on_event).ok());
+  const Status status = decoder.feed(std::string(40, 'x'), on_event);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+}
+
+TEST(WatchDecoder, EventOfExactlyTheLimitIsAccepted) {
+  const std::string event = R"({"pad":")" + std::string(20, 'x') + R"("})";
+  WatchDecoder decoder(event.size());
+  EXPECT_EQ(decodeAll(decoder, {event}).size(), 1u);
+}
+
+struct MalformedCase {
+  std::string name;
+  std::string input;
+};
+
+class WatchDecoderMalformed : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(WatchDecoderMalformed, IsInvalidArgumentAndStaysFailed) {
+  WatchDecoder decoder;
+  const auto on_event = [](Json&&) { return true; };
+  const Status status = decoder.feed(GetParam().input, on_event);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.toString();
+  // Nothing after a framing error can be trusted.
+  EXPECT_EQ(decoder.feed(R"({"i":1})", on_event).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decoder.finish().code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Inputs, WatchDecoderMalformed,
+    ::testing::Values(MalformedCase{"TrailingComma", R"({"a":1,})"},
+                      MalformedCase{"MismatchedBracket", R"({"a":[1}])"},
+                      MalformedCase{"GarbageBetweenEvents", R"({"a":1}x{"a":2})"},
+                      MalformedCase{"TopLevelString", R"("just a string")"},
+                      MalformedCase{"TopLevelNumber", "42 "},
+                      MalformedCase{"StrayClosingBrace", "}"},
+                      MalformedCase{"MissingColon", R"({"a" 1})"},
+                      MalformedCase{"InvalidUtf8", "{\"a\":\"\xff\xfe\"}"},
+                      MalformedCase{"BadEscape", R"({"a":"\q"})"}),
+    [](const ::testing::TestParamInfo<MalformedCase>& info) { return info.param.name; });
+
+// ---- resourceSliceWatchEventFromJson ----
+
+ResourceSlice sampleSlice() {
+  ResourceSlice slice;
+  slice.metadata.name = "00000-gpu.example.com-node-a-x7k2p";
+  slice.metadata.uid = "6a1f6c0e-2f4e-4a57-9d6c-0b7e0b5c1c11";
+  slice.metadata.resource_version = "4711";
+  slice.metadata.generation = 2;
+  slice.metadata.labels["app.kubernetes.io/managed-by"] = "resourceslice-controller";
+  slice.spec.driver = "gpu.example.com";
+  slice.spec.pool = ResourcePool{"node-a", 3, 1};
+  slice.spec.node_name = "node-a";
+  Device device;
+  device.name = "gpu-0";
+  device.attributes["model"].string_value = "h100";
+  slice.spec.devices.push_back(device);
+  return slice;
+}
+
+Json sliceObject(const ResourceSlice& slice) {
+  Json object = toJson(slice);
+  object["kind"] = "ResourceSlice";
+  object["apiVersion"] = kResourceApiVersion;
+  return object;
+}
+
+TEST(ResourceSliceWatchEvent, ObjectEventsCarryTheSlice) {
+  const ResourceSlice slice = sampleSlice();
+  const std::vector<std::pair<std::string, WatchEventType>> types = {
+      {"ADDED", WatchEventType::kAdded},
+      {"MODIFIED", WatchEventType::kModified},
+      {"DELETED", WatchEventType::kDeleted}};
+  for (const auto& [name, type] : types) {
+    const auto event =
+        resourceSliceWatchEventFromJson(Json{{"type", name}, {"object", sliceObject(slice)}});
+    ASSERT_TRUE(event.ok()) << name << ": " << event.status().toString();
+    EXPECT_EQ(event->type, type);
+    EXPECT_EQ(event->object, slice) << name;
+    EXPECT_TRUE(event->error.ok());
+  }
+}
+
+TEST(ResourceSliceWatchEvent, DecodesWhatTheDecoderFramed) {
+  const ResourceSlice slice = sampleSlice();
+  const std::string wire = Json{{"type", "ADDED"}, {"object", sliceObject(slice)}}.dump() + "\n";
+  WatchDecoder decoder;
+  std::vector<WatchEvent<ResourceSlice>> events;
+  for (size_t at = 0; at < wire.size(); at += 17) {
+    ASSERT_TRUE(decoder
+                    .feed(wire.substr(at, 17),
+                          [&](Json&& value) {
+                            auto event = resourceSliceWatchEventFromJson(value);
+                            EXPECT_TRUE(event.ok()) << event.status().toString();
+                            if (event.ok()) {
+                              events.push_back(std::move(event).value());
+                            }
+                            return true;
+                          })
+                    .ok());
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].object, slice);
+}
+
+TEST(ResourceSliceWatchEvent, BookmarkNeedsOnlyTheResourceVersion) {
+  const Json bookmark = Json::parse(R"({"type":"BOOKMARK","object":{"kind":"ResourceSlice",
+      "apiVersion":"resource.k8s.io/v1","metadata":{"resourceVersion":"98765",
+      "annotations":{"k8s.io/initial-events-end":"true"}}}})");
+  const auto event = resourceSliceWatchEventFromJson(bookmark);
+  ASSERT_TRUE(event.ok()) << event.status().toString();
+  EXPECT_EQ(event->type, WatchEventType::kBookmark);
+  EXPECT_EQ(event->object.metadata.resource_version, "98765");
+  EXPECT_EQ(event->object.metadata.annotations.at("k8s.io/initial-events-end"), "true");
+  EXPECT_TRUE(event->object.spec.devices.empty());
+}
+
+TEST(ResourceSliceWatchEvent, BookmarkWithoutResourceVersionIsInvalid) {
+  const auto event = resourceSliceWatchEventFromJson(
+      Json::parse(R"({"type":"BOOKMARK","object":{"metadata":{}}})"));
+  EXPECT_EQ(event.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ResourceSliceWatchEvent, ErrorGoneBecomesKGone) {
+  const Json error = Json::parse(R"json({"type":"ERROR","object":{"kind":"Status",
+      "apiVersion":"v1","metadata":{},"status":"Failure",
+      "message":"too old resource version: 123 (456)","reason":"Expired","code":410}})json");
+  const auto event = resourceSliceWatchEventFromJson(error);
+  ASSERT_TRUE(event.ok()) << event.status().toString();
+  EXPECT_EQ(event->type, WatchEventType::kError);
+  EXPECT_EQ(event->error.code(), StatusCode::kGone);
+  EXPECT_THAT(event->error.message(), HasSubstr("too old resource version"));
+}
+
+TEST(ResourceSliceWatchEvent, ErrorInternalBecomesUnavailable) {
+  const Json error = Json::parse(R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1",
+      "metadata":{},"status":"Failure","message":"etcd is sad","reason":"InternalError",
+      "code":500}})");
+  const auto event = resourceSliceWatchEventFromJson(error);
+  ASSERT_TRUE(event.ok()) << event.status().toString();
+  EXPECT_EQ(event->error.code(), StatusCode::kUnavailable);
+}
+
+TEST(ResourceSliceWatchEvent, ErrorWithoutFailureIsStillAnError) {
+  const auto event = resourceSliceWatchEventFromJson(
+      Json::parse(R"({"type":"ERROR","object":{"kind":"Status","status":"Success","code":200}})"));
+  ASSERT_TRUE(event.ok()) << event.status().toString();
+  EXPECT_FALSE(event->error.ok());
+}
+
+TEST(ResourceSliceWatchEvent, MalformedEventsAreInvalid) {
+  const std::vector<std::string> inputs = {
+      R"([])",
+      R"({"object":{}})",
+      R"({"type":7,"object":{}})",
+      R"({"type":"ADDED"})",
+      R"({"type":"ADDED","object":"x"})",
+      R"({"type":"RENAMED","object":{}})",
+      R"({"type":"ADDED","object":{"metadata":{"name":"a"},"spec":"not an object"}})",
+  };
+  for (const auto& input : inputs) {
+    const auto event = resourceSliceWatchEventFromJson(Json::parse(input));
+    EXPECT_EQ(event.status().code(), StatusCode::kInvalidArgument) << input;
+  }
+}
+
+}  // namespace
+}  // namespace rsc::client

@@ -1,1 +1,1000 @@
-// Implemented by the client work in progress.
+#include "test/fakes/fake_kube_api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+namespace rsc::testing {
+
+using client::Lease;
+using client::ListOptions;
+using client::Node;
+using client::Preconditions;
+using client::ResourceSlice;
+using client::ResourceSliceList;
+using client::WatchEvent;
+using client::WatchEventType;
+
+namespace {
+
+// The first resourceVersion the fake hands out is kInitialResourceVersion + 1;
+// not 1, so that no test confuses a resourceVersion with a count.
+constexpr uint64_t kInitialResourceVersion = 1000;
+// The API server's limit for the generateName prefix (63 - 5 random chars).
+constexpr size_t kMaxGenerateNamePrefix = 58;
+constexpr size_t kGenerateNameSuffix = 5;
+constexpr int kGenerateNameAttempts = 8;
+// The characters of generated name suffixes: no vowels (no words) and no
+// look-alikes, as the API server's.
+constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Splits at commas outside parentheses ("a in (x,y),b" -> "a in (x,y)", "b").
+std::vector<std::string_view> splitTerms(std::string_view s) {
+  std::vector<std::string_view> terms;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || (s[i] == ',' && depth == 0)) {
+      terms.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    } else if (s[i] == '(') {
+      ++depth;
+    } else if (s[i] == ')') {
+      --depth;
+    }
+  }
+  return terms;
+}
+
+struct LabelRequirement {
+  enum class Op { kEquals, kNotEquals, kIn, kNotIn, kExists, kNotExists };
+  std::string key;
+  Op op = Op::kExists;
+  std::vector<std::string> values;
+
+  bool matches(const std::map<std::string, std::string>& labels) const {
+    const auto it = labels.find(key);
+    const bool has = it != labels.end();
+    const bool in_values =
+        has && std::find(values.begin(), values.end(), it->second) != values.end();
+    switch (op) {
+      case Op::kEquals:
+      case Op::kIn:
+        return in_values;
+      case Op::kNotEquals:
+      case Op::kNotIn:
+        return !in_values;
+      case Op::kExists:
+        return has;
+      case Op::kNotExists:
+        return !has;
+    }
+    return false;
+  }
+};
+
+struct FieldRequirement {
+  std::string field;
+  bool equals = true;
+  std::string value;
+};
+
+// A parsed label and field selector; empty matches everything.
+struct Selector {
+  std::vector<LabelRequirement> labels;
+  std::vector<FieldRequirement> fields;
+
+  bool matches(const ResourceSlice& slice) const {
+    for (const auto& requirement : labels) {
+      if (!requirement.matches(slice.metadata.labels)) {
+        return false;
+      }
+    }
+    for (const auto& requirement : fields) {
+      std::string actual;
+      if (requirement.field == "metadata.name") {
+        actual = slice.metadata.name;
+      } else if (requirement.field == "spec.driver") {
+        actual = slice.spec.driver;
+      } else {
+        actual = slice.spec.node_name.value_or("");
+      }
+      if ((actual == requirement.value) != requirement.equals) {
+        return false;
+      }
+    }
+    return true;
+  }
+};
+
+Status badSelector(std::string_view kind, std::string_view selector, std::string_view why) {
+  return invalidArgument("unable to parse requirement of " + std::string(kind) + " selector \"" +
+                         std::string(selector) + "\": " + std::string(why));
+}
+
+StatusOr<Selector> parseSelector(const ListOptions& options) {
+  Selector selector;
+  if (!trim(options.label_selector).empty()) {
+    for (std::string_view term : splitTerms(options.label_selector)) {
+      LabelRequirement requirement;
+      if (term.empty()) {
+        return badSelector("label", options.label_selector, "empty requirement");
+      }
+      if (const size_t open = term.find('('); open != std::string_view::npos) {
+        if (term.back() != ')') {
+          return badSelector("label", options.label_selector, "missing ')'");
+        }
+        const std::string_view head = trim(term.substr(0, open));
+        const size_t space = head.find_last_of(" \t");
+        if (space == std::string_view::npos) {
+          return badSelector("label", options.label_selector, "expected 'in' or 'notin'");
+        }
+        const std::string_view op = head.substr(space + 1);
+        if (op == "in") {
+          requirement.op = LabelRequirement::Op::kIn;
+        } else if (op == "notin") {
+          requirement.op = LabelRequirement::Op::kNotIn;
+        } else {
+          return badSelector("label", options.label_selector, "expected 'in' or 'notin'");
+        }
+        requirement.key = std::string(trim(head.substr(0, space)));
+        const std::string_view inner = term.substr(open + 1, term.size() - open - 2);
+        for (std::string_view value : splitTerms(inner)) {
+          requirement.values.emplace_back(value);
+        }
+      } else if (term.front() == '!') {
+        requirement.op = LabelRequirement::Op::kNotExists;
+        requirement.key = std::string(trim(term.substr(1)));
+      } else if (const size_t ne = term.find("!="); ne != std::string_view::npos) {
+        requirement.op = LabelRequirement::Op::kNotEquals;
+        requirement.key = std::string(trim(term.substr(0, ne)));
+        requirement.values.emplace_back(trim(term.substr(ne + 2)));
+      } else if (const size_t eq = term.find('='); eq != std::string_view::npos) {
+        requirement.op = LabelRequirement::Op::kEquals;
+        requirement.key = std::string(trim(term.substr(0, eq)));
+        const size_t skip = term.substr(eq).starts_with("==") ? 2 : 1;
+        requirement.values.emplace_back(trim(term.substr(eq + skip)));
+      } else {
+        requirement.key = std::string(term);
+      }
+      if (requirement.key.empty() ||
+          requirement.key.find_first_of(" \t=!()") != std::string::npos) {
+        return badSelector("label", options.label_selector, "invalid key");
+      }
+      selector.labels.push_back(std::move(requirement));
+    }
+  }
+  if (!trim(options.field_selector).empty()) {
+    for (std::string_view term : splitTerms(options.field_selector)) {
+      FieldRequirement requirement;
+      size_t op_at = term.find("!=");
+      size_t op_len = 2;
+      if (op_at != std::string_view::npos) {
+        requirement.equals = false;
+      } else if (op_at = term.find("=="); op_at == std::string_view::npos) {
+        op_at = term.find('=');
+        op_len = 1;
+      }
+      if (op_at == std::string_view::npos) {
+        return badSelector("field", options.field_selector, "expected an operator");
+      }
+      requirement.field = std::string(trim(term.substr(0, op_at)));
+      requirement.value = std::string(trim(term.substr(op_at + op_len)));
+      if (requirement.field != "metadata.name" && requirement.field != "spec.driver" &&
+          requirement.field != "spec.nodeName") {
+        return invalidArgument(
+            "field label not supported for resource.k8s.io/v1, "
+            "Kind=ResourceSlice: " +
+            requirement.field);
+      }
+      selector.fields.push_back(std::move(requirement));
+    }
+  }
+  return selector;
+}
+
+std::optional<uint64_t> parseResourceVersion(std::string_view rv) {
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(rv.data(), rv.data() + rv.size(), value);
+  if (error != std::errc() || end != rv.data() + rv.size() || rv.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+bool matchesPattern(const std::string& pattern, const std::string& value) {
+  return pattern == "*" || pattern == value;
+}
+
+Status notFoundError(std::string_view kind, const std::string& name) {
+  return {StatusCode::kNotFound, std::string(kind) + " \"" + name + "\" not found", {}, "NotFound"};
+}
+
+Status alreadyExistsError(std::string_view kind, const std::string& name) {
+  return {StatusCode::kAlreadyExists,
+          std::string(kind) + " \"" + name + "\" already exists",
+          {},
+          "AlreadyExists"};
+}
+
+Status staleError(std::string_view kind, const std::string& name) {
+  return {StatusCode::kConflict,
+          "Operation cannot be fulfilled on " + std::string(kind) + " \"" + name +
+              "\": the object has been modified; please apply your changes to the latest "
+              "version and try again",
+          {},
+          "Conflict"};
+}
+
+Status invalidError(std::string_view kind, const std::string& name, std::string field,
+                    std::string message) {
+  std::string text = std::string(kind) + " \"" + name + "\" is invalid: " + field + ": " + message;
+  return {StatusCode::kUnprocessable,
+          std::move(text),
+          {rsc::FieldError{std::move(field), std::move(message)}},
+          "Invalid"};
+}
+
+constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
+constexpr std::string_view kLeases = "leases.coordination.k8s.io";
+
+FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::string namespace_,
+                                std::string name) {
+  FakeKubeApi::Request request;
+  request.verb = std::move(verb);
+  request.resource = std::move(resource);
+  request.namespace_ = std::move(namespace_);
+  request.name = std::move(name);
+  return request;
+}
+
+}  // namespace
+
+// One open watch. Guarded by the fake's mutex.
+struct FakeKubeApi::Watcher {
+  ListOptions options;
+  Selector selector;
+  std::deque<WatchEvent<ResourceSlice>> pending;
+  bool closed = false;  // resetWatches(): end now, drop what is pending
+
+  // Queues the event `entry` means for this watch's selection, if any.
+  void offer(const HistoryEntry& entry) {
+    const bool now = selector.matches(entry.object);
+    const bool before = entry.old.has_value() && selector.matches(*entry.old);
+    WatchEvent<ResourceSlice> event;
+    event.object = entry.object;
+    switch (entry.type) {
+      case WatchEventType::kAdded:
+        if (!now) {
+          return;
+        }
+        event.type = WatchEventType::kAdded;
+        break;
+      case WatchEventType::kModified:
+        if (before && now) {
+          event.type = WatchEventType::kModified;
+        } else if (now) {
+          event.type = WatchEventType::kAdded;
+        } else if (before) {
+          event.type = WatchEventType::kDeleted;
+        } else {
+          return;
+        }
+        break;
+      case WatchEventType::kDeleted:
+        if (!now) {
+          return;
+        }
+        event.type = WatchEventType::kDeleted;
+        break;
+      case WatchEventType::kBookmark:
+      case WatchEventType::kError:
+        return;
+    }
+    pending.push_back(std::move(event));
+  }
+};
+
+FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
+    : clock_(clock),
+      options_(options),
+      random_(options.seed),
+      resource_version_(kInitialResourceVersion),
+      history_floor_(kInitialResourceVersion) {}
+
+FakeKubeApi::~FakeKubeApi() = default;
+
+// ---- plumbing ---------------------------------------------------------------
+
+Status FakeKubeApi::invoke(Request& request) {
+  std::vector<Reactor> matching;
+  {
+    std::lock_guard lock(mu_);
+    actions_.push_back(
+        Action{request.verb, request.resource, request.namespace_, request.name, request.options});
+    for (const auto& registered : reactors_) {
+      if (matchesPattern(registered.verb, request.verb) &&
+          matchesPattern(registered.resource, request.resource)) {
+        matching.push_back(registered.reactor);
+      }
+    }
+  }
+  for (const auto& reactor : matching) {
+    RETURN_IF_ERROR(reactor(request));
+  }
+  return okStatus();
+}
+
+std::string FakeKubeApi::nextResourceVersionLocked() { return std::to_string(++resource_version_); }
+
+std::string FakeKubeApi::generateSuffixLocked(size_t length) {
+  std::uniform_int_distribution<size_t> pick(0, kNameAlphabet.size() - 1);
+  std::string suffix;
+  for (size_t i = 0; i < length; ++i) {
+    suffix.push_back(kNameAlphabet[pick(random_)]);
+  }
+  return suffix;
+}
+
+std::string FakeKubeApi::newUidLocked() {
+  std::uniform_int_distribution<uint32_t> nibble(0, 15);
+  std::string uid;
+  for (int i = 0; i < 32; ++i) {
+    if (i == 8 || i == 12 || i == 16 || i == 20) {
+      uid.push_back('-');
+    }
+    uid.push_back("0123456789abcdef"[nibble(random_)]);
+  }
+  return uid;
+}
+
+void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
+                                const ResourceSlice& object) {
+  HistoryEntry entry;
+  entry.resource_version = resource_version_;
+  entry.type = type;
+  if (old != nullptr) {
+    entry.old = *old;
+  }
+  entry.object = object;
+  for (const auto& watcher : watchers_) {
+    watcher->offer(entry);
+  }
+  history_.push_back(std::move(entry));
+  while (history_.size() > options_.watch_history) {
+    history_floor_ = history_.front().resource_version;
+    history_.pop_front();
+  }
+  cv_.notify_all();
+}
+
+// ---- ResourceSlices ---------------------------------------------------------
+
+StatusOr<ResourceSlice> FakeKubeApi::createSliceLocked(ResourceSlice slice) {
+  if (slice.metadata.name.empty()) {
+    if (slice.metadata.generate_name.empty()) {
+      return invalidError(kSlices, "", "metadata.name",
+                          "Required value: name or generateName is required");
+    }
+    const std::string prefix = slice.metadata.generate_name.substr(0, kMaxGenerateNamePrefix);
+    for (int attempt = 0; attempt < kGenerateNameAttempts; ++attempt) {
+      std::string candidate = prefix + generateSuffixLocked(kGenerateNameSuffix);
+      if (!slices_.contains(candidate)) {
+        slice.metadata.name = std::move(candidate);
+        break;
+      }
+    }
+    if (slice.metadata.name.empty()) {
+      return alreadyExistsError(kSlices, prefix + "*****");
+    }
+  }
+  if (slices_.contains(slice.metadata.name)) {
+    return alreadyExistsError(kSlices, slice.metadata.name);
+  }
+  if (!slice.metadata.resource_version.empty()) {
+    // What the API server's storage layer answers (as an internal error).
+    return internalError("resourceVersion should not be set on objects to be created");
+  }
+  slice.metadata.uid = newUidLocked();
+  slice.metadata.generation = 1;
+  slice.metadata.creation_timestamp = formatTime(clock_.systemNow());
+  slice.metadata.deletion_timestamp.reset();
+  slice.metadata.resource_version = nextResourceVersionLocked();
+  slices_[slice.metadata.name] = slice;
+  publishLocked(WatchEventType::kAdded, nullptr, slice);
+  return slice;
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::updateSliceLocked(ResourceSlice slice,
+                                                       bool require_resource_version) {
+  const std::string& name = slice.metadata.name;
+  if (name.empty()) {
+    return invalidError(kSlices, "", "metadata.name", "Required value: name is required");
+  }
+  const auto it = slices_.find(name);
+  if (it == slices_.end()) {
+    return notFoundError(kSlices, name);
+  }
+  const ResourceSlice& stored = it->second;
+  if (require_resource_version) {
+    if (slice.metadata.resource_version.empty()) {
+      return invalidError(kSlices, name, "metadata.resourceVersion",
+                          "Invalid value: must be specified for an update");
+    }
+    if (slice.metadata.resource_version != stored.metadata.resource_version) {
+      return staleError(kSlices, name);
+    }
+  }
+  if (!slice.metadata.uid.empty() && slice.metadata.uid != stored.metadata.uid) {
+    return Status(StatusCode::kConflict,
+                  "Precondition failed: UID in precondition: " + slice.metadata.uid +
+                      ", UID in object meta: " + stored.metadata.uid,
+                  {}, "Conflict");
+  }
+  if (slice.spec.driver != stored.spec.driver) {
+    return invalidError(kSlices, name, "spec.driver",
+                        "Invalid value: \"" + slice.spec.driver + "\": field is immutable");
+  }
+  if (slice.spec.node_name != stored.spec.node_name) {
+    return invalidError(kSlices, name, "spec.nodeName", "Invalid value: field is immutable");
+  }
+  // Fields the server owns.
+  slice.metadata.uid = stored.metadata.uid;
+  slice.metadata.creation_timestamp = stored.metadata.creation_timestamp;
+  slice.metadata.deletion_timestamp = stored.metadata.deletion_timestamp;
+  slice.metadata.generation = stored.metadata.generation;
+  slice.metadata.resource_version = stored.metadata.resource_version;
+  if (slice == stored) {
+    // Nothing changed: the API server writes nothing and sends no event.
+    return stored;
+  }
+  if (!(slice.spec == stored.spec)) {
+    ++slice.metadata.generation;
+  }
+  slice.metadata.resource_version = nextResourceVersionLocked();
+  const ResourceSlice old = stored;
+  it->second = slice;
+  publishLocked(WatchEventType::kModified, &old, slice);
+  return slice;
+}
+
+Status FakeKubeApi::deleteSliceLocked(const std::string& name, const Preconditions& preconditions) {
+  const auto it = slices_.find(name);
+  if (it == slices_.end()) {
+    return notFoundError(kSlices, name);
+  }
+  if (preconditions.uid && *preconditions.uid != it->second.metadata.uid) {
+    return {StatusCode::kConflict,
+            "Precondition failed: UID in precondition: " + *preconditions.uid +
+                ", UID in object meta: " + it->second.metadata.uid,
+            {},
+            "Conflict"};
+  }
+  if (preconditions.resource_version &&
+      *preconditions.resource_version != it->second.metadata.resource_version) {
+    return {
+        StatusCode::kConflict,
+        "Precondition failed: ResourceVersion in precondition: " + *preconditions.resource_version +
+            ", ResourceVersion in object meta: " + it->second.metadata.resource_version,
+        {},
+        "Conflict"};
+  }
+  ResourceSlice last = std::move(it->second);
+  slices_.erase(it);
+  // A DELETED event carries the last state at the deletion's resourceVersion.
+  last.metadata.resource_version = nextResourceVersionLocked();
+  publishLocked(WatchEventType::kDeleted, nullptr, last);
+  return okStatus();
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::getResourceSlice(const std::string& name) {
+  Request request = newRequest("get", "resourceslices", "", name);
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  const auto it = slices_.find(request.name);
+  if (it == slices_.end()) {
+    return notFoundError(kSlices, request.name);
+  }
+  return it->second;
+}
+
+StatusOr<ResourceSliceList> FakeKubeApi::listResourceSlices(const ListOptions& options) {
+  Request request = newRequest("list", "resourceslices", "", "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  const ListOptions& opts = request.options;
+  std::lock_guard lock(mu_);
+  Snapshot snapshot;
+  size_t offset = 0;
+  uint64_t snapshot_id = 0;
+  if (!opts.continue_token.empty()) {
+    // Tokens look like "<snapshot>/<offset>".
+    const size_t slash = opts.continue_token.find('/');
+    const auto id = parseResourceVersion(std::string_view(opts.continue_token).substr(0, slash));
+    const auto at =
+        slash == std::string::npos
+            ? std::nullopt
+            : parseResourceVersion(std::string_view(opts.continue_token).substr(slash + 1));
+    if (!id || !at) {
+      return invalidArgument("continue key is not valid: " + opts.continue_token);
+    }
+    const auto it = snapshots_.find(*id);
+    if (it == snapshots_.end()) {
+      return Status(StatusCode::kGone,
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter.",
+                    {}, "Expired");
+    }
+    snapshot_id = *id;
+    offset = *at;
+    snapshot = it->second;
+  } else {
+    ASSIGN_OR_RETURN(const Selector selector, parseSelector(opts));
+    for (const auto& [name, slice] : slices_) {
+      if (selector.matches(slice)) {
+        snapshot.items.push_back(slice);
+      }
+    }
+    snapshot.resource_version = std::to_string(resource_version_);
+  }
+
+  ResourceSliceList list;
+  list.resource_version = snapshot.resource_version;
+  const size_t end = opts.limit > 0
+                         ? std::min(snapshot.items.size(), offset + static_cast<size_t>(opts.limit))
+                         : snapshot.items.size();
+  for (size_t i = std::min(offset, end); i < end; ++i) {
+    list.items.push_back(snapshot.items[i]);
+  }
+  if (end < snapshot.items.size()) {
+    if (snapshot_id == 0) {
+      snapshot_id = next_snapshot_++;
+      snapshots_[snapshot_id] = snapshot;
+    }
+    list.continue_token = std::to_string(snapshot_id) + "/" + std::to_string(end);
+    list.remaining_item_count = static_cast<int64_t>(snapshot.items.size() - end);
+  } else if (snapshot_id != 0) {
+    snapshots_.erase(snapshot_id);
+  }
+  return list;
+}
+
+Status FakeKubeApi::watchResourceSlices(const ListOptions& options,
+                                        const client::WatchHandler<ResourceSlice>& handler,
+                                        std::stop_token stop) {
+  Request request = newRequest("watch", "resourceslices", "", "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  const ListOptions& opts = request.options;
+  std::unique_lock lock(mu_);
+  auto watcher = std::make_shared<Watcher>();
+  watcher->options = opts;
+  { ASSIGN_OR_RETURN(watcher->selector, parseSelector(opts)); }
+
+  // Initial events: the current state, or the history after the given version.
+  const std::string rv = opts.resource_version.value_or("");
+  if (rv.empty() || rv == "0") {
+    for (const auto& [name, slice] : slices_) {
+      if (watcher->selector.matches(slice)) {
+        watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
+      }
+    }
+  } else {
+    const auto from = parseResourceVersion(rv);
+    if (!from) {
+      return invalidArgument("invalid resource version: " + rv);
+    }
+    if (*from < history_floor_) {
+      WatchEvent<ResourceSlice> gone;
+      gone.type = WatchEventType::kError;
+      gone.error = Status(
+          StatusCode::kGone,
+          "too old resource version: " + rv + " (" + std::to_string(history_floor_ + 1) + ")", {},
+          "Expired");
+      watcher->pending.push_back(std::move(gone));
+    } else {
+      for (const auto& entry : history_) {
+        if (entry.resource_version > *from) {
+          watcher->offer(entry);
+        }
+      }
+    }
+  }
+  watchers_.push_back(watcher);
+  ++watches_started_;
+  cv_.notify_all();
+
+  auto unregister = [&] {
+    std::erase(watchers_, watcher);
+    cv_.notify_all();
+  };
+  while (true) {
+    cv_.wait(lock, stop, [&] { return watcher->closed || !watcher->pending.empty(); });
+    if (stop.stop_requested()) {
+      unregister();
+      return cancelled("watch ResourceSlices: stopped");
+    }
+    if (watcher->closed) {
+      unregister();
+      return okStatus();
+    }
+    WatchEvent<ResourceSlice> event = std::move(watcher->pending.front());
+    watcher->pending.pop_front();
+    lock.unlock();
+    const bool more = handler(event);
+    lock.lock();
+    if (!more || event.type == WatchEventType::kError) {
+      unregister();
+      return okStatus();
+    }
+  }
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::createResourceSlice(const ResourceSlice& slice) {
+  Request request = newRequest("create", "resourceslices", "", slice.metadata.name);
+  request.slice = slice;
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  return createSliceLocked(std::move(*request.slice));
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::updateResourceSlice(const ResourceSlice& slice) {
+  Request request = newRequest("update", "resourceslices", "", slice.metadata.name);
+  request.slice = slice;
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  return updateSliceLocked(std::move(*request.slice), /*require_resource_version=*/true);
+}
+
+Status FakeKubeApi::deleteResourceSlice(const std::string& name,
+                                        const Preconditions& preconditions) {
+  Request request = newRequest("delete", "resourceslices", "", name);
+  request.preconditions = preconditions;
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  return deleteSliceLocked(request.name, request.preconditions);
+}
+
+Status FakeKubeApi::deleteResourceSlices(const ListOptions& options) {
+  Request request = newRequest("deletecollection", "resourceslices", "", "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  ASSIGN_OR_RETURN(const Selector selector, parseSelector(request.options));
+  std::vector<std::string> names;
+  for (const auto& [name, slice] : slices_) {
+    if (selector.matches(slice)) {
+      names.push_back(name);
+    }
+  }
+  for (const auto& name : names) {
+    RETURN_IF_ERROR(deleteSliceLocked(name, {}));
+  }
+  return okStatus();
+}
+
+// ---- Leases, Nodes, reviews, Events -----------------------------------------
+
+StatusOr<Lease> FakeKubeApi::getLease(const std::string& namespace_, const std::string& name) {
+  Request request = newRequest("get", "leases", namespace_, name);
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  const auto it = leases_.find({request.namespace_, request.name});
+  if (it == leases_.end()) {
+    return notFoundError(kLeases, request.name);
+  }
+  return it->second;
+}
+
+StatusOr<Lease> FakeKubeApi::createLease(const Lease& lease) {
+  Request request = newRequest("create", "leases", lease.metadata.namespace_, lease.metadata.name);
+  request.lease = lease;
+  RETURN_IF_ERROR(invoke(request));
+  Lease created = std::move(*request.lease);
+  std::lock_guard lock(mu_);
+  if (created.metadata.name.empty()) {
+    return invalidError(kLeases, "", "metadata.name", "Required value: name is required");
+  }
+  if (created.metadata.namespace_.empty()) {
+    return invalidError(kLeases, created.metadata.name, "metadata.namespace",
+                        "Required value: namespace is required");
+  }
+  const auto key = std::make_pair(created.metadata.namespace_, created.metadata.name);
+  if (leases_.contains(key)) {
+    return alreadyExistsError(kLeases, created.metadata.name);
+  }
+  if (!created.metadata.resource_version.empty()) {
+    return internalError("resourceVersion should not be set on objects to be created");
+  }
+  created.metadata.uid = newUidLocked();
+  created.metadata.creation_timestamp = formatTime(clock_.systemNow());
+  created.metadata.resource_version = nextResourceVersionLocked();
+  leases_[key] = created;
+  return created;
+}
+
+StatusOr<Lease> FakeKubeApi::updateLease(const Lease& lease) {
+  Request request = newRequest("update", "leases", lease.metadata.namespace_, lease.metadata.name);
+  request.lease = lease;
+  RETURN_IF_ERROR(invoke(request));
+  Lease updated = std::move(*request.lease);
+  std::lock_guard lock(mu_);
+  const auto it = leases_.find({updated.metadata.namespace_, updated.metadata.name});
+  if (it == leases_.end()) {
+    return notFoundError(kLeases, updated.metadata.name);
+  }
+  if (updated.metadata.resource_version.empty()) {
+    return invalidError(kLeases, updated.metadata.name, "metadata.resourceVersion",
+                        "Invalid value: must be specified for an update");
+  }
+  if (updated.metadata.resource_version != it->second.metadata.resource_version) {
+    return staleError(kLeases, updated.metadata.name);
+  }
+  updated.metadata.uid = it->second.metadata.uid;
+  updated.metadata.creation_timestamp = it->second.metadata.creation_timestamp;
+  if (updated == it->second) {
+    return it->second;
+  }
+  updated.metadata.resource_version = nextResourceVersionLocked();
+  it->second = updated;
+  return updated;
+}
+
+StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {
+  Request request = newRequest("get", "nodes", "", name);
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  const auto it = nodes_.find(request.name);
+  if (it == nodes_.end()) {
+    return notFoundError("nodes", request.name);
+  }
+  return it->second;
+}
+
+StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
+  Request request = newRequest("create", "tokenreviews", "", "");
+  RETURN_IF_ERROR(invoke(request));
+  std::function<client::TokenReview(const client::TokenReview&)> reviewer;
+  {
+    std::lock_guard lock(mu_);
+    reviewer = token_reviewer_;
+  }
+  if (reviewer) {
+    return reviewer(review);
+  }
+  client::TokenReview answer = review;
+  answer.authenticated = false;
+  answer.error = "fake: no token reviewer set";
+  return answer;
+}
+
+StatusOr<client::SubjectAccessReview> FakeKubeApi::createSubjectAccessReview(
+    const client::SubjectAccessReview& review) {
+  Request request = newRequest("create", "subjectaccessreviews", "", "");
+  RETURN_IF_ERROR(invoke(request));
+  std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer;
+  {
+    std::lock_guard lock(mu_);
+    reviewer = access_reviewer_;
+  }
+  if (reviewer) {
+    return reviewer(review);
+  }
+  client::SubjectAccessReview answer = review;
+  answer.allowed = false;
+  answer.reason = "fake: no access reviewer set";
+  return answer;
+}
+
+Status FakeKubeApi::createEvent(const client::Event& event) {
+  Request request = newRequest("create", "events", event.metadata.namespace_, event.metadata.name);
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  client::Event stored = event;
+  if (stored.metadata.name.empty()) {
+    stored.metadata.name =
+        stored.metadata.generate_name + generateSuffixLocked(kGenerateNameSuffix);
+  }
+  stored.metadata.uid = newUidLocked();
+  stored.metadata.resource_version = nextResourceVersionLocked();
+  events_.push_back(std::move(stored));
+  return okStatus();
+}
+
+// ---- test controls ----------------------------------------------------------
+
+void FakeKubeApi::prependReactor(std::string verb, std::string resource, Reactor reactor) {
+  std::lock_guard lock(mu_);
+  reactors_.insert(reactors_.begin(),
+                   RegisteredReactor{std::move(verb), std::move(resource), std::move(reactor)});
+}
+
+void FakeKubeApi::clearReactors() {
+  std::lock_guard lock(mu_);
+  reactors_.clear();
+}
+
+std::vector<FakeKubeApi::Action> FakeKubeApi::actions() const {
+  std::lock_guard lock(mu_);
+  return actions_;
+}
+
+void FakeKubeApi::clearActions() {
+  std::lock_guard lock(mu_);
+  actions_.clear();
+}
+
+size_t FakeKubeApi::countActions(std::string_view verb, std::string_view resource) const {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(std::count_if(actions_.begin(), actions_.end(), [&](const Action& a) {
+    return a.verb == verb && a.resource == resource;
+  }));
+}
+
+size_t FakeKubeApi::countWrites(std::string_view resource) const {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(std::count_if(actions_.begin(), actions_.end(), [&](const Action& a) {
+    return a.resource == resource && (a.verb == "create" || a.verb == "update" ||
+                                      a.verb == "delete" || a.verb == "deletecollection");
+  }));
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::addResourceSlice(const ResourceSlice& slice) {
+  std::lock_guard lock(mu_);
+  return createSliceLocked(slice);
+}
+
+StatusOr<ResourceSlice> FakeKubeApi::editResourceSlice(
+    const std::string& name, const std::function<void(ResourceSlice&)>& edit) {
+  std::lock_guard lock(mu_);
+  const auto it = slices_.find(name);
+  if (it == slices_.end()) {
+    return notFoundError(kSlices, name);
+  }
+  ResourceSlice edited = it->second;
+  edit(edited);
+  return updateSliceLocked(std::move(edited), /*require_resource_version=*/false);
+}
+
+Status FakeKubeApi::removeResourceSlice(const std::string& name) {
+  std::lock_guard lock(mu_);
+  return deleteSliceLocked(name, {});
+}
+
+std::vector<ResourceSlice> FakeKubeApi::resourceSlices() const {
+  std::lock_guard lock(mu_);
+  std::vector<ResourceSlice> all;
+  for (const auto& [name, slice] : slices_) {
+    all.push_back(slice);
+  }
+  return all;
+}
+
+std::optional<ResourceSlice> FakeKubeApi::resourceSlice(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  const auto it = slices_.find(name);
+  if (it == slices_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::optional<Lease> FakeKubeApi::lease(const std::string& namespace_,
+                                        const std::string& name) const {
+  std::lock_guard lock(mu_);
+  const auto it = leases_.find({namespace_, name});
+  if (it == leases_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+std::vector<client::Event> FakeKubeApi::events() const {
+  std::lock_guard lock(mu_);
+  return events_;
+}
+
+std::string FakeKubeApi::resourceVersion() const {
+  std::lock_guard lock(mu_);
+  return std::to_string(resource_version_);
+}
+
+void FakeKubeApi::resetWatches() {
+  std::lock_guard lock(mu_);
+  for (const auto& watcher : watchers_) {
+    watcher->closed = true;
+  }
+  cv_.notify_all();
+}
+
+void FakeKubeApi::sendWatchError(const Status& error) {
+  std::lock_guard lock(mu_);
+  for (const auto& watcher : watchers_) {
+    WatchEvent<ResourceSlice> event;
+    event.type = WatchEventType::kError;
+    event.error = error;
+    watcher->pending.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+void FakeKubeApi::sendBookmark() {
+  std::lock_guard lock(mu_);
+  for (const auto& watcher : watchers_) {
+    if (!watcher->options.allow_watch_bookmarks) {
+      continue;
+    }
+    WatchEvent<ResourceSlice> event;
+    event.type = WatchEventType::kBookmark;
+    event.object.metadata.resource_version = std::to_string(resource_version_);
+    watcher->pending.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+void FakeKubeApi::compact() {
+  std::lock_guard lock(mu_);
+  history_.clear();
+  history_floor_ = resource_version_;
+  snapshots_.clear();
+}
+
+size_t FakeKubeApi::activeWatches() const {
+  std::lock_guard lock(mu_);
+  return watchers_.size();
+}
+
+size_t FakeKubeApi::watchesStarted() const {
+  std::lock_guard lock(mu_);
+  return watches_started_;
+}
+
+bool FakeKubeApi::waitForActiveWatches(size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return watchers_.size() == n; });
+}
+
+bool FakeKubeApi::waitForWatchesStarted(size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return watches_started_ >= n; });
+}
+
+Node FakeKubeApi::addNode(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Node node;
+  node.metadata.name = name;
+  node.metadata.uid = newUidLocked();
+  node.metadata.creation_timestamp = formatTime(clock_.systemNow());
+  node.metadata.resource_version = nextResourceVersionLocked();
+  nodes_[name] = node;
+  return node;
+}
+
+void FakeKubeApi::removeNode(const std::string& name) {
+  std::lock_guard lock(mu_);
+  nodes_.erase(name);
+}
+
+void FakeKubeApi::setTokenReviewer(
+    std::function<client::TokenReview(const client::TokenReview&)> reviewer) {
+  std::lock_guard lock(mu_);
+  token_reviewer_ = std::move(reviewer);
+}
+
+void FakeKubeApi::setAccessReviewer(
+    std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer) {
+  std::lock_guard lock(mu_);
+  access_reviewer_ = std::move(reviewer);
+}
+
+}  // namespace rsc::testing

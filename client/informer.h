@@ -1,0 +1,149 @@
+// Informer: keeps a ResourceSliceStore in step with the API server by list +
+// watch (client-go's Reflector and SharedInformer, for one resource), and
+// tells the controller what changed through event handlers.
+// Threading: run() blocks on the calling thread (start() runs it on a thread
+// the Informer owns); handlers are called on that thread, one at a time, after
+// the store was updated, and must return quickly (enqueue a key, no API
+// calls). The store, hasSynced(), waitForSync() and lastResourceVersion() are
+// thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "client/kube_api.h"
+#include "client/store.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace rsc::client {
+
+struct InformerOptions {
+  // Restrict what is watched (the controller selects its managed-by label).
+  std::string label_selector;
+  std::string field_selector;
+  // Items per list page; client-go's pager default, small enough that one
+  // page of full slices stays well below the API server's response limits.
+  int64_t page_size = 500;
+  // Each watch asks the server to end it after a random time in this range,
+  // as client-go does, so that many clients do not reconnect in lockstep and
+  // a silently dead connection is noticed.
+  std::chrono::seconds min_watch_timeout{300};
+  std::chrono::seconds max_watch_timeout{600};
+  // Backoff after failed lists and watches: doubles from initial to max, each
+  // delay stretched by a random factor in [1, 1 + jitter) and capped at max
+  // (client-go's reflector: 800 ms to 30 s). Reset once a watch delivers an
+  // event.
+  Clock::Duration initial_backoff = std::chrono::milliseconds(800);
+  Clock::Duration max_backoff = std::chrono::seconds(30);
+  double backoff_jitter = 0.2;
+  // The store's secondary index (see ResourceSliceStore::byIndex).
+  ResourceSliceStore::IndexFunc index;
+  // Called on the informer's thread whenever a watch ends and another (or a
+  // relist) follows; reason is "closed" (the stream ended normally, e.g. its
+  // timeout), "gone" (410: relist) or "error". For metrics.
+  std::function<void(std::string_view reason)> on_watch_restart;
+  // Seeds watch timeouts and backoff jitter; unset: random.
+  std::optional<uint64_t> seed;
+};
+
+// Each may be empty. Objects passed are read-only snapshots.
+struct InformerHandlers {
+  std::function<void(const ResourceSlice& added)> on_add;
+  std::function<void(const ResourceSlice& old, const ResourceSlice& now)> on_update;
+  // `last` is the last state known: from the DELETED event, or from the store
+  // when a relist no longer has the slice.
+  std::function<void(const ResourceSlice& last)> on_delete;
+};
+
+// Consistency contract: the store is eventually consistent with the server;
+// for each slice, handlers see its changes in order. A relist (after a 410)
+// delivers only differences: slices gone become on_delete, changed ones
+// on_update, new ones on_add. A watch that ends normally is resumed from the
+// last resourceVersion seen (events, bookmarks), so nothing is delivered
+// twice. Handlers report the watched state, not the store's assumptions.
+class Informer {
+ public:
+  using Options = InformerOptions;
+  using Handlers = InformerHandlers;
+
+  // Returns an error for options that make no sense (page size or timeouts
+  // not positive, min above max).
+  static Status validate(const Options& options);
+  // Validates `options` and builds an Informer.
+  static StatusOr<std::unique_ptr<Informer>> create(KubeApi& api, Clock& clock, Options options,
+                                                    Handlers handlers);
+
+  // `options` must be valid (a programmer error otherwise: aborts).
+  Informer(KubeApi& api, Clock& clock, Options options, Handlers handlers);
+  // Stops and joins the thread of start(), if any.
+  ~Informer();
+
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Lists, then watches, relists and reconnects until `stop` is requested.
+  // Call at most once, either directly or through start().
+  void run(std::stop_token stop);
+  // Runs run() on a thread of its own; stop() (or the destructor) ends it.
+  void start();
+  void stop();
+
+  // True once the first full list is in the store and its handlers have been
+  // called (and stays true).
+  bool hasSynced() const;
+  // Blocks until hasSynced() or `stop` is requested; returns hasSynced().
+  bool waitForSync(std::stop_token stop) const;
+  // The resourceVersion the next watch would start from ("" before the first
+  // list).
+  std::string lastResourceVersion() const;
+
+  ResourceSliceStore& store() { return store_; }
+  const ResourceSliceStore& store() const { return store_; }
+
+ private:
+  // How one watch ended.
+  struct WatchResult {
+    Status status;
+    size_t events = 0;  // events delivered, bookmarks included
+  };
+
+  // Lists every page and replaces the store's content; delivers differences.
+  Status listAndReplace(std::stop_token stop);
+  WatchResult watchOnce(std::stop_token stop);
+  void handleEvent(const WatchEvent<ResourceSlice>& event);
+  // Counts a failure and sleeps for the backoff, unless `free_first` and it is
+  // the first failure in a row.
+  void failed(std::stop_token stop, bool free_first);
+  void setLastResourceVersion(const std::string& resource_version);
+  void notifyRestart(std::string_view reason) const;
+
+  KubeApi& api_;
+  Clock& clock_;
+  const Options options_;
+  const Handlers handlers_;
+  ResourceSliceStore store_;
+
+  // Used by the run() thread only.
+  std::mt19937_64 random_;
+  int failures_ = 0;  // failures in a row since the last healthy watch
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable_any synced_cv_;
+  bool synced_ = false;                // guarded by mu_
+  std::string last_resource_version_;  // guarded by mu_
+
+  std::jthread thread_;
+};
+
+}  // namespace rsc::client

@@ -1,0 +1,137 @@
+// RestKubeApi: KubeApi against a real API server, over an HttpTransport.
+// It builds paths and queries, encodes and decodes objects, maps answers to
+// Status (api_error.h), rate-limits every attempt with a TokenBucket and
+// retries 429, 5xx and connection errors with backoff, honouring Retry-After.
+// Used by main (over a CpprestTransport) and by unit tests (over a fake
+// transport). Thread-safe: calls may come from any thread at once; a watch
+// runs on its caller's thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "client/config.h"
+#include "client/http_transport.h"
+#include "client/kube_api.h"
+#include "client/token_bucket.h"
+#include "common/clock.h"
+
+namespace rsc::client {
+
+// One HTTP attempt, for rest_client_requests_total and
+// rest_client_request_duration_seconds (client/ does not depend on metrics/).
+struct RequestResult {
+  std::string verb;  // the HTTP method
+  std::string host;  // "host:port"
+  std::string code;  // "200", "429", or "<error>" when no answer came
+  Clock::Duration duration{};  // until the whole answer (a watch: its head)
+};
+
+struct RestKubeApiOptions {
+  // Client-side rate limit; qps <= 0 turns it off.
+  double qps = kDefaultQps;
+  int burst = kDefaultBurst;
+  // Retries after the first attempt. Five retries with the backoff below span
+  // about 3 s without Retry-After, and up to minutes with it.
+  int max_retries = 5;
+  // Exponential backoff between retries when the server gives no
+  // Retry-After: base * 2^retry, at most cap, plus up to 20 % jitter so that
+  // many clients do not retry in step.
+  Clock::Duration backoff_base = std::chrono::milliseconds(100);
+  Clock::Duration backoff_cap = std::chrono::seconds(10);
+  // A Retry-After above this is cut to it (the API server sends 1-32 s).
+  Clock::Duration max_retry_after = std::chrono::seconds(60);
+  // Idle timeout of ordinary requests.
+  std::chrono::milliseconds request_timeout = kDefaultRequestTimeout;
+  // Idle timeout of a watch: bookmarks come about once a minute, so five
+  // minutes of silence means a dead connection. Raised to the watch's
+  // timeoutSeconds plus a margin when that is longer, so that the server,
+  // not the client, ends a quiet watch.
+  std::chrono::milliseconds watch_idle_timeout = std::chrono::minutes(5);
+  // Sees every HTTP attempt. Called on the requesting thread; must be cheap
+  // and thread-safe. May be empty.
+  std::function<void(const RequestResult&)> request_observer;
+};
+
+class RestKubeApi final : public KubeApi {
+ public:
+  // Fails with InvalidArgument on options that cannot work (negative
+  // retries, a zero backoff, a cap below the base, burst < 1).
+  static StatusOr<std::unique_ptr<RestKubeApi>> create(HttpTransport& transport, Clock& clock,
+                                                       RestKubeApiOptions options = {});
+
+  StatusOr<ResourceSlice> getResourceSlice(const std::string& name) override;
+  StatusOr<ResourceSliceList> listResourceSlices(const ListOptions& options) override;
+  // Retries opening the stream like any request; once events flow, an error
+  // ends the call and the caller resumes. An ERROR event (such as 410 Gone
+  // for a too-old resourceVersion) is delivered to the handler and its
+  // Status is also returned.
+  Status watchResourceSlices(const ListOptions& options,
+                             const WatchHandler<ResourceSlice>& handler,
+                             std::stop_token stop) override;
+  // With metadata.generateName and no name, a repeated POST after a lost
+  // answer could create a second slice, so such a create is retried only
+  // when the server certainly did not act: 429 (refused before any work) or
+  // a connection that could not be made. Other creates retry like any call.
+  StatusOr<ResourceSlice> createResourceSlice(const ResourceSlice& slice) override;
+  StatusOr<ResourceSlice> updateResourceSlice(const ResourceSlice& slice) override;
+  Status deleteResourceSlice(const std::string& name, const Preconditions& preconditions) override;
+  // Refuses to run without a label or field selector: that would delete
+  // every ResourceSlice of the cluster, including other managers' slices.
+  Status deleteResourceSlices(const ListOptions& options) override;
+
+  StatusOr<Lease> getLease(const std::string& namespace_, const std::string& name) override;
+  StatusOr<Lease> createLease(const Lease& lease) override;
+  StatusOr<Lease> updateLease(const Lease& lease) override;
+
+  StatusOr<Node> getNode(const std::string& name) override;
+
+  StatusOr<TokenReview> createTokenReview(const TokenReview& review) override;
+  StatusOr<SubjectAccessReview> createSubjectAccessReview(
+      const SubjectAccessReview& review) override;
+
+  Status createEvent(const Event& event) override;
+
+  // Builds the query string ("?a=1&b=x%2Cy", or "" when empty) of a list,
+  // watch or delete-collection call; exposed for tests.
+  static std::string listQuery(const ListOptions& options, bool watch);
+  // Percent-encodes everything but RFC 3986 unreserved characters.
+  static std::string urlEncode(std::string_view value);
+
+ private:
+  // Which failures may be retried.
+  enum class RetryPolicy {
+    kAlways,
+    // Only when the request cannot have had an effect (see createResourceSlice).
+    kOnlyIfNotActedOn,
+  };
+
+  RestKubeApi(HttpTransport& transport, Clock& clock, RestKubeApiOptions options);
+
+  // Sends `request` with rate limiting and retries; returns a 2xx answer or
+  // the mapped error.
+  StatusOr<HttpResponse> execute(HttpRequest request, RetryPolicy policy);
+  // The wait before retry number `retry` (0-based) after `response` (null
+  // for a transport error).
+  Clock::Duration retryDelay(int retry, const HttpResponse* response);
+  void observe(const std::string& verb, const std::string& code, Clock::Duration duration);
+
+  // Request shorthands; `body` is JSON text or empty.
+  HttpRequest request(std::string method, std::string path, std::string body = {}) const;
+  StatusOr<Json> call(std::string method, std::string path, const Json* body,
+                      RetryPolicy policy = RetryPolicy::kAlways);
+
+  HttpTransport& transport_;
+  Clock& clock_;
+  const RestKubeApiOptions options_;
+  TokenBucket bucket_;
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace rsc::client

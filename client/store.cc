@@ -1,0 +1,239 @@
+#include "client/store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+
+namespace rsc::client {
+
+std::optional<int64_t> resourceVersionAsInt(const std::string& resource_version) {
+  int64_t value = 0;
+  const char* begin = resource_version.data();
+  const char* end = begin + resource_version.size();
+  const auto [ptr, error] = std::from_chars(begin, end, value);
+  if (resource_version.empty() || error != std::errc() || ptr != end || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+ResourceSliceStore::ResourceSliceStore(IndexFunc index) : index_func_(std::move(index)) {}
+
+SlicePtr ResourceSliceStore::get(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  const auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.visible;
+}
+
+std::vector<SlicePtr> ResourceSliceStore::list() const {
+  std::lock_guard lock(mu_);
+  std::vector<SlicePtr> all;
+  all.reserve(entries_.size());
+  for (const auto& [name, entry] : entries_) {
+    if (entry.visible) {
+      all.push_back(entry.visible);
+    }
+  }
+  return all;
+}
+
+std::vector<SlicePtr> ResourceSliceStore::byIndex(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  std::vector<SlicePtr> found;
+  const auto names = index_.find(key);
+  if (names == index_.end()) {
+    return found;
+  }
+  for (const auto& name : names->second) {
+    found.push_back(entries_.at(name).visible);
+  }
+  return found;
+}
+
+size_t ResourceSliceStore::size() const {
+  std::lock_guard lock(mu_);
+  size_t count = 0;
+  for (const auto& [name, entry] : entries_) {
+    count += entry.visible ? 1 : 0;
+  }
+  return count;
+}
+
+void ResourceSliceStore::assumeWritten(const ResourceSlice& returned_by_server) {
+  const std::string& name = returned_by_server.metadata.name;
+  const auto written_at = resourceVersionAsInt(returned_by_server.metadata.resource_version);
+  std::lock_guard lock(mu_);
+  Entry& entry = entries_[name];
+  // The watch may already have delivered this write, or a newer state.
+  if (entry.watched && written_at) {
+    const auto watched_at = resourceVersionAsInt(entry.watched->metadata.resource_version);
+    if (watched_at && *watched_at >= *written_at) {
+      refreshLocked(name);
+      return;
+    }
+  }
+  // Writes may return out of order; keep the newest.
+  if (entry.assumed && entry.assumed->resource_version && written_at &&
+      *entry.assumed->resource_version > *written_at) {
+    return;
+  }
+  entry.assumed = Assumption{std::make_shared<const ResourceSlice>(returned_by_server), written_at};
+  refreshLocked(name);
+}
+
+void ResourceSliceStore::assumeDeleted(const std::string& name) {
+  std::lock_guard lock(mu_);
+  const auto it = entries_.find(name);
+  if (it == entries_.end() || !it->second.visible) {
+    return;
+  }
+  Entry& entry = it->second;
+  entry.assumed =
+      Assumption{nullptr, resourceVersionAsInt(entry.visible->metadata.resource_version)};
+  refreshLocked(name);
+}
+
+size_t ResourceSliceStore::pendingAssumptions() const {
+  std::lock_guard lock(mu_);
+  size_t count = 0;
+  for (const auto& [name, entry] : entries_) {
+    count += entry.assumed ? 1 : 0;
+  }
+  return count;
+}
+
+SlicePtr ResourceSliceStore::applyUpsert(const ResourceSlice& slice) {
+  const std::string& name = slice.metadata.name;
+  std::lock_guard lock(mu_);
+  Entry& entry = entries_[name];
+  SlicePtr previous = std::exchange(entry.watched, std::make_shared<const ResourceSlice>(slice));
+  settleAfterUpsert(entry);
+  refreshLocked(name);
+  return previous;
+}
+
+SlicePtr ResourceSliceStore::applyDelete(const ResourceSlice& last_state) {
+  const std::string& name = last_state.metadata.name;
+  std::lock_guard lock(mu_);
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return nullptr;
+  }
+  SlicePtr previous = std::exchange(it->second.watched, nullptr);
+  settleAfterDelete(it->second, resourceVersionAsInt(last_state.metadata.resource_version));
+  refreshLocked(name);
+  return previous;
+}
+
+std::vector<StoreChange> ResourceSliceStore::replace(std::vector<ResourceSlice> items,
+                                                     const std::string& resource_version) {
+  std::map<std::string, SlicePtr> listed;
+  for (auto& item : items) {
+    std::string name = item.metadata.name;
+    listed[std::move(name)] = std::make_shared<const ResourceSlice>(std::move(item));
+  }
+  const auto listed_at = resourceVersionAsInt(resource_version);
+
+  std::lock_guard lock(mu_);
+  std::vector<StoreChange> changes;
+  // Names the store knows but the list lacks: gone by the list's version.
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) {
+    if (!listed.contains(name)) {
+      names.push_back(name);
+    }
+  }
+  for (const auto& name : names) {
+    Entry& entry = entries_.at(name);
+    SlicePtr previous = std::exchange(entry.watched, nullptr);
+    settleAfterDelete(entry, listed_at);
+    refreshLocked(name);
+    if (previous) {
+      changes.push_back({std::move(previous), nullptr});
+    }
+  }
+  // Names in the list: new or possibly changed.
+  for (auto& [name, slice] : listed) {
+    Entry& entry = entries_[name];
+    SlicePtr previous = std::exchange(entry.watched, slice);
+    settleAfterUpsert(entry);
+    refreshLocked(name);
+    if (!previous) {
+      changes.push_back({nullptr, slice});
+    } else if (previous->metadata.resource_version != slice->metadata.resource_version) {
+      changes.push_back({std::move(previous), slice});
+    }
+  }
+  std::sort(changes.begin(), changes.end(), [](const StoreChange& a, const StoreChange& b) {
+    const auto& name_a = (a.now ? a.now : a.old)->metadata.name;
+    const auto& name_b = (b.now ? b.now : b.old)->metadata.name;
+    return name_a < name_b;
+  });
+  return changes;
+}
+
+void ResourceSliceStore::settleAfterUpsert(Entry& entry) {
+  if (!entry.assumed || !entry.watched) {
+    return;
+  }
+  const auto watched_at = resourceVersionAsInt(entry.watched->metadata.resource_version);
+  const auto assumed_at = entry.assumed->resource_version;
+  if (!watched_at || !assumed_at) {
+    entry.assumed.reset();  // not comparable: trust the watch
+    return;
+  }
+  // An assumed write is superseded by its own version or a newer one; an
+  // assumed deletion only by a newer object (the deleted one may still be
+  // reported before the DELETED event arrives).
+  const bool superseded =
+      entry.assumed->object ? *watched_at >= *assumed_at : *watched_at > *assumed_at;
+  if (superseded) {
+    entry.assumed.reset();
+  }
+}
+
+void ResourceSliceStore::settleAfterDelete(Entry& entry, std::optional<int64_t> deleted_at) {
+  if (!entry.assumed) {
+    return;
+  }
+  if (!entry.assumed->object) {
+    entry.assumed.reset();  // the deletion we assumed happened
+    return;
+  }
+  // A write newer than the deletion (a new object of the same name) stays.
+  const auto assumed_at = entry.assumed->resource_version;
+  if (!deleted_at || !assumed_at || *assumed_at <= *deleted_at) {
+    entry.assumed.reset();
+  }
+}
+
+void ResourceSliceStore::refreshLocked(const std::string& name) {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return;
+  }
+  Entry& entry = it->second;
+  entry.visible = entry.assumed ? entry.assumed->object : entry.watched;
+  std::optional<std::string> key;
+  if (entry.visible && index_func_) {
+    key = index_func_(*entry.visible);
+  }
+  if (key != entry.index_key) {
+    if (entry.index_key) {
+      auto names = index_.find(*entry.index_key);
+      names->second.erase(name);
+      if (names->second.empty()) {
+        index_.erase(names);
+      }
+    }
+    if (key) {
+      index_[*key].insert(name);
+    }
+    entry.index_key = std::move(key);
+  }
+  if (!entry.watched && !entry.assumed) {
+    entries_.erase(it);
+  }
+}
+
+}  // namespace rsc::client

@@ -1,0 +1,303 @@
+#include "controller/flags.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <sstream>
+
+namespace rsc::controller {
+namespace {
+
+struct FlagSpec {
+  std::string name;
+  std::string help;
+  bool boolean = false;
+  // Applies the value; returns an error message (without the flag's name).
+  std::function<std::optional<std::string>(ServiceFlags&, const std::string&)> set;
+};
+
+std::optional<std::string> parseBool(const std::string& v, bool* out) {
+  if (v == "true" || v == "1" || v == "t" || v == "TRUE" || v == "True") {
+    *out = true;
+  } else if (v == "false" || v == "0" || v == "f" || v == "FALSE" || v == "False") {
+    *out = false;
+  } else {
+    return "must be true or false, not \"" + v + "\"";
+  }
+  return std::nullopt;
+}
+
+template <typename T>
+std::optional<std::string> parseNumber(const std::string& v, T* out, T min) {
+  T value{};
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+  if (ec != std::errc() || end != v.data() + v.size()) return "must be a number, not \"" + v + "\"";
+  if (value < min) return "must be at least " + std::to_string(min);
+  *out = value;
+  return std::nullopt;
+}
+
+std::optional<std::string> parseDurationInto(const std::string& v,
+                                             std::chrono::milliseconds* out) {
+  StatusOr<std::chrono::milliseconds> d = parseDuration(v);
+  if (!d.ok()) return d.status().message();
+  *out = *d;
+  return std::nullopt;
+}
+
+// String flags that must not be empty.
+std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
+  if (v.empty()) return std::string("must not be empty");
+  *out = v;
+  return std::nullopt;
+}
+
+const std::vector<FlagSpec>& specs() {
+  static const std::vector<FlagSpec> all = {
+      {"kubeconfig",
+       "Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG, then ~/.kube/config.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         f.kubeconfig = v;
+         return std::nullopt;
+       }},
+      {"leader-elect", "Elect a leader on a Lease before writing slices (for several replicas).",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.leader_elect); }},
+      {"leader-election-namespace", "Namespace of the leader Lease. Unset: the pod's namespace.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.leader_election_namespace);
+       }},
+      {"leader-election-id", "Name of the leader Lease.", false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.leader_election_id); }},
+      {"leader-elect-lease-duration", "How long a leader's Lease is valid without renewal.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.leader_elect_lease_duration);
+       }},
+      {"leader-elect-renew-deadline", "How long the leader tries to renew before giving up.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.leader_elect_renew_deadline);
+       }},
+      {"leader-elect-retry-period", "How often candidates try to acquire or renew the Lease.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.leader_elect_retry_period);
+       }},
+      {"identity", "This replica's identity in the Lease. Unset: pod or host name + random.",
+       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.identity); }},
+      {"metrics-bind-address", "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_bind_address); }},
+      {"health-probe-bind-address", "Address of /healthz and /readyz; \"0\" disables them.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.health_probe_bind_address);
+       }},
+      {"inventory-bind-address", "Address of the inventory API drivers push to.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.inventory_bind_address);
+       }},
+      {"inventory-advertise-url",
+       "URL at which other replicas reach this one's inventory API when it leads. Unset: "
+       "http(s)://$POD_IP:<inventory port>.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.inventory_advertise_url);
+       }},
+      {"inventory-tls-cert-file", "PEM certificate of the inventory API (TLS when set).", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.inventory_tls_cert_file);
+       }},
+      {"inventory-tls-key-file", "PEM private key of the inventory API.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.inventory_tls_key_file);
+       }},
+      {"max-request-bytes", "Largest accepted inventory request body (413 past it).", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.max_request_bytes, 1024);
+       }},
+      {"auth",
+       "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or none "
+       "(local development only).",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (v != "tokenreview" && v != "none") {
+           return "must be tokenreview or none, not \"" + v + "\"";
+         }
+         f.auth = v;
+         return std::nullopt;
+       }},
+      {"token-audience", "Audience drivers' service-account tokens must be issued for.", false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         f.token_audience = v;
+         return std::nullopt;
+       }},
+      {"kube-api-qps", "Sustained rate of requests to the API server.", false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         double q = 0;
+         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), q);
+         if (ec != std::errc() || end != v.data() + v.size() || !(q > 0)) {
+           return "must be a positive number, not \"" + v + "\"";
+         }
+         f.kube_api_qps = q;
+         return std::nullopt;
+       }},
+      {"kube-api-burst", "Burst of requests to the API server above the QPS.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<int>(v, &f.kube_api_burst, 1);
+       }},
+      {"workers", "Pools reconciled at the same time.", false,
+       [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
+      {"adoption-grace",
+       "After start or failover, how long slices of pools no driver has pushed yet are kept.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.adoption_grace);
+       }},
+      {"log-format", "text (klog-like) or json.", false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (v == "text") {
+           f.log_format = log::Format::kText;
+         } else if (v == "json") {
+           f.log_format = log::Format::kJson;
+         } else {
+           return "must be text or json, not \"" + v + "\"";
+         }
+         return std::nullopt;
+       }},
+      {"v", "Log verbosity.", false,
+       [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.verbosity, 0); }},
+      {"cleanup",
+       "Delete every slice this controller manages, then exit (for the chart's uninstall hook).",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.cleanup); }},
+      {"version", "Print the version and exit.", true,
+       [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.version); }},
+      {"help", "Print this help and exit.", true,
+       [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.help); }},
+  };
+  return all;
+}
+
+}  // namespace
+
+StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
+  ServiceFlags flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      return invalidArgument("unexpected argument \"" + arg + "\" (flags start with --)");
+    }
+    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    if (body == "h") body = "help";
+    std::optional<std::string> value;
+    if (const size_t eq = body.find('='); eq != std::string::npos) {
+      value = body.substr(eq + 1);
+      body.resize(eq);
+    }
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& s : specs()) {
+      if (s.name == body) spec = &s;
+    }
+    if (spec == nullptr) return invalidArgument("unknown flag --" + body + " (see --help)");
+    if (!value) {
+      if (spec->boolean) {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return invalidArgument("flag --" + body + " needs a value");
+      }
+    }
+    if (std::optional<std::string> err = spec->set(flags, *value)) {
+      return invalidArgument("flag --" + body + ": " + *err);
+    }
+  }
+  if (flags.inventory_tls_cert_file.empty() != flags.inventory_tls_key_file.empty()) {
+    return invalidArgument(
+        "flags --inventory-tls-cert-file and --inventory-tls-key-file must be given together");
+  }
+  if (!(flags.leader_elect_lease_duration > flags.leader_elect_renew_deadline)) {
+    return invalidArgument(
+        "flag --leader-elect-lease-duration must be longer than --leader-elect-renew-deadline");
+  }
+  if (!(flags.leader_elect_renew_deadline.count() >
+        1.2 * static_cast<double>(flags.leader_elect_retry_period.count()))) {
+    return invalidArgument(
+        "flag --leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period");
+  }
+  return flags;
+}
+
+std::string flagsUsage() {
+  std::ostringstream out;
+  out << "Usage: resourceslice-controller [flags]\n\n"
+         "Publishes DRA drivers' device pools, pushed over HTTP, as resource.k8s.io/v1 "
+         "ResourceSlices.\n\nFlags:\n";
+  const ServiceFlags d;
+  const std::map<std::string, std::string> defaults = {
+      {"leader-election-id", d.leader_election_id},
+      {"leader-elect-lease-duration", "15s"},
+      {"leader-elect-renew-deadline", "10s"},
+      {"leader-elect-retry-period", "2s"},
+      {"metrics-bind-address", d.metrics_bind_address},
+      {"health-probe-bind-address", d.health_probe_bind_address},
+      {"inventory-bind-address", d.inventory_bind_address},
+      {"max-request-bytes", std::to_string(d.max_request_bytes)},
+      {"auth", d.auth},
+      {"token-audience", d.token_audience},
+      {"kube-api-qps", "50"},
+      {"kube-api-burst", std::to_string(d.kube_api_burst)},
+      {"workers", std::to_string(d.workers)},
+      {"adoption-grace", "2m"},
+      {"log-format", "text"},
+      {"v", "0"},
+  };
+  for (const FlagSpec& s : specs()) {
+    out << "  --" << s.name << (s.boolean ? "" : " value") << "\n      " << s.help;
+    auto it = defaults.find(s.name);
+    if (it != defaults.end()) out << " (default " << it->second << ")";
+    out << "\n";
+  }
+  return out.str();
+}
+
+StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text) {
+  if (text == "0") return std::chrono::milliseconds(0);
+  if (text.empty()) return invalidArgument("must be a duration such as 30s or 2m, not \"\"");
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+      ++i;
+    }
+    if (start == i) return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
+    double number = 0;
+    const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, number);
+    if (ec != std::errc() || end != text.data() + i) {
+      return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
+    }
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    const std::string unit = text.substr(unit_start, i - unit_start);
+    double factor = 0;
+    if (unit == "ms") {
+      factor = 1;
+    } else if (unit == "s") {
+      factor = 1000;
+    } else if (unit == "m") {
+      factor = 60'000;
+    } else if (unit == "h") {
+      factor = 3'600'000;
+    } else {
+      return invalidArgument("must be a duration such as 30s or 2m (units ms, s, m, h), not \"" +
+                             text + "\"");
+    }
+    total_ms += number * factor;
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+}  // namespace rsc::controller

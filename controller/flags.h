@@ -1,0 +1,58 @@
+// The service's command line: every flag with its default and help text, and
+// a parser that names the offending flag in its error. main() exits 2 on a
+// parse error, as Go's flag package does. Pure functions; thread-safe.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+
+namespace rsc::controller {
+
+struct ServiceFlags {
+  std::string kubeconfig;
+  bool leader_elect = false;
+  std::string leader_election_namespace;  // empty: the pod's namespace
+  std::string leader_election_id = "resourceslice-controller";
+  std::chrono::milliseconds leader_elect_lease_duration{15'000};
+  std::chrono::milliseconds leader_elect_renew_deadline{10'000};
+  std::chrono::milliseconds leader_elect_retry_period{2'000};
+  std::string identity;  // empty: POD_NAME or host name, plus a random suffix
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+  std::string inventory_bind_address = ":8082";
+  // How other replicas reach this one's inventory API when it leads
+  // ("http://10.0.0.7:8082"); empty: POD_IP and the inventory port.
+  std::string inventory_advertise_url;
+  std::string inventory_tls_cert_file;
+  std::string inventory_tls_key_file;
+  size_t max_request_bytes = 8 * 1024 * 1024;
+  std::string auth = "tokenreview";  // tokenreview | none
+  std::string token_audience = "resourceslice-controller";
+  double kube_api_qps = 50;
+  int kube_api_burst = 100;
+  int workers = 4;
+  std::chrono::milliseconds adoption_grace{120'000};
+  log::Format log_format = log::Format::kText;
+  int verbosity = 0;
+  bool cleanup = false;
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv[1..]. Accepts --flag=value, --flag value, -flag, and for
+// booleans --flag / --flag=false. Fails with InvalidArgument naming the flag.
+StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args);
+
+// The --help text.
+std::string flagsUsage();
+
+// Parses a Go-style duration: "1h2m3.5s", "500ms", "0". Fails on anything
+// else.
+StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text);
+
+}  // namespace rsc::controller

@@ -1,0 +1,249 @@
+#include "controller/inventory/authenticator.h"
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <openssl/evp.h>
+
+#include "common/log.h"
+
+namespace rsc::controller::inventory {
+
+namespace {
+
+// Returns the token of "Bearer <token>" (scheme in any case), or nullopt.
+std::optional<std::string_view> bearerToken(std::string_view header) {
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size()) return std::nullopt;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    char c = header[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != kScheme[i]) return std::nullopt;
+  }
+  std::string_view rest = header.substr(kScheme.size());
+  if (rest.front() != ' ') return std::nullopt;
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\t')) rest.remove_suffix(1);
+  if (rest.empty() || rest.find(' ') != std::string_view::npos) return std::nullopt;
+  return rest;
+}
+
+// Hex SHA-256 of `text`, so that cache keys do not hold credentials.
+std::string sha256Hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+    // Cannot happen with a built-in digest; an empty key would merge every
+    // token into one cache entry, so crash loudly instead.
+    std::abort();
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(length * 2);
+  for (unsigned int i = 0; i < length; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  return out;
+}
+
+// Appends `s` with its length, so that distinct tuples never make equal keys.
+void appendField(std::string& key, std::string_view s) {
+  key += std::to_string(s.size());
+  key.push_back(':');
+  key.append(s);
+}
+
+std::string decisionKey(const Caller& caller, std::string_view verb, std::string_view driver) {
+  std::string key;
+  appendField(key, verb);
+  appendField(key, driver);
+  appendField(key, caller.user.username);
+  appendField(key, caller.user.uid);
+  std::vector<std::string> groups = caller.user.groups;
+  std::sort(groups.begin(), groups.end());
+  key += std::to_string(groups.size()) + "g";
+  for (const std::string& g : groups) appendField(key, g);
+  key += std::to_string(caller.user.extra.size()) + "x";
+  for (const auto& [name, values] : caller.user.extra) {
+    appendField(key, name);
+    key += std::to_string(values.size()) + "v";
+    for (const std::string& v : values) appendField(key, v);
+  }
+  return key;
+}
+
+}  // namespace
+
+// A bounded map from key to answer whose entries expire after a TTL. When
+// full, expired entries go first, then the oldest. Thread-safe.
+template <typename V>
+class TokenReviewAuthenticator::Cache {
+ public:
+  Cache(Clock& clock, Clock::Duration ttl, size_t max_entries)
+      : clock_(clock), ttl_(ttl), max_entries_(std::max<size_t>(max_entries, 1)) {}
+
+  std::optional<V> get(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return std::nullopt;
+    if (clock_.now() >= it->second->expires) {
+      order_.erase(it->second);
+      index_.erase(it);
+      return std::nullopt;
+    }
+    return it->second->value;
+  }
+
+  void put(const std::string& key, V value) {
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = clock_.now();
+    if (auto it = index_.find(key); it != index_.end()) {
+      order_.erase(it->second);
+      index_.erase(it);
+    }
+    if (index_.size() >= max_entries_) {
+      // Entries are in insertion order and share one TTL, so the expired ones
+      // are at the front; when none has expired, the oldest goes.
+      do {
+        index_.erase(order_.front().key);
+        order_.pop_front();
+      } while (!order_.empty() && order_.front().expires <= now);
+    }
+    order_.push_back({key, std::move(value), now + ttl_});
+    index_[key] = std::prev(order_.end());
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    return index_.size();
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    V value;
+    Clock::TimePoint expires;
+  };
+
+  Clock& clock_;
+  const Clock::Duration ttl_;
+  const size_t max_entries_;
+  mutable std::mutex mu_;
+  std::list<Entry> order_;  // oldest first
+  std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;
+};
+
+StatusOr<Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>) {
+  Caller caller;
+  caller.user.username = "system:anonymous";
+  caller.unrestricted = true;
+  return caller;
+}
+
+Status NoAuthAuthenticator::authorize(const Caller&, std::string_view, std::string_view) {
+  return okStatus();
+}
+
+TokenReviewAuthenticator::TokenReviewAuthenticator(client::KubeApi& api, Clock& clock,
+                                                   TokenReviewAuthenticatorOptions options)
+    : api_(api),
+      clock_(clock),
+      options_(std::move(options)),
+      tokens_(std::make_unique<Cache<StatusOr<Caller>>>(clock_, options_.cache_ttl,
+                                                        options_.max_cache_entries)),
+      decisions_(std::make_unique<Cache<Status>>(clock_, options_.cache_ttl,
+                                                 options_.max_cache_entries)) {}
+
+TokenReviewAuthenticator::~TokenReviewAuthenticator() = default;
+
+StatusOr<Caller> TokenReviewAuthenticator::authenticate(
+    std::optional<std::string_view> authorization) {
+  if (!authorization) {
+    return Status(StatusCode::kUnauthenticated,
+                  "missing credentials: send Authorization: Bearer <service account token>");
+  }
+  const std::optional<std::string_view> token = bearerToken(*authorization);
+  if (!token) {
+    return Status(StatusCode::kUnauthenticated,
+                  "malformed Authorization header: expected Bearer <service account token>");
+  }
+
+  const std::string key = sha256Hex(*token);
+  if (std::optional<StatusOr<Caller>> cached = tokens_->get(key)) return *cached;
+
+  client::TokenReview review;
+  review.token = std::string(*token);
+  if (!options_.audience.empty()) review.audiences = {options_.audience};
+  StatusOr<client::TokenReview> reviewed = api_.createTokenReview(review);
+  if (!reviewed.ok()) {
+    // Not cached: the next request tries again.
+    log::warning("TokenReview failed", {{"error", reviewed.status().toString()}});
+    return Status(StatusCode::kUnavailable,
+                  "cannot check the token now (TokenReview failed); try again");
+  }
+
+  StatusOr<Caller> result = Status(StatusCode::kUnauthenticated, "invalid bearer token");
+  if (!reviewed->authenticated) {
+    log::debug(2, "Token rejected", {{"error", reviewed->error}});
+  } else if (!options_.audience.empty() &&
+             std::find(reviewed->status_audiences.begin(), reviewed->status_audiences.end(),
+                       options_.audience) == reviewed->status_audiences.end()) {
+    result = Status(StatusCode::kUnauthenticated,
+                    "the token is not issued for audience " + options_.audience);
+  } else {
+    Caller caller;
+    caller.user = reviewed->user;
+    auto node = caller.user.extra.find(kNodeNameExtra);
+    if (node != caller.user.extra.end() && !node->second.empty() && !node->second.front().empty()) {
+      caller.node_name = node->second.front();
+    }
+    result = std::move(caller);
+  }
+  tokens_->put(key, result);
+  return result;
+}
+
+Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_view verb,
+                                           std::string_view driver) {
+  const std::string key = decisionKey(caller, verb, driver);
+  if (std::optional<Status> cached = decisions_->get(key)) return *cached;
+
+  client::SubjectAccessReview review;
+  review.user = caller.user;
+  review.verb = std::string(verb);
+  review.group = kAuthzGroup;
+  review.resource = kAuthzResource;
+  review.name = std::string(driver);
+  StatusOr<client::SubjectAccessReview> reviewed = api_.createSubjectAccessReview(review);
+  if (!reviewed.ok()) {
+    log::warning("SubjectAccessReview failed", {{"error", reviewed.status().toString()}});
+    return Status(StatusCode::kUnavailable,
+                  "cannot check permissions now (SubjectAccessReview failed); try again");
+  }
+
+  Status decision = okStatus();
+  if (!reviewed->allowed || reviewed->denied) {
+    const std::string what = driver.empty() ? std::string("drivers")
+                                            : "driver \"" + std::string(driver) + "\"";
+    decision = Status(StatusCode::kPermissionDenied,
+                      "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " +
+                          what + " (RBAC: verb " + std::string(verb) + " on " + kAuthzResource +
+                          "." + kAuthzGroup + ")");
+    log::debug(2, "Access denied", {{"user", caller.user.username},
+                                    {"verb", verb},
+                                    {"driver", driver},
+                                    {"reason", reviewed->reason}});
+  }
+  decisions_->put(key, decision);
+  return decision;
+}
+
+size_t TokenReviewAuthenticator::cacheSizeForTest() const {
+  return tokens_->size() + decisions_->size();
+}
+
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,111 @@
+// Who may push to the inventory API. An Authenticator turns the request's
+// bearer token into a Caller and decides whether the Caller may act on a
+// driver; the handler adds the node restriction (a token bound to a node
+// publishes only that node's pools). TokenReviewAuthenticator asks the API
+// server (TokenReview, SubjectAccessReview) and caches both answers;
+// NoAuthAuthenticator (--auth=none, local development only) allows everything.
+// Implementations are thread-safe: handler threads call them concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "client/kube_api.h"
+#include "client/objects.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace rsc::controller::inventory {
+
+// The virtual resource that RBAC rules grant access to, e.g.
+//   rules: [{apiGroups: [resourceslice.dra.k8s.io], resources: [drivers],
+//            resourceNames: [gpu.example.com], verbs: [publish, get]}]
+inline constexpr char kAuthzGroup[] = "resourceslice.dra.k8s.io";
+inline constexpr char kAuthzResource[] = "drivers";
+// Verbs: writes (PUT, DELETE, renew) of one driver, reads of one driver, and
+// the read of every driver (GET /v1/drivers, which names none).
+inline constexpr char kVerbPublish[] = "publish";
+inline constexpr char kVerbGet[] = "get";
+inline constexpr char kVerbList[] = "list";
+// The TokenReview extra that names the node a pod's token is bound to.
+inline constexpr char kNodeNameExtra[] = "authentication.kubernetes.io/node-name";
+
+// The identity behind a request.
+struct Caller {
+  client::UserInfo user;
+  // The node the token is bound to, for tokens of pods: such a caller may
+  // publish only pools with this nodeName. A caller without one (a central
+  // driver component) may publish only pools that are not node-local.
+  std::optional<std::string> node_name;
+  // No node restriction at all (--auth=none).
+  bool unrestricted = false;
+};
+
+class Authenticator {
+ public:
+  virtual ~Authenticator() = default;
+
+  // Authenticates the request's Authorization header value (nullopt when the
+  // header is absent). Fails with Unauthenticated (HTTP 401) for a missing or
+  // rejected token, Unavailable (503) when the token cannot be checked.
+  virtual StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) = 0;
+
+  // Decides whether `caller` may do `verb` on `driver` (empty: every driver).
+  // Fails with PermissionDenied (403) or Unavailable (503).
+  virtual Status authorize(const Caller& caller, std::string_view verb,
+                           std::string_view driver) = 0;
+};
+
+// Allows everything, as an unrestricted caller. For --auth=none only.
+class NoAuthAuthenticator final : public Authenticator {
+ public:
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override;
+  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
+};
+
+struct TokenReviewAuthenticatorOptions {
+  // The audience drivers' tokens are issued for (a projected
+  // serviceAccountToken volume with this audience). It is sent in
+  // spec.audiences and must come back in status.audiences. Empty: the API
+  // server's own audiences, not checked (weaker: any service-account token
+  // of the cluster is accepted).
+  std::string audience;
+  // The API server's own delegating authenticator caches for 10 s; a revoked
+  // token or RBAC grant takes effect within this time.
+  Clock::Duration cache_ttl = std::chrono::seconds(10);
+  // Bounds memory against callers that send many distinct tokens.
+  size_t max_cache_entries = 4096;
+};
+
+// Checks bearer tokens with TokenReview and access with SubjectAccessReview
+// (user, groups, uid and extra copied from the TokenReview). Both answers,
+// positive and negative, are cached for cache_ttl, keyed by a SHA-256 of the
+// token (the token itself is not kept); failed API calls are not cached.
+class TokenReviewAuthenticator final : public Authenticator {
+ public:
+  TokenReviewAuthenticator(client::KubeApi& api, Clock& clock,
+                           TokenReviewAuthenticatorOptions options);
+  ~TokenReviewAuthenticator() override;
+
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override;
+  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
+
+  // The number of cached answers (tokens plus access decisions).
+  size_t cacheSizeForTest() const;
+
+ private:
+  template <typename V>
+  class Cache;
+
+  client::KubeApi& api_;
+  Clock& clock_;
+  const TokenReviewAuthenticatorOptions options_;
+  std::unique_ptr<Cache<StatusOr<Caller>>> tokens_;
+  std::unique_ptr<Cache<Status>> decisions_;
+};
+
+}  // namespace rsc::controller::inventory

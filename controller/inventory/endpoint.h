@@ -1,0 +1,57 @@
+// InventoryEndpoint: puts the pure InventoryHandler behind an HttpServer. It
+// runs the handler on its own worker threads (authentication may call the API
+// server, forwarding may call the leader), so the server's I/O thread never
+// blocks, and it holds ?wait= pushes until the DesiredStore reports the pool
+// published or the deadline passes, without a thread per waiting request.
+// Wiring (main): store.setStatusListener([&](const PoolKey& k) {
+//   endpoint.poolStatusChanged(k); }); server handler = endpoint.httpHandler().
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "common/clock.h"
+#include "controller/inventory/handler.h"
+#include "controller/inventory/http_server.h"
+
+namespace rsc::controller::inventory {
+
+class InventoryEndpoint {
+ public:
+  // Pushes with ?wait= and TokenReview calls are the slow requests; four
+  // threads keep a few of them from delaying everyone else.
+  static constexpr size_t kDefaultWorkers = 4;
+
+  // `handler` and `clock` must outlive this object.
+  InventoryEndpoint(InventoryHandler& handler, Clock& clock, size_t workers = kDefaultWorkers);
+  // Calls stop().
+  ~InventoryEndpoint();
+  InventoryEndpoint(const InventoryEndpoint&) = delete;
+  InventoryEndpoint& operator=(const InventoryEndpoint&) = delete;
+
+  // The handler to give HttpServer.
+  HttpServer::Handler httpHandler();
+
+  // Tells held pushes of `key` to look again. Cheap; any thread, also the
+  // store's listener thread.
+  void poolStatusChanged(const PoolKey& key);
+
+  // Answers every held push with its current state, answers new requests
+  // 503 and joins the workers. Call before HttpServer::stop(), so that the
+  // server's grace period is not spent on waits. Idempotent.
+  void stop();
+
+  // The number of held pushes; for tests.
+  size_t pendingCount() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,627 @@
+#include "controller/inventory/handler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "controller/inventory/names.h"
+#include "controller/inventory/openapi.h"
+#include "controller/inventory/pool_json.h"
+
+namespace rsc::controller::inventory {
+
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+enum RouteIndex : size_t { kOpenApi, kDrivers, kDriver, kPoolRoute, kRenew };
+
+std::vector<std::string_view> splitPath(std::string_view path) {
+  std::vector<std::string_view> out;
+  if (path.empty() || path.front() != '/') return out;
+  path.remove_prefix(1);
+  while (true) {
+    const size_t slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos) return out;
+    path.remove_prefix(slash + 1);
+  }
+}
+
+// Matches `segments` against a template. Returns false when it does not
+// match; sets *malformed when it matches but a parameter has a bad escape.
+bool matchRoute(std::string_view path_template, const std::vector<std::string_view>& segments,
+                std::map<std::string, std::string>* params, bool* malformed) {
+  const std::vector<std::string_view> parts = splitPath(path_template);
+  if (parts.size() != segments.size()) return false;
+  std::map<std::string, std::string> found;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string_view part = parts[i];
+    if (part.size() > 2 && part.front() == '{' && part.back() == '}') {
+      if (segments[i].empty()) return false;
+      std::optional<std::string> value = percentDecode(segments[i]);
+      if (!value) {
+        *malformed = true;
+      } else {
+        found[std::string(part.substr(1, part.size() - 2))] = std::move(*value);
+      }
+    } else if (part != segments[i]) {
+      return false;
+    }
+  }
+  *params = std::move(found);
+  return true;
+}
+
+std::string_view reasonForCode(int code) {
+  switch (code) {
+    case 400: return "BadRequest";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 409: return "Conflict";
+    case 413: return "RequestEntityTooLarge";
+    case 415: return "UnsupportedMediaType";
+    case 422: return "Invalid";
+    case 431: return "RequestHeaderFieldsTooLarge";
+    case 503: return "ServiceUnavailable";
+    default: return "InternalError";
+  }
+}
+
+int httpCodeFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kConflict: return 409;
+    case StatusCode::kTooLarge: return 413;
+    case StatusCode::kUnprocessable: return 422;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded: return 503;
+    default: return 500;
+  }
+}
+
+HttpResponse jsonResponse(int code, const Json& body) {
+  HttpResponse response;
+  response.status = code;
+  response.content_type = kJson;
+  response.body = dumpJson(body);
+  return response;
+}
+
+bool isJsonContentType(std::optional<std::string_view> header) {
+  if (!header) return false;
+  std::string_view media = header->substr(0, header->find(';'));
+  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
+  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+  return asciiLower(media) == kJson;
+}
+
+bool isWrite(const std::string& method) { return method != "GET"; }
+
+std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Returns why `caller` may not write a pool placed by `selection`, or nullopt.
+// A token bound to a node writes only that node's pools; any other token
+// writes only pools that are not node-local (their nodes could be anyone's).
+std::optional<std::string> nodeRestriction(const Caller& caller, const NodeSelection& selection) {
+  if (caller.unrestricted) return std::nullopt;
+  if (caller.node_name) {
+    if (selection.node_name == caller.node_name) return std::nullopt;
+    if (selection.node_name) {
+      return "the token is bound to node " + inQuotes(*caller.node_name) +
+             " and may not publish pools of node " + inQuotes(*selection.node_name);
+    }
+    return "the token is bound to node " + inQuotes(*caller.node_name) +
+           " and may publish only pools with nodeName " + inQuotes(*caller.node_name);
+  }
+  if (selection.node_name) {
+    return "the node-local pool of node " + inQuotes(*selection.node_name) +
+           " may only be published with a token bound to that node (the service account "
+           "token of a pod running there)";
+  }
+  return std::nullopt;
+}
+
+std::string keyPath(std::string_view base, std::string_view key) {
+  std::string out = std::string(base) + "[\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out + "\"]";
+}
+
+}  // namespace
+
+struct InventoryHandler::Context {
+  const HttpRequest& request;
+  std::string driver;
+  std::string pool;
+  std::optional<Clock::Duration> wait;
+  Caller caller;
+  std::optional<PendingWait> pending;
+
+  PoolKey key() const { return {driver, pool}; }
+};
+
+StatusOr<std::unique_ptr<InventoryHandler>> InventoryHandler::create(
+    InventoryHandlerOptions options) {
+  if (options.store == nullptr) return invalidArgument("inventory handler: store is required");
+  if (options.authenticator == nullptr) {
+    return invalidArgument("inventory handler: authenticator is required");
+  }
+  if (options.clock == nullptr) return invalidArgument("inventory handler: clock is required");
+  if (options.max_wait < Clock::Duration::zero()) {
+    return invalidArgument("inventory handler: max_wait must not be negative");
+  }
+  return std::unique_ptr<InventoryHandler>(new InventoryHandler(std::move(options)));
+}
+
+const std::vector<Route>& InventoryHandler::routes() {
+  // Indexed by RouteIndex.
+  static const std::vector<Route> kRoutes = {
+      {"/openapi.json", {"GET"}},
+      {"/v1/drivers", {"GET"}},
+      {"/v1/drivers/{driver}", {"GET", "PUT"}},
+      {"/v1/drivers/{driver}/pools/{pool}", {"GET", "PUT", "DELETE"}},
+      {"/v1/drivers/{driver}/pools/{pool}/renew", {"POST"}},
+  };
+  return kRoutes;
+}
+
+void InventoryHandler::setLeaderHooks(LeaderHooks hooks) {
+  std::lock_guard lock(hooks_mu_);
+  hooks_ = std::move(hooks);
+}
+
+LeaderHooks InventoryHandler::hooks() const {
+  std::lock_guard lock(hooks_mu_);
+  return hooks_;
+}
+
+std::string InventoryHandler::leaderIdentity() const {
+  std::function<std::string()> identity;
+  {
+    std::lock_guard lock(hooks_mu_);
+    identity = hooks_.leader_identity;
+  }
+  return identity ? identity() : std::string();
+}
+
+HandlerResult InventoryHandler::handle(const HttpRequest& request) {
+  PushInfo push;
+  HandlerResult result = handleRequest(request, push);
+  // Every answered push is counted, refused ones too (their ratio is what
+  // alerts watch); a held push is counted when it is answered.
+  if (push.driver && !push.forwarded && !result.wait && options_.on_push) {
+    options_.on_push(*push.driver, result.response.status);
+  }
+  return result;
+}
+
+HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushInfo& push) {
+  // Route.
+  const auto [path, query] = splitTarget(request.target);
+  const std::vector<std::string_view> segments = splitPath(path);
+  const std::vector<Route>& table = routes();
+  std::map<std::string, std::string> params;
+  bool malformed_param = false;
+  size_t route = table.size();
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (matchRoute(table[i].path, segments, &params, &malformed_param)) {
+      route = i;
+      break;
+    }
+  }
+  if (route == table.size()) {
+    return {errorResponse(404, "no such path: " + std::string(path) +
+                                   " (see GET /openapi.json; '/' in a pool name is sent as %2F)")};
+  }
+  const std::vector<std::string_view>& methods = table[route].methods;
+  if (std::find(methods.begin(), methods.end(), request.method) == methods.end()) {
+    std::string allow;
+    for (std::string_view m : methods) allow += (allow.empty() ? "" : ", ") + std::string(m);
+    HttpResponse response =
+        errorResponse(405, "method " + request.method + " is not allowed on " +
+                               std::string(table[route].path) + "; allowed: " + allow);
+    response.headers.emplace_back("Allow", allow);
+    return {std::move(response)};
+  }
+  if (isWrite(request.method) && params.contains("driver")) push.driver = params["driver"];
+  if (malformed_param) return {errorResponse(400, "malformed %-escape in the path")};
+
+  // Query.
+  Context ctx{request, params["driver"], params["pool"], std::nullopt, {}, std::nullopt};
+  const std::optional<std::vector<std::pair<std::string, std::string>>> query_params =
+      parseQuery(query);
+  if (!query_params) return {errorResponse(400, "malformed %-escape in the query")};
+  for (const auto& [name, value] : *query_params) {
+    if (name == "wait" && isWrite(request.method)) {
+      StatusOr<Clock::Duration> wait = parseWaitDuration(value);
+      if (!wait.ok()) {
+        return {errorResponse(400, "wait: " + wait.status().message(),
+                              {{"wait", wait.status().message()}})};
+      }
+      ctx.wait = std::min(*wait, options_.max_wait);
+    } else {
+      return {errorResponse(400, "unknown query parameter " + inQuotes(name) +
+                                     (isWrite(request.method) ? "; only wait is supported"
+                                                              : "; none is supported here"),
+                            {{name, "unknown query parameter"}})};
+    }
+  }
+
+  if (route == kOpenApi) {
+    HttpResponse response;
+    response.content_type = kJson;
+    response.body = std::string(openApiDocument());
+    return {std::move(response)};
+  }
+
+  // Leadership: only the leader's store is reconciled.
+  const LeaderHooks leader = hooks();
+  if (leader.is_leader && !leader.is_leader()) {
+    if (leader.forward) {
+      if (std::optional<HttpResponse> forwarded = leader.forward(request)) {
+        push.forwarded = true;  // the leader counts it
+        return {std::move(*forwarded)};
+      }
+    }
+    HttpResponse response = errorResponse(
+        503, "this replica is not the leader and cannot forward the request; retry");
+    response.headers.emplace_back("Retry-After", "1");
+    return {std::move(response)};
+  }
+
+  // Authentication.
+  StatusOr<Caller> caller = options_.authenticator->authenticate(request.header("authorization"));
+  if (!caller.ok()) return {errorResponse(caller.status())};
+  ctx.caller = std::move(*caller);
+
+  // Names from the path.
+  std::vector<FieldError> name_errors;
+  if (route != kDrivers) {
+    if (auto e = driverNameError(ctx.driver)) name_errors.push_back({"driver", *e});
+  }
+  if (route == kPoolRoute || route == kRenew) {
+    if (auto e = poolNameError(ctx.pool)) name_errors.push_back({"pool", *e});
+  }
+  if (!name_errors.empty()) {
+    return {errorResponse(Status(StatusCode::kUnprocessable,
+                                 name_errors.front().field + " name in the path: " +
+                                     name_errors.front().message,
+                                 name_errors))};
+  }
+
+  // Authorization.
+  const std::string_view verb =
+      isWrite(request.method) ? kVerbPublish : (route == kDrivers ? kVerbList : kVerbGet);
+  Status allowed = options_.authenticator->authorize(ctx.caller, verb, ctx.driver);
+  if (!allowed.ok()) return {errorResponse(allowed)};
+
+  HttpResponse response = dispatch(ctx, route, request.method);
+  return {std::move(response), std::move(ctx.pending)};
+}
+
+HttpResponse InventoryHandler::dispatch(Context& ctx, size_t route, const std::string& method) {
+  switch (route) {
+    case kDrivers:
+      return listDrivers(ctx);
+    case kDriver:
+      if (method == "GET") return getDriver(ctx);
+      if (method == "PUT") return putDriver(ctx);
+      break;
+    case kPoolRoute:
+      if (method == "GET") return getPool(ctx);
+      if (method == "PUT") return putPool(ctx);
+      if (method == "DELETE") return deletePool(ctx);
+      break;
+    case kRenew:
+      return renewPool(ctx);
+    default:
+      break;
+  }
+  // A route in the table without an implementation: a programmer error that
+  // the OpenAPI test catches.
+  return errorResponse(internalError("no implementation for " + method + " " +
+                                     std::string(routes()[route].path)));
+}
+
+HttpResponse InventoryHandler::getPool(Context& ctx) {
+  const std::optional<PoolStatus> status = options_.store->status(ctx.key());
+  if (!status) {
+    return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
+                                  inQuotes(ctx.driver) + " is not known"));
+  }
+  return jsonResponse(200, poolStatusToJson(*status, options_.store->get(ctx.key()),
+                                            leaderIdentity()));
+}
+
+HttpResponse InventoryHandler::putPool(Context& ctx) {
+  // Decode and validate; nothing is written until every check passed.
+  if (!isJsonContentType(ctx.request.header("content-type"))) {
+    return errorResponse(415, "Content-Type must be application/json");
+  }
+  StatusOr<Json> body = parseJsonBody(ctx.request.body);
+  if (!body.ok()) return errorResponse(body.status());
+  BodyProblems problems;
+  Pool pool = decodePool(*body, "", problems);
+  if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+
+  uint64_t version = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    // Node restriction, for the pool as pushed and the pool it replaces.
+    std::vector<FieldError> denied;
+    if (auto why = nodeRestriction(ctx.caller, pool.selection)) {
+      denied.push_back({pool.selection.node_name ? "nodeName" : "", *why});
+    }
+    if (auto existing = options_.store->get(ctx.key())) {
+      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
+        denied.push_back({"", "the pool exists and " + *why});
+      }
+    }
+    if (!denied.empty()) {
+      return errorResponse(Status(StatusCode::kPermissionDenied, denied.front().message, denied));
+    }
+    if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    version = options_.store->put(ctx.key(), std::move(pool));
+  }
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kPool;
+  wait.driver = ctx.driver;
+  wait.published = {{ctx.pool, version}};
+  return answerPush(ctx, std::move(wait));
+}
+
+HttpResponse InventoryHandler::deletePool(Context& ctx) {
+  {
+    std::lock_guard lock(write_mu_);
+    if (auto existing = options_.store->get(ctx.key())) {
+      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
+        return errorResponse(Status(StatusCode::kPermissionDenied, *why, {{"", *why}}));
+      }
+      options_.store->remove(ctx.key());
+    } else {
+      // A repeated DELETE of a pool still being withdrawn is accepted again.
+      const std::optional<PoolStatus> status = options_.store->status(ctx.key());
+      if (!status || status->phase != PoolPhase::kWithdrawing) {
+        return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
+                                      inQuotes(ctx.driver) + " is not known"));
+      }
+    }
+  }
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kWithdrawal;
+  wait.driver = ctx.driver;
+  wait.withdrawn = {ctx.pool};
+  return answerPush(ctx, std::move(wait));
+}
+
+HttpResponse InventoryHandler::renewPool(Context& ctx) {
+  uint64_t version = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    const std::shared_ptr<const DesiredPool> existing = options_.store->get(ctx.key());
+    if (!existing) {
+      return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
+                                    inQuotes(ctx.driver) + " is not known; push it with PUT"));
+    }
+    if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
+      return errorResponse(Status(StatusCode::kPermissionDenied, *why, {{"", *why}}));
+    }
+    options_.store->renew(ctx.key());
+    version = existing->version;
+  }
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kPool;
+  wait.driver = ctx.driver;
+  wait.published = {{ctx.pool, version}};
+  return answerPush(ctx, std::move(wait));
+}
+
+HttpResponse InventoryHandler::putDriver(Context& ctx) {
+  if (!isJsonContentType(ctx.request.header("content-type"))) {
+    return errorResponse(415, "Content-Type must be application/json");
+  }
+  StatusOr<Json> body = parseJsonBody(ctx.request.body);
+  if (!body.ok()) return errorResponse(body.status());
+  BodyProblems problems;
+  std::map<std::string, Pool> pools = decodeDriverPools(*body, problems);
+  if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+
+  std::map<std::string, uint64_t> versions;
+  std::vector<std::string> withdrawn;
+  {
+    std::lock_guard lock(write_mu_);
+    // Node restriction for every pool pushed, replaced or withdrawn.
+    std::vector<FieldError> denied;
+    for (const auto& [name, pool] : pools) {
+      if (auto why = nodeRestriction(ctx.caller, pool.selection)) {
+        denied.push_back({keyPath("pools", name) + (pool.selection.node_name ? ".nodeName" : ""),
+                          *why});
+      }
+    }
+    for (const PoolKey& key : options_.store->keys(ctx.driver)) {
+      const std::shared_ptr<const DesiredPool> existing = options_.store->get(key);
+      const bool kept = pools.contains(key.pool);
+      if (!kept) withdrawn.push_back(key.pool);
+      if (!existing) continue;
+      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
+        denied.push_back({keyPath("pools", key.pool),
+                          (kept ? "the pool exists and " : "leaving the pool out withdraws it, "
+                                                           "but ") +
+                              *why});
+      }
+    }
+    if (!denied.empty()) {
+      return errorResponse(Status(StatusCode::kPermissionDenied,
+                                  std::to_string(denied.size()) + " pool(s) not allowed: " +
+                                      denied.front().field + ": " + denied.front().message,
+                                  denied));
+    }
+    if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    versions = options_.store->replaceDriver(ctx.driver, std::move(pools));
+  }
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kDriver;
+  wait.driver = ctx.driver;
+  wait.published.assign(versions.begin(), versions.end());
+  wait.withdrawn = std::move(withdrawn);
+  return answerPush(ctx, std::move(wait));
+}
+
+HttpResponse InventoryHandler::getDriver(Context& ctx) {
+  Json pools = Json::array();
+  const std::string leader = leaderIdentity();
+  for (const PoolStatus& status : options_.store->statuses(ctx.driver)) {
+    pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
+  }
+  return jsonResponse(200, {{"driver", ctx.driver}, {"pools", std::move(pools)}});
+}
+
+HttpResponse InventoryHandler::listDrivers(Context&) {
+  const std::string leader = leaderIdentity();
+  std::map<std::string, Json> by_driver;
+  for (const PoolStatus& status : options_.store->statuses()) {
+    Json& pools = by_driver.try_emplace(status.key.driver, Json::array()).first->second;
+    pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
+  }
+  Json drivers = Json::array();
+  for (auto& [driver, pools] : by_driver) {
+    drivers.push_back({{"driver", driver}, {"pools", std::move(pools)}});
+  }
+  return jsonResponse(200, {{"drivers", std::move(drivers)}});
+}
+
+HttpResponse InventoryHandler::answerPush(Context& ctx, PendingWait wait) {
+  const bool is_done = done(wait);
+  if (is_done || !ctx.wait || *ctx.wait <= Clock::Duration::zero()) {
+    return renderNow(wait, is_done);
+  }
+  wait.deadline = options_.clock->now() + *ctx.wait;
+  HttpResponse provisional = renderNow(wait, false);
+  ctx.pending = std::move(wait);
+  return provisional;
+}
+
+bool InventoryHandler::done(const PendingWait& wait) const {
+  for (const auto& [pool, version] : wait.published) {
+    const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
+    // No status: the pool was withdrawn since; there is nothing to wait for.
+    if (status && status->published_version < version) return false;
+  }
+  for (const std::string& pool : wait.withdrawn) {
+    const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
+    if (status && status->phase == PoolPhase::kWithdrawing) return false;
+  }
+  return true;
+}
+
+HttpResponse InventoryHandler::render(const PendingWait& wait) {
+  HttpResponse response = renderNow(wait, done(wait));
+  if (options_.on_push) options_.on_push(wait.driver, response.status);
+  return response;
+}
+
+HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) {
+  const std::string leader = leaderIdentity();
+  const auto pool_json = [&](const std::string& pool) {
+    const PoolKey key{wait.driver, pool};
+    if (std::optional<PoolStatus> status = options_.store->status(key)) {
+      return poolStatusToJson(*status, options_.store->get(key), leader);
+    }
+    PoolStatus gone;
+    gone.key = key;
+    return poolStatusToJson(gone, nullptr, leader, "Withdrawn");
+  };
+  const int code = is_done ? 200 : 202;
+  switch (wait.kind) {
+    case PendingWait::Kind::kPool:
+      return jsonResponse(code, pool_json(wait.published.front().first));
+    case PendingWait::Kind::kWithdrawal:
+      return jsonResponse(code, pool_json(wait.withdrawn.front()));
+    case PendingWait::Kind::kDriver: {
+      std::set<std::string> names;
+      for (const auto& [pool, version] : wait.published) names.insert(pool);
+      names.insert(wait.withdrawn.begin(), wait.withdrawn.end());
+      Json pools = Json::array();
+      for (const std::string& pool : names) pools.push_back(pool_json(pool));
+      return jsonResponse(code, {{"driver", wait.driver}, {"pools", std::move(pools)}});
+    }
+  }
+  return errorResponse(internalError("unknown wait kind"));
+}
+
+StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
+  const auto bad = [&] {
+    return invalidArgument("must be a duration such as 10s, 500ms, 1m or 1m30s, not " +
+                           inQuotes(text));
+  };
+  if (text.empty()) return bad();
+  if (text == "0") return Clock::Duration::zero();
+  std::chrono::duration<double> total{0};
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    // A decimal number.
+    size_t i = 0;
+    bool digits = false;
+    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
+      ++i;
+      digits = true;
+    }
+    if (i < rest.size() && rest[i] == '.') {
+      ++i;
+      while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
+        ++i;
+        digits = true;
+      }
+    }
+    if (!digits || i > 18) return bad();
+    const double number = std::stod(std::string(rest.substr(0, i)));
+    rest.remove_prefix(i);
+    // Its unit.
+    double seconds_per_unit = 0;
+    if (rest.starts_with("ms")) {
+      seconds_per_unit = 0.001;
+      rest.remove_prefix(2);
+    } else if (rest.starts_with("s")) {
+      seconds_per_unit = 1;
+      rest.remove_prefix(1);
+    } else if (rest.starts_with("m")) {
+      seconds_per_unit = 60;
+      rest.remove_prefix(1);
+    } else {
+      return bad();
+    }
+    total += std::chrono::duration<double>(number * seconds_per_unit);
+    // Anything beyond a day is cut to the maximum wait anyway.
+    if (total.count() > 86400) total = std::chrono::duration<double>(86400);
+  }
+  return std::chrono::duration_cast<Clock::Duration>(total);
+}
+
+HttpResponse errorResponse(const Status& status) {
+  const int code = httpCodeFor(status.code());
+  HttpResponse response = jsonResponse(
+      code, errorToJson(code, reasonForCode(code), status.message(), status.details()));
+  if (code == 401) {
+    response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"resourceslice-controller\"");
+  }
+  if (code == 503) response.headers.emplace_back("Retry-After", "1");
+  return response;
+}
+
+HttpResponse errorResponse(int http_code, std::string_view message,
+                           std::vector<FieldError> details) {
+  return jsonResponse(http_code,
+                      errorToJson(http_code, reasonForCode(http_code), message, details));
+}
+
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,148 @@
+// InventoryHandler: the inventory API (DESIGN.md section 4) as a pure
+// function from HttpRequest to HttpResponse over the DesiredStore, with no
+// sockets. A push answered "not yet published" under ?wait= comes back as a
+// PendingWait: the caller (InventoryEndpoint) holds the response until done()
+// or the deadline, then sends render(). Every error is answered before the
+// store is touched, so a bad request changes nothing.
+// Thread-safe: handle() may run on several threads at once; writes to the
+// store are serialised by one mutex so that the node check and the write see
+// the same state.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/inventory/authenticator.h"
+#include "controller/inventory/http.h"
+#include "controller/reconcile/desired_store.h"
+
+namespace rsc::controller::inventory {
+
+// The longest ?wait= honoured; longer values are cut to it. Long enough for a
+// reconcile of a large pool, short enough for proxies' idle timeouts.
+inline constexpr Clock::Duration kDefaultMaxWait = std::chrono::seconds(60);
+
+// One route of the API: a path template and the methods it serves. The table
+// drives routing, the Allow header of 405 answers and the OpenAPI test.
+struct Route {
+  std::string_view path;  // "/v1/drivers/{driver}/pools/{pool}"
+  std::vector<std::string_view> methods;
+};
+
+// What a held push waits for.
+struct PendingWait {
+  enum class Kind {
+    kPool,        // PUT or renew of one pool: render a PoolStatus
+    kWithdrawal,  // DELETE of one pool: render a PoolStatus ("Withdrawn" when gone)
+    kDriver,      // PUT of a whole driver: render a DriverStatus
+  };
+  Kind kind = Kind::kPool;
+  std::string driver;
+  // Pools that must reach a published version, and the version.
+  std::vector<std::pair<std::string, uint64_t>> published;
+  // Pools being withdrawn.
+  std::vector<std::string> withdrawn;
+  Clock::TimePoint deadline;
+};
+
+struct HandlerResult {
+  HttpResponse response;
+  // Set when the request asked to wait and the push is not yet published:
+  // hold `response`, answer render(*wait) once done(*wait) or at the deadline.
+  std::optional<PendingWait> wait = std::nullopt;
+};
+
+// Leadership, filled in by leader election when the service runs replicas.
+struct LeaderHooks {
+  // Unset: this replica always leads.
+  std::function<bool()> is_leader;
+  // The identity of the leading replica, reported in every PoolStatus.
+  std::function<std::string()> leader_identity;
+  // Sends a request to the leader and returns its answer; nullopt when it
+  // cannot (the handler then answers 503). Unset: never forwards. Called on a
+  // handler thread; it may block up to the request's wait.
+  std::function<std::optional<HttpResponse>(const HttpRequest&)> forward;
+};
+
+struct InventoryHandlerOptions {
+  DesiredStore* store = nullptr;            // required
+  Authenticator* authenticator = nullptr;   // required
+  Clock* clock = nullptr;                   // required
+  Clock::Duration max_wait = kDefaultMaxWait;
+  // Counts each answered push (PUT, DELETE, renew) by driver and HTTP code,
+  // for resourceslice_controller_pushes_total. Optional.
+  std::function<void(std::string_view driver, int code)> on_push;
+};
+
+class InventoryHandler {
+ public:
+  static StatusOr<std::unique_ptr<InventoryHandler>> create(InventoryHandlerOptions options);
+
+  // The routes this handler serves, in the order of the OpenAPI document.
+  static const std::vector<Route>& routes();
+
+  // Replaces the leadership hooks; safe while requests run.
+  void setLeaderHooks(LeaderHooks hooks);
+
+  // Answers one request. May block on the Authenticator (cached API calls)
+  // and the forward hook; never waits for publication.
+  HandlerResult handle(const HttpRequest& request);
+
+  // True when what `wait` waits for has happened.
+  bool done(const PendingWait& wait) const;
+  // The answer to a held push now: 200 when done, else 202.
+  HttpResponse render(const PendingWait& wait);
+
+ private:
+  explicit InventoryHandler(InventoryHandlerOptions options) : options_(std::move(options)) {}
+
+  struct Context;
+  // What the push counter needs to know about a request.
+  struct PushInfo {
+    std::optional<std::string> driver;  // set for writes to a driver's path
+    bool forwarded = false;
+  };
+  HandlerResult handleRequest(const HttpRequest& request, PushInfo& push);
+  HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
+  HttpResponse getPool(Context& ctx);
+  HttpResponse putPool(Context& ctx);
+  HttpResponse deletePool(Context& ctx);
+  HttpResponse renewPool(Context& ctx);
+  HttpResponse getDriver(Context& ctx);
+  HttpResponse putDriver(Context& ctx);
+  HttpResponse listDrivers(Context& ctx);
+  // Answers a push: at once when done or not waiting, else held.
+  HttpResponse answerPush(Context& ctx, PendingWait wait);
+  HttpResponse renderNow(const PendingWait& wait, bool is_done);
+  std::string leaderIdentity() const;
+  LeaderHooks hooks() const;
+
+  const InventoryHandlerOptions options_;
+  mutable std::mutex hooks_mu_;
+  LeaderHooks hooks_;  // guarded by hooks_mu_
+  // Serialises check-then-write sequences on the store.
+  std::mutex write_mu_;
+};
+
+// Parses a ?wait= value: a Go duration made of decimal numbers with the
+// units ms, s and m ("10s", "1m30s", "1.5s", "0"). Negative or malformed
+// values are InvalidArgument.
+StatusOr<Clock::Duration> parseWaitDuration(std::string_view text);
+
+// The answer for a Status error: {code, reason, message, details}, with the
+// HTTP code its StatusCode maps to (400, 401, 403, 404, 409, 413, 422, 503,
+// else 500).
+HttpResponse errorResponse(const Status& status);
+// An error answer with an explicit HTTP code (405, 415, ...).
+HttpResponse errorResponse(int http_code, std::string_view message,
+                           std::vector<FieldError> details = {});
+
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,679 @@
+#include "controller/inventory/http_server.h"
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <openssl/ssl.h>
+
+#include "common/log.h"
+#include "controller/inventory/asio.h"
+
+namespace rsc::controller::inventory {
+
+namespace {
+
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+
+// How long to wait before accepting again after accept() failed (out of file
+// descriptors, say), so that the failure does not spin the I/O thread.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+constexpr size_t kFirstReadBytes = 4096;
+
+std::string_view toStd(beast::string_view s) { return {s.data(), s.size()}; }
+beast::string_view toBeast(std::string_view s) { return {s.data(), s.size()}; }
+
+HttpResponse plainError(int status, std::string_view message) {
+  HttpResponse response;
+  response.status = status;
+  response.content_type = "text/plain; charset=utf-8";
+  response.body = std::string(message) + "\n";
+  return response;
+}
+
+std::string endpointText(const tcp::endpoint& endpoint) {
+  const asio::ip::address address = endpoint.address();
+  std::string host = address.to_string();
+  if (address.is_v6()) host = "[" + host + "]";
+  return host + ":" + std::to_string(endpoint.port());
+}
+
+// The identity of a file's current content as far as rotation goes.
+struct FileStamp {
+  std::filesystem::file_time_type mtime;
+  uintmax_t size = 0;
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+std::optional<FileStamp> stampOf(const std::string& path) {
+  std::error_code ec;
+  FileStamp stamp;
+  stamp.mtime = std::filesystem::last_write_time(path, ec);
+  if (ec) return std::nullopt;
+  stamp.size = std::filesystem::file_size(path, ec);
+  if (ec) return std::nullopt;
+  return stamp;
+}
+
+StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_file,
+                                                       const std::string& key_file) {
+  try {
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+    boost::system::error_code ec;
+    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                             ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                             ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                         ec);
+    if (ec) return internalError("configure TLS: " + ec.message());
+    context->use_certificate_chain_file(cert_file, ec);
+    if (ec) return invalidArgument("load TLS certificate " + cert_file + ": " + ec.message());
+    context->use_private_key_file(key_file, ssl::context::pem, ec);
+    if (ec) return invalidArgument("load TLS key " + key_file + ": " + ec.message());
+    // A rotation caught between writing the certificate and the key leaves a
+    // pair that does not match; refuse it and keep the old one.
+    if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+      return invalidArgument("TLS key " + key_file + " does not match certificate " + cert_file);
+    }
+    return context;
+  } catch (const std::exception& e) {
+    return internalError(std::string("configure TLS: ") + e.what());
+  }
+}
+
+}  // namespace
+
+StatusOr<std::pair<std::string, uint16_t>> parseBindAddress(std::string_view address) {
+  const auto bad = [&] {
+    return invalidArgument("bind address must be host:port, :port or [v6]:port, not \"" +
+                           std::string(address) + "\"");
+  };
+  std::string_view host;
+  std::string_view port;
+  if (address.starts_with("[")) {
+    const size_t close = address.find("]:");
+    if (close == std::string_view::npos) return bad();
+    host = address.substr(1, close - 1);
+    port = address.substr(close + 2);
+  } else {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) return bad();
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) return bad();
+  }
+  if (port.empty() || port.size() > 5) return bad();
+  uint32_t value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return bad();
+    value = value * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (value > 65535) return bad();
+  return std::pair<std::string, uint16_t>(std::string(host), static_cast<uint16_t>(value));
+}
+
+// ---- Server state -----------------------------------------------------------
+
+class ConnectionBase {
+ public:
+  virtual ~ConnectionBase() = default;
+  virtual void start() = 0;
+  // Closes the connection if it is waiting for a request; otherwise it closes
+  // after the response in flight.
+  virtual void closeIfIdle() = 0;
+  virtual void forceClose() = 0;
+};
+
+// Everything the I/O thread owns. Members are touched only on the I/O thread,
+// except the atomics and what start() sets up before the thread runs.
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, Handler handler)
+      : options_(std::move(options)),
+        handler_(std::move(handler)),
+        ioc_(std::make_shared<asio::io_context>(1)),
+        work_(asio::make_work_guard(*ioc_)),
+        acceptor_(*ioc_),
+        retry_timer_(*ioc_),
+        grace_timer_(*ioc_) {
+    if (!options_.error_response) options_.error_response = plainError;
+    if (options_.clock == nullptr) options_.clock = &RealClock::instance();
+  }
+
+  Status open();
+  void run() { ioc_->run(); }
+  void post(std::function<void()> f) { asio::post(*ioc_, std::move(f)); }
+  void beginStop(std::chrono::milliseconds grace);
+
+  // Called by connections.
+  void remove(uint64_t id) {
+    connections_.erase(id);
+    connection_count_ = connections_.size();
+    if (stopping_ && connections_.empty()) grace_timer_.cancel();
+  }
+  bool stopping() const { return stopping_; }
+  const HttpServerOptions& options() const { return options_; }
+  const Handler& handler() const { return handler_; }
+  const std::shared_ptr<asio::io_context>& ioc() const { return ioc_; }
+
+  std::atomic<size_t> connection_count_{0};
+  std::atomic<size_t> tls_loads_{0};
+  tcp::endpoint bound_;
+
+ private:
+  void doAccept();
+  void onAccept(const boost::system::error_code& ec, tcp::socket socket);
+  void reject(tcp::socket socket);
+  // Returns the TLS context for a new connection, re-reading the files when
+  // they changed (checked at most once per interval).
+  std::shared_ptr<ssl::context> tlsContext();
+  Status loadTls();
+
+  HttpServerOptions options_;
+  const Handler handler_;
+  std::shared_ptr<asio::io_context> ioc_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  asio::steady_timer grace_timer_;
+  bool stopping_ = false;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::shared_ptr<ConnectionBase>> connections_;
+
+  bool tls_enabled_ = false;
+  std::shared_ptr<ssl::context> tls_;
+  std::optional<FileStamp> cert_stamp_;
+  std::optional<FileStamp> key_stamp_;
+  std::optional<Clock::TimePoint> tls_checked_at_;
+};
+
+// ---- Connections ------------------------------------------------------------
+
+template <class Stream>
+class Connection final : public ConnectionBase,
+                         public std::enable_shared_from_this<Connection<Stream>> {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Connection(HttpServer::Impl* server, uint64_t id, Stream stream,
+             std::shared_ptr<ssl::context> tls)
+      : server_(server), id_(id), tls_(std::move(tls)), stream_(std::move(stream)) {
+    boost::system::error_code ec;
+    const tcp::endpoint remote = lowest().socket().remote_endpoint(ec);
+    if (!ec) remote_ = endpointText(remote);
+  }
+
+  void start() override {
+    if constexpr (kTls) {
+      state_ = State::kIdle;
+      lowest().expires_after(server_->options().header_timeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec) {
+                                  log::debug(3, "TLS handshake failed",
+                                             {{"remote", self->remote_}, {"error", ec.message()}});
+                                  self->close();
+                                  return;
+                                }
+                                self->waitForRequest(true);
+                              });
+    } else {
+      waitForRequest(true);
+    }
+  }
+
+  void closeIfIdle() override {
+    if (state_ == State::kIdle) close();
+  }
+
+  void forceClose() override { close(); }
+
+ private:
+  enum class State { kIdle, kReading, kHandling, kWriting, kClosed };
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // Waits for the first byte of the next request: the idle timeout applies
+  // between requests, the header timeout on a fresh connection.
+  void waitForRequest(bool first) {
+    if (state_ == State::kClosed) return;
+    state_ = State::kIdle;
+    if (server_->stopping()) {
+      close();
+      return;
+    }
+    if (buffer_.size() > 0) {
+      readHeader();
+      return;
+    }
+    lowest().expires_after(first ? server_->options().header_timeout
+                                 : server_->options().idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) {
+                                self->close();
+                                return;
+                              }
+                              self->buffer_.commit(n);
+                              self->readHeader();
+                            });
+  }
+
+  void readHeader() {
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(
+        std::min<size_t>(server_->options().max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(server_->options().max_request_bytes);
+    lowest().expires_after(server_->options().header_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                              self->onHeader(ec);
+                            });
+  }
+
+  void onHeader(beast::error_code ec) {
+    if (ec == http::error::header_limit) {
+      sendError(431, "request headers too large");
+      return;
+    }
+    if (ec == beast::error::timeout) {
+      log::debug(3, "Request headers timed out", {{"remote", remote_}});
+      close();
+      return;
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
+      close();
+      return;
+    }
+    if (ec) {
+      sendError(400, "malformed request: " + ec.message());
+      return;
+    }
+    const boost::optional<uint64_t> length = parser_->content_length();
+    if (length && *length > server_->options().max_request_bytes) {
+      sendError(413, "request body of " + std::to_string(*length) + " bytes exceeds the limit of " +
+                         std::to_string(server_->options().max_request_bytes));
+      return;
+    }
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      auto response = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                           11);
+      lowest().expires_after(server_->options().write_timeout);
+      http::async_write(stream_, *response,
+                        [self = this->shared_from_this(), response](beast::error_code ec, size_t) {
+                          if (ec) {
+                            self->close();
+                            return;
+                          }
+                          self->readBody();
+                        });
+      return;
+    }
+    readBody();
+  }
+
+  void readBody() {
+    if (parser_->is_done()) {
+      onRequest();
+      return;
+    }
+    lowest().expires_after(server_->options().body_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec == http::error::body_limit) {
+                         self->sendError(413, "request body exceeds the limit of " +
+                                                  std::to_string(
+                                                      self->server_->options().max_request_bytes) +
+                                                  " bytes");
+                         return;
+                       }
+                       if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
+                           ec == http::error::bad_transfer_encoding) {
+                         self->sendError(400, "malformed request body: " + ec.message());
+                         return;
+                       }
+                       if (ec) {
+                         self->close();
+                         return;
+                       }
+                       self->onRequest();
+                     });
+  }
+
+  void onRequest() {
+    state_ = State::kHandling;
+    ++sequence_;
+    lowest().expires_never();
+    http::request<http::string_body> message = parser_->release();
+    keep_alive_ = message.keep_alive();
+
+    HttpRequest request;
+    request.method = std::string(message.method_string());
+    request.target = std::string(message.target());
+    for (const auto& field : message) {
+      std::string name = asciiLower(toStd(field.name_string()));
+      auto [it, inserted] = request.headers.try_emplace(std::move(name), toStd(field.value()));
+      if (!inserted) it->second += ", " + std::string(toStd(field.value()));
+    }
+    request.body = std::move(message.body());
+    request.remote_address = remote_;
+
+    // The responder may outlive the connection and the server: it holds the
+    // I/O context alive and finds the connection through a weak pointer.
+    HttpServer::Responder responder =
+        [weak = this->weak_from_this(), ioc = server_->ioc(),
+         sequence = sequence_](HttpResponse response) {
+          asio::post(*ioc, [weak, sequence, response = std::move(response)]() mutable {
+            if (auto self = weak.lock()) self->sendResponse(sequence, std::move(response), false);
+          });
+        };
+    try {
+      server_->handler()(std::move(request), std::move(responder));
+    } catch (const std::exception& e) {
+      log::error("HTTP handler threw", internalError(e.what()),
+                 {{"server", server_->options().name}});
+      sendResponse(sequence_, server_->options().error_response(500, "internal error"), true);
+    }
+  }
+
+  void sendError(int status, std::string_view message) {
+    state_ = State::kHandling;
+    ++sequence_;
+    keep_alive_ = false;
+    sendResponse(sequence_, server_->options().error_response(status, message), true);
+  }
+
+  void sendResponse(uint64_t sequence, HttpResponse response, bool close_after) {
+    // Only the first answer to the request in progress counts.
+    if (state_ != State::kHandling || sequence != sequence_) return;
+    state_ = State::kWriting;
+    auto message = std::make_shared<http::response<http::string_body>>();
+    message->version(11);
+    message->result(static_cast<unsigned>(response.status));
+    message->reason(toBeast(httpReasonPhrase(response.status)));
+    if (!response.content_type.empty()) message->set(http::field::content_type, toBeast(response.content_type));
+    for (const auto& [name, value] : response.headers) message->insert(toBeast(name), toBeast(value));
+    message->body() = std::move(response.body);
+    message->keep_alive(keep_alive_ && !close_after && !server_->stopping());
+    message->prepare_payload();
+    lowest().expires_after(server_->options().write_timeout);
+    http::async_write(stream_, *message,
+                      [self = this->shared_from_this(), message](beast::error_code ec, size_t) {
+                        if (ec) {
+                          self->close();
+                          return;
+                        }
+                        if (!message->keep_alive()) {
+                          self->shutdown();
+                          return;
+                        }
+                        self->waitForRequest(false);
+                      });
+  }
+
+  // Ends the connection politely: TLS close_notify, or a TCP half-close.
+  void shutdown() {
+    if constexpr (kTls) {
+      lowest().expires_after(server_->options().header_timeout);
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        self->close();
+      });
+    } else {
+      beast::error_code ec;
+      lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+      close();
+    }
+  }
+
+  void close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    // The server's map may hold the last reference.
+    auto self = this->shared_from_this();
+    beast::error_code ec;
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().close();
+    server_->remove(id_);
+  }
+
+  HttpServer::Impl* const server_;
+  const uint64_t id_;
+  // Kept alive while the stream uses it, across a reload of the files.
+  const std::shared_ptr<ssl::context> tls_;
+  Stream stream_;
+  std::string remote_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  State state_ = State::kIdle;
+  bool keep_alive_ = true;
+  // Counts requests, so that a late answer to an old one is ignored.
+  uint64_t sequence_ = 0;
+};
+
+// ---- Server -----------------------------------------------------------------
+
+Status HttpServer::Impl::loadTls() {
+  StatusOr<std::shared_ptr<ssl::context>> context =
+      loadTlsContext(options_.tls_cert_file, options_.tls_key_file);
+  if (!context.ok()) return context.status();
+  tls_ = std::move(*context);
+  cert_stamp_ = stampOf(options_.tls_cert_file);
+  key_stamp_ = stampOf(options_.tls_key_file);
+  ++tls_loads_;
+  return okStatus();
+}
+
+std::shared_ptr<ssl::context> HttpServer::Impl::tlsContext() {
+  const Clock::TimePoint now = options_.clock->now();
+  if (tls_checked_at_ && now - *tls_checked_at_ < options_.tls_reload_interval) return tls_;
+  tls_checked_at_ = now;
+  if (stampOf(options_.tls_cert_file) == cert_stamp_ &&
+      stampOf(options_.tls_key_file) == key_stamp_) {
+    return tls_;
+  }
+  Status status = loadTls();
+  if (status.ok()) {
+    log::info("Reloaded TLS certificate", {{"server", options_.name},
+                                           {"cert", options_.tls_cert_file}});
+  } else {
+    // Keep serving with the previous certificate; retried at the next check.
+    log::error("Cannot reload TLS certificate; keeping the previous one", status,
+               {{"server", options_.name}});
+  }
+  return tls_;
+}
+
+Status HttpServer::Impl::open() {
+  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+    return invalidArgument("TLS needs both a certificate file and a key file");
+  }
+  if (options_.max_connections == 0) return invalidArgument("max_connections must be positive");
+  tls_enabled_ = !options_.tls_cert_file.empty();
+  if (tls_enabled_) {
+    RETURN_IF_ERROR(loadTls());
+    tls_checked_at_ = options_.clock->now();
+  }
+
+  ASSIGN_OR_RETURN(auto host_port, parseBindAddress(options_.bind_address));
+  const auto& [host, port] = host_port;
+  std::vector<tcp::endpoint> candidates;
+  if (host.empty()) {
+    // Every interface: dual-stack where IPv6 exists, else IPv4.
+    candidates.emplace_back(asio::ip::address_v6::any(), port);
+    candidates.emplace_back(asio::ip::address_v4::any(), port);
+  } else {
+    tcp::resolver resolver(*ioc_);
+    boost::system::error_code ec;
+    auto results = resolver.resolve(host, std::to_string(port),
+                                    tcp::resolver::numeric_service | tcp::resolver::passive, ec);
+    if (ec) return invalidArgument("resolve " + host + ": " + ec.message());
+    for (const auto& entry : results) candidates.push_back(entry.endpoint());
+  }
+
+  std::string last_error = "no address";
+  for (const tcp::endpoint& endpoint : candidates) {
+    boost::system::error_code ec;
+    acceptor_.open(endpoint.protocol(), ec);
+    if (ec) {
+      last_error = ec.message();
+      continue;
+    }
+    acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (endpoint.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false), ec);
+    acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) {
+      bound_ = acceptor_.local_endpoint(ec);
+      if (!ec) break;
+    }
+    last_error = ec.message();
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+  }
+  if (!acceptor_.is_open()) {
+    return unavailable("bind " + options_.bind_address + ": " + last_error);
+  }
+  doAccept();
+  return okStatus();
+}
+
+void HttpServer::Impl::doAccept() {
+  acceptor_.async_accept(*ioc_, [this](const boost::system::error_code& ec, tcp::socket socket) {
+    onAccept(ec, std::move(socket));
+  });
+}
+
+void HttpServer::Impl::onAccept(const boost::system::error_code& ec, tcp::socket socket) {
+  if (stopping_ || !acceptor_.is_open()) return;
+  if (ec) {
+    log::debug(1, "Accept failed", {{"server", options_.name}, {"error", ec.message()}});
+    retry_timer_.expires_after(kAcceptRetryDelay);
+    retry_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
+      if (!wait_ec && !stopping_) doAccept();
+    });
+    return;
+  }
+  if (connections_.size() >= options_.max_connections) {
+    reject(std::move(socket));
+  } else {
+    const uint64_t id = next_id_++;
+    std::shared_ptr<ConnectionBase> connection;
+    if (tls_enabled_) {
+      std::shared_ptr<ssl::context> context = tlsContext();
+      using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+      connection = std::make_shared<Connection<TlsStream>>(
+          this, id, TlsStream(beast::tcp_stream(std::move(socket)), *context), context);
+    } else {
+      connection = std::make_shared<Connection<beast::tcp_stream>>(
+          this, id, beast::tcp_stream(std::move(socket)), nullptr);
+    }
+    connections_[id] = connection;
+    connection_count_ = connections_.size();
+    connection->start();
+  }
+  doAccept();
+}
+
+void HttpServer::Impl::reject(tcp::socket socket) {
+  boost::system::error_code ec;
+  if (!tls_enabled_) {
+    // A short answer fits the empty send buffer of a fresh socket; the
+    // non-blocking write never holds up the I/O thread.
+    HttpResponse busy = options_.error_response(503, "too many connections; retry");
+    http::response<http::string_body> message;
+    message.version(11);
+    message.result(503);
+    message.reason(toBeast(httpReasonPhrase(503)));
+    if (!busy.content_type.empty()) message.set(http::field::content_type, toBeast(busy.content_type));
+    message.set(http::field::retry_after, "1");
+    message.body() = std::move(busy.body);
+    message.keep_alive(false);
+    message.prepare_payload();
+    std::ostringstream out;
+    out << message;
+    const std::string text = out.str();
+    socket.non_blocking(true, ec);
+    socket.write_some(asio::buffer(text), ec);
+  }
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+  log::debug(1, "Rejected a connection: too many", {{"server", options_.name}});
+}
+
+void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
+  if (stopping_) return;
+  stopping_ = true;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  retry_timer_.cancel();
+  work_.reset();
+  // Idle connections close now; the others after their response.
+  std::vector<std::shared_ptr<ConnectionBase>> open;
+  for (const auto& [id, connection] : connections_) open.push_back(connection);
+  for (const auto& connection : open) connection->closeIfIdle();
+  if (connections_.empty()) return;
+  grace_timer_.expires_after(grace);
+  grace_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
+    if (wait_ec) return;  // every connection closed in time
+    std::vector<std::shared_ptr<ConnectionBase>> left;
+    for (const auto& [id, connection] : connections_) left.push_back(connection);
+    if (!left.empty()) {
+      log::warning("Closing connections still busy at the end of the grace period",
+                   {{"server", options_.name}, {"connections", static_cast<int64_t>(left.size())}});
+    }
+    for (const auto& connection : left) connection->forceClose();
+  });
+}
+
+// ---- HttpServer -------------------------------------------------------------
+
+HttpServer::HttpServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
+                                                        Handler handler) {
+  if (!handler) return invalidArgument("http server: handler is required");
+  auto impl = std::make_shared<Impl>(std::move(options), std::move(handler));
+  try {
+    RETURN_IF_ERROR(impl->open());
+  } catch (const std::exception& e) {
+    return internalError(std::string("start HTTP server: ") + e.what());
+  }
+  std::unique_ptr<HttpServer> server(new HttpServer(impl));
+  server->port_ = impl->bound_.port();
+  server->address_ = endpointText(impl->bound_);
+  server->thread_ = std::thread([impl] {
+    try {
+      impl->run();
+    } catch (const std::exception& e) {
+      // Asio rethrows what a completion handler threw; none of ours throws.
+      log::error("HTTP server I/O thread failed", internalError(e.what()),
+                 {{"server", impl->options().name}});
+    }
+  });
+  log::info("HTTP server listening",
+            {{"server", impl->options().name}, {"address", server->address_},
+             {"tls", !impl->options().tls_cert_file.empty()}});
+  return server;
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::stop(std::chrono::milliseconds grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  impl_->post([impl = impl_.get(), grace] { impl->beginStop(grace); });
+  if (thread_.joinable()) thread_.join();
+}
+
+size_t HttpServer::connectionCount() const { return impl_->connection_count_; }
+
+size_t HttpServer::tlsLoadCount() const { return impl_->tls_loads_; }
+
+}  // namespace rsc::controller::inventory

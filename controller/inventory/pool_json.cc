@@ -1,0 +1,951 @@
+#include "controller/inventory/pool_json.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "client/resource_slice.h"
+#include "common/clock.h"
+#include "controller/inventory/names.h"
+#include "controller/reconcile/planner.h"
+
+namespace rsc::controller::inventory {
+
+namespace {
+
+// ---- Field paths ------------------------------------------------------------
+
+std::string fieldPath(const std::string& base, std::string_view name) {
+  if (base.empty()) return std::string(name);
+  return base + "." + std::string(name);
+}
+
+std::string indexPath(const std::string& base, size_t i) {
+  return base + "[" + std::to_string(i) + "]";
+}
+
+std::string keyPath(const std::string& base, std::string_view key) {
+  std::string out = base + "[\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out += "\"]";
+  return out;
+}
+
+std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Collects problems of one kind.
+class Problems {
+ public:
+  explicit Problems(std::vector<FieldError>& out) : out_(out) {}
+  void add(std::string field, std::string message) {
+    out_.push_back({std::move(field), std::move(message)});
+  }
+  // Adds `error` (a name-rule message) when set.
+  void check(const std::string& field, const std::optional<std::string>& error) {
+    if (error) add(field, *error);
+  }
+  // Adds every detail of a decoder status, or its message when it has none.
+  void addStatus(const std::string& field, const Status& status) {
+    if (status.details().empty()) {
+      add(field, status.message());
+      return;
+    }
+    for (const FieldError& e : status.details()) add(e.field, e.message);
+  }
+  size_t size() const { return out_.size(); }
+
+ private:
+  std::vector<FieldError>& out_;
+};
+
+// ---- Decoding ---------------------------------------------------------------
+
+// A pool as sent, before validation: what decoding found out about presence.
+struct RawPool {
+  Pool pool;
+  bool has_devices = false;
+  bool has_shared_counters = false;
+  bool has_slices = false;
+  bool has_generation = false;
+  // slices[i].perDeviceNodeSelection as sent.
+  std::vector<std::optional<bool>> slice_per_device;
+};
+
+// Returns the JSON type name used in messages.
+std::string_view typeName(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "a list";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float: return "a number";
+    default: return "null";
+  }
+}
+
+bool readBoolField(const Json& v, const std::string& path, Problems& bad, bool* out) {
+  if (!v.is_boolean()) {
+    bad.add(path, "must be a boolean, not " + std::string(typeName(v)));
+    return false;
+  }
+  *out = v.get<bool>();
+  return true;
+}
+
+bool readInt64Field(const Json& v, const std::string& path, Problems& bad, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) {
+      bad.add(path, "out of range for a 64-bit integer");
+      return false;
+    }
+    *out = static_cast<int64_t>(u);
+    return true;
+  }
+  if (!v.is_number_integer()) {
+    bad.add(path, "must be an integer, not " + std::string(typeName(v)));
+    return false;
+  }
+  *out = v.get<int64_t>();
+  return true;
+}
+
+void decodeDevices(const Json& v, const std::string& path, Problems& bad,
+                   std::vector<client::Device>* out) {
+  if (!v.is_array()) {
+    bad.add(path, "must be a list of devices, not " + std::string(typeName(v)));
+    return;
+  }
+  out->reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = indexPath(path, i);
+    if (!v[i].is_object()) {
+      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
+      continue;
+    }
+    StatusOr<client::Device> device = client::deviceFromJson(v[i], at);
+    if (!device.ok()) {
+      bad.addStatus(at, device.status());
+      continue;
+    }
+    out->push_back(std::move(*device));
+  }
+}
+
+void decodeCounterSets(const Json& v, const std::string& path, Problems& bad,
+                       std::vector<client::CounterSet>* out) {
+  if (!v.is_array()) {
+    bad.add(path, "must be a list of counter sets, not " + std::string(typeName(v)));
+    return;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = indexPath(path, i);
+    if (!v[i].is_object()) {
+      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
+      continue;
+    }
+    StatusOr<client::CounterSet> set = client::counterSetFromJson(v[i], at);
+    if (!set.ok()) {
+      bad.addStatus(at, set.status());
+      continue;
+    }
+    out->push_back(std::move(*set));
+  }
+}
+
+void decodeSlices(const Json& v, const std::string& path, Problems& bad, RawPool& raw) {
+  if (!v.is_array()) {
+    bad.add(path, "must be a list of slices, not " + std::string(typeName(v)));
+    return;
+  }
+  std::vector<DesiredSlice> slices;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string at = indexPath(path, i);
+    DesiredSlice slice;
+    std::optional<bool> per_device;
+    if (!v[i].is_object()) {
+      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
+      continue;
+    }
+    for (const auto& [key, value] : v[i].items()) {
+      const std::string field = fieldPath(at, key);
+      if (value.is_null()) continue;
+      if (key == "devices") {
+        decodeDevices(value, field, bad, &slice.devices);
+      } else if (key == "sharedCounters") {
+        decodeCounterSets(value, field, bad, &slice.shared_counters);
+      } else if (key == "perDeviceNodeSelection") {
+        bool b = false;
+        if (readBoolField(value, field, bad, &b)) per_device = b;
+      } else {
+        bad.add(field, "unknown field; a slice has devices, sharedCounters and "
+                       "perDeviceNodeSelection");
+      }
+    }
+    slices.push_back(std::move(slice));
+    raw.slice_per_device.push_back(per_device);
+  }
+  raw.pool.slices = std::move(slices);
+}
+
+RawPool decodeRawPool(const Json& body, const std::string& prefix, Problems& bad) {
+  RawPool raw;
+  if (!body.is_object()) {
+    bad.add(prefix, "must be a Pool object, not " + std::string(typeName(body)));
+    return raw;
+  }
+  NodeSelection& selection = raw.pool.selection;
+  for (const auto& [key, value] : body.items()) {
+    const std::string field = fieldPath(prefix, key);
+    // A JSON null reads as absent, as the API server's Go decoder treats it.
+    if (value.is_null()) continue;
+    if (key == "nodeName") {
+      if (!value.is_string()) {
+        bad.add(field, "must be a string, not " + std::string(typeName(value)));
+      } else {
+        selection.node_name = value.get<std::string>();
+      }
+    } else if (key == "nodeSelector") {
+      if (!value.is_object()) {
+        bad.add(field, "must be an object, not " + std::string(typeName(value)));
+      } else {
+        selection.node_selector = client::NodeSelector{value};
+      }
+    } else if (key == "allNodes") {
+      readBoolField(value, field, bad, &selection.all_nodes);
+    } else if (key == "perDeviceNodeSelection") {
+      readBoolField(value, field, bad, &selection.per_device_node_selection);
+    } else if (key == "devices") {
+      raw.has_devices = true;
+      decodeDevices(value, field, bad, &raw.pool.devices);
+    } else if (key == "sharedCounters") {
+      raw.has_shared_counters = true;
+      decodeCounterSets(value, field, bad, &raw.pool.shared_counters);
+    } else if (key == "slices") {
+      raw.has_slices = true;
+      decodeSlices(value, field, bad, raw);
+    } else if (key == "generation") {
+      raw.has_generation = readInt64Field(value, field, bad, &raw.pool.generation);
+    } else if (key == "leaseSeconds") {
+      int64_t seconds = 0;
+      if (readInt64Field(value, field, bad, &seconds)) {
+        raw.pool.lease = std::chrono::seconds(std::clamp<int64_t>(seconds, -1, kMaxLeaseSeconds + 1));
+      }
+    } else {
+      bad.add(field,
+              "unknown field; a Pool has nodeName, nodeSelector, allNodes, "
+              "perDeviceNodeSelection, devices, sharedCounters, slices, generation and "
+              "leaseSeconds");
+    }
+  }
+  return raw;
+}
+
+// ---- Validation -------------------------------------------------------------
+
+// A NodeSelector (core/v1) with exactly one term. Its fields are checked
+// strictly: it is a stable core type, so an unknown field is a typo.
+void validateNodeSelector(const Json& selector, const std::string& path, Problems& bad) {
+  if (!selector.is_object()) {
+    bad.add(path, "must be an object");
+    return;
+  }
+  for (const auto& [key, value] : selector.items()) {
+    if (key != "nodeSelectorTerms") {
+      bad.add(fieldPath(path, key), "unknown field; a NodeSelector has nodeSelectorTerms");
+    }
+  }
+  const std::string terms_path = fieldPath(path, "nodeSelectorTerms");
+  const auto terms = selector.find("nodeSelectorTerms");
+  if (terms == selector.end() || !terms->is_array()) {
+    bad.add(terms_path, "required: a list with exactly one node selector term");
+    return;
+  }
+  if (terms->size() != 1) {
+    bad.add(terms_path, "must have exactly one node selector term, not " +
+                            std::to_string(terms->size()));
+  }
+  for (size_t t = 0; t < terms->size(); ++t) {
+    const Json& term = (*terms)[t];
+    const std::string term_path = indexPath(terms_path, t);
+    if (!term.is_object()) {
+      bad.add(term_path, "must be an object");
+      continue;
+    }
+    for (const auto& [kind, list] : term.items()) {
+      const std::string list_path = fieldPath(term_path, kind);
+      if (kind != "matchExpressions" && kind != "matchFields") {
+        bad.add(list_path, "unknown field; a node selector term has matchExpressions and "
+                           "matchFields");
+        continue;
+      }
+      if (list.is_null()) continue;
+      if (!list.is_array()) {
+        bad.add(list_path, "must be a list");
+        continue;
+      }
+      const bool fields = kind == "matchFields";
+      for (size_t r = 0; r < list.size(); ++r) {
+        const Json& req = list[r];
+        const std::string req_path = indexPath(list_path, r);
+        if (!req.is_object()) {
+          bad.add(req_path, "must be an object");
+          continue;
+        }
+        std::string key;
+        std::string op;
+        std::vector<std::string> values;
+        bool shape_ok = true;
+        for (const auto& [name, v] : req.items()) {
+          const std::string at = fieldPath(req_path, name);
+          if (name == "key" && v.is_string()) {
+            key = v.get<std::string>();
+          } else if (name == "operator" && v.is_string()) {
+            op = v.get<std::string>();
+          } else if (name == "values" && (v.is_array() || v.is_null())) {
+            for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
+              if (!v[i].is_string()) {
+                bad.add(indexPath(at, i), "must be a string");
+                shape_ok = false;
+              } else {
+                values.push_back(v[i].get<std::string>());
+              }
+            }
+          } else if (name == "key" || name == "operator" || name == "values") {
+            bad.add(at, name == "values" ? "must be a list of strings" : "must be a string");
+            shape_ok = false;
+          } else {
+            bad.add(at, "unknown field; a requirement has key, operator and values");
+            shape_ok = false;
+          }
+        }
+        if (!shape_ok) continue;
+        const std::string key_path = fieldPath(req_path, "key");
+        const std::string op_path = fieldPath(req_path, "operator");
+        const std::string values_path = fieldPath(req_path, "values");
+        if (fields) {
+          if (key != "metadata.name") {
+            bad.add(key_path, "must be metadata.name, the only field a node selector supports");
+          }
+          if (op != "In" && op != "NotIn") {
+            bad.add(op_path, "must be In or NotIn for matchFields");
+          } else if (values.size() != 1) {
+            bad.add(values_path, "must have exactly one value for matchFields");
+          }
+          continue;
+        }
+        bad.check(key_path, labelKeyError(key));
+        if (op == "In" || op == "NotIn") {
+          if (values.empty()) bad.add(values_path, "must be specified for In and NotIn");
+        } else if (op == "Exists" || op == "DoesNotExist") {
+          if (!values.empty()) bad.add(values_path, "must be empty for Exists and DoesNotExist");
+        } else if (op == "Gt" || op == "Lt") {
+          if (values.size() != 1) {
+            bad.add(values_path, "must have exactly one value for Gt and Lt");
+          } else {
+            const std::string& v = values.front();
+            const bool integer =
+                !v.empty() && std::all_of(v.begin() + (v[0] == '-' ? 1 : 0), v.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; }) &&
+                v != "-";
+            if (!integer) bad.add(indexPath(values_path, 0), "must be an integer for Gt and Lt");
+          }
+        } else {
+          bad.add(op_path, op.empty() ? "required" : "must be In, NotIn, Exists, DoesNotExist, Gt or Lt");
+        }
+        if (op == "In" || op == "NotIn") {
+          for (size_t i = 0; i < values.size(); ++i) {
+            bad.check(indexPath(values_path, i), labelValueError(values[i]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// What device validation needs to know about the pool around it.
+struct PoolContext {
+  bool per_device_node_selection = false;
+  // Counter sets of the whole pool, by name.
+  std::map<std::string, const client::CounterSet*> counter_sets;
+};
+
+size_t attributeValueCount(const client::DeviceAttribute& a) {
+  if (a.ints) return a.ints->size();
+  if (a.bools) return a.bools->size();
+  if (a.strings) return a.strings->size();
+  if (a.versions) return a.versions->size();
+  return 1;
+}
+
+void validateAttribute(const client::DeviceAttribute& a, const std::string& path, Problems& bad) {
+  const int set = static_cast<int>(a.int_value.has_value()) +
+                  static_cast<int>(a.bool_value.has_value()) +
+                  static_cast<int>(a.string_value.has_value()) +
+                  static_cast<int>(a.version_value.has_value()) +
+                  static_cast<int>(a.ints.has_value()) + static_cast<int>(a.bools.has_value()) +
+                  static_cast<int>(a.strings.has_value()) +
+                  static_cast<int>(a.versions.has_value());
+  if (set != 1) {
+    std::string message =
+        "must have exactly one of int, bool, string, version, ints, bools, strings or versions";
+    if (set == 0 && a.unknown.is_object() && !a.unknown.empty()) {
+      message += "; unknown field " + inQuotes(a.unknown.begin().key());
+    }
+    bad.add(path, message);
+    return;
+  }
+  const auto check_string = [&](const std::string& value, const std::string& at, bool version) {
+    if (value.size() > kAttributeMaxValueLength) {
+      bad.add(at, "must be no more than " + std::to_string(kAttributeMaxValueLength) + " bytes");
+    } else if (version) {
+      bad.check(at, semverError(value));
+    }
+  };
+  if (a.string_value) check_string(*a.string_value, fieldPath(path, "string"), false);
+  if (a.version_value) check_string(*a.version_value, fieldPath(path, "version"), true);
+  const auto check_list_size = [&](size_t size, std::string_view name) {
+    if (size == 0) bad.add(fieldPath(path, name), "must not be empty");
+  };
+  if (a.ints) check_list_size(a.ints->size(), "ints");
+  if (a.bools) check_list_size(a.bools->size(), "bools");
+  if (a.strings) {
+    check_list_size(a.strings->size(), "strings");
+    for (size_t i = 0; i < a.strings->size(); ++i) {
+      check_string((*a.strings)[i], indexPath(fieldPath(path, "strings"), i), false);
+    }
+  }
+  if (a.versions) {
+    check_list_size(a.versions->size(), "versions");
+    for (size_t i = 0; i < a.versions->size(); ++i) {
+      check_string((*a.versions)[i], indexPath(fieldPath(path, "versions"), i), true);
+    }
+  }
+}
+
+void validateRequestPolicy(const client::CapacityRequestPolicy& policy,
+                           const client::Quantity& capacity, const std::string& path,
+                           Problems& bad) {
+  const bool has_values = !policy.valid_values.empty();
+  const bool has_range = policy.valid_range.has_value();
+  const std::string default_path = fieldPath(path, "default");
+  if (has_values && has_range) {
+    bad.add(fieldPath(path, "validRange"), "must not be set together with validValues");
+  }
+  if (has_values) {
+    const std::string values_path = fieldPath(path, "validValues");
+    if (policy.valid_values.size() > kMaxCapacityValidValues) {
+      bad.add(values_path,
+              "must have at most " + std::to_string(kMaxCapacityValidValues) + " values");
+    }
+    for (size_t i = 0; i < policy.valid_values.size(); ++i) {
+      const client::Quantity& v = policy.valid_values[i];
+      if (v > capacity) bad.add(indexPath(values_path, i), "must not exceed the capacity value");
+      if (i > 0 && !(policy.valid_values[i - 1] < v)) {
+        bad.add(indexPath(values_path, i), "values must be sorted in ascending order and unique");
+      }
+    }
+    if (!policy.default_value) {
+      bad.add(default_path, "required when validValues is set");
+    } else if (std::find(policy.valid_values.begin(), policy.valid_values.end(),
+                         *policy.default_value) == policy.valid_values.end()) {
+      bad.add(default_path, "must be one of validValues");
+    }
+  }
+  if (has_range) {
+    const client::CapacityRequestPolicyRange& range = *policy.valid_range;
+    const std::string range_path = fieldPath(path, "validRange");
+    if (!range.min) {
+      bad.add(fieldPath(range_path, "min"), "required");
+      return;
+    }
+    if (*range.min > capacity) {
+      bad.add(fieldPath(range_path, "min"), "must not exceed the capacity value");
+    }
+    if (range.max) {
+      if (*range.max > capacity) {
+        bad.add(fieldPath(range_path, "max"), "must not exceed the capacity value");
+      }
+      if (*range.max < *range.min) bad.add(fieldPath(range_path, "max"), "must not be below min");
+    }
+    if (range.step && !(client::Quantity() < *range.step)) {
+      bad.add(fieldPath(range_path, "step"), "must be greater than zero");
+    }
+    if (policy.default_value) {
+      const client::Quantity& upper = range.max ? *range.max : capacity;
+      if (*policy.default_value < *range.min || *policy.default_value > upper) {
+        bad.add(default_path, "must be within validRange");
+      }
+    }
+  }
+}
+
+void validateConditions(const std::vector<std::string>& list, const std::string& path,
+                        size_t max, Problems& bad) {
+  if (list.size() > max) {
+    bad.add(path, "must have at most " + std::to_string(max) + " entries");
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = indexPath(path, i);
+    bad.check(at, labelKeyError(list[i]));
+    if (!seen.insert(list[i]).second) bad.add(at, "Duplicate value: " + inQuotes(list[i]));
+  }
+}
+
+void validateDevice(const client::Device& d, const std::string& path, const PoolContext& pool,
+                    Problems& bad) {
+  // Name.
+  bad.check(fieldPath(path, "name"), dnsLabelError(d.name));
+
+  // Attributes and capacity.
+  if (d.attributes.size() + d.capacity.size() > kMaxAttributesAndCapacitiesPerDevice) {
+    bad.add(path, "must have at most " + std::to_string(kMaxAttributesAndCapacitiesPerDevice) +
+                      " attributes and capacities combined, not " +
+                      std::to_string(d.attributes.size() + d.capacity.size()));
+  }
+  size_t values = 0;
+  for (const auto& [name, attribute] : d.attributes) {
+    const std::string at = keyPath(fieldPath(path, "attributes"), name);
+    bad.check(at, deviceQualifiedNameError(name));
+    validateAttribute(attribute, at, bad);
+    values += attributeValueCount(attribute);
+  }
+  if (values > kMaxAttributeValuesPerDevice) {
+    bad.add(fieldPath(path, "attributes"),
+            "must have at most " + std::to_string(kMaxAttributeValuesPerDevice) +
+                " values in total (each list item counts), not " + std::to_string(values));
+  }
+  for (const auto& [name, capacity] : d.capacity) {
+    const std::string at = keyPath(fieldPath(path, "capacity"), name);
+    bad.check(at, deviceQualifiedNameError(name));
+    if (capacity.request_policy) {
+      const std::string policy_path = fieldPath(at, "requestPolicy");
+      if (d.allow_multiple_allocations != true) {
+        bad.add(policy_path, "may only be set when allowMultipleAllocations is true");
+      }
+      validateRequestPolicy(*capacity.request_policy, capacity.value, policy_path, bad);
+    }
+  }
+
+  // Taints.
+  const std::string taints_path = fieldPath(path, "taints");
+  if (d.taints.size() > kMaxTaintsPerDevice) {
+    bad.add(taints_path, "must have at most " + std::to_string(kMaxTaintsPerDevice) +
+                             " taints, not " + std::to_string(d.taints.size()));
+  }
+  for (size_t i = 0; i < d.taints.size(); ++i) {
+    const client::DeviceTaint& taint = d.taints[i];
+    const std::string at = indexPath(taints_path, i);
+    bad.check(fieldPath(at, "key"), labelKeyError(taint.key));
+    bad.check(fieldPath(at, "value"), labelValueError(taint.value));
+    if (taint.effect != "None" && taint.effect != "NoSchedule" && taint.effect != "NoExecute") {
+      bad.add(fieldPath(at, "effect"), taint.effect.empty()
+                                           ? "required: None, NoSchedule or NoExecute"
+                                           : "must be None, NoSchedule or NoExecute, not " +
+                                                 inQuotes(taint.effect));
+    }
+  }
+
+  // Counter consumption: few, unique, and referring to counters the pool has.
+  const std::string consumes_path = fieldPath(path, "consumesCounters");
+  if (d.consumes_counters.size() > kMaxCounterConsumptionsPerDevice) {
+    bad.add(consumes_path, "must have at most " +
+                               std::to_string(kMaxCounterConsumptionsPerDevice) + " entries, not " +
+                               std::to_string(d.consumes_counters.size()));
+  }
+  std::set<std::string> consumed_sets;
+  for (size_t i = 0; i < d.consumes_counters.size(); ++i) {
+    const client::DeviceCounterConsumption& c = d.consumes_counters[i];
+    const std::string at = indexPath(consumes_path, i);
+    const std::string set_path = fieldPath(at, "counterSet");
+    const std::string counters_path = fieldPath(at, "counters");
+    bad.check(set_path, dnsLabelError(c.counter_set));
+    if (!consumed_sets.insert(c.counter_set).second) {
+      bad.add(set_path, "Duplicate value: " + inQuotes(c.counter_set));
+    }
+    if (c.counters.empty()) bad.add(counters_path, "must not be empty");
+    if (c.counters.size() > kMaxCountersPerCounterConsumption) {
+      bad.add(counters_path,
+              "must have at most " + std::to_string(kMaxCountersPerCounterConsumption) +
+                  " counters, not " + std::to_string(c.counters.size()));
+    }
+    const auto set = pool.counter_sets.find(c.counter_set);
+    if (set == pool.counter_sets.end()) {
+      if (!c.counter_set.empty()) {
+        bad.add(set_path, "refers to counter set " + inQuotes(c.counter_set) +
+                              ", which is not in the pool's sharedCounters");
+      }
+    }
+    for (const auto& [name, counter] : c.counters) {
+      const std::string counter_path = keyPath(counters_path, name);
+      bad.check(counter_path, dnsLabelError(name));
+      if (set != pool.counter_sets.end() && !set->second->counters.contains(name)) {
+        bad.add(counter_path, "refers to counter " + inQuotes(name) + ", which counter set " +
+                                  inQuotes(c.counter_set) + " does not have");
+      }
+    }
+  }
+
+  // Node selection of the device itself.
+  const int node_fields = static_cast<int>(d.node_name.has_value()) +
+                          static_cast<int>(d.node_selector.has_value()) +
+                          static_cast<int>(d.all_nodes.has_value());
+  if (pool.per_device_node_selection) {
+    if (node_fields != 1) {
+      bad.add(path, "must set exactly one of nodeName, nodeSelector or allNodes, because the "
+                    "pool uses perDeviceNodeSelection");
+    }
+  } else if (node_fields > 0) {
+    const char* field = d.node_name ? "nodeName" : d.node_selector ? "nodeSelector" : "allNodes";
+    bad.add(fieldPath(path, field), "may only be set when the pool uses perDeviceNodeSelection");
+  }
+  if (pool.per_device_node_selection) {
+    if (d.node_name) bad.check(fieldPath(path, "nodeName"), nodeNameError(*d.node_name));
+    if (d.node_selector) {
+      validateNodeSelector(d.node_selector->value, fieldPath(path, "nodeSelector"), bad);
+    }
+    if (d.all_nodes == false) bad.add(fieldPath(path, "allNodes"), "must be unset or true");
+  }
+
+  // Binding conditions.
+  const std::string conditions_path = fieldPath(path, "bindingConditions");
+  const std::string failures_path = fieldPath(path, "bindingFailureConditions");
+  validateConditions(d.binding_conditions, conditions_path, kMaxBindingConditions, bad);
+  validateConditions(d.binding_failure_conditions, failures_path, kMaxBindingFailureConditions,
+                     bad);
+  for (size_t i = 0; i < d.binding_failure_conditions.size(); ++i) {
+    const std::string& c = d.binding_failure_conditions[i];
+    if (std::find(d.binding_conditions.begin(), d.binding_conditions.end(), c) !=
+        d.binding_conditions.end()) {
+      bad.add(indexPath(failures_path, i),
+              inQuotes(c) + " must not be both a binding condition and a binding failure condition");
+    }
+  }
+  if (!d.binding_conditions.empty() && d.binding_failure_conditions.empty()) {
+    bad.add(failures_path, "required when bindingConditions is set");
+  }
+  if (d.binding_conditions.empty() && !d.binding_failure_conditions.empty()) {
+    bad.add(conditions_path, "required when bindingFailureConditions is set");
+  }
+}
+
+void validateCounterSet(const client::CounterSet& set, const std::string& path, Problems& bad) {
+  bad.check(fieldPath(path, "name"), dnsLabelError(set.name));
+  const std::string counters_path = fieldPath(path, "counters");
+  if (set.counters.empty()) bad.add(counters_path, "must not be empty");
+  if (set.counters.size() > kMaxCountersPerCounterSet) {
+    bad.add(counters_path, "must have at most " + std::to_string(kMaxCountersPerCounterSet) +
+                               " counters, not " + std::to_string(set.counters.size()));
+  }
+  for (const auto& [name, counter] : set.counters) {
+    bad.check(keyPath(counters_path, name), dnsLabelError(name));
+  }
+}
+
+void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& bad) {
+  const Pool& pool = raw.pool;
+  const NodeSelection& s = pool.selection;
+
+  // Node selection: exactly one way.
+  std::vector<std::string> set_fields;
+  if (s.node_name) set_fields.emplace_back("nodeName");
+  if (s.node_selector) set_fields.emplace_back("nodeSelector");
+  if (s.all_nodes) set_fields.emplace_back("allNodes");
+  if (s.per_device_node_selection) set_fields.emplace_back("perDeviceNodeSelection");
+  if (set_fields.empty()) {
+    bad.add(prefix, "exactly one of nodeName, nodeSelector, allNodes: true or "
+                    "perDeviceNodeSelection: true is required");
+  }
+  for (size_t i = 1; i < set_fields.size(); ++i) {
+    bad.add(fieldPath(prefix, set_fields[i]),
+            "must not be set together with " + set_fields.front() +
+                "; exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection");
+  }
+  if (s.node_name) bad.check(fieldPath(prefix, "nodeName"), nodeNameError(*s.node_name));
+  if (s.node_selector) {
+    validateNodeSelector(s.node_selector->value, fieldPath(prefix, "nodeSelector"), bad);
+  }
+
+  // Generation and lease.
+  if (pool.generation < 0) bad.add(fieldPath(prefix, "generation"), "must not be negative");
+  if (pool.lease.count() < 0) {
+    bad.add(fieldPath(prefix, "leaseSeconds"), "must not be negative");
+  } else if (pool.lease.count() > kMaxLeaseSeconds) {
+    bad.add(fieldPath(prefix, "leaseSeconds"),
+            "must be at most " + std::to_string(kMaxLeaseSeconds) + " (one year)");
+  }
+
+  // Devices and counter sets, with their paths, in either form.
+  struct Located {
+    const client::Device* device;
+    std::string path;
+  };
+  struct LocatedSet {
+    const client::CounterSet* set;
+    std::string path;
+  };
+  std::vector<Located> devices;
+  std::vector<LocatedSet> sets;
+  if (raw.has_slices) {
+    const std::string slices_path = fieldPath(prefix, "slices");
+    if (raw.has_devices || raw.has_shared_counters) {
+      bad.add(slices_path, std::string("must not be set together with ") +
+                               (raw.has_devices ? "devices" : "sharedCounters") +
+                               "; use either devices and sharedCounters, or slices");
+    }
+    if (pool.slices->empty()) {
+      bad.add(slices_path, "must have at least one slice (an empty pool is one slice "
+                           "without devices)");
+    }
+    for (size_t i = 0; i < pool.slices->size(); ++i) {
+      const DesiredSlice& slice = (*pool.slices)[i];
+      const std::string at = indexPath(slices_path, i);
+      const std::string devices_path = fieldPath(at, "devices");
+      const std::string sets_path = fieldPath(at, "sharedCounters");
+      if (!slice.devices.empty() && !slice.shared_counters.empty()) {
+        bad.add(sets_path, "must not be in the same slice as devices; put shared counters in "
+                           "a slice of their own");
+      }
+      if (slice.shared_counters.size() > kMaxCounterSetsPerSlice) {
+        bad.add(sets_path, "must have at most " + std::to_string(kMaxCounterSetsPerSlice) +
+                               " counter sets per slice, not " +
+                               std::to_string(slice.shared_counters.size()));
+      }
+      const size_t limit = deviceLimit(slice.devices);
+      if (slice.devices.size() > limit) {
+        bad.add(devices_path,
+                "must have at most " + std::to_string(limit) + " devices per slice" +
+                    (limit < client::kResourceSliceMaxDevices
+                         ? " when a device uses taints, consumesCounters or list attributes"
+                         : "") +
+                    ", not " + std::to_string(slice.devices.size()));
+      }
+      const std::optional<bool>& per_device = raw.slice_per_device[i];
+      if (per_device && *per_device != s.per_device_node_selection) {
+        bad.add(fieldPath(at, "perDeviceNodeSelection"),
+                "must match the pool's perDeviceNodeSelection (" +
+                    std::string(s.per_device_node_selection ? "true" : "unset") + ")");
+      }
+      for (size_t d = 0; d < slice.devices.size(); ++d) {
+        devices.push_back({&slice.devices[d], indexPath(devices_path, d)});
+      }
+      for (size_t c = 0; c < slice.shared_counters.size(); ++c) {
+        sets.push_back({&slice.shared_counters[c], indexPath(sets_path, c)});
+      }
+    }
+  } else {
+    for (size_t d = 0; d < pool.devices.size(); ++d) {
+      devices.push_back({&pool.devices[d], indexPath(fieldPath(prefix, "devices"), d)});
+    }
+    for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
+      sets.push_back(
+          {&pool.shared_counters[c], indexPath(fieldPath(prefix, "sharedCounters"), c)});
+    }
+  }
+
+  // Counter sets: valid, and unique by name across the pool.
+  PoolContext context;
+  context.per_device_node_selection = s.per_device_node_selection;
+  std::map<std::string, std::string> set_at;
+  for (const LocatedSet& located : sets) {
+    validateCounterSet(*located.set, located.path, bad);
+    auto [it, inserted] = set_at.emplace(located.set->name, located.path);
+    if (!inserted) {
+      bad.add(fieldPath(located.path, "name"),
+              "Duplicate value: " + inQuotes(located.set->name) + " (also at " + it->second + ")");
+    } else {
+      context.counter_sets[located.set->name] = located.set;
+    }
+  }
+
+  // Devices: valid, and unique by name across the pool.
+  std::map<std::string, std::string> device_at;
+  for (const Located& located : devices) {
+    validateDevice(*located.device, located.path, context, bad);
+    auto [it, inserted] = device_at.emplace(located.device->name, located.path);
+    if (!inserted) {
+      bad.add(fieldPath(located.path, "name"), "Duplicate value: " +
+                                                   inQuotes(located.device->name) + " (also at " +
+                                                   it->second + ")");
+    }
+  }
+}
+
+Pool decodeAndValidate(const Json& body, const std::string& prefix, BodyProblems& problems) {
+  Problems malformed(problems.malformed);
+  Problems invalid(problems.invalid);
+  const size_t before = malformed.size();
+  RawPool raw = decodeRawPool(body, prefix, malformed);
+  if (malformed.size() == before) validateRawPool(raw, prefix, invalid);
+  return std::move(raw.pool);
+}
+
+// Returns the nesting depth of a JSON text, counting brackets outside strings.
+// Runs before the parser so that a hostile body cannot exhaust the stack.
+size_t jsonDepth(std::string_view text) {
+  size_t depth = 0;
+  size_t max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+std::string phaseOf(const PoolStatus& status) { return std::string(poolPhaseName(status.phase)); }
+
+}  // namespace
+
+StatusOr<Json> parseJsonBody(std::string_view body) {
+  if (jsonDepth(body) > kMaxJsonDepth) {
+    return Status(StatusCode::kInvalidArgument,
+                  "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
+  try {
+    return Json::parse(body.begin(), body.end());
+  } catch (const Json::parse_error& e) {
+    // The library's message names the byte offset and what it expected.
+    return Status(StatusCode::kInvalidArgument, std::string("request body is not JSON: ") + e.what());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kInvalidArgument, std::string("request body is not JSON: ") + e.what());
+  }
+}
+
+Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems) {
+  return decodeAndValidate(body, prefix, problems);
+}
+
+std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
+  std::map<std::string, Pool> pools;
+  Problems malformed(problems.malformed);
+  Problems invalid(problems.invalid);
+  if (!body.is_object()) {
+    malformed.add("", "must be an object {\"pools\": {name: Pool}}, not " +
+                          std::string(typeName(body)));
+    return pools;
+  }
+  const Json* pool_map = nullptr;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "pools") {
+      pool_map = &value;
+    } else {
+      malformed.add(key, "unknown field; the body is {\"pools\": {name: Pool}}");
+    }
+  }
+  if (pool_map == nullptr || pool_map->is_null()) {
+    malformed.add("pools", "required: an object of pools by name ({} withdraws every pool)");
+    return pools;
+  }
+  if (!pool_map->is_object()) {
+    malformed.add("pools", "must be an object of pools by name, not " +
+                               std::string(typeName(*pool_map)));
+    return pools;
+  }
+  for (const auto& [name, value] : pool_map->items()) {
+    const std::string at = keyPath("pools", name);
+    invalid.check(at, poolNameError(name));
+    pools[name] = decodeAndValidate(value, at, problems);
+  }
+  return pools;
+}
+
+Status problemsStatus(const BodyProblems& problems) {
+  const auto summary = [](const std::vector<FieldError>& list, std::string_view what) {
+    std::string message = std::to_string(list.size()) + " " + std::string(what) +
+                          (list.size() == 1 ? "" : "s");
+    const FieldError& first = list.front();
+    message += ": " + (first.field.empty() ? first.message : first.field + ": " + first.message);
+    if (list.size() > 1) message += " (and " + std::to_string(list.size() - 1) + " more)";
+    return message;
+  };
+  if (!problems.malformed.empty()) {
+    return Status(StatusCode::kInvalidArgument, summary(problems.malformed, "malformed field"),
+                  problems.malformed);
+  }
+  if (!problems.invalid.empty()) {
+    return Status(StatusCode::kUnprocessable, summary(problems.invalid, "invalid field"),
+                  problems.invalid);
+  }
+  return okStatus();
+}
+
+StatusOr<Pool> parsePool(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, parseJsonBody(body));
+  BodyProblems problems;
+  Pool pool = decodePool(j, "", problems);
+  RETURN_IF_ERROR(problemsStatus(problems));
+  return pool;
+}
+
+StatusOr<std::map<std::string, Pool>> parseDriverPools(std::string_view body) {
+  ASSIGN_OR_RETURN(Json j, parseJsonBody(body));
+  BodyProblems problems;
+  std::map<std::string, Pool> pools = decodeDriverPools(j, problems);
+  RETURN_IF_ERROR(problemsStatus(problems));
+  return pools;
+}
+
+Json poolStatusToJson(const PoolStatus& status, const std::shared_ptr<const DesiredPool>& desired,
+                      const std::string& leader, std::string_view phase_override) {
+  Json j = Json::object();
+  j["driver"] = status.key.driver;
+  j["pool"] = status.key.pool;
+  j["phase"] = phase_override.empty() ? phaseOf(status) : std::string(phase_override);
+  j["desiredGeneration"] = desired ? desired->pool.generation : 0;
+  j["publishedGeneration"] = status.published_generation;
+  j["desiredVersion"] = status.desired_version;
+  j["publishedVersion"] = status.published_version;
+  j["sliceNames"] = status.slice_names;
+  if (!status.last_error.ok()) {
+    const std::string reason = status.last_error.reason().empty()
+                                   ? std::string(statusCodeName(status.last_error.code()))
+                                   : status.last_error.reason();
+    j["lastError"] = {{"reason", reason}, {"message", status.last_error.message()}};
+  }
+  if (status.last_push) j["lastPushTime"] = formatMicroTime(*status.last_push);
+  j["droppedFields"] = status.dropped_fields;
+  if (desired && desired->pool.lease.count() > 0) {
+    j["leaseSeconds"] = desired->pool.lease.count();
+  }
+  j["leader"] = leader;
+  return j;
+}
+
+Json errorToJson(int http_code, std::string_view reason, std::string_view message,
+                 const std::vector<FieldError>& details) {
+  Json j = Json::object();
+  j["code"] = http_code;
+  j["reason"] = std::string(reason);
+  j["message"] = std::string(message);
+  Json list = Json::array();
+  for (const FieldError& e : details) list.push_back({{"field", e.field}, {"message", e.message}});
+  j["details"] = std::move(list);
+  return j;
+}
+
+std::string dumpJson(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace rsc::controller::inventory

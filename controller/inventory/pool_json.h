@@ -1,0 +1,91 @@
+// The JSON of the inventory API (DESIGN.md section 4): decoding and validating
+// a pushed Pool or a driver's whole inventory into controller::Pool, and
+// encoding pool statuses and errors. Validation applies the API server's own
+// ResourceSlice v1 rules and limits, so that what is accepted here can be
+// written; every problem is reported with its field path, not only the first.
+// Used by the inventory handler, its tests and the fuzzer. Pure functions;
+// thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "controller/reconcile/desired_store.h"
+#include "controller/reconcile/pool.h"
+
+namespace rsc::controller::inventory {
+
+using Json = nlohmann::json;
+
+// Limits of resource.k8s.io/v1 (Kubernetes 1.36+) not already in
+// client/resource_slice.h or the planner.
+inline constexpr size_t kMaxAttributesAndCapacitiesPerDevice = 32;
+inline constexpr size_t kMaxAttributeValuesPerDevice = 48;
+inline constexpr size_t kAttributeMaxValueLength = 64;
+inline constexpr size_t kMaxTaintsPerDevice = 16;
+inline constexpr size_t kMaxCountersPerCounterSet = 32;
+inline constexpr size_t kMaxCounterConsumptionsPerDevice = 2;
+inline constexpr size_t kMaxCountersPerCounterConsumption = 32;
+inline constexpr size_t kMaxBindingConditions = 4;
+inline constexpr size_t kMaxBindingFailureConditions = 4;
+inline constexpr size_t kMaxCapacityValidValues = 10;
+// A lease longer than a year is surely a unit mistake (milliseconds sent as
+// seconds); the bound also keeps deadline arithmetic far from overflow.
+inline constexpr int64_t kMaxLeaseSeconds = 365LL * 24 * 3600;
+// JSON nesting deeper than this is refused before parsing: a Pool needs about
+// ten levels, and the JSON library recurses once per level.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// The problems found in a request body, in document order. `malformed` are
+// shape errors (HTTP 400): not JSON, wrong types, unknown fields of the Pool
+// body. `invalid` are ResourceSlice validation failures (HTTP 422).
+struct BodyProblems {
+  std::vector<FieldError> malformed;
+  std::vector<FieldError> invalid;
+  bool empty() const { return malformed.empty() && invalid.empty(); }
+};
+
+// Parses `body` as JSON, refusing nesting beyond kMaxJsonDepth. Never throws.
+StatusOr<Json> parseJsonBody(std::string_view body);
+
+// Decodes and validates one Pool object. `prefix` is the field path of the
+// object ("" for a request body, "pools[\"node-a\"]" inside a driver body).
+// Problems are appended to `problems`; the returned pool is meaningful only
+// when none were added. Validation runs only when decoding found no shape
+// errors, so that one typo does not cause a cascade of follow-up errors.
+Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems);
+
+// Decodes and validates the body of PUT /v1/drivers/{driver}:
+// {"pools": {"<pool name>": Pool, ...}}, pool names included.
+std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems);
+
+// Convenience for callers without a request: the pool, or InvalidArgument
+// (shape errors) or Unprocessable (validation) with every problem as a detail.
+StatusOr<Pool> parsePool(std::string_view body);
+StatusOr<std::map<std::string, Pool>> parseDriverPools(std::string_view body);
+
+// Returns the status of `problems` (OK when empty): InvalidArgument with the
+// malformed ones when there are any, else Unprocessable with the invalid ones.
+Status problemsStatus(const BodyProblems& problems);
+
+// The JSON of a PoolStatus (see openapi.json, schema PoolStatus). `desired` may
+// be null (a pool being withdrawn). `phase_override` replaces the phase when
+// not empty ("Withdrawn" for a finished DELETE).
+Json poolStatusToJson(const PoolStatus& status, const std::shared_ptr<const DesiredPool>& desired,
+                      const std::string& leader, std::string_view phase_override = {});
+
+// The JSON of an error: {code, reason, message, details: [{field, message}]}.
+Json errorToJson(int http_code, std::string_view reason, std::string_view message,
+                 const std::vector<FieldError>& details);
+
+// Serialises for a response body; invalid UTF-8 (from a URL, say) is replaced
+// rather than thrown on.
+std::string dumpJson(const Json& j);
+
+}  // namespace rsc::controller::inventory

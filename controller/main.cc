@@ -1,0 +1,407 @@
+// resourceslice-controller: flag parsing and wiring only. See DESIGN.md for
+// what each part does; this file builds them, starts them in order, and
+// stops them in the reverse order on SIGTERM: stop accepting pushes, let
+// in-flight writes finish, release the leader Lease, exit 0.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "client/config.h"
+#include "client/http_transport.h"
+#include "client/rest_kube_api.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "controller/flags.h"
+#include "controller/forwarder.h"
+#include "controller/inventory/authenticator.h"
+#include "controller/inventory/endpoint.h"
+#include "controller/inventory/handler.h"
+#include "controller/inventory/http_server.h"
+#include "controller/leader/leader_elector.h"
+#include "controller/observers.h"
+#include "controller/reconcile/controller.h"
+#include "controller/reconcile/desired_store.h"
+#include "metrics/build_info.h"
+#include "metrics/controller_metrics.h"
+#include "metrics/exposition.h"
+#include "metrics/inventory_metrics.h"
+#include "metrics/leader_election_metrics.h"
+#include "metrics/process_collector.h"
+#include "metrics/registry.h"
+#include "metrics/rest_client_metrics.h"
+#include "metrics/watch_metrics.h"
+#include "metrics/work_queue_metrics.h"
+
+#ifndef RSC_VERSION
+#define RSC_VERSION "unknown"
+#endif
+#ifndef RSC_GIT_COMMIT
+#define RSC_GIT_COMMIT "unknown"
+#endif
+
+namespace rsc {
+namespace {
+
+namespace inv = controller::inventory;
+
+// The annotation of the leader Lease that carries the leader's inventory URL.
+constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
+// How long SIGTERM waits for held ?wait= pushes and in-flight requests.
+constexpr auto kShutdownGrace = std::chrono::seconds(10);
+
+int usageError(const std::string& message) {
+  std::cerr << "resourceslice-controller: " << message << "\n";
+  return 2;
+}
+
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "resourceslice-controller";
+  return buf;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "--cleanup": deletes every managed slice and exits, for the chart's
+// pre-delete hook. Succeeds only when none is left.
+int runCleanup(client::KubeApi& api) {
+  client::ListOptions selector;
+  selector.label_selector =
+      std::string(controller::kManagedByLabel) + "=" + controller::kManagedByValue;
+  Status s = api.deleteResourceSlices(selector);
+  if (!s.ok()) {
+    log::error("Cleanup: deleting the managed ResourceSlices failed", s);
+    return 1;
+  }
+  StatusOr<client::ResourceSliceList> left = api.listResourceSlices(selector);
+  if (!left.ok()) {
+    log::error("Cleanup: listing the managed ResourceSlices failed", left.status());
+    return 1;
+  }
+  for (const client::ResourceSlice& slice : left->items) {
+    Status d = api.deleteResourceSlice(slice.metadata.name, {});
+    if (!d.ok() && d.code() != StatusCode::kNotFound) {
+      log::error("Cleanup: deleting a ResourceSlice failed", d, {{"slice", slice.metadata.name}});
+      return 1;
+    }
+  }
+  log::info("Cleanup: every managed ResourceSlice is deleted");
+  return 0;
+}
+
+inv::HttpResponse textResponse(int status, std::string body,
+                               std::string content_type = "text/plain; charset=utf-8") {
+  inv::HttpResponse r;
+  r.status = status;
+  r.content_type = std::move(content_type);
+  r.body = std::move(body);
+  return r;
+}
+
+int run(const controller::ServiceFlags& flags) {
+  Clock& clock = RealClock::instance();
+
+  // Connect to the API server.
+  StatusOr<client::ClientConfig> config = client::loadConfig(flags.kubeconfig);
+  if (!config.ok()) return usageError(config.status().message());
+  config->qps = flags.kube_api_qps;
+  config->burst = flags.kube_api_burst;
+  log::info("Kubernetes client configured",
+            {{"server", config->server}, {"source", config->source}});
+
+  std::shared_ptr<prometheus::Registry> registry = metrics::newRegistry();
+  metrics::RestClientMetrics rest_metrics(*registry);
+  auto transport = client::CpprestTransport::create(*config, clock);
+  if (!transport.ok()) return usageError(transport.status().message());
+  client::RestKubeApiOptions api_options;
+  api_options.qps = flags.kube_api_qps;
+  api_options.burst = flags.kube_api_burst;
+  api_options.request_observer = [&rest_metrics](const client::RequestResult& r) {
+    int code = metrics::RestClientMetrics::kNoResponse;
+    try {
+      code = std::stoi(r.code);
+    } catch (const std::exception&) {
+    }
+    rest_metrics.observe(r.verb, r.host, code, r.duration);
+  };
+  auto api = client::RestKubeApi::create(**transport, clock, api_options);
+  if (!api.ok()) return usageError(api.status().message());
+
+  if (flags.cleanup) return runCleanup(**api);
+
+  // Metrics.
+  metrics::BuildInfo build_info(*registry, RSC_VERSION, RSC_GIT_COMMIT);
+  metrics::ControllerMetrics controller_metrics(*registry);
+  controller_metrics.setMaxConcurrentReconciles(flags.workers);
+  metrics::WorkQueueMetrics queue_metrics(*registry, "resourceslice");
+  metrics::WatchMetrics watch_metrics(*registry);
+  metrics::InventoryMetrics inventory_metrics(*registry);
+  metrics::LeaderElectionMetrics leader_metrics(*registry, flags.leader_election_id);
+  auto process_collector = std::make_shared<metrics::ProcessCollector>();
+  controller::ReconcileMetricsObserver reconcile_observer(controller_metrics);
+  controller::WorkQueueMetricsObserver queue_observer(queue_metrics);
+
+  // The reconcile loop.
+  controller::DesiredStore store(clock);
+  controller::ControllerOptions copts;
+  copts.api = api->get();
+  copts.clock = &clock;
+  copts.store = &store;
+  copts.workers = flags.workers;
+  copts.adoption_grace = flags.adoption_grace;
+  copts.observer = &reconcile_observer;
+  copts.reconciler_observer = &reconcile_observer;
+  copts.queue_observer = &queue_observer;
+  copts.on_watch_restart = [&watch_metrics](std::string_view reason) {
+    if (reason == "gone") {
+      watch_metrics.restarted(metrics::WatchRestartReason::kExpired);
+    } else if (reason == "closed") {
+      watch_metrics.restarted(metrics::WatchRestartReason::kClosed);
+    } else {
+      watch_metrics.restarted(metrics::WatchRestartReason::kError);
+    }
+  };
+  auto controller = controller::Controller::create(copts);
+  if (!controller.ok()) return usageError(controller.status().message());
+
+  // Who may push.
+  std::unique_ptr<inv::Authenticator> authenticator;
+  if (flags.auth == "none") {
+    log::warning(
+        "AUTHENTICATION IS OFF (--auth=none): anyone who reaches the inventory API can publish "
+        "and withdraw any pool. Use this for local development only.");
+    authenticator = std::make_unique<inv::NoAuthAuthenticator>();
+  } else {
+    inv::TokenReviewAuthenticatorOptions aopts;
+    aopts.audience = flags.token_audience;
+    authenticator = std::make_unique<inv::TokenReviewAuthenticator>(**api, clock, aopts);
+  }
+
+  // The inventory API.
+  inv::InventoryHandlerOptions hopts;
+  hopts.store = &store;
+  hopts.authenticator = authenticator.get();
+  hopts.clock = &clock;
+  hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
+    inventory_metrics.push(driver, code);
+  };
+  auto handler = inv::InventoryHandler::create(hopts);
+  if (!handler.ok()) return usageError(handler.status().message());
+  inv::InventoryEndpoint endpoint(**handler, clock);
+  store.setStatusListener([&endpoint](const controller::PoolKey& key) {
+    endpoint.poolStatusChanged(key);
+  });
+
+  inv::HttpServerOptions iopts;
+  iopts.bind_address = flags.inventory_bind_address;
+  iopts.max_request_bytes = flags.max_request_bytes;
+  iopts.tls_cert_file = flags.inventory_tls_cert_file;
+  iopts.tls_key_file = flags.inventory_tls_key_file;
+  iopts.clock = &clock;
+  iopts.name = "inventory";
+  auto inventory_server = inv::HttpServer::start(iopts, endpoint.httpHandler());
+  if (!inventory_server.ok()) {
+    return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
+  }
+  const bool tls = !flags.inventory_tls_cert_file.empty();
+  const std::string own_url =
+      !flags.inventory_advertise_url.empty()
+          ? flags.inventory_advertise_url
+          : std::string(tls ? "https://" : "http://") + envOr("POD_IP", "127.0.0.1") + ":" +
+                std::to_string((*inventory_server)->port());
+
+  // Metrics and health probes.
+  std::unique_ptr<inv::HttpServer> metrics_server;
+  if (flags.metrics_bind_address != "0") {
+    inv::HttpServerOptions mopts;
+    mopts.bind_address = flags.metrics_bind_address;
+    mopts.name = "metrics";
+    mopts.clock = &clock;
+    std::weak_ptr<prometheus::Collectable> sources[] = {registry, process_collector};
+    std::vector<std::weak_ptr<prometheus::Collectable>> collectables(std::begin(sources),
+                                                                      std::end(sources));
+    auto server = inv::HttpServer::start(
+        mopts, [collectables](inv::HttpRequest req, inv::HttpServer::Responder respond) {
+          if (inv::splitTarget(req.target).first != "/metrics") {
+            respond(textResponse(404, "not found\n"));
+            return;
+          }
+          respond(textResponse(200, metrics::serializeText(collectables),
+                               std::string(metrics::kTextContentType)));
+        });
+    if (!server.ok()) return usageError("flag --metrics-bind-address: " + server.status().message());
+    metrics_server = std::move(*server);
+  }
+  controller::Controller* ctrl = controller->get();
+  std::unique_ptr<inv::HttpServer> health_server;
+  if (flags.health_probe_bind_address != "0") {
+    inv::HttpServerOptions popts;
+    popts.bind_address = flags.health_probe_bind_address;
+    popts.name = "health";
+    popts.clock = &clock;
+    auto server = inv::HttpServer::start(
+        popts, [ctrl](inv::HttpRequest req, inv::HttpServer::Responder respond) {
+          const std::string_view path = inv::splitTarget(req.target).first;
+          if (path == "/healthz" || path == "/livez") {
+            respond(textResponse(200, "ok\n"));
+          } else if (path == "/readyz") {
+            respond(ctrl->hasSynced() ? textResponse(200, "ok\n")
+                                      : textResponse(503, "informer cache not synced\n"));
+          } else {
+            respond(textResponse(404, "not found\n"));
+          }
+        });
+    if (!server.ok()) {
+      return usageError("flag --health-probe-bind-address: " + server.status().message());
+    }
+    health_server = std::move(*server);
+  }
+
+  // Start watching; every replica keeps a warm cache.
+  ctrl->start();
+  log::info("Serving", {{"inventory", (*inventory_server)->address()},
+                        {"advertise", own_url},
+                        {"metrics", metrics_server ? metrics_server->address() : "off"},
+                        {"health", health_server ? health_server->address() : "off"},
+                        {"auth", flags.auth},
+                        {"version", RSC_VERSION}});
+
+  // Leadership: only the leader writes; the others forward pushes to it.
+  std::atomic<int> exit_code{0};
+  std::atomic<bool> shutting_down{false};
+  std::unique_ptr<controller::LeaderElector> elector;
+  std::unique_ptr<controller::LeaderForwarder> forwarder;
+  std::stop_source election_stop;
+  std::thread election;
+  if (flags.leader_elect) {
+    controller::LeaderElectionOptions lopts;
+    lopts.api = api->get();
+    lopts.clock = &clock;
+    lopts.lease_namespace = flags.leader_election_namespace.empty()
+                                ? envOr("POD_NAMESPACE", config->namespace_)
+                                : flags.leader_election_namespace;
+    lopts.lease_name = flags.leader_election_id;
+    lopts.identity = flags.identity.empty()
+                         ? controller::makeLeaderIdentity(envOr("POD_NAME", hostName()))
+                         : flags.identity;
+    lopts.lease_duration = flags.leader_elect_lease_duration;
+    lopts.renew_deadline = flags.leader_elect_renew_deadline;
+    lopts.retry_period = flags.leader_elect_retry_period;
+    lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
+    lopts.on_started_leading = [&] {
+      leader_metrics.setLeader(true);
+      if (!ctrl->waitForCacheSync(election_stop.get_token())) return;
+      ctrl->startLeading();
+    };
+    lopts.on_stopped_leading = [&] {
+      leader_metrics.setLeader(false);
+      if (!shutting_down.load()) {
+        // Another replica leads now; a fresh process is the safe way back.
+        log::error("Lost leadership; exiting so that a fresh process can campaign again",
+                   failedPrecondition("leader lease lost"));
+        exit_code = 1;
+        kill(getpid(), SIGTERM);
+      }
+    };
+    auto made = controller::LeaderElector::create(lopts);
+    if (!made.ok()) return usageError(made.status().message());
+    elector = std::move(*made);
+    leader_metrics.setLeader(false);
+
+    controller::LeaderForwarderOptions fopts;
+    fopts.clock = &clock;
+    fopts.own_url = own_url;
+    controller::LeaderElector* e = elector.get();
+    fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
+    if (tls) fopts.ca_pem = readFile(flags.inventory_tls_cert_file);
+    forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
+    controller::LeaderForwarder* f = forwarder.get();
+    inv::LeaderHooks hooks;
+    hooks.is_leader = [e] { return e->isLeader(); };
+    hooks.leader_identity = [e] { return e->leader(); };
+    hooks.forward = [f](const inv::HttpRequest& req) { return f->forward(req); };
+    (*handler)->setLeaderHooks(hooks);
+    election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
+  } else {
+    leader_metrics.setLeader(true);
+    std::stop_source never;
+    if (!ctrl->waitForCacheSync(never.get_token())) return 1;
+    ctrl->startLeading();
+  }
+
+  // Wait for SIGTERM or SIGINT (blocked in every thread; see main()).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  shutting_down = true;
+  log::info("Shutting down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+
+  // Stop accepting pushes, answer held ones, finish in-flight writes, then
+  // give the Lease up so that a standby takes over at once.
+  endpoint.stop();
+  (*inventory_server)->stop(std::chrono::duration_cast<std::chrono::milliseconds>(kShutdownGrace));
+  ctrl->stop();
+  if (election.joinable()) {
+    election_stop.request_stop();
+    election.join();
+  }
+  if (elector) {
+    Status released = elector->release();
+    if (!released.ok()) log::error("Releasing the leader lease failed", released);
+  }
+  if (metrics_server) metrics_server->stop();
+  if (health_server) health_server->stop();
+  log::info("Stopped");
+  return exit_code.load();
+}
+
+}  // namespace
+}  // namespace rsc
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  rsc::StatusOr<rsc::controller::ServiceFlags> flags = rsc::controller::parseFlags(args);
+  if (!flags.ok()) return rsc::usageError(flags.status().message());
+  if (flags->help) {
+    std::cout << rsc::controller::flagsUsage();
+    return 0;
+  }
+  if (flags->version) {
+    std::cout << "resourceslice-controller " << RSC_VERSION << " (" << RSC_GIT_COMMIT << ")\n";
+    return 0;
+  }
+  rsc::log::configure(flags->log_format, flags->verbosity);
+
+  // Signals are taken by sigwait in run(); every thread started from here
+  // inherits the mask, so none of them is interrupted by SIGTERM.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A peer closing a socket must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+
+  return rsc::run(*flags);
+}

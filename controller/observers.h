@@ -1,0 +1,56 @@
+// Adapters from the hooks of reconcile/, client/ and the work queue to the
+// metric structs of metrics/, so that those folders need not know metrics/.
+// Built once by main. Thread-safe (the metric structs are).
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "controller/reconcile/controller.h"
+#include "controller/reconcile/reconciler.h"
+#include "controller/reconcile/work_queue.h"
+#include "metrics/controller_metrics.h"
+#include "metrics/work_queue_metrics.h"
+
+namespace rsc::controller {
+
+class ReconcileMetricsObserver final : public ReconcilerObserver, public ControllerObserver {
+ public:
+  explicit ReconcileMetricsObserver(metrics::ControllerMetrics& m) : m_(m) {}
+
+  // ReconcilerObserver
+  void sliceWrite(const std::string& driver, std::string_view verb,
+                  std::string_view result) override;
+  void published(const std::string& driver, Clock::Duration latency) override;
+  // ControllerObserver
+  void reconciled(std::string_view result, Clock::Duration took) override;
+  void activeWorkers(int n) override;
+  void counts(const std::map<std::string, DriverCounts>& by_driver) override;
+  void leaseExpired(const std::string& driver) override;
+
+ private:
+  metrics::ControllerMetrics& m_;
+  std::mutex mu_;
+  int active_ = 0;                   // guarded by mu_
+  std::set<std::string> drivers_;    // guarded by mu_: drivers with gauges
+};
+
+class WorkQueueMetricsObserver final : public WorkQueueObserver {
+ public:
+  explicit WorkQueueMetricsObserver(metrics::WorkQueueMetrics& m) : m_(m) {}
+  void add() override { m_.added(); }
+  void depth(std::size_t depth) override { m_.setDepth(depth); }
+  void get(Clock::Duration queued_for) override { m_.observeQueueDuration(queued_for); }
+  void done(Clock::Duration worked_for) override { m_.observeWorkDuration(worked_for); }
+  void retry() override { m_.retried(); }
+  void unfinishedWork(Clock::Duration total, Clock::Duration longest) override {
+    m_.setUnfinishedWork(total);
+    m_.setLongestRunningProcessor(longest);
+  }
+
+ private:
+  metrics::WorkQueueMetrics& m_;
+};
+
+}  // namespace rsc::controller

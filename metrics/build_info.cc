@@ -1,0 +1,29 @@
+#include "metrics/build_info.h"
+
+#include <prometheus/gauge.h>
+
+namespace rsc::metrics {
+
+std::string compilerDescription() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  return std::string("gcc ") + __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
+BuildInfo::BuildInfo(prometheus::Registry& registry, std::string_view version,
+                     std::string_view git_commit, std::string_view cpp_compiler) {
+  prometheus::BuildGauge()
+      .Name("resourceslice_controller_build_info")
+      .Help("Always 1; the labels say which build of the controller is running.")
+      .Register(registry)
+      .Add({{"version", std::string(version)},
+            {"git_commit", std::string(git_commit)},
+            {"cpp_compiler", std::string(cpp_compiler)}})
+      .Set(1);
+}
+
+}  // namespace rsc::metrics

@@ -1,0 +1,51 @@
+#include "metrics/inventory_metrics.h"
+
+#include <array>
+
+namespace rsc::metrics {
+
+namespace {
+
+// The codes the inventory API answers a push with (DESIGN.md section 4).
+constexpr std::array kKnownPushCodes = {200, 202, 400, 401, 403, 404, 409, 413, 422, 500, 503};
+
+}  // namespace
+
+InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t max_drivers)
+    : pushes_(prometheus::BuildCounter()
+                  .Name("resourceslice_controller_pushes_total")
+                  .Help("Inventory push requests, by driver and HTTP status code.")
+                  .Register(registry)),
+      max_drivers_(max_drivers) {}
+
+prometheus::Counter& InventoryMetrics::counterLocked(const std::string& driver, int http_code) {
+  auto& codes = drivers_[driver];
+  auto it = codes.find(http_code);
+  if (it != codes.end()) {
+    return *it->second;
+  }
+  auto& counter = pushes_.Add({{"driver", driver}, {"code", std::to_string(http_code)}});
+  codes.emplace(http_code, &counter);
+  return counter;
+}
+
+void InventoryMetrics::push(std::string_view driver, int http_code) {
+  prometheus::Counter* counter = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    std::string label(driver);
+    if (drivers_.find(label) == drivers_.end()) {
+      if (drivers_.size() >= max_drivers_) {
+        label = std::string(kOverflowDriver);
+      } else {
+        for (const int code : kKnownPushCodes) {
+          counterLocked(label, code);
+        }
+      }
+    }
+    counter = &counterLocked(label, http_code);
+  }
+  counter->Increment();
+}
+
+}  // namespace rsc::metrics

@@ -1,0 +1,16 @@
+#include "metrics/leader_election_metrics.h"
+
+#include <string>
+
+namespace rsc::metrics {
+
+LeaderElectionMetrics::LeaderElectionMetrics(prometheus::Registry& registry, std::string_view name)
+    : status_(prometheus::BuildGauge()
+                  .Name("leader_election_master_status")
+                  .Help("1 when this replica holds the leader Lease, 0 when it does not.")
+                  .Register(registry)
+                  .Add({{"name", std::string(name)}})) {}
+
+void LeaderElectionMetrics::setLeader(bool leader) { status_.Set(leader ? 1 : 0); }
+
+}  // namespace rsc::metrics

@@ -1,0 +1,57 @@
+#include "metrics/rest_client_metrics.h"
+
+#include "metrics/registry.h"
+
+namespace rsc::metrics {
+
+namespace {
+
+std::string codeLabel(int code) {
+  return code == RestClientMetrics::kNoResponse ? "<error>" : std::to_string(code);
+}
+
+}  // namespace
+
+std::vector<double> RestClientMetrics::requestDurationBuckets() {
+  return {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
+}
+
+RestClientMetrics::RestClientMetrics(prometheus::Registry& registry)
+    : requests_(prometheus::BuildCounter()
+                    .Name("rest_client_requests_total")
+                    .Help("HTTP requests to the API server, by status code, method and host.")
+                    .Register(registry)),
+      durations_(prometheus::BuildHistogram()
+                     .Name("rest_client_request_duration_seconds")
+                     .Help("Latency of HTTP requests to the API server, by verb and host.")
+                     .Register(registry)) {}
+
+void RestClientMetrics::observe(std::string_view verb, std::string_view host, int code,
+                                Clock::Duration duration) {
+  prometheus::Counter* counter = nullptr;
+  prometheus::Histogram* histogram = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto request_key = std::make_tuple(std::string(verb), std::string(host), code);
+    auto request_it = request_series_.find(request_key);
+    if (request_it == request_series_.end()) {
+      auto& added = requests_.Add(
+          {{"code", codeLabel(code)}, {"method", std::string(verb)}, {"host", std::string(host)}});
+      request_it = request_series_.emplace(std::move(request_key), &added).first;
+    }
+    counter = request_it->second;
+
+    auto duration_key = std::make_tuple(std::string(verb), std::string(host));
+    auto duration_it = duration_series_.find(duration_key);
+    if (duration_it == duration_series_.end()) {
+      auto& added = durations_.Add({{"verb", std::string(verb)}, {"host", std::string(host)}},
+                                   requestDurationBuckets());
+      duration_it = duration_series_.emplace(std::move(duration_key), &added).first;
+    }
+    histogram = duration_it->second;
+  }
+  counter->Increment();
+  histogram->Observe(toSeconds(duration));
+}
+
+}  // namespace rsc::metrics

@@ -1,0 +1,72 @@
+#include "metrics/work_queue_metrics.h"
+
+#include <string>
+
+#include "metrics/registry.h"
+
+namespace rsc::metrics {
+
+std::vector<double> WorkQueueMetrics::durationBuckets() { return exponentialBuckets(1e-8, 10, 10); }
+
+WorkQueueMetrics::WorkQueueMetrics(prometheus::Registry& registry, std::string_view name)
+    : depth_(prometheus::BuildGauge()
+                 .Name("workqueue_depth")
+                 .Help("Number of keys waiting in the work queue.")
+                 .Register(registry)
+                 .Add({{"name", std::string(name)}})),
+      adds_(prometheus::BuildCounter()
+                .Name("workqueue_adds_total")
+                .Help("Keys added to the work queue.")
+                .Register(registry)
+                .Add({{"name", std::string(name)}})),
+      retries_(prometheus::BuildCounter()
+                   .Name("workqueue_retries_total")
+                   .Help("Keys re-added to the work queue after a failure.")
+                   .Register(registry)
+                   .Add({{"name", std::string(name)}})),
+      queue_duration_(prometheus::BuildHistogram()
+                          .Name("workqueue_queue_duration_seconds")
+                          .Help("Time a key waits in the work queue before a worker takes it.")
+                          .Register(registry)
+                          .Add({{"name", std::string(name)}}, durationBuckets())),
+      work_duration_(prometheus::BuildHistogram()
+                         .Name("workqueue_work_duration_seconds")
+                         .Help("Time a worker spends on one key.")
+                         .Register(registry)
+                         .Add({{"name", std::string(name)}}, durationBuckets())),
+      unfinished_work_(
+          prometheus::BuildGauge()
+              .Name("workqueue_unfinished_work_seconds")
+              .Help("Summed running time of the keys being worked on; a value that keeps "
+                    "growing means a stuck worker.")
+              .Register(registry)
+              .Add({{"name", std::string(name)}})),
+      longest_running_(prometheus::BuildGauge()
+                           .Name("workqueue_longest_running_processor_seconds")
+                           .Help("Running time of the key that has been worked on longest.")
+                           .Register(registry)
+                           .Add({{"name", std::string(name)}})) {}
+
+void WorkQueueMetrics::setDepth(std::size_t depth) { depth_.Set(static_cast<double>(depth)); }
+
+void WorkQueueMetrics::added() { adds_.Increment(); }
+
+void WorkQueueMetrics::retried() { retries_.Increment(); }
+
+void WorkQueueMetrics::observeQueueDuration(Clock::Duration waited) {
+  queue_duration_.Observe(toSeconds(waited));
+}
+
+void WorkQueueMetrics::observeWorkDuration(Clock::Duration worked) {
+  work_duration_.Observe(toSeconds(worked));
+}
+
+void WorkQueueMetrics::setUnfinishedWork(Clock::Duration total) {
+  unfinished_work_.Set(toSeconds(total));
+}
+
+void WorkQueueMetrics::setLongestRunningProcessor(Clock::Duration longest) {
+  longest_running_.Set(toSeconds(longest));
+}
+
+}  // namespace rsc::metrics

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Applies what the chart renders to a real kube-apiserver with a server-side
+# dry run, for the default values, for test/charts/values-all.yaml (every
+# option on) and for the ways to switch parts off. The API server checks every
+# field (strict decoding), its admission checks the pods against the
+# "restricted" Pod Security Standard (enforced and warned on every namespace
+# used here), and this script then checks what the server would store: the
+# controller's flags, security settings, probes, ports, RBAC rules, hooks and
+# the optional monitoring objects. Starts its own cluster and always stops it.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+start_cluster
+
+# Namespaces the renders use, each enforcing the restricted profile.
+for ns in rsc-system rsc-all rsc-leases monitoring; do
+  kubectl create namespace "$ns" >/dev/null
+  kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted \
+    pod-security.kubernetes.io/warn=restricted >/dev/null
+done
+
+# The test API server has no Prometheus Operator: install stand-in CRDs (see
+# the file) so that the ServiceMonitor and PrometheusRule reach the server.
+kubectl apply -f "$root/test/charts/monitoring-crds.yaml" >/dev/null
+kubectl wait --for condition=Established --timeout=60s \
+  crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
+
+# dry_run NAME HELM_ARGS...: renders the chart and applies it with a server-side
+# dry run; the objects as the server would store them go to $work/NAME.json.
+dry_run() {
+  local name="$1"
+  shift
+  helm template rsc "$chart" --namespace rsc-system --kube-version "$kube_version" "$@" \
+    >"$work/$name.yaml"
+  local rc=0
+  kubectl apply --dry-run=server -o json -f "$work/$name.yaml" \
+    >"$work/$name.json" 2>"$work/$name.err" || rc=$?
+  check "the API server accepts the $name render" 0 "$rc"
+  check "the API server has no warning for the $name render" "" "$(cat "$work/$name.err")"
+  [[ "$rc" == 0 ]] || cat "$work/$name.err"
+}
+# q NAME JQ: runs a jq filter over the stored objects of a render.
+q() { jq -c "$2" "$work/$1.json"; }
+obj() { echo ".items[] | select(.kind == \"$1\" and .metadata.name == \"$2\")"; }
+
+# --- Default values.
+dry_run default
+check "default render: objects" \
+  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
+  "$(q default '[.items[] | "\(.kind)/\(.metadata.name)"] | sort')"
+
+deploy="$(obj Deployment rsc-resourceslice-controller)"
+pod="$deploy | .spec.template.spec"
+container="$pod | .containers[0]"
+check "two replicas" 2 "$(q default "$deploy | .spec.replicas")"
+check "the controller's flags" \
+  '["--leader-elect=true","--leader-election-namespace=rsc-system","--leader-election-id=rsc-resourceslice-controller","--metrics-bind-address=:8080","--health-probe-bind-address=:8081","--inventory-bind-address=:8082","--auth=tokenreview","--token-audience=resourceslice-controller","--log-format=json","-v=0"]' \
+  "$(q default "$container | .args")"
+check "image tag defaults to appVersion" '"ghcr.io/resourceslice-controller/resourceslice-controller:0.1.0"' \
+  "$(q default "$container | .image")"
+check "named ports" '[["inventory",8082],["metrics",8080],["health",8081]]' \
+  "$(q default "[$container | .ports[] | [.name, .containerPort]]")"
+check "liveness probe: /healthz on the health port" '{"path":"/healthz","port":"health","scheme":"HTTP"}' \
+  "$(q default "$container | .livenessProbe.httpGet")"
+check "readiness probe: /readyz on the health port" '{"path":"/readyz","port":"health","scheme":"HTTP"}' \
+  "$(q default "$container | .readinessProbe.httpGet")"
+check "container security context" \
+  '{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},"privileged":false,"readOnlyRootFilesystem":true,"runAsGroup":65532,"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}}' \
+  "$(q default "$container | .securityContext")"
+check "pod security context" \
+  '{"fsGroup":65532,"runAsGroup":65532,"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}}' \
+  "$(q default "$pod | .securityContext")"
+check "requests and limits" '[true,true,true,true]' \
+  "$(q default "$container | .resources | [.requests.cpu != null, .requests.memory != null, .limits.cpu != null, .limits.memory != null]")"
+check "an emptyDir at /tmp" '[{"emptyDir":{"sizeLimit":"64Mi"},"name":"tmp"},{"mountPath":"/tmp","name":"tmp"}]' \
+  "$(q default "[($pod | .volumes[] | select(.name == \"tmp\")), ($container | .volumeMounts[] | select(.name == \"tmp\"))]")"
+check "POD_NAMESPACE and POD_NAME from the downward API" \
+  '[["POD_NAMESPACE","metadata.namespace"],["POD_NAME","metadata.name"]]' \
+  "$(q default "[$container | .env[] | [.name, .valueFrom.fieldRef.fieldPath]]")"
+check "preferred anti-affinity by hostname" '"kubernetes.io/hostname"' \
+  "$(q default "$pod | .affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey")"
+check "the anti-affinity selects the controller's pods" \
+  "$(q default "$deploy | .spec.selector.matchLabels")" \
+  "$(q default "$pod | .affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchLabels")"
+check "termination grace period" 30 "$(q default "$pod | .terminationGracePeriodSeconds")"
+check "the pods use the controller's ServiceAccount" '"rsc-resourceslice-controller"' \
+  "$(q default "$pod | .serviceAccountName")"
+check "no TLS flags without TLS" '[]' "$(q default "[$container | .args[] | select(startswith(\"--inventory-tls\"))]")"
+
+svc="$(obj Service rsc-resourceslice-controller)"
+check "Service ports" '[["inventory",8082,"inventory"],["metrics",8080,"metrics"]]' \
+  "$(q default "[$svc | .spec.ports[] | [.name, .port, .targetPort]]")"
+check "the Service selects the Deployment's pods" \
+  "$(q default "$deploy | .spec.selector.matchLabels")" "$(q default "$svc | .spec.selector")"
+pdb="$(obj PodDisruptionBudget rsc-resourceslice-controller)"
+check "PodDisruptionBudget keeps one pod" 1 "$(q default "$pdb | .spec.minAvailable")"
+check "PodDisruptionBudget selects the Deployment's pods" \
+  "$(q default "$deploy | .spec.selector.matchLabels")" "$(q default "$pdb | .spec.selector.matchLabels")"
+
+check "controller ClusterRole: exactly the verbs the controller uses" \
+  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete","deletecollection"]},{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]},{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]},{"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]}]' \
+  "$(q default "$(obj ClusterRole rsc-resourceslice-controller) | .rules")"
+check "leader election Role: leases get, create, update in the release namespace" \
+  '["rsc-system",[{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}]]' \
+  "$(q default "$(obj Role rsc-resourceslice-controller-leader-election) | [.metadata.namespace, .rules]")"
+
+# The pre-delete hook.
+job="$(obj Job rsc-resourceslice-controller-cleanup)"
+check "cleanup Job is a pre-delete hook, deleted on success" \
+  '["pre-delete","before-hook-creation,hook-succeeded","0"]' \
+  "$(q default "$job | .metadata.annotations | [.[\"helm.sh/hook\"], .[\"helm.sh/hook-delete-policy\"], .[\"helm.sh/hook-weight\"]]")"
+check "cleanup RBAC is created before the Job (lower hook weight)" \
+  '[["ClusterRole","pre-delete","-10"],["ClusterRoleBinding","pre-delete","-10"],["ServiceAccount","pre-delete","-10"]]' \
+  "$(q default '[.items[] | select(.metadata.name == "rsc-resourceslice-controller-cleanup" and .kind != "Job") | [.kind, .metadata.annotations["helm.sh/hook"], .metadata.annotations["helm.sh/hook-weight"]]] | sort')"
+check "cleanup Job runs the controller image with --cleanup" \
+  "[$(q default "$container | .image"),\"--cleanup\"]" \
+  "$(q default "$job | .spec.template.spec.containers[0] | [.image, .args[0]]")"
+check "cleanup Job runs under its own ServiceAccount" '"rsc-resourceslice-controller-cleanup"' \
+  "$(q default "$job | .spec.template.spec.serviceAccountName")"
+check "cleanup ClusterRole: list and delete ResourceSlices only" \
+  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["list","delete","deletecollection"]}]' \
+  "$(q default "$(obj ClusterRole rsc-resourceslice-controller-cleanup) | .rules")"
+check "the Deployment's selector does not match the cleanup pod" false \
+  "$(jq -c --argjson sel "$(q default "$deploy | .spec.selector.matchLabels")" \
+    "$job | .spec.template.metadata.labels | contains(\$sel)" "$work/default.json")"
+
+# --- Every option on.
+dry_run all -f "$values_all"
+image="registry.example.com/dra/resourceslice-controller:0.1.0-rc.1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+deploy="$(obj Deployment rsc-all)"
+pod="$deploy | .spec.template.spec"
+container="$pod | .containers[0]"
+check "all: namespaceOverride places the Deployment" '"rsc-all"' "$(q all "$deploy | .metadata.namespace")"
+check "all: image by tag and digest" "\"$image\"" "$(q all "$container | .image")"
+check "all: the controller's flags" \
+  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--log-format=text","-v=4","--some-future-flag=value"]' \
+  "$(q all "$container | .args")"
+check "all: TLS Secret mounted read-only" \
+  '[{"name":"inventory-tls","secret":{"defaultMode":420,"secretName":"rsc-inventory-tls"}},{"mountPath":"/etc/resourceslice-controller/tls","name":"inventory-tls","readOnly":true}]' \
+  "$(q all "[($pod | .volumes[] | select(.name == \"inventory-tls\")), ($container | .volumeMounts[] | select(.name == \"inventory-tls\"))]")"
+check "all: Service serves the inventory on 9443 over https" '[["inventory",9443,"https"],["metrics",9090,"http"]]' \
+  "$(q all "[$(obj Service rsc-all) | .spec.ports[] | [.name, .port, .appProtocol]]")"
+check "all: scheduling settings" \
+  '["system-cluster-critical",45,"node-role.kubernetes.io/control-plane",true]' \
+  "$(q all "$pod | [.priorityClassName, .terminationGracePeriodSeconds, .tolerations[0].key, (.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution != null)]")"
+check "all: a spread constraint without a selector gets the pod selector" \
+  "[$(q all "$deploy | .spec.selector.matchLabels"),{\"app.kubernetes.io/instance\":\"rsc-all\"}]" \
+  "$(q all "[$pod | .topologySpreadConstraints[].labelSelector.matchLabels]")"
+check "all: pod labels and annotations" '["control","true","rsc"]' \
+  "$(q all "$deploy | .spec.template.metadata | [.labels[\"example.com/tier\"], .annotations[\"example.com/pod\"], .labels[\"app.kubernetes.io/name\"]]")"
+check "all: extra env, volumes, pull secrets" '["GODEBUG","NODE_NAME","extra-config","/etc/extra","registry-credentials"]' \
+  "$(q all "$pod | [.containers[0].env[2].name, .containers[0].env[3].name, (.volumes[] | select(.name == \"extra-config\") | .name), (.containers[0].volumeMounts[] | select(.name == \"extra-config\") | .mountPath), .imagePullSecrets[0].name]")"
+check "all: Lease Role in the leader election namespace" '"rsc-leases"' \
+  "$(q all "$(obj Role rsc-all-leader-election) | .metadata.namespace")"
+check "all: RoleBinding names the controller's ServiceAccount" '[{"kind":"ServiceAccount","name":"rsc-controller","namespace":"rsc-all"}]' \
+  "$(q all "$(obj RoleBinding rsc-all-leader-election) | .subjects")"
+check "all: PodDisruptionBudget" '[1,null,"AlwaysAllow"]' \
+  "$(q all "$(obj PodDisruptionBudget rsc-all) | [.spec.maxUnavailable, .spec.minAvailable, .spec.unhealthyPodEvictionPolicy]")"
+check "all: commonLabels on every object but extraObjects" true \
+  "$(q all '[.items[] | select(.metadata.name | test("-extra") | not) | .metadata.labels.team] | all(. == "accelerators")')"
+check "all: extraObjects" '["rsc-all-extra","rsc-extra-string"]' \
+  "$(q all '[.items[] | select(.kind == "ConfigMap" and (.metadata.name | contains("extra"))) | .metadata.name] | sort')"
+
+# Drivers' publishing rights.
+check "all: one publishing ClusterRole per driver ServiceAccount" \
+  '[["rsc-all:publish:fpga-system:fpga.driver",null],["rsc-all:publish:gpu-system:gpu-driver",["gpu.example.com","gpu-shared.example.com"]],["rsc-all:publish:nic-system:nic-driver",null]]' \
+  "$(q all '[.items[] | select(.kind == "ClusterRole" and (.metadata.name | contains(":publish:"))) | [.metadata.name, .rules[0].resourceNames]] | sort')"
+check "all: publishing is the verb publish on drivers in resourceslice.dra.k8s.io" \
+  '[{"apiGroups":["resourceslice.dra.k8s.io"],"resources":["drivers"],"verbs":["publish"]}]' \
+  "$(q all '[.items[] | select(.kind == "ClusterRole" and (.metadata.name | contains(":publish:"))) | .rules[0] | del(.resourceNames)] | unique')"
+check "all: each binding names its driver's ServiceAccount" \
+  '[["rsc-all:publish:fpga-system:fpga.driver","fpga-system/fpga.driver"],["rsc-all:publish:gpu-system:gpu-driver","gpu-system/gpu-driver"],["rsc-all:publish:nic-system:nic-driver","nic-system/nic-driver"]]' \
+  "$(q all '[.items[] | select(.kind == "ClusterRoleBinding" and (.metadata.name | contains(":publish:"))) | [.roleRef.name, "\(.subjects[0].namespace)/\(.subjects[0].name)"]] | sort')"
+
+# NetworkPolicy.
+np="$(obj NetworkPolicy rsc-all)"
+check "all: NetworkPolicy isolates both directions" '["Ingress","Egress"]' "$(q all "$np | .spec.policyTypes")"
+check "all: NetworkPolicy selects the controller's pods" \
+  "$(q all "$deploy | .spec.selector.matchLabels")" "$(q all "$np | .spec.podSelector.matchLabels")"
+check "all: inventory ingress from the configured peers and the other replicas" \
+  "[{\"example.com/dra-drivers\":\"true\"},$(q all "$deploy | .spec.selector.matchLabels")]" \
+  "$(q all "[$np | .spec.ingress[0].from[] | (.namespaceSelector // .podSelector).matchLabels]")"
+check "all: ingress ports" '[["inventory"],["metrics"],["health"],[9091]]' \
+  "$(q all "[$np | .spec.ingress[] | [.ports[].port]]")"
+check "all: egress to the API server addresses" '[[443,6443],["10.0.0.1/32","192.168.10.0/24"]]' \
+  "$(q all "$np | .spec.egress[0] | [[.ports[].port], [.to[].ipBlock.cidr]]")"
+check "all: egress to the other replicas, DNS and extra" '[[9443],[53,53],[4317]]' \
+  "$(q all "[$np | .spec.egress[1:][] | [.ports[].port]]")"
+
+# Monitoring.
+sm="$(obj ServiceMonitor rsc-all)"
+check "all: ServiceMonitor" \
+  '["monitoring","kube-prometheus-stack","app.kubernetes.io/name",["rsc-all"],"metrics","/metrics","15s","5s",true]' \
+  "$(q all "$sm | [.metadata.namespace, .metadata.labels.release, .spec.jobLabel, .spec.namespaceSelector.matchNames, .spec.endpoints[0].port, .spec.endpoints[0].path, .spec.endpoints[0].interval, .spec.endpoints[0].scrapeTimeout, .spec.endpoints[0].honorLabels]")"
+check "all: ServiceMonitor selects the Service" "$(q all "$(obj Service rsc-all) | .spec.selector")" \
+  "$(q all "$sm | .spec.selector.matchLabels")"
+
+if [[ -f "$chart/rules/alerts.yaml" ]]; then
+  rule="$(obj PrometheusRule rsc-all)"
+  check "all: PrometheusRule in its namespace" '["monitoring","kube-prometheus-stack"]' \
+    "$(q all "$rule | [.metadata.namespace, .metadata.labels.release]")"
+  # The spec is rules/alerts.yaml itself, with the job renamed after nameOverride.
+  check "all: the PrometheusRule's spec is rules/alerts.yaml" \
+    "$(values_json "$chart/rules/alerts.yaml" |
+      jq -cS 'walk(if type == "string" then gsub("job=\"resourceslice-controller\""; "job=\"rsc\"") else . end)')" \
+    "$(q all "$rule | .spec" | jq -cS .)"
+  q all "$rule | .spec" >"$work/rules.json"
+  check_ok "all: promtool accepts the PrometheusRule's rules" promtool check rules "$work/rules.json"
+  if grep -q 'job="resourceslice-controller"' "$chart/rules/alerts.yaml"; then
+    check "all: rules select the job the ServiceMonitor produces (nameOverride rsc)" '[true,false]' \
+      "$(q all "$rule | [.spec.groups[].rules[].expr] | [any(contains(\"job=\\\"rsc\\\"\")), any(contains(\"job=\\\"resourceslice-controller\\\"\"))]")"
+  fi
+else
+  check "all: no PrometheusRule while rules/alerts.yaml is missing" 0 "$(q all '[.items[] | select(.kind == "PrometheusRule")] | length')"
+fi
+
+if [[ -f "$chart/dashboards/resourceslice-controller.json" ]]; then
+  cm="$(obj ConfigMap rsc-all-dashboard)"
+  check "all: dashboard ConfigMap for the Grafana sidecar" '["monitoring","1","DRA"]' \
+    "$(q all "$cm | [.metadata.namespace, .metadata.labels.grafana_dashboard, .metadata.annotations.grafana_folder]")"
+  check "all: the ConfigMap holds the dashboard unchanged" \
+    "$(jq -cS . "$chart/dashboards/resourceslice-controller.json")" \
+    "$(q all "$cm | .data[\"resourceslice-controller.json\"]" | jq -r . | jq -cS .)"
+else
+  check "all: no dashboard ConfigMap while the dashboard is missing" 0 \
+    "$(q all '[.items[] | select(.kind == "ConfigMap" and .metadata.labels.grafana_dashboard != null)] | length')"
+fi
+
+# --- Parts switched off.
+dry_run no-rbac --set rbac.create=false --set serviceAccount.create=false --set serviceAccount.name=existing-sa
+check "rbac.create=false: no RBAC objects, no ServiceAccount" \
+  '["Deployment","Job","PodDisruptionBudget","Service"]' "$(q no-rbac '[.items[].kind] | sort')"
+check "rbac.create=false: the controller and the cleanup Job use the given ServiceAccount" '["existing-sa","existing-sa"]' \
+  "$(q no-rbac '[.items[] | select(.kind == "Deployment" or .kind == "Job") | .spec.template.spec.serviceAccountName]')"
+
+dry_run single --set replicaCount=1 --set leaderElection.enabled=false --set cleanup.enabled=false
+check "one replica: no PodDisruptionBudget, no Lease Role, no hook" \
+  '["ClusterRole","ClusterRoleBinding","Deployment","Service","ServiceAccount"]' "$(q single '[.items[].kind] | sort')"
+check "one replica without leader election: the flag says so, no anti-affinity" '[["--leader-elect=false"],null]' \
+  "$(q single '.items[] | select(.kind == "Deployment") | [[.spec.template.spec.containers[0].args[] | select(startswith("--leader-elect"))], .spec.template.spec.affinity]')"
+
+dry_run pdb-percent --set podDisruptionBudget.minAvailable=50% --set auth.mode=none
+check "PodDisruptionBudget minAvailable as a percentage" '"50%"' \
+  "$(q pdb-percent '.items[] | select(.kind == "PodDisruptionBudget") | .spec.minAvailable')"
+check "auth.mode=none reaches the flag" '["--auth=none"]' \
+  "$(q pdb-percent '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args[] | select(startswith("--auth"))]')"
+
+dry_run tag-and-digest --set image.digest=sha256:abababababababababababababababababababababababababababababababab \
+  --set image.tag=latest
+check "a tag and a digest: both in the reference" \
+  '"ghcr.io/resourceslice-controller/resourceslice-controller:latest@sha256:abababababababababababababababababababababababababababababababab"' \
+  "$(q tag-and-digest '.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].image')"
+
+finish

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The chart's life cycle with helm against a real kube-apiserver: install
+# (with its notes for drivers), upgrade to TLS, and uninstall through the
+# pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
+# ever starts: while `helm uninstall` waits for the cleanup Job, this script
+# does the Job's work with the Job's own ServiceAccount token (delete the
+# managed ResourceSlices) and marks the Job complete, as the Job controller
+# would. Then nothing of the release may be left. Starts its own cluster and
+# always stops it.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+start_cluster
+ns=rsc-system
+release=rsc
+name=rsc-resourceslice-controller
+managed=app.kubernetes.io/managed-by=resourceslice-controller
+export KUBECONFIG="$cluster/kubeconfig"
+
+# --- Install.
+check_ok "helm install" helm install "$release" "$chart" --namespace "$ns" --create-namespace \
+  --set-json 'drivers=[{"name":"gpu-driver","namespace":"gpu-system","driverNames":["gpu.example.com"]}]'
+check "the release is deployed" deployed "$(helm status "$release" -n "$ns" -o json | jq -r .info.status)"
+check "the Deployment exists with two replicas" 2 "$(kubectl get deployment "$name" -n "$ns" -o json | jq .spec.replicas)"
+check "hooks are not installed with the release" NotFound \
+  "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" 2>&1 | grep -o NotFound || true)"
+
+notes="$(helm get notes "$release" -n "$ns")"
+check_contains "notes: where drivers push" \
+  "PUT http://$name.$ns.svc:8082/v1/drivers/{driver}/pools/{pool}" "$notes"
+check_contains "notes: the token audience" "audience: resourceslice-controller" "$notes"
+check_contains "notes: how to grant publish" 'verbs: ["publish"]' "$notes"
+check_contains "notes: who may publish now" "gpu-system/gpu-driver: gpu.example.com" "$notes"
+check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
+
+# --- Upgrade: TLS on (no immutable field may change).
+check_ok "helm upgrade to TLS" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
+  --set inventory.tls.enabled=true --set inventory.tls.secretName=rsc-inventory-tls
+check "the Service now serves the inventory on 8443" 8443 \
+  "$(kubectl get service "$name" -n "$ns" -o json | jq '.spec.ports[] | select(.name == "inventory") | .port')"
+notes="$(helm get notes "$release" -n "$ns")"
+check_contains "notes: https after the upgrade" "PUT https://$name.$ns.svc:8443/v1/drivers/" "$notes"
+
+# Slices as the controller would have published them, and one that is not its.
+kubectl create -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+EOF
+for i in 1 2 3; do
+  manager=resourceslice-controller
+  ((i < 3)) || manager=someone-else
+  kubectl create -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: install-slice-$i
+  labels: {app.kubernetes.io/managed-by: $manager}
+spec:
+  driver: gpu.example.com
+  nodeName: node-a
+  pool: {name: node-a-$i, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}]
+EOF
+done
+
+# --- Uninstall through the pre-delete hook.
+helm uninstall "$release" -n "$ns" --timeout 120s >"$work/uninstall.out" 2>&1 &
+uninstall_pid=$!
+job=""
+for _ in $(seq 300); do
+  job="$(kubectl get job "$name-cleanup" -n "$ns" -o json 2>/dev/null || true)"
+  [[ -n "$job" ]] && break
+  sleep 0.2
+done
+check "the pre-delete hook creates the cleanup Job" "$name-cleanup" "$(jq -r '.metadata.name // empty' <<<"$job")"
+check "the Job runs the controller with --cleanup" '["--cleanup"]' \
+  "$(jq -c '[.spec.template.spec.containers[0].args[0]]' <<<"$job")"
+check "the Job's ServiceAccount and RBAC exist before it" \
+  "$name-cleanup $name-cleanup $name-cleanup" \
+  "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" -o jsonpath='{.metadata.name}') $(kubectl get clusterrole "$name-cleanup" -o jsonpath='{.metadata.name}') $(kubectl get clusterrolebinding "$name-cleanup" -o jsonpath='{.metadata.name}')"
+check "the controller is still installed while the hook runs" "$name" \
+  "$(kubectl get deployment "$name" -n "$ns" -o jsonpath='{.metadata.name}')"
+
+# The Job's work, with the Job's ServiceAccount: delete the managed slices.
+token="$(kubectl create token "$(jq -r .spec.template.spec.serviceAccountName <<<"$job")" -n "$ns")"
+code="$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$cluster/pki/ca.crt" \
+  -H "Authorization: Bearer $token" -X DELETE \
+  "$(cat "$cluster/server")/apis/resource.k8s.io/v1/resourceslices?labelSelector=${managed//\//%2F}")"
+check "the hook's ServiceAccount deletes the managed slices" 200 "$code"
+now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+kubectl patch job "$name-cleanup" -n "$ns" --subresource=status --type merge -p "$(jq -cn --arg t "$now" \
+  '{status: {startTime: $t, completionTime: $t, succeeded: 1, conditions: [
+     {type: "SuccessCriteriaMet", status: "True", lastTransitionTime: $t, lastProbeTime: $t},
+     {type: "Complete", status: "True", lastTransitionTime: $t, lastProbeTime: $t}]}}')" >/dev/null
+rc=0
+wait "$uninstall_pid" || rc=$?
+check "helm uninstall succeeds once the Job completes" 0 "$rc"
+[[ "$rc" == 0 ]] || cat "$work/uninstall.out"
+
+# Nothing of the release is left, hooks included; only the foreign slice stays.
+left="$(kubectl get deployments,services,serviceaccounts,roles,rolebindings,jobs,poddisruptionbudgets,secrets \
+  -n "$ns" -l app.kubernetes.io/instance="$release" -o name)"
+left+="$(kubectl get clusterroles,clusterrolebindings -l app.kubernetes.io/instance="$release" -o name)"
+check "no object of the release is left" "" "$left"
+check "no release record is left" "" "$(kubectl get secrets -n "$ns" -l owner=helm -o name)"
+check "only the slice the controller does not manage is left" "install-slice-3" \
+  "$(kubectl get resourceslices -o json | jq -r '[.items[].metadata.name] | join(" ")')"
+
+finish

@@ -1,0 +1,215 @@
+#include "controller/inventory/authenticator.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/fakes/fake_clock.h"
+#include "test/fakes/fake_kube_api.h"
+
+namespace rsc::controller::inventory {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kAudience[] = "resourceslice-controller";
+
+client::UserInfo podUser(const std::string& node) {
+  client::UserInfo user;
+  user.username = "system:serviceaccount:dra:plugin";
+  user.uid = "uid-1";
+  user.groups = {"system:serviceaccounts", "system:serviceaccounts:dra", "system:authenticated"};
+  user.extra["authentication.kubernetes.io/pod-name"] = {"plugin-x7k2p"};
+  if (!node.empty()) user.extra[kNodeNameExtra] = {node};
+  return user;
+}
+
+class TokenReviewAuthenticatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Tokens "node-a", "central" are valid for the audience; "other-audience"
+    // is valid for another one; the rest are not valid.
+    api_.setTokenReviewer([this](const client::TokenReview& review) {
+      reviews_.push_back(review);
+      client::TokenReview answer = review;
+      if (review.token == "node-a" || review.token == "central") {
+        answer.authenticated = true;
+        answer.user = podUser(review.token == "node-a" ? "node-a" : "");
+        answer.status_audiences = review.audiences;
+      } else if (review.token == "other-audience") {
+        answer.authenticated = true;
+        answer.user = podUser("");
+        answer.status_audiences = {"https://kubernetes.default.svc"};
+      } else {
+        answer.error = "token lookup failed";
+      }
+      return answer;
+    });
+    api_.setAccessReviewer([this](const client::SubjectAccessReview& review) {
+      access_.push_back(review);
+      client::SubjectAccessReview answer = review;
+      answer.allowed = review.name == "gpu.example.com";
+      if (!answer.allowed) answer.reason = "no RBAC rule";
+      return answer;
+    });
+  }
+
+  size_t tokenReviews() const { return api_.countActions("create", "tokenreviews"); }
+  size_t accessReviews() const { return api_.countActions("create", "subjectaccessreviews"); }
+
+  testing::FakeClock clock_;
+  testing::FakeKubeApi api_{clock_};
+  std::vector<client::TokenReview> reviews_;
+  std::vector<client::SubjectAccessReview> access_;
+  TokenReviewAuthenticator auth_{api_, clock_, {.audience = kAudience}};
+};
+
+TEST_F(TokenReviewAuthenticatorTest, MissingOrMalformedHeaderIsRejectedWithoutAReview) {
+  EXPECT_EQ(auth_.authenticate(std::nullopt).status().code(), StatusCode::kUnauthenticated);
+  for (const char* header : {"", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearertoken",
+                             "Bearer a b"}) {
+    EXPECT_EQ(auth_.authenticate(header).status().code(), StatusCode::kUnauthenticated) << header;
+  }
+  EXPECT_EQ(tokenReviews(), 0U);
+}
+
+TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
+  StatusOr<Caller> caller = auth_.authenticate("Bearer node-a");
+  ASSERT_TRUE(caller.ok()) << caller.status().toString();
+  EXPECT_EQ(caller->node_name, "node-a");
+  EXPECT_EQ(caller->user.username, "system:serviceaccount:dra:plugin");
+  EXPECT_FALSE(caller->unrestricted);
+  ASSERT_EQ(reviews_.size(), 1U);
+  EXPECT_EQ(reviews_[0].token, "node-a");
+  EXPECT_THAT(reviews_[0].audiences, ElementsAre(kAudience));
+
+  // The scheme is case-insensitive.
+  StatusOr<Caller> central = auth_.authenticate("bearer central");
+  ASSERT_TRUE(central.ok());
+  EXPECT_FALSE(central->node_name.has_value());
+}
+
+TEST_F(TokenReviewAuthenticatorTest, RejectsInvalidTokensAndOtherAudiences) {
+  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
+  StatusOr<Caller> other = auth_.authenticate("Bearer other-audience");
+  EXPECT_EQ(other.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_THAT(other.status().message(), HasSubstr(kAudience));
+}
+
+TEST_F(TokenReviewAuthenticatorTest, CachesTokenReviewsForTheTtl) {
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(tokenReviews(), 2U);  // one per token, rejections cached too
+
+  clock_.advance(std::chrono::seconds(9));
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  EXPECT_EQ(tokenReviews(), 2U);
+  clock_.advance(std::chrono::seconds(1));
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  EXPECT_EQ(tokenReviews(), 3U);
+}
+
+TEST_F(TokenReviewAuthenticatorTest, FailedReviewsAreUnavailableAndNotCached) {
+  api_.prependReactor("create", "tokenreviews",
+                      [](testing::FakeKubeApi::Request&) { return unavailable("apiserver down"); });
+  EXPECT_EQ(auth_.authenticate("Bearer node-a").status().code(), StatusCode::kUnavailable);
+  api_.clearReactors();
+  EXPECT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  EXPECT_EQ(tokenReviews(), 2U);
+}
+
+TEST_F(TokenReviewAuthenticatorTest, AuthorizesWithSubjectAccessReview) {
+  const Caller caller = *auth_.authenticate("Bearer node-a");
+  EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
+  Status denied = auth_.authorize(caller, kVerbPublish, "nic.example.com");
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied.message(), HasSubstr("nic.example.com"));
+
+  ASSERT_EQ(access_.size(), 2U);
+  const client::SubjectAccessReview& sent = access_[0];
+  EXPECT_EQ(sent.verb, "publish");
+  EXPECT_EQ(sent.group, "resourceslice.dra.k8s.io");
+  EXPECT_EQ(sent.resource, "drivers");
+  EXPECT_EQ(sent.name, "gpu.example.com");
+  EXPECT_EQ(sent.user, podUser("node-a"));  // user, uid, groups and extra copied
+}
+
+TEST_F(TokenReviewAuthenticatorTest, CachesDecisionsPerUserVerbAndDriver) {
+  const Caller caller = *auth_.authenticate("Bearer node-a");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
+    EXPECT_FALSE(auth_.authorize(caller, kVerbPublish, "nic.example.com").ok());
+  }
+  EXPECT_EQ(accessReviews(), 2U);
+  EXPECT_TRUE(auth_.authorize(caller, kVerbGet, "gpu.example.com").ok());
+  Caller other = caller;
+  other.user.groups.push_back("admins");
+  EXPECT_TRUE(auth_.authorize(other, kVerbPublish, "gpu.example.com").ok());
+  EXPECT_EQ(accessReviews(), 4U);
+
+  clock_.advance(std::chrono::seconds(10));
+  EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
+  EXPECT_EQ(accessReviews(), 5U);
+}
+
+TEST_F(TokenReviewAuthenticatorTest, FailedAccessReviewsAreUnavailable) {
+  const Caller caller = *auth_.authenticate("Bearer node-a");
+  api_.prependReactor("create", "subjectaccessreviews",
+                      [](testing::FakeKubeApi::Request&) { return unavailable("down"); });
+  EXPECT_EQ(auth_.authorize(caller, kVerbPublish, "gpu.example.com").code(),
+            StatusCode::kUnavailable);
+  api_.clearReactors();
+  EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
+}
+
+TEST(TokenReviewAuthenticatorCache, IsBounded) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api(clock);
+  api.setTokenReviewer([](const client::TokenReview& review) {
+    client::TokenReview answer = review;
+    answer.authenticated = true;
+    answer.user.username = "user-" + review.token;
+    return answer;
+  });
+  TokenReviewAuthenticator auth(api, clock, {.audience = "", .max_cache_entries = 3});
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(auth.authenticate("Bearer t" + std::to_string(i)).ok());
+  EXPECT_LE(auth.cacheSizeForTest(), 3U);
+  // The newest entries are kept, the oldest went.
+  const size_t before = api.countActions("create", "tokenreviews");
+  ASSERT_TRUE(auth.authenticate("Bearer t9").ok());
+  EXPECT_EQ(api.countActions("create", "tokenreviews"), before);
+  ASSERT_TRUE(auth.authenticate("Bearer t0").ok());
+  EXPECT_EQ(api.countActions("create", "tokenreviews"), before + 1);
+}
+
+TEST(TokenReviewAuthenticatorAudience, EmptyAudienceUsesTheServersOwn) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api(clock);
+  std::vector<std::string> sent;
+  api.setTokenReviewer([&](const client::TokenReview& review) {
+    sent = review.audiences;
+    client::TokenReview answer = review;
+    answer.authenticated = true;
+    answer.status_audiences = {"https://kubernetes.default.svc"};
+    return answer;
+  });
+  TokenReviewAuthenticator auth(api, clock, {});
+  EXPECT_TRUE(auth.authenticate("Bearer any").ok());
+  EXPECT_TRUE(sent.empty());
+}
+
+TEST(NoAuthAuthenticator, AllowsEverythingUnrestricted) {
+  NoAuthAuthenticator auth;
+  StatusOr<Caller> caller = auth.authenticate(std::nullopt);
+  ASSERT_TRUE(caller.ok());
+  EXPECT_TRUE(caller->unrestricted);
+  EXPECT_TRUE(auth.authorize(*caller, kVerbPublish, "any.example.com").ok());
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,147 @@
+// InventoryEndpoint: the handler on worker threads and held ?wait= pushes.
+// Most tests call the endpoint's HttpServer::Handler directly (no sockets);
+// one runs it behind a real HttpServer on loopback.
+#include "controller/inventory/endpoint.h"
+
+#include <future>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test/controller/inventory/fake_authenticator.h"
+#include "test/controller/inventory/test_http_client.h"
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::controller::inventory {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+constexpr char kPool[] = R"({"allNodes": true, "devices": [{"name": "nic-0"}]})";
+
+class InventoryEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    handler_ = std::move(*InventoryHandler::create(
+        {.store = &store_, .authenticator = &auth_, .clock = &clock_}));
+    endpoint_ = std::make_unique<InventoryEndpoint>(*handler_, clock_, 2);
+    store_.setStatusListener([this](const PoolKey& key) { endpoint_->poolStatusChanged(key); });
+  }
+  void TearDown() override { endpoint_->stop(); }
+
+  // Sends a request through the endpoint; the future holds the answer.
+  std::future<HttpResponse> send(const std::string& method, const std::string& target,
+                                 const std::string& body = kPool) {
+    auto promise = std::make_shared<std::promise<HttpResponse>>();
+    std::future<HttpResponse> future = promise->get_future();
+    HttpRequest request;
+    request.method = method;
+    request.target = target;
+    request.body = body;
+    request.headers["authorization"] = "Bearer admin";
+    request.headers["content-type"] = "application/json";
+    endpoint_->httpHandler()(std::move(request),
+                             [promise](HttpResponse r) { promise->set_value(std::move(r)); });
+    return future;
+  }
+
+  void publish(const PoolKey& key) {
+    store_.updateStatus(key, [](PoolStatus& s) {
+      s.phase = PoolPhase::kPublished;
+      s.published_version = s.desired_version;
+    });
+  }
+
+  // Waits for the endpoint to hold `n` pushes (a safety bound, not a sleep).
+  bool holding(size_t n) {
+    const Clock::TimePoint deadline = RealClock::instance().now() + 5s;
+    while (endpoint_->pendingCount() != n) {
+      if (RealClock::instance().now() > deadline) return false;
+      RealClock::instance().sleepFor(1ms);
+    }
+    return true;
+  }
+
+  testing::FakeClock clock_;
+  DesiredStore store_{clock_};
+  FakeAuthenticator auth_;
+  std::unique_ptr<InventoryHandler> handler_;
+  std::unique_ptr<InventoryEndpoint> endpoint_;
+};
+
+TEST_F(InventoryEndpointTest, AnswersOnAWorkerThread) {
+  std::future<HttpResponse> answer = send("PUT", "/v1/drivers/nic.example.com/pools/p");
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(answer.get().status, 202);
+  EXPECT_NE(store_.get({"nic.example.com", "p"}), nullptr);
+  EXPECT_EQ(endpoint_->pendingCount(), 0U);
+}
+
+TEST_F(InventoryEndpointTest, HoldsAPushUntilItIsPublished) {
+  std::future<HttpResponse> answer = send("PUT", "/v1/drivers/nic.example.com/pools/p?wait=60s");
+  ASSERT_TRUE(holding(1));
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
+
+  // Another pool's publication does not answer it.
+  store_.updateStatus({"nic.example.com", "other"}, [](PoolStatus&) {});
+  publish({"other.example.com", "p"});
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
+
+  publish({"nic.example.com", "p"});
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
+  HttpResponse response = answer.get();
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(Json::parse(response.body).at("phase"), "Published");
+  EXPECT_EQ(endpoint_->pendingCount(), 0U);
+}
+
+TEST_F(InventoryEndpointTest, AnswersAcceptedWhenTheWaitRunsOut) {
+  std::future<HttpResponse> answer = send("PUT", "/v1/drivers/nic.example.com/pools/p?wait=50ms");
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(answer.get().status, 202);
+  EXPECT_EQ(endpoint_->pendingCount(), 0U);
+}
+
+TEST_F(InventoryEndpointTest, StopAnswersHeldPushesAndRefusesNewOnes) {
+  std::future<HttpResponse> first = send("PUT", "/v1/drivers/nic.example.com/pools/a?wait=60s");
+  std::future<HttpResponse> second = send("PUT", "/v1/drivers/nic.example.com/pools/b?wait=60s");
+  ASSERT_TRUE(holding(2));
+  endpoint_->stop();
+  ASSERT_EQ(first.wait_for(0s), std::future_status::ready);
+  ASSERT_EQ(second.wait_for(0s), std::future_status::ready);
+  EXPECT_EQ(first.get().status, 202);
+  EXPECT_EQ(second.get().status, 202);
+
+  std::future<HttpResponse> late = send("GET", "/v1/drivers", "");
+  ASSERT_EQ(late.wait_for(0s), std::future_status::ready);
+  EXPECT_EQ(late.get().status, 503);
+}
+
+TEST_F(InventoryEndpointTest, HeldPushOverHttp) {
+  HttpServerOptions options;
+  options.bind_address = "127.0.0.1:0";
+  StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::start(options, endpoint_->httpHandler());
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+
+  std::future<TestResponse> answer = std::async(std::launch::async, [&] {
+    TestHttpClient client((*server)->port());
+    return client.send("PUT", "/v1/drivers/nic.example.com/pools/rack-1%2Fp?wait=30s", kPool,
+                       {{"Authorization", "Bearer admin"}, {"Content-Type", "application/json"}});
+  });
+  ASSERT_TRUE(holding(1));
+  publish({"nic.example.com", "rack-1/p"});
+  ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
+  TestResponse response = answer.get();
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(Json::parse(response.body).at("pool"), "rack-1/p");
+
+  endpoint_->stop();
+  (*server)->stop();
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

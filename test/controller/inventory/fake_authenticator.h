@@ -1,0 +1,86 @@
+// FakeAuthenticator: an Authenticator for handler tests. Tokens map to
+// callers set up by the test; access is allowed unless denied for a verb and
+// driver; every authorize() call is recorded. Thread-safe.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "controller/inventory/authenticator.h"
+
+namespace rsc::controller::inventory {
+
+class FakeAuthenticator final : public Authenticator {
+ public:
+  struct Check {
+    std::string user;
+    std::string verb;
+    std::string driver;
+    friend bool operator==(const Check&, const Check&) = default;
+  };
+
+  FakeAuthenticator() {
+    Caller admin;
+    admin.user.username = "system:serviceaccount:dra:central";
+    addToken("admin", admin);
+    for (const char* node : {"node-a", "node-b"}) {
+      Caller caller;
+      caller.user.username = std::string("system:serviceaccount:dra:plugin-") + node;
+      caller.node_name = node;
+      addToken(node, caller);
+    }
+  }
+
+  void addToken(const std::string& token, Caller caller) {
+    std::lock_guard lock(mu_);
+    tokens_[token] = std::move(caller);
+  }
+  void deny(const std::string& verb, const std::string& driver) {
+    std::lock_guard lock(mu_);
+    denied_.insert({verb, driver});
+  }
+  void setUnavailable(bool unavailable) {
+    std::lock_guard lock(mu_);
+    unavailable_ = unavailable;
+  }
+  std::vector<Check> checks() const {
+    std::lock_guard lock(mu_);
+    return checks_;
+  }
+
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override {
+    std::lock_guard lock(mu_);
+    if (unavailable_) return unavailable("TokenReview failed");
+    if (!authorization) return Status(StatusCode::kUnauthenticated, "missing credentials");
+    constexpr std::string_view kPrefix = "Bearer ";
+    if (!authorization->starts_with(kPrefix)) {
+      return Status(StatusCode::kUnauthenticated, "malformed Authorization header");
+    }
+    auto it = tokens_.find(std::string(authorization->substr(kPrefix.size())));
+    if (it == tokens_.end()) return Status(StatusCode::kUnauthenticated, "invalid bearer token");
+    return it->second;
+  }
+
+  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override {
+    std::lock_guard lock(mu_);
+    checks_.push_back({caller.user.username, std::string(verb), std::string(driver)});
+    if (denied_.contains({std::string(verb), std::string(driver)})) {
+      return Status(StatusCode::kPermissionDenied, "denied by the test");
+    }
+    return okStatus();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Caller> tokens_;
+  std::set<std::pair<std::string, std::string>> denied_;
+  bool unavailable_ = false;
+  std::vector<Check> checks_;
+};
+
+}  // namespace rsc::controller::inventory

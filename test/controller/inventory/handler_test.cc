@@ -1,0 +1,570 @@
+#include "controller/inventory/handler.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test/controller/inventory/fake_authenticator.h"
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::controller::inventory {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+constexpr char kGpu[] = "gpu.example.com";
+
+std::string gpuPool(const std::string& node, int devices = 2) {
+  Json list = Json::array();
+  for (int i = 0; i < devices; ++i) {
+    list.push_back({{"name", "gpu-" + std::to_string(i)},
+                    {"attributes", {{"model", {{"string", "H100"}}}}},
+                    {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  return Json({{"nodeName", node}, {"devices", list}}).dump();
+}
+
+std::string allNodesPool(int devices = 1) {
+  Json list = Json::array();
+  for (int i = 0; i < devices; ++i) list.push_back({{"name", "nic-" + std::to_string(i)}});
+  return Json({{"allNodes", true}, {"devices", list}}).dump();
+}
+
+Json bodyOf(const HttpResponse& response) { return Json::parse(response.body); }
+
+std::vector<std::string> detailFields(const HttpResponse& response) {
+  std::vector<std::string> out;
+  for (const Json& d : bodyOf(response).at("details")) out.push_back(d.at("field"));
+  return out;
+}
+
+class InventoryHandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_.setChangeListener([this](const PoolKey&) { ++changes_; });
+    InventoryHandlerOptions options;
+    options.store = &store_;
+    options.authenticator = &auth_;
+    options.clock = &clock_;
+    options.on_push = [this](std::string_view driver, int code) {
+      pushes_.emplace_back(std::string(driver), code);
+    };
+    StatusOr<std::unique_ptr<InventoryHandler>> handler = InventoryHandler::create(options);
+    ASSERT_TRUE(handler.ok()) << handler.status().toString();
+    handler_ = std::move(*handler);
+  }
+
+  HttpRequest request(std::string method, std::string target, std::string body = "",
+                      std::string token = "admin",
+                      std::string content_type = "application/json") {
+    HttpRequest r;
+    r.method = std::move(method);
+    r.target = std::move(target);
+    r.body = std::move(body);
+    if (!token.empty()) r.headers["authorization"] = "Bearer " + token;
+    if (!content_type.empty()) r.headers["content-type"] = content_type;
+    return r;
+  }
+
+  HandlerResult call(std::string method, std::string target, std::string body = "",
+                     std::string token = "admin", std::string content_type = "application/json") {
+    return handler_->handle(
+        request(std::move(method), std::move(target), std::move(body), std::move(token),
+                std::move(content_type)));
+  }
+
+  // What the reconciler does once a pool is published.
+  void publish(const PoolKey& key, int64_t generation = 1) {
+    store_.updateStatus(key, [&](PoolStatus& s) {
+      s.phase = PoolPhase::kPublished;
+      s.published_version = s.desired_version;
+      s.published_generation = generation;
+      s.slice_names = {"00000-" + key.driver + "-" + key.pool + "-abcde"};
+    });
+  }
+
+  // Everything a request could change, as text.
+  std::string snapshot() const {
+    std::ostringstream out;
+    for (const PoolKey& key : store_.keys()) {
+      auto desired = store_.get(key);
+      out << key.toString() << " v" << desired->version << " lease "
+          << desired->lease_deadline.time_since_epoch().count() << "\n";
+    }
+    for (const PoolStatus& s : store_.statuses()) {
+      out << s.key.toString() << " " << poolPhaseName(s.phase) << " " << s.desired_version << "/"
+          << s.published_version << "\n";
+    }
+    out << "changes " << changes_ << "\n";
+    return out.str();
+  }
+
+  testing::FakeClock clock_;
+  DesiredStore store_{clock_};
+  FakeAuthenticator auth_;
+  std::unique_ptr<InventoryHandler> handler_;
+  int changes_ = 0;
+  std::vector<std::pair<std::string, int>> pushes_;
+};
+
+// ---- Pools: push, status, publication ---------------------------------------
+
+TEST_F(InventoryHandlerTest, PutPoolIsAcceptedThenPublished) {
+  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"),
+                           "node-a");
+  EXPECT_EQ(put.response.status, 202);
+  EXPECT_FALSE(put.wait.has_value());
+  EXPECT_EQ(put.response.content_type, "application/json");
+  Json status = bodyOf(put.response);
+  EXPECT_EQ(status.at("driver"), kGpu);
+  EXPECT_EQ(status.at("pool"), "node-a");
+  EXPECT_EQ(status.at("phase"), "Pending");
+  EXPECT_EQ(status.at("lastPushTime"), "2026-01-01T00:00:00.000000Z");
+  ASSERT_NE(store_.get({kGpu, "node-a"}), nullptr);
+  EXPECT_EQ(store_.get({kGpu, "node-a"})->pool.devices.size(), 2U);
+
+  publish({kGpu, "node-a"}, 3);
+  HandlerResult get = call("GET", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a");
+  EXPECT_EQ(get.response.status, 200);
+  EXPECT_EQ(bodyOf(get.response).at("phase"), "Published");
+  EXPECT_EQ(bodyOf(get.response).at("publishedGeneration"), 3);
+
+  // The same content again is published already: 200 at once.
+  HandlerResult again = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"),
+                             "node-a");
+  EXPECT_EQ(again.response.status, 200);
+  // A change is not.
+  HandlerResult changed = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a",
+                               gpuPool("node-a", 3), "node-a");
+  EXPECT_EQ(changed.response.status, 202);
+  EXPECT_THAT(pushes_, ElementsAre(std::pair<std::string, int>(kGpu, 202),
+                                   std::pair<std::string, int>(kGpu, 200),
+                                   std::pair<std::string, int>(kGpu, 202)));
+}
+
+TEST_F(InventoryHandlerTest, WaitHoldsThePushUntilPublished) {
+  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s",
+                           gpuPool("node-a"), "node-a");
+  ASSERT_TRUE(put.wait.has_value());
+  EXPECT_EQ(put.wait->deadline, clock_.now() + std::chrono::seconds(10));
+  EXPECT_EQ(put.wait->kind, PendingWait::Kind::kPool);
+  EXPECT_TRUE(pushes_.empty());  // counted when answered
+  EXPECT_FALSE(handler_->done(*put.wait));
+  EXPECT_EQ(handler_->render(*put.wait).status, 202);
+
+  publish({kGpu, "node-a"});
+  EXPECT_TRUE(handler_->done(*put.wait));
+  HttpResponse answer = handler_->render(*put.wait);
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(bodyOf(answer).at("phase"), "Published");
+  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 200));
+}
+
+TEST_F(InventoryHandlerTest, WaitOnAPublishedPushAnswersAtOnce) {
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
+  publish({kGpu, "node-a"});
+  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s",
+                           gpuPool("node-a"), "node-a");
+  EXPECT_FALSE(put.wait.has_value());
+  EXPECT_EQ(put.response.status, 200);
+}
+
+TEST_F(InventoryHandlerTest, WaitIsCappedAndParsedLikeGoDurations) {
+  HandlerResult capped = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10m",
+                              gpuPool("node-a"), "node-a");
+  ASSERT_TRUE(capped.wait.has_value());
+  EXPECT_EQ(capped.wait->deadline, clock_.now() + kDefaultMaxWait);
+
+  HandlerResult zero = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=0",
+                            gpuPool("node-a", 3), "node-a");
+  EXPECT_FALSE(zero.wait.has_value());
+  EXPECT_EQ(zero.response.status, 202);
+
+  EXPECT_EQ(*parseWaitDuration("1m30s"), std::chrono::seconds(90));
+  EXPECT_EQ(*parseWaitDuration("1.5s"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(*parseWaitDuration("250ms"), std::chrono::milliseconds(250));
+  EXPECT_EQ(*parseWaitDuration("0"), Clock::Duration::zero());
+  for (const char* bad : {"", "10", "s", "-1s", "10h", "1x", "1s2", ".s", "10 s"}) {
+    EXPECT_EQ(parseWaitDuration(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST_F(InventoryHandlerTest, PoolNamesMayContainEncodedSlashes) {
+  HandlerResult put = call("PUT", "/v1/drivers/nic.example.com/pools/rack-1%2Ffabric-1",
+                           allNodesPool());
+  EXPECT_EQ(put.response.status, 202);
+  EXPECT_NE(store_.get({"nic.example.com", "rack-1/fabric-1"}), nullptr);
+  HandlerResult get = call("GET", "/v1/drivers/nic.example.com/pools/rack-1%2ffabric-1");
+  EXPECT_EQ(get.response.status, 200);
+  EXPECT_EQ(bodyOf(get.response).at("pool"), "rack-1/fabric-1");
+  // A raw slash is a different path.
+  EXPECT_EQ(call("GET", "/v1/drivers/nic.example.com/pools/rack-1/fabric-1").response.status, 404);
+}
+
+TEST_F(InventoryHandlerTest, DeleteWithdrawsThePool) {
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
+  publish({kGpu, "node-a"});
+
+  HandlerResult del = call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a?wait=5s", "",
+                           "node-a", "");
+  ASSERT_TRUE(del.wait.has_value());
+  EXPECT_EQ(del.response.status, 202);
+  EXPECT_EQ(bodyOf(del.response).at("phase"), "Withdrawing");
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), nullptr);
+
+  // Deleting again while the slices go is accepted again.
+  EXPECT_EQ(call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "")
+                .response.status,
+            202);
+
+  // The reconciler deleted the slices and forgot the pool.
+  EXPECT_FALSE(handler_->done(*del.wait));
+  store_.eraseStatus({kGpu, "node-a"});
+  EXPECT_TRUE(handler_->done(*del.wait));
+  HttpResponse answer = handler_->render(*del.wait);
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(bodyOf(answer).at("phase"), "Withdrawn");
+
+  EXPECT_EQ(call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "")
+                .response.status,
+            404);
+  EXPECT_EQ(call("GET", "/v1/drivers/gpu.example.com/pools/node-a").response.status, 404);
+}
+
+TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
+  Json body = Json::parse(gpuPool("node-a"));
+  body["leaseSeconds"] = 30;
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", body.dump(), "node-a");
+  const Clock::TimePoint first = store_.get({kGpu, "node-a"})->lease_deadline;
+  EXPECT_EQ(first, clock_.now() + std::chrono::seconds(30));
+
+  clock_.advance(std::chrono::seconds(20));
+  HandlerResult renew = call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "",
+                             "node-a", "");
+  EXPECT_EQ(renew.response.status, 202);  // renewed; not published yet
+  EXPECT_EQ(store_.get({kGpu, "node-a"})->lease_deadline, clock_.now() + std::chrono::seconds(30));
+  EXPECT_EQ(bodyOf(renew.response).at("leaseSeconds"), 30);
+
+  publish({kGpu, "node-a"});
+  EXPECT_EQ(call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "", "node-a", "")
+                .response.status,
+            200);
+  EXPECT_EQ(call("POST", "/v1/drivers/gpu.example.com/pools/node-b/renew", "", "node-b", "")
+                .response.status,
+            404);
+}
+
+// ---- Whole drivers ----------------------------------------------------------
+
+TEST_F(InventoryHandlerTest, PutDriverReplacesEveryPool) {
+  call("PUT", "/v1/drivers/nic.example.com/pools/old", allNodesPool());
+  call("PUT", "/v1/drivers/nic.example.com/pools/kept", allNodesPool());
+  publish({"nic.example.com", "old"});
+  publish({"nic.example.com", "kept"});
+
+  Json body = {{"pools", {{"kept", Json::parse(allNodesPool(2))}, {"new", Json::parse(allNodesPool())}}}};
+  HandlerResult put = call("PUT", "/v1/drivers/nic.example.com?wait=30s", body.dump());
+  ASSERT_TRUE(put.wait.has_value());
+  EXPECT_EQ(put.response.status, 202);
+  EXPECT_EQ(put.wait->kind, PendingWait::Kind::kDriver);
+  EXPECT_THAT(put.wait->withdrawn, ElementsAre("old"));
+  const Json answer = bodyOf(put.response);
+  EXPECT_EQ(answer.at("driver"), "nic.example.com");
+  std::vector<std::string> phases;
+  for (const Json& p : answer.at("pools")) phases.push_back(p.at("pool").get<std::string>() + "=" + p.at("phase").get<std::string>());
+  EXPECT_THAT(phases, ElementsAre("kept=Pending", "new=Pending", "old=Withdrawing"));
+  EXPECT_EQ(store_.get({"nic.example.com", "old"}), nullptr);
+
+  publish({"nic.example.com", "kept"});
+  publish({"nic.example.com", "new"});
+  EXPECT_FALSE(handler_->done(*put.wait));  // "old" still has slices
+  store_.eraseStatus({"nic.example.com", "old"});
+  EXPECT_TRUE(handler_->done(*put.wait));
+  HttpResponse done = handler_->render(*put.wait);
+  EXPECT_EQ(done.status, 200);
+  EXPECT_EQ(bodyOf(done).at("pools").size(), 3U);
+  EXPECT_EQ(bodyOf(done).at("pools")[2].at("phase"), "Withdrawn");
+}
+
+TEST_F(InventoryHandlerTest, GetDriverAndListDrivers) {
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-b", gpuPool("node-b"), "node-b");
+  call("PUT", "/v1/drivers/nic.example.com/pools/fabric-1", allNodesPool());
+
+  HandlerResult driver = call("GET", "/v1/drivers/gpu.example.com");
+  EXPECT_EQ(driver.response.status, 200);
+  EXPECT_EQ(bodyOf(driver.response).at("pools").size(), 2U);
+  EXPECT_EQ(bodyOf(call("GET", "/v1/drivers/none.example.com").response),
+            Json::parse(R"({"driver": "none.example.com", "pools": []})"));
+
+  HandlerResult all = call("GET", "/v1/drivers");
+  EXPECT_EQ(all.response.status, 200);
+  const Json drivers = bodyOf(all.response).at("drivers");
+  ASSERT_EQ(drivers.size(), 2U);
+  EXPECT_EQ(drivers[0].at("driver"), kGpu);
+  EXPECT_EQ(drivers[0].at("pools").size(), 2U);
+  EXPECT_EQ(drivers[1].at("driver"), "nic.example.com");
+}
+
+TEST_F(InventoryHandlerTest, ReadsAndWritesNeedTheirVerbs) {
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
+  call("GET", "/v1/drivers/gpu.example.com/pools/node-a");
+  call("GET", "/v1/drivers/gpu.example.com");
+  call("GET", "/v1/drivers");
+  call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "", "node-a", "");
+  call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "");
+  std::vector<std::string> seen;
+  for (const auto& c : auth_.checks()) seen.push_back(c.verb + " " + c.driver);
+  EXPECT_THAT(seen, ElementsAre("publish gpu.example.com", "get gpu.example.com",
+                                "get gpu.example.com", "list ", "publish gpu.example.com",
+                                "publish gpu.example.com"));
+}
+
+TEST_F(InventoryHandlerTest, LeaderIdentityIsReported) {
+  handler_->setLeaderHooks({.is_leader = [] { return true; },
+                            .leader_identity = [] { return std::string("replica-7"); },
+                            .forward = nullptr});
+  HandlerResult put = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());
+  EXPECT_EQ(bodyOf(put.response).at("leader"), "replica-7");
+}
+
+TEST_F(InventoryHandlerTest, FollowerForwardsToTheLeader) {
+  std::vector<std::string> forwarded;
+  handler_->setLeaderHooks({.is_leader = [] { return false; },
+                            .leader_identity = nullptr,
+                            .forward = [&](const HttpRequest& r) -> std::optional<HttpResponse> {
+                              forwarded.push_back(r.method + " " + r.target);
+                              HttpResponse answer;
+                              answer.status = 200;
+                              answer.body = "{\"from\": \"leader\"}";
+                              return answer;
+                            }});
+  HandlerResult put = call("PUT", "/v1/drivers/nic.example.com/pools/p?wait=1s", allNodesPool());
+  EXPECT_EQ(put.response.status, 200);
+  EXPECT_EQ(bodyOf(put.response).at("from"), "leader");
+  EXPECT_THAT(forwarded, ElementsAre("PUT /v1/drivers/nic.example.com/pools/p?wait=1s"));
+  EXPECT_TRUE(store_.keys().empty());
+  // The document is served by every replica.
+  EXPECT_EQ(call("GET", "/openapi.json").response.status, 200);
+  EXPECT_EQ(forwarded.size(), 1U);
+}
+
+// ---- Errors: code, field paths, and nothing changed --------------------------
+
+struct ErrorCase {
+  std::string name;
+  std::string method;
+  std::string target;
+  std::string body;
+  std::string token;
+  std::string content_type;
+  int code;
+  std::vector<std::string> fields;  // expected detail fields, when not empty
+};
+
+class InventoryHandlerErrors : public InventoryHandlerTest,
+                               public ::testing::WithParamInterface<ErrorCase> {};
+
+TEST_P(InventoryHandlerErrors, AnswersWithTheCodeAndChangesNothing) {
+  // Two node pools and a cluster-wide one exist.
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a")
+                .response.status,
+            202);
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/node-b", gpuPool("node-b"), "node-b")
+                .response.status,
+            202);
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/shared", allNodesPool())
+                .response.status,
+            202);
+  auth_.deny("publish", "denied.example.com");
+  const std::string before = snapshot();
+  const size_t pushes_before = pushes_.size();
+
+  const ErrorCase& c = GetParam();
+  HandlerResult result = call(c.method, c.target, c.body, c.token, c.content_type);
+  EXPECT_EQ(result.response.status, c.code) << result.response.body;
+  EXPECT_FALSE(result.wait.has_value());
+  ASSERT_EQ(result.response.content_type, "application/json");
+  const Json error = bodyOf(result.response);
+  EXPECT_EQ(error.at("code"), c.code);
+  EXPECT_TRUE(error.at("reason").is_string());
+  EXPECT_FALSE(error.at("message").get<std::string>().empty());
+  if (!c.fields.empty()) EXPECT_EQ(detailFields(result.response), c.fields);
+  EXPECT_EQ(snapshot(), before);
+  if (c.method != "GET" && c.code != 405) {
+    // Every answered push is counted with its code, refused ones too.
+    ASSERT_EQ(pushes_.size(), pushes_before + 1);
+    EXPECT_EQ(pushes_.back().second, c.code);
+  }
+}
+
+std::string invalidDevicePool() {
+  return R"({"nodeName": "node-a", "devices": [{"name": "GPU_0"}, {"name": "gpu-1",
+            "attributes": {"model": {"string": "x", "int": 1}}}]})";
+}
+
+const char kPoolA[] = "/v1/drivers/gpu.example.com/pools/node-a";
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, InventoryHandlerErrors,
+    ::testing::ValuesIn(std::vector<ErrorCase>{
+        {"NotJson", "PUT", kPoolA, "{", "node-a", "application/json", 400, {}},
+        {"UnknownField", "PUT", kPoolA, R"({"nodeName": "node-a", "nodeNmae": "x"})", "node-a",
+         "application/json", 400, {"nodeNmae"}},
+        {"WrongType", "PUT", kPoolA, R"({"nodeName": "node-a", "devices": {}})", "node-a",
+         "application/json", 400, {"devices"}},
+        {"InvalidDevices", "PUT", kPoolA, invalidDevicePool(), "node-a", "application/json", 422,
+         {"devices[0].name", "devices[1].attributes[\"model\"]"}},
+        {"TextPlain", "PUT", kPoolA, gpuPool("node-a"), "node-a", "text/plain", 415, {}},
+        {"NoContentType", "PUT", kPoolA, gpuPool("node-a"), "node-a", "", 415, {}},
+        {"NoToken", "PUT", kPoolA, gpuPool("node-a"), "", "application/json", 401, {}},
+        {"BadToken", "PUT", kPoolA, gpuPool("node-a"), "stolen", "application/json", 401, {}},
+        {"OtherNodesPool", "PUT", kPoolA, gpuPool("node-a"), "node-b", "application/json", 403,
+         {"nodeName", ""}},
+        {"NodeTokenClaimsAnotherNode", "PUT", "/v1/drivers/gpu.example.com/pools/node-b",
+         gpuPool("node-a"), "node-a", "application/json", 403, {""}},
+        {"CentralTokenNodePool", "PUT", "/v1/drivers/gpu.example.com/pools/node-c",
+         gpuPool("node-c"), "admin", "application/json", 403, {"nodeName"}},
+        {"NodeTokenClusterPool", "PUT", "/v1/drivers/gpu.example.com/pools/shared",
+         allNodesPool(), "node-a", "application/json", 403, {"", ""}},
+        {"RbacDenied", "PUT", "/v1/drivers/denied.example.com/pools/p", allNodesPool(), "admin",
+         "application/json", 403, {}},
+        {"BadDriverName", "PUT", "/v1/drivers/Bad_Driver/pools/p", allNodesPool(), "admin",
+         "application/json", 422, {"driver"}},
+        {"BadPoolName", "PUT", "/v1/drivers/gpu.example.com/pools/Node_A", allNodesPool(),
+         "admin", "application/json", 422, {"pool"}},
+        {"BadWait", "PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=soon", gpuPool("node-a"),
+         "node-a", "application/json", 400, {"wait"}},
+        {"UnknownQuery", "PUT", "/v1/drivers/gpu.example.com/pools/node-a?dryRun=1",
+         gpuPool("node-a"), "node-a", "application/json", 400, {"dryRun"}},
+        {"WaitOnRead", "GET", "/v1/drivers/gpu.example.com?wait=1s", "", "admin", "", 400,
+         {"wait"}},
+        {"BadEscape", "PUT", "/v1/drivers/gpu.example.com/pools/a%ZZ", allNodesPool(), "admin",
+         "application/json", 400, {}},
+        {"MethodNotAllowed", "PATCH", kPoolA, gpuPool("node-a"), "node-a", "application/json",
+         405, {}},
+        {"UnknownPath", "GET", "/v2/drivers", "", "admin", "", 404, {}},
+        {"TrailingSlash", "GET", "/v1/drivers/", "", "admin", "", 404, {}},
+        {"UnknownPool", "GET", "/v1/drivers/gpu.example.com/pools/node-z", "", "admin", "", 404,
+         {}},
+        {"DeleteUnknown", "DELETE", "/v1/drivers/gpu.example.com/pools/node-z", "", "admin", "",
+         404, {}},
+        {"DeleteOtherNodesPool", "DELETE", kPoolA, "", "node-b", "", 403, {}},
+        {"RenewUnknown", "POST", "/v1/drivers/gpu.example.com/pools/node-z/renew", "", "admin",
+         "", 404, {}},
+        {"RenewNodePoolCentrally", "POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "",
+         "admin", "", 403, {}},
+        {"DriverWithdrawsOtherNodes", "PUT", "/v1/drivers/gpu.example.com",
+         Json({{"pools", {{"node-a", Json::parse(gpuPool("node-a"))}}}}).dump(), "node-a",
+         "application/json", 403, {"pools[\"node-b\"]", "pools[\"shared\"]"}},
+        {"DriverMalformed", "PUT", "/v1/drivers/gpu.example.com", R"({"pool": {}})", "admin",
+         "application/json", 400, {"pool"}},
+        {"DriverInvalid", "PUT", "/v1/drivers/nic.example.com",
+         R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "A"}]}}})", "admin",
+         "application/json", 422, {"pools[\"p\"].devices[0].name"}},
+        {"DriverPoolNameInvalid", "PUT", "/v1/drivers/nic.example.com",
+         R"({"pools": {"P": {"allNodes": true}}})", "admin", "application/json", 422,
+         {"pools[\"P\"]"}},
+    }),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(InventoryHandlerTest, MethodNotAllowedNamesTheAllowedMethods) {
+  HandlerResult result = call("POST", "/v1/drivers/gpu.example.com/pools/node-a");
+  EXPECT_EQ(result.response.status, 405);
+  EXPECT_EQ(result.response.header("Allow"), "GET, PUT, DELETE");
+  EXPECT_EQ(call("DELETE", "/v1/drivers").response.header("allow"), "GET");
+}
+
+TEST_F(InventoryHandlerTest, UnauthenticatedAnswersCarryAChallenge) {
+  HandlerResult result = call("GET", "/v1/drivers", "", "");
+  EXPECT_EQ(result.response.status, 401);
+  EXPECT_EQ(bodyOf(result.response).at("reason"), "Unauthorized");
+  EXPECT_THAT(std::string(result.response.header("WWW-Authenticate").value_or("")),
+              HasSubstr("Bearer"));
+}
+
+TEST_F(InventoryHandlerTest, NotLeaderWithoutForwardingIs503) {
+  call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());
+  const std::string before = snapshot();
+  handler_->setLeaderHooks({.is_leader = [] { return false; }, .leader_identity = nullptr,
+                            .forward = [](const HttpRequest&) { return std::optional<HttpResponse>(); }});
+  HandlerResult result = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool(2));
+  EXPECT_EQ(result.response.status, 503);
+  EXPECT_EQ(bodyOf(result.response).at("reason"), "ServiceUnavailable");
+  EXPECT_EQ(result.response.header("Retry-After"), "1");
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_F(InventoryHandlerTest, CredentialsThatCannotBeCheckedAre503) {
+  auth_.setUnavailable(true);
+  HandlerResult result = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());
+  EXPECT_EQ(result.response.status, 503);
+  EXPECT_TRUE(store_.keys().empty());
+}
+
+TEST_F(InventoryHandlerTest, NodeTokenMayReplaceItsOwnNodesPools) {
+  Json body = {{"pools", {{"node-a", Json::parse(gpuPool("node-a"))},
+                          {"node-a-extra", Json::parse(gpuPool("node-a", 1))}}}};
+  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com", body.dump(), "node-a");
+  EXPECT_EQ(put.response.status, 202) << put.response.body;
+  EXPECT_EQ(store_.keys(std::string(kGpu)).size(), 2U);
+  // A pool of node-a pushed under another pool's name by node-b's token.
+  HandlerResult takeover = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a-extra",
+                                gpuPool("node-b"), "node-b");
+  EXPECT_EQ(takeover.response.status, 403);
+  EXPECT_EQ(store_.get({kGpu, "node-a-extra"})->pool.selection.node_name, "node-a");
+}
+
+TEST_F(InventoryHandlerTest, UnrestrictedCallerPublishesAnything) {
+  Caller dev;
+  dev.user.username = "system:anonymous";
+  dev.unrestricted = true;
+  auth_.addToken("dev", dev);
+  Json body = {{"pools", {{"node-a", Json::parse(gpuPool("node-a"))},
+                          {"shared", Json::parse(allNodesPool())}}}};
+  EXPECT_EQ(call("PUT", "/v1/drivers/gpu.example.com", body.dump(), "dev").response.status, 202);
+  EXPECT_EQ(store_.keys().size(), 2U);
+}
+
+TEST_F(InventoryHandlerTest, OpenApiDocumentNeedsNoCredentials) {
+  HandlerResult result = call("GET", "/openapi.json", "", "");
+  EXPECT_EQ(result.response.status, 200);
+  EXPECT_EQ(result.response.content_type, "application/json");
+  EXPECT_EQ(bodyOf(result.response).at("openapi"), "3.0.3");
+}
+
+TEST(InventoryHandlerCreate, RequiresStoreAuthenticatorAndClock) {
+  testing::FakeClock clock;
+  DesiredStore store(clock);
+  FakeAuthenticator auth;
+  EXPECT_FALSE(InventoryHandler::create({.store = nullptr, .authenticator = &auth, .clock = &clock}).ok());
+  EXPECT_FALSE(InventoryHandler::create({.store = &store, .authenticator = nullptr, .clock = &clock}).ok());
+  EXPECT_FALSE(InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = nullptr}).ok());
+  EXPECT_TRUE(InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock}).ok());
+}
+
+TEST(InventoryErrors, StatusCodesMapToHttp) {
+  const std::vector<std::pair<StatusCode, int>> table = {
+      {StatusCode::kInvalidArgument, 400}, {StatusCode::kUnauthenticated, 401},
+      {StatusCode::kPermissionDenied, 403}, {StatusCode::kNotFound, 404},
+      {StatusCode::kConflict, 409},         {StatusCode::kAlreadyExists, 409},
+      {StatusCode::kTooLarge, 413},         {StatusCode::kUnprocessable, 422},
+      {StatusCode::kUnavailable, 503},      {StatusCode::kInternal, 500},
+  };
+  for (const auto& [code, http] : table) {
+    HttpResponse response = errorResponse(Status(code, "x"));
+    EXPECT_EQ(response.status, http) << statusCodeName(code);
+    EXPECT_EQ(bodyOf(response).at("code"), http);
+  }
+  EXPECT_EQ(bodyOf(errorResponse(Status(StatusCode::kConflict, "x"))).at("reason"), "Conflict");
+  EXPECT_EQ(bodyOf(errorResponse(413, "too large")).at("reason"), "RequestEntityTooLarge");
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,376 @@
+// HttpServer over loopback, port 0. The timeout tests wait in real time,
+// bounded and short (header timeouts of 200 ms); everything else is
+// synchronised on the requests themselves.
+#include "controller/inventory/http_server.h"
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/controller/inventory/test_http_client.h"
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::controller::inventory {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// Answers every request at once with what it saw.
+HttpServer::Handler echoHandler(std::atomic<int>* calls = nullptr) {
+  return [calls](HttpRequest request, HttpServer::Responder respond) {
+    if (calls != nullptr) ++*calls;
+    HttpResponse response;
+    response.content_type = "text/plain";
+    response.headers.emplace_back("X-Remote", request.remote_address);
+    response.body = request.method + " " + request.target + " " +
+                    std::string(request.header("x-test").value_or("-")) + " " + request.body;
+    respond(std::move(response));
+  };
+}
+
+std::unique_ptr<HttpServer> startServer(HttpServerOptions options, HttpServer::Handler handler) {
+  options.bind_address = "127.0.0.1:0";
+  StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::start(std::move(options), std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status().toString();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+// Waits until `condition` holds, up to two seconds of real time.
+template <typename F>
+bool eventually(F condition) {
+  const Clock::TimePoint deadline = RealClock::instance().now() + 2s;
+  while (!condition()) {
+    if (RealClock::instance().now() > deadline) return false;
+    RealClock::instance().sleepFor(5ms);
+  }
+  return true;
+}
+
+bool connectionRefused(uint16_t port) {
+  try {
+    TestHttpClient client(port);
+    return false;
+  } catch (const boost::system::system_error&) {
+    return true;
+  }
+}
+
+TEST(HttpServer, KeepsTheConnectionAliveAcrossRequests) {
+  auto server = startServer({}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->port(), 0);
+  EXPECT_EQ(server->address(), "127.0.0.1:" + std::to_string(server->port()));
+
+  TestHttpClient client(server->port());
+  TestResponse first = client.send("PUT", "/a?x=1", "body-1", {{"X-Test", "one"}});
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, "PUT /a?x=1 one body-1");
+  EXPECT_TRUE(first.keep_alive);
+  TestResponse second = client.send("GET", "/b");
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.body, "GET /b - ");
+  // One connection served both.
+  EXPECT_EQ(first.headers.at("x-remote"), second.headers.at("x-remote"));
+  EXPECT_EQ(server->connectionCount(), 1U);
+}
+
+TEST(HttpServer, BodyOverTheLimitIs413) {
+  std::atomic<int> calls = 0;
+  auto server = startServer({.max_request_bytes = 1024}, echoHandler(&calls));
+  ASSERT_NE(server, nullptr);
+  {
+    TestHttpClient client(server->port());
+    TestResponse ok = client.send("PUT", "/", std::string(1024, 'x'));
+    EXPECT_EQ(ok.status, 200);
+  }
+  {
+    TestHttpClient client(server->port());
+    TestResponse response = client.send("PUT", "/", std::string(1025, 'x'));
+    EXPECT_EQ(response.status, 413);
+    EXPECT_FALSE(response.keep_alive);
+    EXPECT_TRUE(client.closedByPeer());
+  }
+  {
+    // Chunked: the size is only known while reading.
+    TestHttpClient client(server->port());
+    client.writeRaw("PUT / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+                    std::string(0x800, 'x') + "\r\n0\r\n\r\n");
+    EXPECT_EQ(client.read().status, 413);
+  }
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(HttpServer, HeadersOverTheLimitAre431) {
+  auto server = startServer({.max_header_bytes = 1024}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  EXPECT_EQ(client.send("GET", "/", "", {{"X-Big", std::string(4096, 'a')}}).status, 431);
+}
+
+TEST(HttpServer, MalformedRequestIs400) {
+  auto server = startServer({}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  client.writeRaw("THIS IS NOT HTTP\r\n\r\n");
+  EXPECT_EQ(client.read().status, 400);
+}
+
+TEST(HttpServer, ServerErrorsUseTheGivenRenderer) {
+  HttpServerOptions options;
+  options.max_request_bytes = 10;
+  options.error_response = [](int status, std::string_view message) {
+    HttpResponse response;
+    response.status = status;
+    response.content_type = "application/json";
+    response.body = "{\"code\": " + std::to_string(status) + ", \"message\": \"" +
+                    std::string(message) + "\"}";
+    return response;
+  };
+  auto server = startServer(options, echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  TestResponse response = client.send("PUT", "/", std::string(11, 'x'));
+  EXPECT_EQ(response.status, 413);
+  EXPECT_EQ(response.headers.at("content-type"), "application/json");
+  EXPECT_THAT(response.body, HasSubstr("\"code\": 413"));
+}
+
+TEST(HttpServer, HeaderTimeoutClosesSlowClients) {
+  auto server = startServer({.header_timeout = 200ms}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  const Clock::TimePoint start = RealClock::instance().now();
+  TestHttpClient slow(server->port());
+  slow.writeRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // never finishes its headers
+  TestHttpClient silent(server->port());            // never sends anything
+  EXPECT_TRUE(slow.closedByPeer());
+  EXPECT_TRUE(silent.closedByPeer());
+  EXPECT_LT(RealClock::instance().now() - start, 2s);
+}
+
+TEST(HttpServer, IdleTimeoutClosesKeptAliveConnections) {
+  auto server = startServer({.idle_timeout = 200ms}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  EXPECT_EQ(client.send("GET", "/").status, 200);
+  const Clock::TimePoint start = RealClock::instance().now();
+  EXPECT_TRUE(client.closedByPeer());
+  EXPECT_LT(RealClock::instance().now() - start, 2s);
+  EXPECT_TRUE(eventually([&] { return server->connectionCount() == 0; }));
+}
+
+TEST(HttpServer, AnswersContinueBeforeTheBody) {
+  std::atomic<int> calls = 0;
+  auto server = startServer({}, echoHandler(&calls));
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  client.writeRaw(
+      "PUT /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(client.read().status, 100);
+  client.writeRaw("hello");
+  TestResponse response = client.read();
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "PUT /p - hello");
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(HttpServer, TooManyConnectionsAre503) {
+  auto server = startServer({.max_connections = 1}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient first(server->port());
+  ASSERT_EQ(first.send("GET", "/").status, 200);  // accepted and kept
+  TestHttpClient second(server->port());
+  TestResponse busy = second.read();
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.headers.at("retry-after"), "1");
+  EXPECT_TRUE(second.closedByPeer());
+  // The first connection still works.
+  EXPECT_EQ(first.send("GET", "/").status, 200);
+}
+
+// Holds every request until the test answers it.
+class HeldRequests {
+ public:
+  HttpServer::Handler handler() {
+    return [this](HttpRequest request, HttpServer::Responder respond) {
+      std::lock_guard lock(mu_);
+      held_.push_back(std::move(respond));
+      if (arrived_.size() >= held_.size()) arrived_[held_.size() - 1].set_value(request.target);
+    };
+  }
+  explicit HeldRequests(size_t expected) : arrived_(expected) {}
+  std::string waitFor(size_t i) {
+    std::future<std::string> f = arrived_[i].get_future();
+    return f.wait_for(5s) == std::future_status::ready ? f.get() : "<timeout>";
+  }
+  void answer(size_t i, int status) {
+    HttpServer::Responder respond;
+    {
+      std::lock_guard lock(mu_);
+      respond = held_.at(i);
+    }
+    HttpResponse response;
+    response.status = status;
+    response.body = "answer";
+    respond(std::move(response));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<HttpServer::Responder> held_;
+  std::vector<std::promise<std::string>> arrived_;
+};
+
+TEST(HttpServer, HandlersMayAnswerLaterFromAnotherThread) {
+  HeldRequests held(1);
+  auto server = startServer({}, held.handler());
+  ASSERT_NE(server, nullptr);
+  std::future<TestResponse> response = std::async(std::launch::async, [&] {
+    TestHttpClient client(server->port());
+    return client.send("GET", "/slow");
+  });
+  EXPECT_EQ(held.waitFor(0), "/slow");
+  std::thread([&] { held.answer(0, 202); }).join();
+  ASSERT_EQ(response.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(response.get().status, 202);
+  // A second answer to the same request is ignored.
+  held.answer(0, 500);
+}
+
+TEST(HttpServer, StopFinishesRequestsInFlight) {
+  HeldRequests held(1);
+  auto server = startServer({}, held.handler());
+  ASSERT_NE(server, nullptr);
+  const uint16_t port = server->port();
+  TestHttpClient idle(port);
+  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  std::future<TestResponse> response = std::async(std::launch::async, [&] {
+    TestHttpClient client(port);
+    return client.send("PUT", "/in-flight", "x");
+  });
+  ASSERT_EQ(held.waitFor(0), "/in-flight");
+
+  std::thread stopper([&] { server->stop(10s); });
+  // Stopping: no new connections, idle ones closed...
+  EXPECT_TRUE(eventually([&] { return connectionRefused(port); }));
+  EXPECT_TRUE(idle.closedByPeer());
+  // ...and the request in flight still gets its answer, then the close.
+  held.answer(0, 200);
+  ASSERT_EQ(response.wait_for(5s), std::future_status::ready);
+  TestResponse answered = response.get();
+  EXPECT_EQ(answered.status, 200);
+  EXPECT_FALSE(answered.keep_alive);
+  stopper.join();
+  EXPECT_EQ(server->connectionCount(), 0U);
+}
+
+TEST(HttpServer, StopClosesWhatIsLeftAfterTheGrace) {
+  HeldRequests held(1);
+  auto server = startServer({}, held.handler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient client(server->port());
+  client.writeRaw("GET /never HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(held.waitFor(0), "/never");
+  server->stop(100ms);
+  EXPECT_TRUE(client.closedByPeer());
+  // Answering after the server stopped, even after it is gone, is harmless.
+  server.reset();
+  held.answer(0, 200);
+}
+
+TEST(HttpServer, ServesTlsAndReloadsChangedCertificates) {
+  TempDir dir;
+  const auto cert_file = dir.path() / "tls.crt";
+  const auto key_file = dir.path() / "tls.key";
+  const TestCertificate first = TestCertificate::make("first");
+  first.writeTo(cert_file, key_file);
+
+  testing::FakeClock clock;
+  HttpServerOptions options;
+  options.tls_cert_file = cert_file.string();
+  options.tls_key_file = key_file.string();
+  options.tls_reload_interval = 5s;
+  options.clock = &clock;
+  auto server = startServer(options, echoHandler());
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->tlsLoadCount(), 1U);
+  {
+    TestHttpClient client(server->port(), first.clientContext().get());
+    EXPECT_EQ(client.peerCommonName(), "first");
+    TestResponse response = client.send("GET", "/secure");
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(client.send("GET", "/again").status, 200);
+  }
+
+  // Rotate the files in place; make sure the timestamp moves.
+  const TestCertificate second = TestCertificate::make("second");
+  const auto old_time = std::filesystem::last_write_time(cert_file);
+  second.writeTo(cert_file, key_file);
+  std::filesystem::last_write_time(cert_file, old_time + 10s);
+  std::filesystem::last_write_time(key_file, old_time + 10s);
+  {
+    // Within the check interval the old certificate is still used.
+    TestHttpClient client(server->port(), first.clientContext().get());
+    EXPECT_EQ(client.peerCommonName(), "first");
+  }
+  clock.advance(5s);
+  {
+    TestHttpClient client(server->port(), second.clientContext().get());
+    EXPECT_EQ(client.peerCommonName(), "second");
+    EXPECT_EQ(client.send("GET", "/").status, 200);
+  }
+  EXPECT_EQ(server->tlsLoadCount(), 2U);
+
+  // A broken rotation keeps the last good certificate.
+  std::ofstream(key_file, std::ios::trunc) << "not a key";
+  std::filesystem::last_write_time(key_file, old_time + 20s);
+  clock.advance(5s);
+  {
+    TestHttpClient client(server->port(), second.clientContext().get());
+    EXPECT_EQ(client.peerCommonName(), "second");
+  }
+  EXPECT_EQ(server->tlsLoadCount(), 2U);
+}
+
+TEST(HttpServer, StartFailsOnBadTlsFilesAndBusyPorts) {
+  TempDir dir;
+  HttpServerOptions options;
+  options.tls_cert_file = (dir.path() / "missing.crt").string();
+  options.tls_key_file = (dir.path() / "missing.key").string();
+  EXPECT_FALSE(HttpServer::start(options, echoHandler()).ok());
+  options.tls_key_file.clear();
+  EXPECT_FALSE(HttpServer::start(options, echoHandler()).ok());
+
+  auto server = startServer({}, echoHandler());
+  ASSERT_NE(server, nullptr);
+  HttpServerOptions same;
+  same.bind_address = "127.0.0.1:" + std::to_string(server->port());
+  EXPECT_FALSE(HttpServer::start(same, echoHandler()).ok());
+}
+
+TEST(HttpServer, BindsEveryInterfaceWithAnEmptyHost) {
+  StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::start({.bind_address = ":0"}, echoHandler());
+  ASSERT_TRUE(server.ok()) << server.status().toString();
+  TestHttpClient client((*server)->port());
+  EXPECT_EQ(client.send("GET", "/").status, 200);
+}
+
+TEST(HttpServer, ParsesBindAddresses) {
+  EXPECT_EQ(*parseBindAddress(":8443"), std::make_pair(std::string(), uint16_t{8443}));
+  EXPECT_EQ(*parseBindAddress("127.0.0.1:0"), std::make_pair(std::string("127.0.0.1"), uint16_t{0}));
+  EXPECT_EQ(*parseBindAddress("[::1]:80"), std::make_pair(std::string("::1"), uint16_t{80}));
+  EXPECT_EQ(*parseBindAddress("localhost:65535"),
+            std::make_pair(std::string("localhost"), uint16_t{65535}));
+  for (const char* bad : {"", "8443", ":", ":65536", "host:x", "::1:80", "[::1]80", ":-1"}) {
+    EXPECT_FALSE(parseBindAddress(bad).ok()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

@@ -1,0 +1,561 @@
+#include "controller/inventory/pool_json.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "controller/reconcile/planner.h"
+
+namespace rsc::controller::inventory {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAreArray;
+
+Json device(const std::string& name) { return {{"name", name}}; }
+
+Json devices(size_t n, const std::string& prefix = "dev-") {
+  Json list = Json::array();
+  for (size_t i = 0; i < n; ++i) list.push_back(device(prefix + std::to_string(i)));
+  return list;
+}
+
+Json nodePool(Json device_list = Json::array()) {
+  return {{"nodeName", "node-a"}, {"devices", std::move(device_list)}};
+}
+
+Json counterSet(const std::string& name) {
+  return {{"name", name}, {"counters", {{"memory", {{"value", "80Gi"}}}}}};
+}
+
+Json selector(Json terms) { return {{"nodeSelectorTerms", std::move(terms)}}; }
+
+Json fabricTerm() {
+  return {{"matchExpressions",
+           {{{"key", "nic.example.com/fabric"}, {"operator", "In"}, {"values", {"fabric-1"}}}}}};
+}
+
+std::vector<std::string> fieldsOf(const Status& status) {
+  std::vector<std::string> out;
+  for (const FieldError& e : status.details()) out.push_back(e.field);
+  return out;
+}
+
+// One table row: a body and what parsing it must say.
+struct Case {
+  std::string name;
+  Json body;
+  StatusCode code;  // kOk when valid
+  std::vector<std::string> fields;  // every detail's field path, any order
+  std::string message = {};         // a part of the first detail's message
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class PoolValidation : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PoolValidation, ReportsEveryProblemWithItsFieldPath) {
+  const Case& c = GetParam();
+  StatusOr<Pool> pool = parsePool(c.body.dump());
+  EXPECT_EQ(pool.status().code(), c.code) << pool.status().toString();
+  EXPECT_THAT(fieldsOf(pool.status()), UnorderedElementsAreArray(c.fields))
+      << pool.status().toString();
+  if (!c.message.empty() && !pool.status().details().empty()) {
+    EXPECT_THAT(pool.status().details().front().message, HasSubstr(c.message));
+  }
+}
+
+Json with(Json base, const std::string& key, Json value) {
+  base[key] = std::move(value);
+  return base;
+}
+
+Json deviceWith(const std::string& key, Json value) {
+  Json d = device("gpu-0");
+  d[key] = std::move(value);
+  return d;
+}
+
+Json attributes(size_t n) {
+  Json a = Json::object();
+  for (size_t i = 0; i < n; ++i) a["attr" + std::to_string(i)] = {{"int", i}};
+  return a;
+}
+
+Json taints(size_t n) {
+  Json list = Json::array();
+  for (size_t i = 0; i < n; ++i) {
+    list.push_back({{"key", "t" + std::to_string(i)}, {"effect", "NoSchedule"}});
+  }
+  return list;
+}
+
+Json taintedDevices(size_t n) {
+  Json list = devices(n);
+  for (Json& d : list) d["taints"] = taints(1);
+  return list;
+}
+
+std::vector<Case> validCases() {
+  Json per_device = {{"perDeviceNodeSelection", true},
+                     {"devices",
+                      {with(device("a"), "nodeName", "node-a"), with(device("b"), "allNodes", true),
+                       with(device("c"), "nodeSelector", selector({fabricTerm()}))}}};
+  Json counters = nodePool(
+      {with(device("part-0"), "consumesCounters",
+            {{{"counterSet", "gpu-0"}, {"counters", {{"memory", {{"value", "10Gi"}}}}}}})});
+  counters["sharedCounters"] = {counterSet("gpu-0")};
+  Json explicit_slices = {{"allNodes", true},
+                          {"slices",
+                           {{{"sharedCounters", {counterSet("gpu-0")}}},
+                            {{"devices",
+                              {with(device("part-0"), "consumesCounters",
+                                    {{{"counterSet", "gpu-0"},
+                                      {"counters", {{"memory", {{"value", "1Gi"}}}}}}})}}},
+                            {{"devices", devices(128, "plain-")}}}}};
+  Json policy = deviceWith("capacity", {{"memory",
+                                        {{"value", "80Gi"},
+                                         {"requestPolicy",
+                                          {{"default", "10Gi"},
+                                           {"validValues", {"10Gi", "20Gi", "80Gi"}}}}}}});
+  policy["allowMultipleAllocations"] = true;
+  Json lists = deviceWith("attributes", {{"ints", {{"ints", {1, 2}}}},
+                                         {"strings", {{"strings", {"a", "b"}}}},
+                                         {"versions", {{"versions", {"1.0.0", "2.0.0-rc.1"}}}},
+                                         {"bools", {{"bools", {true}}}}});
+  return {
+      {"MinimalNodePool", {{"nodeName", "node-a"}}, StatusCode::kOk, {}},
+      {"AllNodes", {{"allNodes", true}, {"devices", devices(3)}}, StatusCode::kOk, {}},
+      {"NodeSelector", {{"nodeSelector", selector({fabricTerm()})}}, StatusCode::kOk, {}},
+      {"AllNodesFalseCountsAsUnset", with(nodePool(), "allNodes", false), StatusCode::kOk, {}},
+      {"NullReadsAsAbsent", with(nodePool(), "slices", nullptr), StatusCode::kOk, {}},
+      {"PerDeviceNodeSelection", per_device, StatusCode::kOk, {}},
+      {"SharedCounters", counters, StatusCode::kOk, {}},
+      {"ExplicitSlices", explicit_slices, StatusCode::kOk, {}},
+      {"RequestPolicy", nodePool({policy}), StatusCode::kOk, {}},
+      {"ListAttributes", nodePool({lists}), StatusCode::kOk, {}},
+      {"AttributesAndCapacityAt32", nodePool({deviceWith("attributes", attributes(32))}),
+       StatusCode::kOk, {}},
+      {"StringOf64Bytes",
+       nodePool({deviceWith("attributes", {{"model", {{"string", std::string(64, 'x')}}}})}),
+       StatusCode::kOk, {}},
+      {"SixteenTaints", nodePool({deviceWith("taints", taints(16))}), StatusCode::kOk, {}},
+      {"GenerationAndLease", with(with(nodePool(), "generation", 7), "leaseSeconds", 300),
+       StatusCode::kOk, {}},
+      {"AutomaticSplitHasNoDeviceLimit", with(nodePool(), "devices", taintedDevices(200)),
+       StatusCode::kOk, {}},
+  };
+}
+
+std::vector<Case> malformedCases() {
+  return {
+      {"NotAnObject", Json::array(), StatusCode::kInvalidArgument, {""}},
+      {"UnknownField", with(nodePool(), "nodeNmae", "node-a"), StatusCode::kInvalidArgument,
+       {"nodeNmae"}, "unknown field"},
+      {"NodeNameNotAString", {{"nodeName", 5}}, StatusCode::kInvalidArgument, {"nodeName"}},
+      {"DevicesNotAList", {{"nodeName", "a"}, {"devices", {{"name", "x"}}}},
+       StatusCode::kInvalidArgument, {"devices"}},
+      {"DeviceNotAnObject", nodePool({"gpu-0"}), StatusCode::kInvalidArgument, {"devices[0]"}},
+      {"AttributeNotAnObject", nodePool({deviceWith("attributes", {{"model", "x"}})}),
+       StatusCode::kInvalidArgument, {"devices[0].attributes[\"model\"]"}},
+      {"BadQuantity", nodePool({deviceWith("capacity", {{"memory", {{"value", "lots"}}}})}),
+       StatusCode::kInvalidArgument, {"devices[0].capacity[\"memory\"].value"}},
+      {"GenerationNotAnInteger", with(nodePool(), "generation", "1"), StatusCode::kInvalidArgument,
+       {"generation"}},
+      {"AllNodesNotABoolean", {{"allNodes", "true"}}, StatusCode::kInvalidArgument, {"allNodes"}},
+      {"UnknownSliceField",
+       {{"allNodes", true}, {"slices", {{{"devicse", devices(1)}}}}},
+       StatusCode::kInvalidArgument, {"slices[0].devicse"}},
+      {"EveryShapeErrorIsReported",
+       {{"nodeName", 1}, {"generation", true}, {"extra", 1}, {"devices", {"a", device("b"), 3}}},
+       StatusCode::kInvalidArgument,
+       {"nodeName", "generation", "extra", "devices[0]", "devices[2]"}},
+  };
+}
+
+std::vector<Case> invalidCases() {
+  Json two_selections = nodePool();
+  two_selections["nodeSelector"] = selector({fabricTerm()});
+  two_selections["allNodes"] = true;
+  Json bad_counter_ref = nodePool(
+      {with(device("p"), "consumesCounters",
+            {{{"counterSet", "missing"}, {"counters", {{"memory", {{"value", "1"}}}}}}})});
+  Json bad_counter_name = nodePool(
+      {with(device("p"), "consumesCounters",
+            {{{"counterSet", "gpu-0"}, {"counters", {{"cores", {{"value", "1"}}}}}}})});
+  bad_counter_name["sharedCounters"] = {counterSet("gpu-0")};
+  Json three_consumptions = Json::array();
+  for (const char* set : {"a", "b", "c"}) {
+    three_consumptions.push_back({{"counterSet", set}, {"counters", {{"memory", {{"value", "1"}}}}}});
+  }
+  Json too_many_consumptions = nodePool({deviceWith("consumesCounters", three_consumptions)});
+  too_many_consumptions["sharedCounters"] = {counterSet("a"), counterSet("b"), counterSet("c")};
+  Json policy_without_flag = nodePool({deviceWith(
+      "capacity",
+      {{"memory", {{"value", "80Gi"}, {"requestPolicy", {{"validRange", {{"min", "1Gi"}}}}}}}})});
+  Json policy_bad_default = deviceWith(
+      "capacity",
+      {{"memory",
+        {{"value", "80Gi"},
+         {"requestPolicy", {{"default", "5Gi"}, {"validValues", {"10Gi", "20Gi"}}}}}}});
+  policy_bad_default["allowMultipleAllocations"] = true;
+  Json nine_sets = Json::array();
+  for (int i = 0; i < 9; ++i) nine_sets.push_back(counterSet("set-" + std::to_string(i)));
+  Json many_values = deviceWith("attributes", {{"a", {{"ints", std::vector<int>(30, 1)}}},
+                                               {"b", {{"ints", std::vector<int>(19, 1)}}}});
+  Json three_errors = nodePool({device("Bad_Name"), device("ok"), device("ok")});
+  three_errors["generation"] = -1;
+
+  return {
+      // Node selection.
+      {"NoNodeSelection", {{"devices", devices(1)}}, StatusCode::kUnprocessable, {""},
+       "exactly one of"},
+      {"TwoNodeSelections", two_selections, StatusCode::kUnprocessable,
+       {"nodeSelector", "allNodes"}},
+      {"InvalidNodeName", {{"nodeName", "Node_A"}}, StatusCode::kUnprocessable, {"nodeName"}},
+      {"EmptyNodeName", {{"nodeName", ""}}, StatusCode::kUnprocessable, {"nodeName"}},
+      {"TwoSelectorTerms", {{"nodeSelector", selector({fabricTerm(), fabricTerm()})}},
+       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerms"}, "exactly one"},
+      {"SelectorWithoutTerms", {{"nodeSelector", Json::object()}}, StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms"}},
+      {"SelectorBadOperator",
+       {{"nodeSelector",
+         selector({{{"matchExpressions", {{{"key", "zone"}, {"operator", "Like"}}}}}})}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms[0].matchExpressions[0].operator"}},
+      {"SelectorInWithoutValues",
+       {{"nodeSelector",
+         selector({{{"matchExpressions", {{{"key", "zone"}, {"operator", "In"}}}}}})}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms[0].matchExpressions[0].values"}},
+      {"SelectorMatchFieldsOtherThanName",
+       {{"nodeSelector",
+         selector({{{"matchFields",
+                     {{{"key", "spec.unschedulable"}, {"operator", "In"}, {"values", {"x"}}}}}}})}},
+       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerms[0].matchFields[0].key"}},
+      {"SelectorTypo",
+       {{"nodeSelector", {{"nodeSelectorTerms", {fabricTerm()}}, {"nodeSelectorTerm", 1}}}},
+       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerm"}},
+      // Devices or slices.
+      {"DevicesAndSlices", with(nodePool(devices(1)), "slices", {{{"devices", devices(1)}}}),
+       StatusCode::kUnprocessable, {"slices"}},
+      {"SharedCountersAndSlices",
+       {{"allNodes", true}, {"sharedCounters", {counterSet("a")}}, {"slices", {Json::object()}}},
+       StatusCode::kUnprocessable, {"slices"}},
+      {"NoSlices", {{"allNodes", true}, {"slices", Json::array()}}, StatusCode::kUnprocessable,
+       {"slices"}},
+      // Generation and lease.
+      {"NegativeGeneration", with(nodePool(), "generation", -1), StatusCode::kUnprocessable,
+       {"generation"}},
+      {"NegativeLease", with(nodePool(), "leaseSeconds", -5), StatusCode::kUnprocessable,
+       {"leaseSeconds"}},
+      {"LeaseOverAYear", with(nodePool(), "leaseSeconds", kMaxLeaseSeconds + 1),
+       StatusCode::kUnprocessable, {"leaseSeconds"}},
+      // Device names.
+      {"DeviceNameNotALabel", nodePool({device("GPU_0")}), StatusCode::kUnprocessable,
+       {"devices[0].name"}},
+      {"DeviceNameMissing", nodePool({Json::object()}), StatusCode::kUnprocessable,
+       {"devices[0].name"}},
+      {"DuplicateDeviceName", nodePool({device("gpu-0"), device("gpu-1"), device("gpu-0")}),
+       StatusCode::kUnprocessable, {"devices[2].name"}, "Duplicate value"},
+      {"DuplicateDeviceNameAcrossSlices",
+       {{"allNodes", true},
+        {"slices", {{{"devices", {device("a")}}}, {{"devices", {device("b"), device("a")}}}}}},
+       StatusCode::kUnprocessable, {"slices[1].devices[1].name"}, "also at slices[0].devices[0]"},
+      // Attributes and capacity.
+      {"AttributeNameNotQualified",
+       nodePool({deviceWith("attributes", {{"model-name", {{"string", "x"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"model-name\"]"}},
+      {"AttributeDomainTooLong",
+       nodePool({deviceWith("attributes",
+                            {{std::string(64, 'a') + "/model", {{"string", "x"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"" + std::string(64, 'a') + "/model\"]"}},
+      {"AttributeWithTwoValues",
+       nodePool({deviceWith("attributes", {{"model", {{"string", "x"}, {"int", 1}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"]"}, "exactly one"},
+      {"AttributeTypo", nodePool({deviceWith("attributes", {{"model", {{"strnig", "x"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"]"}, "strnig"},
+      {"StringOf65Bytes",
+       nodePool({deviceWith("attributes", {{"model", {{"string", std::string(65, 'x')}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"].string"}, "64 bytes"},
+      {"VersionNotSemver",
+       nodePool({deviceWith("attributes", {{"driverVersion", {{"version", "v550"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"driverVersion\"].version"}},
+      {"EmptyList", nodePool({deviceWith("attributes", {{"cores", {{"ints", Json::array()}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"cores\"].ints"}},
+      {"ListVersionNotSemver",
+       nodePool({deviceWith("attributes", {{"v", {{"versions", {"1.0.0", "1.0"}}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].attributes[\"v\"].versions[1]"}},
+      {"AttributesAndCapacityOver32",
+       nodePool({with(deviceWith("attributes", attributes(32)), "capacity",
+                      {{"memory", {{"value", "1Gi"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0]"}, "at most 32"},
+      {"AttributeValuesOver48", nodePool({many_values}), StatusCode::kUnprocessable,
+       {"devices[0].attributes"}, "48"},
+      {"CapacityNameNotQualified",
+       nodePool({deviceWith("capacity", {{"a/b/c", {{"value", "1"}}}})}),
+       StatusCode::kUnprocessable, {"devices[0].capacity[\"a/b/c\"]"}},
+      {"RequestPolicyNeedsMultipleAllocations", policy_without_flag, StatusCode::kUnprocessable,
+       {"devices[0].capacity[\"memory\"].requestPolicy"}, "allowMultipleAllocations"},
+      {"RequestPolicyDefaultNotValid", nodePool({policy_bad_default}), StatusCode::kUnprocessable,
+       {"devices[0].capacity[\"memory\"].requestPolicy.default"}},
+      // Taints.
+      {"SeventeenTaints", nodePool({deviceWith("taints", taints(17))}),
+       StatusCode::kUnprocessable, {"devices[0].taints"}, "at most 16"},
+      {"TaintBadEffect",
+       nodePool({deviceWith("taints", {{{"key", "k"}, {"effect", "NoRun"}}})}),
+       StatusCode::kUnprocessable, {"devices[0].taints[0].effect"}},
+      {"TaintBadKeyAndValue",
+       nodePool({deviceWith("taints", {{{"key", "-k"}, {"value", "a b"}, {"effect", "None"}}})}),
+       StatusCode::kUnprocessable, {"devices[0].taints[0].key", "devices[0].taints[0].value"}},
+      // Counters.
+      {"CounterSetNotInPool", bad_counter_ref, StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters[0].counterSet"}, "not in the pool"},
+      {"CounterNotInSet", bad_counter_name, StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters[0].counters[\"cores\"]"}},
+      {"ThreeCounterConsumptions", too_many_consumptions, StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters"}, "at most 2"},
+      {"DuplicateCounterSet",
+       {{"allNodes", true}, {"sharedCounters", {counterSet("gpu-0"), counterSet("gpu-0")}}},
+       StatusCode::kUnprocessable, {"sharedCounters[1].name"}},
+      {"CounterSetBadNameAndNoCounters",
+       {{"allNodes", true}, {"sharedCounters", {{{"name", "GPU 0"}}}}},
+       StatusCode::kUnprocessable, {"sharedCounters[0].name", "sharedCounters[0].counters"}},
+      // Binding conditions.
+      {"BindingConditionsNeedFailureConditions",
+       nodePool({deviceWith("bindingConditions", {"ready"})}), StatusCode::kUnprocessable,
+       {"devices[0].bindingFailureConditions"}},
+      {"FiveBindingConditions",
+       nodePool({with(deviceWith("bindingConditions", {"a", "b", "c", "d", "e"}),
+                      "bindingFailureConditions", {"f"})}),
+       StatusCode::kUnprocessable, {"devices[0].bindingConditions"}},
+      {"BindingConditionInBothLists",
+       nodePool({with(deviceWith("bindingConditions", {"a"}), "bindingFailureConditions",
+                      {"a"})}),
+       StatusCode::kUnprocessable, {"devices[0].bindingFailureConditions[0]"}},
+      // Per-device node selection.
+      {"PerDeviceWithoutNodeField", {{"perDeviceNodeSelection", true}, {"devices", devices(1)}},
+       StatusCode::kUnprocessable, {"devices[0]"}},
+      {"DeviceNodeNameWithoutPerDevice", nodePool({deviceWith("nodeName", "node-b")}),
+       StatusCode::kUnprocessable, {"devices[0].nodeName"}},
+      {"DeviceAllNodesFalse",
+       {{"perDeviceNodeSelection", true}, {"devices", {deviceWith("allNodes", false)}}},
+       StatusCode::kUnprocessable, {"devices[0].allNodes"}},
+      // Explicit slices.
+      {"SliceOf129Devices", {{"allNodes", true}, {"slices", {{{"devices", devices(129)}}}}},
+       StatusCode::kUnprocessable, {"slices[0].devices"}, "at most 128"},
+      {"SliceOf65DevicesWithTaints",
+       {{"allNodes", true}, {"slices", {{{"devices", taintedDevices(65)}}}}},
+       StatusCode::kUnprocessable, {"slices[0].devices"}, "at most 64"},
+      {"SliceWithDevicesAndCounters",
+       {{"allNodes", true},
+        {"slices", {{{"devices", devices(1)}, {"sharedCounters", {counterSet("a")}}}}}},
+       StatusCode::kUnprocessable, {"slices[0].sharedCounters"}},
+      {"SliceWithNineCounterSets", {{"allNodes", true}, {"slices", {{{"sharedCounters", nine_sets}}}}},
+       StatusCode::kUnprocessable, {"slices[0].sharedCounters"}, "at most 8"},
+      {"SlicePerDeviceMismatch",
+       {{"allNodes", true}, {"slices", {{{"perDeviceNodeSelection", true}}}}},
+       StatusCode::kUnprocessable, {"slices[0].perDeviceNodeSelection"}},
+      // Everything at once.
+      {"EveryProblemIsReported", three_errors, StatusCode::kUnprocessable,
+       {"generation", "devices[0].name", "devices[2].name"}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Valid, PoolValidation, ::testing::ValuesIn(validCases()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Malformed, PoolValidation, ::testing::ValuesIn(malformedCases()),
+                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Invalid, PoolValidation, ::testing::ValuesIn(invalidCases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(PoolJson, DecodesEveryPoolField) {
+  Json body = {{"nodeName", "node-a"},
+               {"generation", 4},
+               {"leaseSeconds", 30},
+               {"sharedCounters", {counterSet("gpu-0")}},
+               {"devices",
+                {{{"name", "gpu-0"},
+                  {"attributes", {{"model", {{"string", "H100"}}}}},
+                  {"futureField", {{"x", 1}}}}}}};
+  StatusOr<Pool> pool = parsePool(body.dump());
+  ASSERT_TRUE(pool.ok()) << pool.status().toString();
+  EXPECT_EQ(pool->selection.node_name, "node-a");
+  EXPECT_EQ(pool->generation, 4);
+  EXPECT_EQ(pool->lease, std::chrono::seconds(30));
+  ASSERT_EQ(pool->shared_counters.size(), 1U);
+  EXPECT_EQ(pool->shared_counters[0].name, "gpu-0");
+  ASSERT_EQ(pool->devices.size(), 1U);
+  EXPECT_EQ(pool->devices[0].attributes.at("model").string_value, "H100");
+  // Unknown device fields (newer API fields) are kept for the API server.
+  EXPECT_EQ(pool->devices[0].unknown.at("futureField"), Json({{"x", 1}}));
+  EXPECT_FALSE(pool->slices.has_value());
+}
+
+TEST(PoolJson, DecodesExplicitSlicesInOrder) {
+  Json body = {{"allNodes", true},
+               {"slices", {{{"devices", devices(2, "a-")}}, {{"devices", devices(1, "b-")}}}}};
+  StatusOr<Pool> pool = parsePool(body.dump());
+  ASSERT_TRUE(pool.ok()) << pool.status().toString();
+  ASSERT_TRUE(pool->slices.has_value());
+  ASSERT_EQ(pool->slices->size(), 2U);
+  EXPECT_EQ((*pool->slices)[0].devices.size(), 2U);
+  EXPECT_EQ((*pool->slices)[1].devices[0].name, "b-0");
+  EXPECT_TRUE(pool->selection.all_nodes);
+}
+
+TEST(PoolJson, ShapeErrorsComeFirstWithoutValidationNoise) {
+  // An unknown field and an invalid device name: only the shape error is
+  // reported, the validation runs once the body has the right shape.
+  StatusOr<Pool> pool = parsePool(with(nodePool({device("BAD")}), "typo", 1).dump());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(fieldsOf(pool.status()), ElementsAre("typo"));
+}
+
+TEST(PoolJson, RejectsTextThatIsNotJson) {
+  StatusOr<Pool> pool = parsePool("{\"nodeName\": ");
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(pool.status().message(), HasSubstr("not JSON"));
+}
+
+TEST(PoolJson, RejectsDeepNestingBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  StatusOr<Json> parsed = parseJsonBody(deep);
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("deeper"));
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(parseJsonBody("{\"a\": \"" + std::string(1000, '[') + "\"}").ok());
+}
+
+TEST(PoolJson, DriverBodyPathsNameThePool) {
+  Json body = {{"pools",
+                {{"node-a", nodePool({device("gpu-0")})},
+                 {"node-b", nodePool({device("Bad")})},
+                 {"Bad/Name", nodePool()}}}};
+  StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(body.dump());
+  EXPECT_EQ(pools.status().code(), StatusCode::kUnprocessable);
+  EXPECT_THAT(fieldsOf(pools.status()),
+              UnorderedElementsAreArray({"pools[\"node-b\"].devices[0].name", "pools[\"Bad/Name\"]"}));
+}
+
+TEST(PoolJson, DriverBodyShape) {
+  EXPECT_EQ(parseDriverPools("{}").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(fieldsOf(parseDriverPools("{}").status()), ElementsAre("pools"));
+  EXPECT_THAT(fieldsOf(parseDriverPools(R"({"pools": {}, "pool": {}})").status()),
+              ElementsAre("pool"));
+  EXPECT_THAT(fieldsOf(parseDriverPools(R"({"pools": []})").status()), ElementsAre("pools"));
+  EXPECT_THAT(fieldsOf(parseDriverPools(R"({"pools": {"a": {"nodeName": 1}}})").status()),
+              ElementsAre("pools[\"a\"].nodeName"));
+  StatusOr<std::map<std::string, Pool>> empty = parseDriverPools(R"({"pools": {}})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+TEST(PoolJson, StatusJsonHasEveryField) {
+  PoolStatus status;
+  status.key = {"gpu.example.com", "node-a"};
+  status.phase = PoolPhase::kFailed;
+  status.desired_version = 7;
+  status.published_version = 5;
+  status.published_generation = 3;
+  status.slice_names = {"00000-gpu.example.com-node-a-x7k2p"};
+  status.last_error = Status(StatusCode::kConflict, "update ResourceSlice x: conflict");
+  status.last_push = Clock::SystemTime(std::chrono::seconds(1767225600));
+  status.dropped_fields = {"spec.devices[0].taints"};
+  auto desired = std::make_shared<DesiredPool>();
+  desired->pool.generation = 9;
+  desired->pool.lease = std::chrono::seconds(60);
+  const Json j = poolStatusToJson(status, desired, "replica-1");
+  EXPECT_EQ(j.at("driver"), "gpu.example.com");
+  EXPECT_EQ(j.at("pool"), "node-a");
+  EXPECT_EQ(j.at("phase"), "Failed");
+  EXPECT_EQ(j.at("desiredGeneration"), 9);
+  EXPECT_EQ(j.at("publishedGeneration"), 3);
+  EXPECT_EQ(j.at("desiredVersion"), 7);
+  EXPECT_EQ(j.at("publishedVersion"), 5);
+  EXPECT_EQ(j.at("sliceNames"), Json({"00000-gpu.example.com-node-a-x7k2p"}));
+  EXPECT_EQ(j.at("lastError"),
+            Json({{"reason", "Conflict"}, {"message", "update ResourceSlice x: conflict"}}));
+  EXPECT_EQ(j.at("lastPushTime"), "2026-01-01T00:00:00.000000Z");
+  EXPECT_EQ(j.at("droppedFields"), Json({"spec.devices[0].taints"}));
+  EXPECT_EQ(j.at("leaseSeconds"), 60);
+  EXPECT_EQ(j.at("leader"), "replica-1");
+
+  status.last_error = okStatus();
+  EXPECT_FALSE(poolStatusToJson(status, nullptr, "").contains("lastError"));
+  EXPECT_EQ(poolStatusToJson(status, nullptr, "", "Withdrawn").at("phase"), "Withdrawn");
+}
+
+TEST(PoolJson, ErrorJsonShape) {
+  const Json j = errorToJson(422, "Invalid", "1 invalid field", {{"devices[0].name", "bad"}});
+  EXPECT_EQ(j, Json::parse(R"({"code": 422, "reason": "Invalid", "message": "1 invalid field",
+                               "details": [{"field": "devices[0].name", "message": "bad"}]})"));
+  // Invalid UTF-8 from a URL does not throw.
+  EXPECT_NO_THROW(dumpJson(errorToJson(404, "NotFound", "no pool \xff", {})));
+}
+
+// ---- The example inventory --------------------------------------------------
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(InventoryExamples, EveryExampleIsValid) {
+  size_t pools_seen = 0;
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(RSC_INVENTORY_EXAMPLES_DIR)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const std::string text = readFile(entry.path());
+    if (name.ends_with(".driver.json")) {
+      StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(text);
+      ASSERT_TRUE(pools.ok()) << name << ": " << pools.status().toString();
+      EXPECT_FALSE(pools->empty()) << name;
+      pools_seen += pools->size();
+    } else {
+      ASSERT_TRUE(name.ends_with(".pool.json")) << name << ": name it *.pool.json or *.driver.json";
+      StatusOr<Pool> pool = parsePool(text);
+      ASSERT_TRUE(pool.ok()) << name << ": " << pool.status().toString();
+      ++pools_seen;
+    }
+  }
+  EXPECT_GE(files, 4U);
+  EXPECT_GE(pools_seen, 5U);
+}
+
+TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
+  StatusOr<Pool> pool = parsePool(
+      readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / "gpu.example.com-node-c.pool.json"));
+  ASSERT_TRUE(pool.ok()) << pool.status().toString();
+  EXPECT_FALSE(pool->shared_counters.empty());
+  size_t consuming = 0;
+  for (const client::Device& d : pool->devices) consuming += d.consumes_counters.empty() ? 0 : 1;
+  EXPECT_EQ(consuming, pool->devices.size());
+}
+
+TEST(InventoryExamples, GpuPoolsLookLikeRealGpuDrivers) {
+  for (const char* file : {"gpu.example.com-node-a.pool.json", "gpu.example.com-node-b.pool.json"}) {
+    StatusOr<Pool> pool =
+        parsePool(readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / file));
+    ASSERT_TRUE(pool.ok()) << file << ": " << pool.status().toString();
+    EXPECT_TRUE(pool->selection.node_name.has_value()) << file;
+    ASSERT_GE(pool->devices.size(), 4U) << file;
+    for (const client::Device& d : pool->devices) {
+      EXPECT_GE(d.attributes.size(), 10U) << file << " " << d.name;
+      EXPECT_EQ(d.capacity.size(), 2U) << file << " " << d.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

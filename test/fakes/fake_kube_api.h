@@ -1,0 +1,235 @@
+// FakeKubeApi: an in-memory KubeApi for unit tests of everything above
+// client/, modelled on client-go's ObjectTracker, reactors and
+// FakeControllerSource::ResetWatch. It keeps objects with a global
+// resourceVersion, fans watch events out to blocking watches, records every
+// call, and lets tests inject faults before the default behaviour.
+// Thread-safe: any method may be called from any thread, also from reactors.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "client/kube_api.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace rsc::testing {
+
+struct FakeKubeApiOptions {
+  // Events kept for watches that start from an older resourceVersion; a watch
+  // from before the oldest kept event gets an ERROR 410 event, like the API
+  // server's watch cache.
+  size_t watch_history = 1000;
+  // Seeds generateName suffixes and UIDs, so that names are stable per test.
+  uint64_t seed = 1;
+};
+
+// What the fake emulates, for ResourceSlices: a global, monotonically
+// increasing resourceVersion (integers as strings); uid, creationTimestamp
+// (from the Clock) and generateName (5 random characters); metadata.generation
+// starting at 1 and bumped when the spec changes; optimistic concurrency
+// (stale resourceVersion -> kConflict); an update that changes nothing is a
+// no-op (same resourceVersion, no event); immutable spec.driver and
+// spec.nodeName; delete preconditions on uid and resourceVersion; label
+// selectors (=, ==, !=, in, notin, exists, !exists) and the field selectors
+// metadata.name, spec.nodeName, spec.driver; consistent pagination with limit
+// and continue; watches from "" / "0" (synthetic ADDED events first) or from a
+// resourceVersion (replayed from history), with selector-aware ADDED/DELETED
+// when an object enters or leaves the selection.
+//
+// What it does not emulate: schema validation, defaulting and dropped fields
+// (use reactors), server-side apply and patches, finalizers and graceful
+// deletion, owner references and garbage collection, resourceVersionMatch and
+// lists at an older resourceVersion (every list reads the current state),
+// watch timeouts (timeout_seconds is ignored: a watch ends only on
+// resetWatches(), sendWatchError(), the stop token or the handler), periodic
+// bookmarks (sendBookmark() sends one), authentication and authorization of
+// callers. Unlike the real API server it rejects an update without
+// metadata.resourceVersion, because the controller must never send one.
+class FakeKubeApi final : public client::KubeApi {
+ public:
+  // One recorded call.
+  struct Action {
+    std::string verb;      // get, list, watch, create, update, delete, deletecollection
+    std::string resource;  // resourceslices, leases, nodes, tokenreviews, ...
+    std::string namespace_;
+    std::string name;
+    client::ListOptions options;  // list, watch and deletecollection
+  };
+
+  // A call as a reactor sees it. A reactor may change the object (to default
+  // or drop fields as a server would) or the options before the default
+  // behaviour runs.
+  struct Request {
+    std::string verb;
+    std::string resource;
+    std::string namespace_;
+    std::string name;
+    client::ListOptions options;
+    client::Preconditions preconditions;
+    std::optional<client::ResourceSlice> slice;  // create and update of resourceslices
+    std::optional<client::Lease> lease;          // create and update of leases
+  };
+  // Returns an error to make the call fail with it, or OK to go on.
+  using Reactor = std::function<Status(Request&)>;
+
+  explicit FakeKubeApi(Clock& clock, FakeKubeApiOptions options = {});
+  ~FakeKubeApi() override;
+
+  FakeKubeApi(const FakeKubeApi&) = delete;
+  FakeKubeApi& operator=(const FakeKubeApi&) = delete;
+
+  // client::KubeApi
+  StatusOr<client::ResourceSlice> getResourceSlice(const std::string& name) override;
+  StatusOr<client::ResourceSliceList> listResourceSlices(
+      const client::ListOptions& options) override;
+  Status watchResourceSlices(const client::ListOptions& options,
+                             const client::WatchHandler<client::ResourceSlice>& handler,
+                             std::stop_token stop) override;
+  StatusOr<client::ResourceSlice> createResourceSlice(const client::ResourceSlice& slice) override;
+  StatusOr<client::ResourceSlice> updateResourceSlice(const client::ResourceSlice& slice) override;
+  Status deleteResourceSlice(const std::string& name,
+                             const client::Preconditions& preconditions) override;
+  Status deleteResourceSlices(const client::ListOptions& options) override;
+  StatusOr<client::Lease> getLease(const std::string& namespace_, const std::string& name) override;
+  StatusOr<client::Lease> createLease(const client::Lease& lease) override;
+  StatusOr<client::Lease> updateLease(const client::Lease& lease) override;
+  StatusOr<client::Node> getNode(const std::string& name) override;
+  StatusOr<client::TokenReview> createTokenReview(const client::TokenReview& review) override;
+  StatusOr<client::SubjectAccessReview> createSubjectAccessReview(
+      const client::SubjectAccessReview& review) override;
+  Status createEvent(const client::Event& event) override;
+
+  // Faults. Adds `reactor` in front of the others for calls matching `verb`
+  // and `resource` ("*" matches any). Reactors run in order, newest first,
+  // without the fake's lock held, after the call is recorded.
+  void prependReactor(std::string verb, std::string resource, Reactor reactor);
+  void clearReactors();
+
+  // The record of calls, in order; failed calls are recorded too.
+  std::vector<Action> actions() const;
+  void clearActions();
+  size_t countActions(std::string_view verb, std::string_view resource) const;
+  // Counts create, update, delete and deletecollection calls on `resource`.
+  size_t countWrites(std::string_view resource = "resourceslices") const;
+
+  // Another writer's view, not recorded and without reactors: seeds objects
+  // and makes foreign changes with the same semantics as the API calls.
+  StatusOr<client::ResourceSlice> addResourceSlice(const client::ResourceSlice& slice);
+  // Applies `edit` to the live slice and stores it unconditionally.
+  StatusOr<client::ResourceSlice> editResourceSlice(
+      const std::string& name, const std::function<void(client::ResourceSlice&)>& edit);
+  Status removeResourceSlice(const std::string& name);
+
+  // The stored state.
+  std::vector<client::ResourceSlice> resourceSlices() const;  // by name
+  std::optional<client::ResourceSlice> resourceSlice(const std::string& name) const;
+  std::optional<client::Lease> lease(const std::string& namespace_, const std::string& name) const;
+  std::vector<client::Event> events() const;
+  // The resourceVersion of the newest write.
+  std::string resourceVersion() const;
+
+  // Watches. Ends every open watch normally, as a server timeout or a dropped
+  // connection would; pending events are lost (the client resumes from the
+  // last resourceVersion it saw).
+  void resetWatches();
+  // Queues an ERROR event carrying `error` behind the pending events of every
+  // open watch; each watch ends after delivering it.
+  void sendWatchError(const Status& error);
+  // Sends a BOOKMARK at the current resourceVersion to every open watch that
+  // allows bookmarks.
+  void sendBookmark();
+  // Forgets the watch history and all continue tokens, as etcd compaction
+  // does: later watches from an older resourceVersion get an ERROR 410 event
+  // and continue tokens fail with 410 Expired.
+  void compact();
+  size_t activeWatches() const;
+  // The number of watches that got past their reactors and were registered.
+  size_t watchesStarted() const;
+  // Blocks until activeWatches() == n or watchesStarted() >= n. The timeout
+  // is a safety net for tests in real time, never the synchronisation.
+  // Returns false on timeout.
+  bool waitForActiveWatches(size_t n,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  bool waitForWatchesStarted(size_t n,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+
+  // Nodes.
+  client::Node addNode(const std::string& name);
+  void removeNode(const std::string& name);
+
+  // Reviews are answered by these functions; by default tokens are not
+  // authenticated and access is not allowed.
+  void setTokenReviewer(std::function<client::TokenReview(const client::TokenReview&)> reviewer);
+  void setAccessReviewer(
+      std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer);
+
+ private:
+  struct Watcher;
+  struct HistoryEntry {
+    uint64_t resource_version = 0;
+    client::WatchEventType type = client::WatchEventType::kAdded;
+    std::optional<client::ResourceSlice> old;  // MODIFIED: the previous state
+    client::ResourceSlice object;
+  };
+  struct Snapshot {
+    std::vector<client::ResourceSlice> items;
+    std::string resource_version;
+  };
+
+  // Records the call and runs the matching reactors on `request`.
+  Status invoke(Request& request);
+  std::string nextResourceVersionLocked();
+  std::string generateSuffixLocked(size_t length);
+  std::string newUidLocked();
+  StatusOr<client::ResourceSlice> createSliceLocked(client::ResourceSlice slice);
+  StatusOr<client::ResourceSlice> updateSliceLocked(client::ResourceSlice slice,
+                                                    bool require_resource_version);
+  Status deleteSliceLocked(const std::string& name, const client::Preconditions& preconditions);
+  void publishLocked(client::WatchEventType type, const client::ResourceSlice* old,
+                     const client::ResourceSlice& object);
+
+  Clock& clock_;
+  const FakeKubeApiOptions options_;
+
+  mutable std::mutex mu_;
+  // One condition for all waiters: watches wait for events, tests for watches.
+  mutable std::condition_variable_any cv_;
+  std::mt19937_64 random_;
+  uint64_t resource_version_;
+  std::map<std::string, client::ResourceSlice> slices_;
+  std::map<std::pair<std::string, std::string>, client::Lease> leases_;
+  std::map<std::string, client::Node> nodes_;
+  std::vector<client::Event> events_;
+  std::deque<HistoryEntry> history_;
+  // Every event after this resourceVersion is in history_.
+  uint64_t history_floor_;
+  std::map<uint64_t, Snapshot> snapshots_;  // continue tokens
+  uint64_t next_snapshot_ = 1;
+  std::vector<std::shared_ptr<Watcher>> watchers_;
+  size_t watches_started_ = 0;
+  std::vector<Action> actions_;
+  struct RegisteredReactor {
+    std::string verb;
+    std::string resource;
+    Reactor reactor;
+  };
+  std::vector<RegisteredReactor> reactors_;  // newest first
+  std::function<client::TokenReview(const client::TokenReview&)> token_reviewer_;
+  std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> access_reviewer_;
+};
+
+}  // namespace rsc::testing
