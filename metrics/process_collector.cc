@@ -175,11 +175,13 @@ StatusOr<double> countOpenFds(const fs::path& dir) {
     return unavailable("list " + dir.string() + ": " + error.message());
   }
   std::uint64_t count = 0;
+  // A failed increment leaves the iterator at the end, so the error is
+  // checked after the loop.
   for (const fs::directory_iterator end; it != end; it.increment(error)) {
-    if (error) {
-      return unavailable("list " + dir.string() + ": " + error.message());
-    }
     ++count;
+  }
+  if (error) {
+    return unavailable("list " + dir.string() + ": " + error.message());
   }
   return static_cast<double>(count);
 }

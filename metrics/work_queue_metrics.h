@@ -1,8 +1,8 @@
 // WorkQueueMetrics: the seven metrics of one named work queue, under the names
 // and buckets of Kubernetes component-base (workqueue_*{name}), so existing
-// workqueue dashboards work unchanged. The WorkQueue calls it while holding
-// its own lock; the queue's unfinished-work ticker sets the two gauges.
-// Thread-safe (prometheus-cpp metrics are atomic).
+// workqueue dashboards work unchanged. The WorkQueue calls it on add, get,
+// done and rate-limited re-add; a periodic tick of the queue sets the two
+// unfinished-work gauges. Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
 
 #include <prometheus/counter.h>

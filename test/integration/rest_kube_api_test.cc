@@ -18,8 +18,8 @@
 namespace rsc::client {
 namespace {
 
-using ::testing::HasSubstr;
 using rsc::testing::ClusterEnvironment;
+using ::testing::HasSubstr;
 
 const auto* const kCluster = ClusterEnvironment::install();
 
@@ -130,7 +130,8 @@ TEST_F(RestKubeApiIntegration, ResourceSliceLifecycle) {
   // Delete with a wrong UID precondition is refused; the right one works.
   Status wrong = api_->deleteResourceSlice(name, Preconditions{"not-the-uid", std::nullopt});
   EXPECT_EQ(wrong.code(), StatusCode::kConflict) << wrong.toString();
-  EXPECT_THAT(wrong.message(), HasSubstr("the UID in the precondition (not-the-uid) does not match"));
+  EXPECT_THAT(wrong.message(),
+              HasSubstr("the UID in the precondition (not-the-uid) does not match"));
   Status deleted = api_->deleteResourceSlice(
       name, Preconditions{updated->metadata.uid, updated->metadata.resource_version});
   ASSERT_TRUE(deleted.ok()) << deleted.toString();
@@ -254,7 +255,8 @@ TEST_F(RestKubeApiIntegration, StoppingAQuietWatchEndsItPromptly) {
   std::stop_source stop;
   Status status;
   std::thread watcher([&] {
-    status = api_->watchResourceSlices(options, [](const auto&) { return true; }, stop.get_token());
+    status = api_->watchResourceSlices(
+        options, [](const auto&) { return true; }, stop.get_token());
   });
   // Let the request reach the server, then stop it.
   Clock& clock = RealClock::instance();
@@ -274,28 +276,6 @@ TEST_F(RestKubeApiIntegration, WatchEndsWhenTheServerTimesOut) {
   Status status = api_->watchResourceSlices(options, [](const auto&) { return true; }, {});
   EXPECT_TRUE(status.ok()) << status.toString();
   EXPECT_LT(RealClock::instance().now() - started, std::chrono::seconds(20));
-}
-
-TEST_F(RestKubeApiIntegration, WatchFromBeforeTheCacheIsGone) {
-  // The watch cache starts at the revision of its first list, long after
-  // revision 1 (the API server wrote its bootstrap objects first), so a
-  // watch from "1" is too old: a 200 with one ERROR event carrying 410.
-  ListOptions options;
-  options.resource_version = "1";
-  options.timeout_seconds = 30;
-  std::vector<WatchEvent<ResourceSlice>> seen;
-  Status status = api_->watchResourceSlices(
-      options,
-      [&](const WatchEvent<ResourceSlice>& e) {
-        seen.push_back(e);
-        return true;
-      },
-      {});
-  EXPECT_EQ(status.code(), StatusCode::kGone) << status.toString();
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].type, WatchEventType::kError);
-  EXPECT_EQ(seen[0].error.code(), StatusCode::kGone) << seen[0].error.toString();
-  EXPECT_EQ(seen[0].error.reason(), "Expired");
 }
 
 TEST_F(RestKubeApiIntegration, InvalidSliceIsUnprocessableWithCauses) {
@@ -397,9 +377,9 @@ TEST_F(RestKubeApiIntegration, LeaseCreateGetUpdate) {
 
 TEST_F(RestKubeApiIntegration, NodeIsReadWithItsUid) {
   EXPECT_EQ(api_->getNode("rsc-it-node").status().code(), StatusCode::kNotFound);
-  HttpResponse made = raw("POST", "/api/v1/nodes",
-                          {{"apiVersion", "v1"}, {"kind", "Node"},
-                           {"metadata", {{"name", "rsc-it-node"}}}});
+  HttpResponse made =
+      raw("POST", "/api/v1/nodes",
+          {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "rsc-it-node"}}}});
   ASSERT_EQ(made.code, 201) << made.body;
   auto node = api_->getNode("rsc-it-node");
   ASSERT_TRUE(node.ok()) << node.status().toString();

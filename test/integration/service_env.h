@@ -1,0 +1,102 @@
+// Helpers for integration tests of the service binary against the real API
+// server: start controller processes on free ports, talk to their inventory
+// API, and create the Kubernetes objects a test needs (Nodes, namespaces,
+// ServiceAccounts, Pods, RBAC, tokens) as admin. Used from one test thread.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/http_transport.h"
+#include "client/rest_kube_api.h"
+#include "test/integration/cluster_env.h"
+#include "test/integration/process.h"
+
+namespace rsc::testing {
+
+using Json = nlohmann::json;
+
+// One controller process.
+struct ControllerProcess {
+  std::unique_ptr<Process> process;
+  int inventory_port = 0;
+  int metrics_port = 0;
+  int health_port = 0;
+  std::string identity;
+
+  std::string inventoryUrl() const { return "http://127.0.0.1:" + std::to_string(inventory_port); }
+};
+
+struct HttpAnswer {
+  int code = 0;
+  std::string body;
+  Json json() const { return Json::parse(body, nullptr, false); }
+};
+
+class ServiceEnv {
+ public:
+  ServiceEnv();
+
+  // The admin's typed API (RestKubeApi on the cluster's admin kubeconfig).
+  client::KubeApi& api() { return *api_; }
+
+  // Starts the controller with `args` added to the port and kubeconfig flags
+  // (kubeconfig: the admin's unless `args` names one). Waits until /readyz
+  // answers 200 (fails the test after 30 s).
+  ControllerProcess startController(const std::string& name, std::vector<std::string> args);
+  // Blocks until /readyz of `c` answers 200, up to `timeout`.
+  bool waitReady(const ControllerProcess& c, std::chrono::seconds timeout);
+
+  // An HTTP request to a controller (or any loopback URL), with an optional
+  // bearer token.
+  HttpAnswer http(const std::string& method, const std::string& url, const std::string& body = "",
+                  const std::string& token = "");
+
+  // A raw request to the API server as admin; fails the test on a transport
+  // error (not on an HTTP error code).
+  HttpAnswer kube(const std::string& method, const std::string& path, const Json& body = nullptr);
+  // Creates the object (POST to `path`); a 409 AlreadyExists counts as done.
+  void ensure(const std::string& path, const Json& object);
+
+  void ensureNode(const std::string& name);
+  void ensureNamespace(const std::string& name);
+  void ensureServiceAccount(const std::string& ns, const std::string& name);
+  // A pod on `node` (never runs: there is no kubelet) and a token bound to it
+  // with `audience`, as a projected service-account token would be.
+  std::string podToken(const std::string& ns, const std::string& sa, const std::string& pod,
+                       const std::string& node, const std::string& audience);
+  // Grants the ServiceAccount the given verbs on the drivers virtual resource
+  // of the controller (resourceNames = driver names, empty: all).
+  void grantPublish(const std::string& ns, const std::string& sa,
+                    const std::vector<std::string>& drivers);
+
+  // The managed slices of one pool, as the API server has them.
+  std::vector<client::ResourceSlice> poolSlices(const std::string& driver, const std::string& pool);
+  // True when the pool's slices have one generation, `slices` of them, and
+  // each says so in resourceSliceCount.
+  bool poolComplete(const std::string& driver, const std::string& pool, size_t slices);
+
+  // Polls `done` every 100 ms until it holds or `timeout` passes.
+  static bool eventually(const std::function<bool()>& done,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // A scrape of a controller's /metrics, and one sample's value (NaN if absent).
+  double metric(const ControllerProcess& c, const std::string& series);
+
+  // A fresh temp folder for logs.
+  const std::filesystem::path& logDir() const { return log_dir_; }
+
+ private:
+  ClusterEnvironment& cluster_;
+  std::unique_ptr<client::HttpTransport> kube_transport_;
+  std::unique_ptr<client::KubeApi> api_;
+  std::filesystem::path log_dir_;
+};
+
+}  // namespace rsc::testing

@@ -1,0 +1,332 @@
+// The service binary against the real API server: pushes become slices,
+// drivers authenticate with their pods' tokens, two replicas elect a leader
+// and forward pushes to it, a killed leader's work is finished by the other,
+// SIGTERM releases the Lease, leased pools expire, --cleanup cleans up.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <set>
+
+#include "test/integration/service_env.h"
+
+namespace rsc::testing {
+namespace {
+
+const auto* const kCluster = ClusterEnvironment::install();
+
+using std::chrono::seconds;
+
+Json gpuPool(const std::string& node, int devices, int lease_seconds = 0,
+             const std::string& model = "A100") {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i) {
+    pool["devices"].push_back(
+        {{"name", "gpu-" + std::to_string(i)},
+         {"attributes",
+          {{"model", {{"string", model}}},
+           {"index", {{"int", i}}},
+           {"driverVersion", {{"version", "1.2.3"}}}}},
+         {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  if (lease_seconds > 0) pool["leaseSeconds"] = lease_seconds;
+  return pool;
+}
+
+std::string poolUrl(const ControllerProcess& c, const std::string& driver, const std::string& pool,
+                    const std::string& query = "") {
+  return c.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
+}
+
+std::vector<std::string> leaderFlags(const std::string& id, const std::string& lease) {
+  return {"--auth=none",
+          "--leader-elect",
+          "--leader-election-namespace=default",
+          "--leader-election-id=" + lease,
+          "--leader-elect-lease-duration=4s",
+          "--leader-elect-renew-deadline=3s",
+          "--leader-elect-retry-period=1s",
+          "--identity=" + id};
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  std::string holder(const std::string& lease) {
+    StatusOr<client::Lease> l = env_.api().getLease("default", lease);
+    return l.ok() ? l->spec.holder_identity.value_or("") : "";
+  }
+
+  ServiceEnv env_;
+};
+
+TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
+  env_.ensureNode("node-a");
+  ControllerProcess c = env_.startController("push", {"--auth=none"});
+  const std::string driver = "push.example.com";
+
+  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"),
+                           gpuPool("node-a", 200).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["phase"], "Published");
+  EXPECT_EQ(a.json()["sliceNames"].size(), 2U);
+  EXPECT_TRUE(env_.poolComplete(driver, "node-a", 2));
+  const auto slices = env_.poolSlices(driver, "node-a");
+  ASSERT_EQ(slices[0].metadata.owner_references.size(), 1U);
+  EXPECT_EQ(slices[0].metadata.owner_references[0].kind, "Node");
+  const std::string creates =
+      "resourceslice_controller_slice_writes_total{driver=\"push.example.com\",result=\"success\","
+      "verb=\"create\"}";
+  EXPECT_EQ(env_.metric(c, creates), 2);
+
+  // The same push again: published at once, no API write.
+  a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  // One device changes: one update, same generation.
+  Json changed = gpuPool("node-a", 200);
+  changed["devices"][150]["attributes"]["model"]["string"] = "H100";
+  a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), changed.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["publishedGeneration"], 1);
+  const std::string updates =
+      "resourceslice_controller_slice_writes_total{driver=\"push.example.com\",result=\"success\","
+      "verb=\"update\"}";
+  EXPECT_EQ(env_.metric(c, updates), 1);
+  EXPECT_EQ(env_.metric(c, creates), 2);
+
+  // Someone deletes a managed slice: it comes back.
+  ASSERT_TRUE(env_.api().deleteResourceSlice(slices[1].metadata.name, {}).ok());
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    const auto now = env_.poolSlices(driver, "node-a");
+    return now.size() == 2 && env_.poolComplete(driver, "node-a", 2);
+  }));
+
+  // Withdraw.
+  a = env_.http("DELETE", poolUrl(c, driver, "node-a", "?wait=30s"));
+  EXPECT_TRUE(a.code == 200 || a.code == 202) << a.body;
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
+
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode) {
+  const std::string audience = "resourceslice-test";
+  env_.ensureNamespace("drivers");
+  const std::string on_a = env_.podToken("drivers", "gpu-driver", "gpu-driver-a", "node-a", audience);
+  env_.grantPublish("drivers", "gpu-driver", {"auth.example.com"});
+  const std::string no_grant =
+      env_.podToken("drivers", "other-driver", "other-driver-a", "node-a", audience);
+  const std::string wrong_audience =
+      env_.podToken("drivers", "gpu-driver", "gpu-driver-a2", "node-a", "someone-else");
+  env_.ensureNode("node-b");
+  ControllerProcess c =
+      env_.startController("auth", {"--auth=tokenreview", "--token-audience=" + audience});
+  const std::string body_a = gpuPool("node-a", 4).dump();
+
+  HttpAnswer a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a", "?wait=30s"), body_a, on_a);
+  EXPECT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete("auth.example.com", "node-a", 1));
+
+  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-b", "?wait=30s"),
+                gpuPool("node-b", 4).dump(), on_a);
+  EXPECT_EQ(a.code, 403) << "a pod on node-a published node-b's pool: " << a.body;
+  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a);
+  EXPECT_EQ(a.code, 401) << a.body;
+  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a, no_grant);
+  EXPECT_EQ(a.code, 403) << "a ServiceAccount without the RBAC grant published: " << a.body;
+  a = env_.http("PUT", poolUrl(c, "other.example.com", "node-a"), body_a, on_a);
+  EXPECT_EQ(a.code, 403) << "the grant is for auth.example.com only: " << a.body;
+  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a, wrong_audience);
+  EXPECT_EQ(a.code, 401) << "a token for another audience was accepted: " << a.body;
+  EXPECT_TRUE(env_.poolSlices("auth.example.com", "node-b").empty());
+  EXPECT_TRUE(env_.poolSlices("other.example.com", "node-a").empty());
+
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLease) {
+  env_.ensureNode("node-a");
+  env_.ensureNode("node-b");
+  const std::string lease = "le-forward";
+  ControllerProcess r1 = env_.startController("le-1", leaderFlags("le-1", lease));
+  ControllerProcess r2 = env_.startController("le-2", leaderFlags("le-2", lease));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return !holder(lease).empty(); }));
+  const std::string leader_id = holder(lease);
+  ControllerProcess& leader = leader_id == "le-1" ? r1 : r2;
+  ControllerProcess& follower = leader_id == "le-1" ? r2 : r1;
+  // The follower learns the leader's address from the Lease.
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    return env_.http("GET", follower.inventoryUrl() + "/v1/drivers").code == 200;
+  }));
+
+  HttpAnswer a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
+                           gpuPool("node-a", 3).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["leader"], leader_id);
+  a = env_.http("PUT", poolUrl(leader, "fwd.example.com", "node-b", "?wait=30s"),
+                gpuPool("node-b", 3).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-a", 1));
+  EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-b", 1));
+  EXPECT_EQ(env_.metric(leader, "leader_election_master_status{name=\"" + lease + "\"}"), 1);
+  EXPECT_EQ(env_.metric(follower, "leader_election_master_status{name=\"" + lease + "\"}"), 0);
+
+  // SIGTERM: exit 0 with the Lease released; the other replica takes over.
+  leader.process->signal(SIGTERM);
+  EXPECT_EQ(leader.process->wait(seconds(20)), 0) << leader.process->log();
+  const std::string after = holder(lease);
+  EXPECT_TRUE(after.empty() || after == follower.identity) << after;
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == follower.identity; },
+                                     seconds(10)));
+  // Pushes reach the new leader; nothing the old one published was lost.
+  a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
+                gpuPool("node-a", 4).dump());
+  EXPECT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-b", 1));
+  follower.process->signal(SIGTERM);
+  EXPECT_EQ(follower.process->wait(seconds(20)), 0) << follower.process->log();
+}
+
+TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplicates) {
+  constexpr int kPools = 30;
+  constexpr int kDevices = 300;  // three slices per pool
+  for (int i = 0; i < kPools; ++i) env_.ensureNode("fo-node-" + std::to_string(i));
+  const std::string lease = "le-failover";
+  const std::string driver = "failover.example.com";
+  ControllerProcess r1 = env_.startController("fo-1", leaderFlags("fo-1", lease));
+  ControllerProcess r2 = env_.startController("fo-2", leaderFlags("fo-2", lease));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return !holder(lease).empty(); }));
+  ControllerProcess& leader = holder(lease) == "fo-1" ? r1 : r2;
+  ControllerProcess& survivor = holder(lease) == "fo-1" ? r2 : r1;
+
+  auto pushAll = [&](const ControllerProcess& to) {
+    for (int i = 0; i < kPools; ++i) {
+      const std::string node = "fo-node-" + std::to_string(i);
+      const HttpAnswer a = env_.http("PUT", poolUrl(to, driver, node), gpuPool(node, kDevices).dump());
+      ASSERT_TRUE(a.code == 200 || a.code == 202) << a.body;
+    }
+  };
+  pushAll(leader);
+  // Kill the leader in the middle of publishing.
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    client::ListOptions o;
+    o.field_selector = "spec.driver=" + driver;
+    auto list = env_.api().listResourceSlices(o);
+    return list.ok() && list->items.size() >= 10;
+  }));
+  leader.process->signal(SIGKILL);
+  leader.process->wait(seconds(10));
+  std::set<std::string> complete_at_kill;
+  for (int i = 0; i < kPools; ++i) {
+    const std::string node = "fo-node-" + std::to_string(i);
+    if (env_.poolComplete(driver, node, 3)) complete_at_kill.insert(node);
+  }
+
+  // The survivor takes over within the lease duration and a few seconds.
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == survivor.identity; },
+                                     seconds(15)));
+  const auto takeover = std::chrono::steady_clock::now() - killed_at;
+  EXPECT_LT(takeover, seconds(4 + 6));
+  // Pools published before the kill are still complete: adopted, not deleted.
+  for (const std::string& node : complete_at_kill) {
+    EXPECT_TRUE(env_.poolComplete(driver, node, 3)) << node;
+  }
+
+  // Drivers push again (their renewals get 404 from the new leader).
+  pushAll(survivor);
+  for (int i = 0; i < kPools; ++i) {
+    const std::string node = "fo-node-" + std::to_string(i);
+    EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolComplete(driver, node, 3); }))
+        << node << " is not complete";
+    std::set<std::string> devices;
+    size_t count = 0;
+    for (const auto& s : env_.poolSlices(driver, node)) {
+      for (const auto& d : s.spec.devices) {
+        devices.insert(d.name);
+        ++count;
+      }
+    }
+    EXPECT_EQ(devices.size(), static_cast<size_t>(kDevices)) << node;
+    EXPECT_EQ(count, static_cast<size_t>(kDevices)) << node << " has duplicate devices";
+  }
+  survivor.process->signal(SIGTERM);
+  EXPECT_EQ(survivor.process->wait(seconds(20)), 0) << survivor.process->log();
+}
+
+TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
+  env_.ensureNode("node-a");
+  env_.ensureNode("node-b");
+  ControllerProcess c = env_.startController("lease", {"--auth=none"});
+  const std::string driver = "lease.example.com";
+  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"),
+                           gpuPool("node-a", 2, /*lease_seconds=*/3).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  a = env_.http("PUT", poolUrl(c, driver, "node-b", "?wait=30s"),
+                gpuPool("node-b", 2, /*lease_seconds=*/3).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  // node-b is renewed every second for six seconds; node-a is not.
+  for (int i = 0; i < 6; ++i) {
+    std::this_thread::sleep_for(seconds(1));
+    a = env_.http("POST", poolUrl(c, driver, "node-b", "/renew"));
+    EXPECT_EQ(a.code, 200) << a.body;
+  }
+  EXPECT_TRUE(env_.poolSlices(driver, "node-a").empty()) << "an expired pool is still published";
+  EXPECT_TRUE(env_.poolComplete(driver, "node-b", 1)) << "a renewed pool was withdrawn";
+  EXPECT_EQ(env_.metric(c, "resourceslice_controller_pool_lease_expirations_total{driver=\"" +
+                               driver + "\"}"),
+            1);
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-b").empty(); },
+                                     seconds(10)));
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
+  env_.ensureNode("node-a");
+  ControllerProcess c = env_.startController("cleanup-run", {"--auth=none"});
+  HttpAnswer a = env_.http("PUT", poolUrl(c, "cleanup.example.com", "node-a", "?wait=30s"),
+                           gpuPool("node-a", 130).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  c.process->signal(SIGTERM);
+  ASSERT_EQ(c.process->wait(seconds(20)), 0);
+
+  // A slice someone else manages.
+  client::ResourceSlice foreign;
+  foreign.metadata.generate_name = "foreign-";
+  foreign.spec.driver = "cleanup.example.com";
+  foreign.spec.pool = {"foreign", 1, 1};
+  foreign.spec.all_nodes = true;
+  StatusOr<client::ResourceSlice> created = env_.api().createResourceSlice(foreign);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+
+  Process cleanup({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+                   "--kubeconfig=" + ClusterEnvironment::get().kubeconfig().string(), "--cleanup"},
+                  env_.logDir() / "cleanup.log");
+  EXPECT_EQ(cleanup.wait(seconds(60)), 0) << cleanup.log();
+  client::ListOptions managed;
+  managed.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
+  auto left = env_.api().listResourceSlices(managed);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->items.empty()) << left->items.size() << " managed slices left";
+  EXPECT_TRUE(env_.api().getResourceSlice(created->metadata.name).ok())
+      << "cleanup deleted a slice it does not manage";
+  ASSERT_TRUE(env_.api().deleteResourceSlice(created->metadata.name, {}).ok());
+}
+
+TEST_F(ServiceTest, BadFlagsExitWithCode2NamingTheFlag) {
+  Process p({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+             "--workers=zero"},
+            env_.logDir() / "badflag.log");
+  EXPECT_EQ(p.wait(seconds(10)), 2);
+  EXPECT_NE(p.log().find("--workers"), std::string::npos) << p.log();
+  Process q({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+             "--kubeconfig=/nonexistent/kubeconfig"},
+            env_.logDir() / "badconfig.log");
+  EXPECT_EQ(q.wait(seconds(10)), 2);
+  EXPECT_NE(q.log().find("/nonexistent/kubeconfig"), std::string::npos) << q.log();
+}
+
+}  // namespace
+}  // namespace rsc::testing
