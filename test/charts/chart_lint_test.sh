@@ -92,6 +92,15 @@ for p in "${params[@]}"; do
   grep -qF "| \`$p\` |" "$chart/README.md" || missing_readme+=("$p")
 done
 check "values.yaml has a default for every parameter" "" "${missing_default[*]}"
+# The README's Default column is the default of values.yaml, as JSON.
+wrong_default=()
+for p in "${params[@]}"; do
+  row="$(grep -F "| \`$p\` |" "$chart/README.md" | head -n1)" || continue
+  documented="$(awk -F' [|] ' '{print $3}' <<<"$row" | sed 's/^`//; s/`$//' | jq -cS . 2>/dev/null || echo unparsable)"
+  actual="$(jq -cS --arg p "$p" 'getpath($p | split("."))' <<<"$defaults")"
+  [[ "$documented" == "$actual" ]] || wrong_default+=("$p (README $documented, values.yaml $actual)")
+done
+check "README.md shows the default of every parameter" "" "${wrong_default[*]}"
 check "values-all.yaml sets every parameter" "" "${missing_all[*]}"
 check "README.md documents every parameter" "" "${missing_readme[*]}"
 extra_rows="$(grep -o '^| `[^`]*` |' "$chart/README.md" | sed 's/^| `//; s/` |$//' | sort |
