@@ -26,7 +26,10 @@ class Quantity {
   const std::string& text() const { return text_; }
 
   // Compares by value. Values are held exactly as sign, decimal digits and a
-  // power-of-ten exponent (binary suffixes are expanded exactly).
+  // power-of-ten exponent (binary suffixes are expanded exactly), except where
+  // the API server itself stores another value: below 10^-9 a value is
+  // rounded away from zero ("0.1n" is "1n"), and a binary-suffixed value is
+  // capped at 2^63-1 ("8Ei").
   friend bool operator==(const Quantity& a, const Quantity& b);
   friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b);
 

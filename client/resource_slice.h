@@ -161,6 +161,12 @@ StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path);
 // fields that `desired` sets but the server dropped (disabled features) are
 // reported through `dropped` instead of causing a difference. `dropped` may
 // be null.
+// A field counts as dropped only when live carries that field nowhere in the
+// slice (the server drops a gated field from every device or from none);
+// paths look like "spec.devices[3].taints". Fields this model does not know
+// count as dropped the same way; one that only `live` has is not compared
+// (it may be a server default). `dropped` is appended to only when the
+// result is true.
 bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& live,
                    std::vector<std::string>* dropped = nullptr);
 

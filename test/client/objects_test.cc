@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rsc::client {
 namespace {
@@ -12,7 +14,7 @@ using ::testing::ElementsAre;
 
 // Metadata as the API server returns it, with fields this model keeps only
 // as unknown (managedFields, deletionGracePeriodSeconds).
-const char kMetadata[] = R"({
+constexpr std::string_view kMetadata = R"({
   "name": "controller-leader",
   "namespace": "rsc-system",
   "uid": "5f0e4bd6-0c39-4d4e-9d34-1e2b0b6d7a11",
@@ -86,11 +88,12 @@ TEST(ObjectMeta, NullFieldsReadAsAbsent) {
 }
 
 TEST(ObjectMeta, DecodingErrorsNameTheField) {
-  const struct {
+  struct Case {
     const char* json;
     const char* field;
     const char* message;
-  } cases[] = {
+  };
+  const std::vector<Case> cases = {
       {R"([])", "metadata", "must be an object"},
       {R"({"name": 7})", "metadata.name", "must be a string"},
       {R"({"labels": []})", "metadata.labels", "must be an object"},
@@ -125,7 +128,7 @@ TEST(FieldPath, RendersFieldsIndexesAndKeys) {
   EXPECT_EQ(root.index(0).field("name").toString(), "[0].name");
 }
 
-const char kLease[] = R"({
+constexpr std::string_view kLease = R"({
   "apiVersion": "coordination.k8s.io/v1",
   "kind": "Lease",
   "metadata": {"name": "resourceslice-controller", "namespace": "rsc-system",

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rsc::client {
@@ -101,10 +102,11 @@ TEST(Quantity, OrdersByValue) {
 TEST(Quantity, ToInt64RoundsTowardZeroAndSaturates) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  const struct {
+  struct Case {
     std::string_view text;
     int64_t want;
-  } cases[] = {
+  };
+  const std::vector<Case> cases = {
       {"0", 0},
       {"1500m", 1},
       {"-1500m", -1},
@@ -134,10 +136,11 @@ TEST(Quantity, ToInt64RoundsTowardZeroAndSaturates) {
 }
 
 TEST(Quantity, RejectsMalformedText) {
-  const struct {
+  struct Case {
     std::string_view text;
     std::string_view why;
-  } cases[] = {
+  };
+  const std::vector<Case> cases = {
       {"", "empty"},
       {"1.5.2", "more than one decimal point"},
       {"Ki", "expected a number"},

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rsc::client {
@@ -16,7 +17,7 @@ using ::testing::IsEmpty;
 // A node-local GPU slice as kube-apiserver returns it from a GET, with
 // server-set metadata, managedFields, every device feature, and fields from
 // a newer API in the spec, in a device, in an attribute and in a capacity.
-const char kGpuSlice[] = R"({
+constexpr std::string_view kGpuSlice = R"({
   "apiVersion": "resource.k8s.io/v1",
   "kind": "ResourceSlice",
   "metadata": {
@@ -366,11 +367,12 @@ TEST(ResourceSlice, DeviceAndCounterSetErrorsUseTheGivenPath) {
 }
 
 TEST(Device, UsesAdvancedFeatures) {
-  const struct {
+  struct Case {
     const char* name;
     const char* json;
     bool want;
-  } cases[] = {
+  };
+  const std::vector<Case> cases = {
       {"plain", R"({"name": "d", "attributes": {"a": {"int": 1}}, "capacity": {"m": {"value": "1"}},
                    "bindingConditions": ["x"], "allowMultipleAllocations": true})",
        false},
@@ -606,7 +608,7 @@ TEST(SemanticEqual, DetectsGenuineDifferences) {
        [](ResourceSliceSpec& s) { s.devices[1].consumes_counters[0].counter_set = "other"; }},
       {"bindsToNodeFalse", [](ResourceSliceSpec& s) { s.devices[0].binds_to_node = false; }},
       {"bindingConditions",
-       [](ResourceSliceSpec& s) { s.devices[0].binding_conditions.push_back("more"); }},
+       [](ResourceSliceSpec& s) { s.devices[0].binding_conditions.emplace_back("more"); }},
       {"allowMultipleAllocationsOnLive",
        [](ResourceSliceSpec& s) { s.devices[1].allow_multiple_allocations = true; }},
       {"deviceNodeNameOnLive", [](ResourceSliceSpec& s) { s.devices[1].node_name = "node-a"; }},
