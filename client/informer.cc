@@ -59,7 +59,7 @@ Informer::Informer(KubeApi& api, Clock& clock, Options options, Handlers handler
 Informer::~Informer() { stop(); }
 
 void Informer::start() {
-  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
 }
 
 void Informer::stop() {
@@ -76,7 +76,7 @@ bool Informer::hasSynced() const {
 
 bool Informer::waitForSync(std::stop_token stop) const {
   std::unique_lock lock(mu_);
-  return synced_cv_.wait(lock, stop, [this] { return synced_; });
+  return synced_cv_.wait(lock, std::move(stop), [this] { return synced_; });
 }
 
 std::string Informer::lastResourceVersion() const {
@@ -95,7 +95,7 @@ void Informer::notifyRestart(std::string_view reason) const {
   }
 }
 
-void Informer::run(std::stop_token stop) {
+void Informer::run(const std::stop_token& stop) {
   bool need_list = true;
   while (!stop.stop_requested()) {
     // List, the first time and after a 410.
@@ -146,7 +146,7 @@ void Informer::run(std::stop_token stop) {
   }
 }
 
-Status Informer::listAndReplace(std::stop_token stop) {
+Status Informer::listAndReplace(const std::stop_token& stop) {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
@@ -216,7 +216,7 @@ Status Informer::listAndReplace(std::stop_token stop) {
   return okStatus();
 }
 
-Informer::WatchResult Informer::watchOnce(std::stop_token stop) {
+Informer::WatchResult Informer::watchOnce(const std::stop_token& stop) {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
@@ -278,7 +278,7 @@ void Informer::handleEvent(const WatchEvent<ResourceSlice>& event) {
   }
 }
 
-void Informer::failed(std::stop_token stop, bool free_first) {
+void Informer::failed(const std::stop_token& stop, bool free_first) {
   ++failures_;
   if (free_first && failures_ == 1) {
     return;

@@ -94,7 +94,7 @@ class Informer {
 
   // Lists, then watches, relists and reconnects until `stop` is requested.
   // Call at most once, either directly or through start().
-  void run(std::stop_token stop);
+  void run(const std::stop_token& stop);
   // Runs run() on a thread of its own; stop() (or the destructor) ends it.
   void start();
   void stop();
@@ -119,12 +119,12 @@ class Informer {
   };
 
   // Lists every page and replaces the store's content; delivers differences.
-  Status listAndReplace(std::stop_token stop);
-  WatchResult watchOnce(std::stop_token stop);
+  Status listAndReplace(const std::stop_token& stop);
+  WatchResult watchOnce(const std::stop_token& stop);
   void handleEvent(const WatchEvent<ResourceSlice>& event);
   // Counts a failure and sleeps for the backoff, unless `free_first` and it is
   // the first failure in a row.
-  void failed(std::stop_token stop, bool free_first);
+  void failed(const std::stop_token& stop, bool free_first);
   void setLastResourceVersion(const std::string& resource_version);
   void notifyRestart(std::string_view reason) const;
 

@@ -26,8 +26,8 @@ Clock::Duration exponentialDelay(Clock::Duration base, Clock::Duration max, int 
 TokenBucket::TokenBucket(Clock& clock, double qps, int burst)
     : clock_(clock), qps_(qps), burst_(burst), tokens_(burst), last_(clock.now()) {
   if (!(qps > 0) || burst < 1) {
-    std::fprintf(stderr, "TokenBucket: qps must be > 0 and burst >= 1, got qps=%g burst=%d\n",
-                 qps, burst);
+    std::fprintf(stderr, "TokenBucket: qps must be > 0 and burst >= 1, got qps=%g burst=%d\n", qps,
+                 burst);
     std::abort();
   }
 }
@@ -39,8 +39,8 @@ Clock::Duration TokenBucket::reserve() {
   if (now > last_) {
     // Nanoseconds times qps, then divided, keeps whole-token refills exact
     // (100 ms at 10 qps is exactly one token), so delays come out exact too.
-    const double refill = static_cast<double>(std::chrono::nanoseconds(now - last_).count()) *
-                          qps_ / kNanosPerSecond;
+    const double refill =
+        static_cast<double>(std::chrono::nanoseconds(now - last_).count()) * qps_ / kNanosPerSecond;
     tokens_ = std::min(burst_, tokens_ + refill);
     last_ = now;
   }

@@ -100,7 +100,8 @@ void waitAtMost(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
 //   struct std::hash<PoolKey> {
 //     std::size_t operator()(const PoolKey& k) const noexcept {
 //       const std::size_t h = std::hash<std::string>()(k.driver);
-//       return h ^ (std::hash<std::string>()(k.pool) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+//       const std::size_t p = std::hash<std::string>()(k.pool);
+//       return h ^ (p + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
 //     }
 //   };
 //

@@ -42,6 +42,7 @@ std::string poolKey(const ResourceSlice& slice) {
 
 std::vector<std::string> namesOf(const std::vector<SlicePtr>& slices) {
   std::vector<std::string> names;
+  names.reserve(slices.size());
   for (const auto& slice : slices) {
     names.push_back(slice->metadata.name);
   }
@@ -456,7 +457,7 @@ TEST_F(InformerTest, ExpiredContinueTokenRestartsTheListFromScratch) {
   std::vector<std::string> tokens;
   for (const auto& action : api_.actions()) {
     if (action.verb == "list") {
-      tokens.push_back(action.options.continue_token.empty() ? "first" : "next");
+      tokens.emplace_back(action.options.continue_token.empty() ? "first" : "next");
     }
   }
   EXPECT_THAT(tokens, ElementsAre("first", "next", "first", "next", "next"));

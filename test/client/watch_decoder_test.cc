@@ -28,12 +28,14 @@ std::vector<Json> decodeAll(WatchDecoder& decoder, const std::vector<std::string
 // Two events whose strings hold braces, brackets, escaped quotes and an
 // escaped backslash right before a closing quote: framing that counted
 // brackets without tracking strings would cut them in the wrong place.
-const std::string kFirst = R"({"type":"ADDED","object":{"metadata":{"name":"a","annotations":)"
-                           R"({"note":"}{ ][ \"}\" \\","path":"C:\\"}},"list":[1,{"x":[]}]}})";
-const std::string kSecond = R"({"type":"DELETED","object":{"s":"\u007b{","n":-1.5e3,"t":true}})";
+constexpr std::string_view kFirst =
+    R"({"type":"ADDED","object":{"metadata":{"name":"a","annotations":)"
+    R"({"note":"}{ ][ \"}\" \\","path":"C:\\"}},"list":[1,{"x":[]}]}})";
+constexpr std::string_view kSecond =
+    R"({"type":"DELETED","object":{"s":"\u007b{","n":-1.5e3,"t":true}})";
 
 TEST(WatchDecoder, SplitAtEveryByteOffsetOfTwoEvents) {
-  const std::string both = kFirst + "\n" + kSecond + "\n";
+  const std::string both = std::string(kFirst) + "\n" + std::string(kSecond) + "\n";
   const Json first = Json::parse(kFirst);
   const Json second = Json::parse(kSecond);
   for (size_t cut = 0; cut <= both.size(); ++cut) {
@@ -47,7 +49,7 @@ TEST(WatchDecoder, SplitAtEveryByteOffsetOfTwoEvents) {
 }
 
 TEST(WatchDecoder, SplitAtEveryPairOfOffsetsIntoThreeChunks) {
-  const std::string both = kFirst + kSecond;
+  const std::string both = std::string(kFirst) + std::string(kSecond);
   for (size_t a = 0; a <= both.size(); a += 7) {
     for (size_t b = a; b <= both.size(); b += 5) {
       WatchDecoder decoder;
@@ -60,7 +62,7 @@ TEST(WatchDecoder, SplitAtEveryPairOfOffsetsIntoThreeChunks) {
 }
 
 TEST(WatchDecoder, OneByteAtATime) {
-  const std::string both = kFirst + "\r\n\t " + kSecond;
+  const std::string both = std::string(kFirst) + "\r\n\t " + std::string(kSecond);
   WatchDecoder decoder;
   std::vector<std::string> bytes;
   for (char c : both) {

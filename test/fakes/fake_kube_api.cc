@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 
 namespace rsc::testing {
 
@@ -248,12 +247,12 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
 constexpr std::string_view kLeases = "leases.coordination.k8s.io";
 
-FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::string namespace_,
+FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::string ns,
                                 std::string name) {
   FakeKubeApi::Request request;
   request.verb = std::move(verb);
   request.resource = std::move(resource);
-  request.namespace_ = std::move(namespace_);
+  request.namespace_ = std::move(ns);
   request.name = std::move(name);
   return request;
 }
@@ -685,8 +684,8 @@ Status FakeKubeApi::deleteResourceSlices(const ListOptions& options) {
 
 // ---- Leases, Nodes, reviews, Events -----------------------------------------
 
-StatusOr<Lease> FakeKubeApi::getLease(const std::string& namespace_, const std::string& name) {
-  Request request = newRequest("get", "leases", namespace_, name);
+StatusOr<Lease> FakeKubeApi::getLease(const std::string& ns, const std::string& name) {
+  Request request = newRequest("get", "leases", ns, name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
   const auto it = leases_.find({request.namespace_, request.name});
@@ -889,10 +888,9 @@ std::optional<ResourceSlice> FakeKubeApi::resourceSlice(const std::string& name)
   return it->second;
 }
 
-std::optional<Lease> FakeKubeApi::lease(const std::string& namespace_,
-                                        const std::string& name) const {
+std::optional<Lease> FakeKubeApi::lease(const std::string& ns, const std::string& name) const {
   std::lock_guard lock(mu_);
-  const auto it = leases_.find({namespace_, name});
+  const auto it = leases_.find({ns, name});
   if (it == leases_.end()) {
     return std::nullopt;
   }

@@ -104,7 +104,7 @@ class FakeKubeApi final : public client::KubeApi {
   Status deleteResourceSlice(const std::string& name,
                              const client::Preconditions& preconditions) override;
   Status deleteResourceSlices(const client::ListOptions& options) override;
-  StatusOr<client::Lease> getLease(const std::string& namespace_, const std::string& name) override;
+  StatusOr<client::Lease> getLease(const std::string& ns, const std::string& name) override;
   StatusOr<client::Lease> createLease(const client::Lease& lease) override;
   StatusOr<client::Lease> updateLease(const client::Lease& lease) override;
   StatusOr<client::Node> getNode(const std::string& name) override;
@@ -137,7 +137,7 @@ class FakeKubeApi final : public client::KubeApi {
   // The stored state.
   std::vector<client::ResourceSlice> resourceSlices() const;  // by name
   std::optional<client::ResourceSlice> resourceSlice(const std::string& name) const;
-  std::optional<client::Lease> lease(const std::string& namespace_, const std::string& name) const;
+  std::optional<client::Lease> lease(const std::string& ns, const std::string& name) const;
   std::vector<client::Event> events() const;
   // The resourceVersion of the newest write.
   std::string resourceVersion() const;

@@ -39,6 +39,7 @@ ResourceSlice makeSlice(const std::string& name, const std::string& driver = "gp
 
 std::vector<std::string> names(const std::vector<ResourceSlice>& slices) {
   std::vector<std::string> result;
+  result.reserve(slices.size());
   for (const auto& slice : slices) {
     result.push_back(slice.metadata.name);
   }
@@ -78,8 +79,8 @@ struct Opts {
 // Runs one watch on its own thread and keeps what it delivers.
 class WatchRecorder {
  public:
-  WatchRecorder(FakeKubeApi& api, ListOptions options)
-      : thread_([this, &api, options](std::stop_token stop) {
+  WatchRecorder(FakeKubeApi& api, const ListOptions& options)
+      : thread_([this, &api, options](const std::stop_token& stop) {
           const Status status = api.watchResourceSlices(
               options,
               [this](const WatchEvent<ResourceSlice>& event) {
@@ -620,11 +621,11 @@ TEST_F(FakeKubeApiTest, ReactorCanDefaultFieldsLikeTheServer) {
 TEST_F(FakeKubeApiTest, NewestReactorRunsFirstAndCanCallTheFake) {
   std::vector<std::string> order;
   api_.prependReactor("update", "*", [&](FakeKubeApi::Request&) {
-    order.push_back("older");
+    order.emplace_back("older");
     return okStatus();
   });
   api_.prependReactor("update", "resourceslices", [&](FakeKubeApi::Request& request) {
-    order.push_back("newer");
+    order.emplace_back("newer");
     // Another writer gets in first: the update then conflicts for real.
     EXPECT_TRUE(
         api_.editResourceSlice(request.name,
@@ -762,15 +763,16 @@ TEST_F(FakeKubeApiTest, EventsAreRecorded) {
 }
 
 TEST_F(FakeKubeApiTest, ConcurrentWritersGetDistinctVersions) {
-  constexpr int kThreads = 4;
-  constexpr int kPerThread = 50;
+  constexpr size_t kThreads = 4;
+  constexpr size_t kPerThread = 50;
   WatchRecorder watch(api_, Opts().from(api_.resourceVersion()));
   ASSERT_TRUE(api_.waitForActiveWatches(1));
   {
     std::vector<std::jthread> writers;
-    for (int t = 0; t < kThreads; ++t) {
+    writers.reserve(kThreads);
+    for (size_t t = 0; t < kThreads; ++t) {
       writers.emplace_back([this, t] {
-        for (int i = 0; i < kPerThread; ++i) {
+        for (size_t i = 0; i < kPerThread; ++i) {
           EXPECT_TRUE(api_.createResourceSlice(
                               makeSlice("s-" + std::to_string(t) + "-" + std::to_string(i)))
                           .ok());

@@ -31,6 +31,7 @@ TEST(ExponentialDelay, DoublesFromBaseAndCapsAtMax) {
 TEST(ItemExponentialFailureRateLimiter, BackoffDoublesPerKeyUpToMax) {
   ItemExponentialFailureRateLimiter<std::string> limiter;
   std::vector<Clock::Duration> delays;
+  delays.reserve(20);
   for (int i = 0; i < 20; ++i) {
     delays.push_back(limiter.when("a"));
   }

@@ -56,7 +56,8 @@ namespace {
 // clock.advance() and release due keys with releaseDueForTest().
 struct FakeTimeQueue {
   explicit FakeTimeQueue(WorkQueueObserver* observer = nullptr)
-      : queue(clock, limiter, WorkQueueOptions{.observer = observer, .release_in_background = false}) {}
+      : queue(clock, limiter,
+              WorkQueueOptions{.observer = observer, .release_in_background = false}) {}
 
   testing::FakeClock clock;
   ItemExponentialFailureRateLimiter<std::string> limiter;
@@ -91,6 +92,7 @@ TEST(WorkQueue, GetsInFifoOrder) {
     q.queue.add(key);
   }
   std::vector<std::string> got;
+  got.reserve(4);
   for (int i = 0; i < 4; ++i) {
     got.push_back(*q.queue.get());
   }
@@ -153,13 +155,14 @@ TEST(WorkQueue, NeverHandsOneKeyToTwoWorkersAtOnce) {
   constexpr int kReaddsPerKey = 50;
 
   std::mutex mu;
-  std::set<std::string> in_flight;            // guarded by mu
+  std::set<std::string> in_flight;           // guarded by mu
   std::map<std::string, int> added_version;  // guarded by mu
   std::map<std::string, int> seen_version;   // guarded by mu
   std::map<std::string, int> processed;      // guarded by mu
   std::atomic<int> overlaps = 0;
 
   std::vector<std::thread> workers;
+  workers.reserve(kWorkers);
   for (int w = 0; w < kWorkers; ++w) {
     workers.emplace_back([&] {
       while (std::optional<PoolKey> key = queue.get()) {
@@ -232,6 +235,7 @@ TEST(WorkQueue, ShutDownWakesBlockedGetters) {
   FakeTimeQueue q;
   constexpr int kGetters = 3;
   std::vector<std::future<std::optional<std::string>>> results;
+  results.reserve(kGetters);
   for (int i = 0; i < kGetters; ++i) {
     results.push_back(std::async(std::launch::async, [&q] { return q.queue.get(); }));
   }
@@ -403,6 +407,7 @@ Clock::Duration waitingDelay(FakeTimeQueue& q) {
 TEST(WorkQueue, AddRateLimitedBacksOffExponentiallyAndForgetResets) {
   FakeTimeQueue q;
   std::vector<Clock::Duration> delays;
+  delays.reserve(20);
   for (int attempt = 0; attempt < 20; ++attempt) {
     // The worker fails: retry with backoff, then let the retry come due.
     q.queue.addRateLimited("a");
