@@ -79,7 +79,7 @@ Status Reconciler::deleteSlice(const PoolKey& key, const SlicePtr& slice) {
   Status status = options_.api->deleteResourceSlice(slice->metadata.name, pre);
   if (status.code() == StatusCode::kNotFound) status = okStatus();  // someone was quicker
   recordWrite(key.driver, "delete", status);
-  if (!status.ok()) return status.withContext("delete ResourceSlice " + slice->metadata.name);
+  if (!status.ok()) return status;  // the client names the call and the slice
   options_.cache->assumeDeleted(*slice);
   log::debug(2, "Deleted slice", {{"driver", key.driver}, {"pool", key.pool},
                                   {"slice", slice->metadata.name}});
@@ -97,13 +97,13 @@ StatusOr<client::ResourceSlice> Reconciler::updateSlice(const PoolKey& key,
     }
     if (stored.status().code() != StatusCode::kConflict ||
         attempt >= options_.max_conflict_retries) {
-      return stored.status().withContext("update ResourceSlice " + slice.metadata.name);
+      return stored.status();  // the client names the call and the slice
     }
     // Someone else wrote the slice since we read it: take its current
     // resourceVersion and write ours over it (manual edits are undone).
     StatusOr<client::ResourceSlice> current = options_.api->getResourceSlice(slice.metadata.name);
     if (!current.ok()) {
-      return current.status().withContext("re-read ResourceSlice " + slice.metadata.name);
+      return current.status();
     }
     slice.metadata.resource_version = current->metadata.resource_version;
     slice.metadata.uid = current->metadata.uid;
@@ -114,9 +114,7 @@ StatusOr<client::ResourceSlice> Reconciler::createSlice(const PoolKey& key,
                                                         const client::ResourceSlice& slice) {
   StatusOr<client::ResourceSlice> stored = options_.api->createResourceSlice(slice);
   recordWrite(key.driver, "create", stored.status());
-  if (!stored.ok()) {
-    return stored.status().withContext("create ResourceSlice " + slice.metadata.generate_name);
-  }
+  if (!stored.ok()) return stored.status();  // the client names the call and the slice
   options_.cache->assumeWritten(*stored);
   return stored;
 }
@@ -172,7 +170,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   if (pool.selection.node_name) {
     StatusOr<client::Node> got = options_.api->getNode(*pool.selection.node_name);
     if (!got.ok()) {
-      Status s = got.status().withContext("get Node " + *pool.selection.node_name);
+      Status s = got.status();  // the client names the call and the node
       fail(key, s);
       return {s, std::nullopt};
     }

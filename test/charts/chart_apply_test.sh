@@ -166,7 +166,7 @@ check "all: one publishing ClusterRole per driver ServiceAccount" \
   '[["rsc-all:publish:fpga-system:fpga.driver",null],["rsc-all:publish:gpu-system:gpu-driver",["gpu.example.com","gpu-shared.example.com"]],["rsc-all:publish:nic-system:nic-driver",null]]' \
   "$(q all '[.items[] | select(.kind == "ClusterRole" and (.metadata.name | contains(":publish:"))) | [.metadata.name, .rules[0].resourceNames]] | sort')"
 check "all: publishing is the verb publish on drivers in resourceslice.dra.k8s.io" \
-  '[{"apiGroups":["resourceslice.dra.k8s.io"],"resources":["drivers"],"verbs":["publish"]}]' \
+  '[{"apiGroups":["resourceslice.dra.k8s.io"],"resources":["drivers"],"verbs":["publish","get"]}]' \
   "$(q all '[.items[] | select(.kind == "ClusterRole" and (.metadata.name | contains(":publish:"))) | .rules[0] | del(.resourceNames)] | unique')"
 check "all: each binding names its driver's ServiceAccount" \
   '[["rsc-all:publish:fpga-system:fpga.driver","fpga-system/fpga.driver"],["rsc-all:publish:gpu-system:gpu-driver","gpu-system/gpu-driver"],["rsc-all:publish:nic-system:nic-driver","nic-system/nic-driver"]]' \

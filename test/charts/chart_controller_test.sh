@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The controller binary runs with the chart's own ServiceAccount token and
+# RBAC, and with the arguments the chart's Deployment gives it, against the
+# real API server: it elects a leader, authenticates a driver pod's token,
+# publishes; then one verb is removed from the chart's ClusterRole and the
+# controller reports a clear "forbidden" error naming what it could not do.
+# The uninstall hook's --cleanup then runs under the hook's own account.
+# Usage: chart_controller_test.sh CONTROLLER_BINARY
+set -euo pipefail
+binary="$1"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+start_cluster
+ns=rsc-system
+release=rsc
+sa="$release-resourceslice-controller"
+server="$(cat "$cluster/server")"
+kubectl create namespace "$ns" >/dev/null
+kubectl create namespace drivers >/dev/null
+
+values=(--set 'drivers[0].name=gpu-driver' --set 'drivers[0].namespace=drivers'
+        --set 'drivers[0].driverNames[0]=gpu.example.com')
+helm template "$release" "$chart" -n "$ns" "${values[@]}" >"$work/rendered.yaml"
+# Everything but the workloads (there is no kubelet to run them).
+kubectl create --dry-run=client -o json -f "$work/rendered.yaml" >"$work/rendered.json"
+jq -c 'select(.kind != "Deployment" and .kind != "Job" and .kind != "PodDisruptionBudget")' \
+  "$work/rendered.json" | kubectl apply -f - >/dev/null
+mapfile -t chart_args < <(jq -r 'select(.kind == "Deployment")
+  | .spec.template.spec.containers[0].args[]' "$work/rendered.json")
+
+# A kubeconfig with only the chart ServiceAccount's token.
+kubeconfig_for() {  # kubeconfig_for SERVICEACCOUNT FILE
+  local token
+  token="$(kubectl -n "$ns" create token "$1")"
+  cat >"$2" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "$server", certificate-authority: "$cluster/pki/ca.crt"}}]
+users: [{name: sa, user: {token: "$token"}}]
+contexts: [{name: sa, context: {cluster: test, user: sa, namespace: $ns}}]
+current-context: sa
+YAML
+}
+kubeconfig_for "$sa" "$work/controller.kubeconfig"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+inventory_port="$(free_port)"
+health_port="$(free_port)"
+metrics_port="$(free_port)"
+args=()
+for a in "${chart_args[@]}"; do
+  case "$a" in
+    --inventory-bind-address=*) args+=("--inventory-bind-address=127.0.0.1:$inventory_port") ;;
+    --health-probe-bind-address=*) args+=("--health-probe-bind-address=127.0.0.1:$health_port") ;;
+    --metrics-bind-address=*) args+=("--metrics-bind-address=127.0.0.1:$metrics_port") ;;
+    *) args+=("$a") ;;
+  esac
+done
+check "the chart runs the controller with leader election" "true" \
+  "$(printf '%s\n' "${args[@]}" | grep -qx -- '--leader-elect=true' && echo true || echo false)"
+
+controller_pid=""
+stop_controller() {
+  if [[ -n "$controller_pid" ]] && kill -0 "$controller_pid" 2>/dev/null; then
+    kill -TERM "$controller_pid"
+    wait "$controller_pid" || true
+  fi
+  controller_pid=""
+}
+trap 'stop_controller; cleanup' EXIT
+POD_NAMESPACE="$ns" POD_NAME=controller-0 "$binary" --kubeconfig "$work/controller.kubeconfig" \
+  "${args[@]}" >"$work/controller.log" 2>&1 &
+controller_pid=$!
+ready=false
+for _ in $(seq 300); do
+  if curl -sf "http://127.0.0.1:$health_port/readyz" >/dev/null; then ready=true; break; fi
+  sleep 0.1
+done
+check "the controller becomes ready under the chart's ServiceAccount" true "$ready"
+
+lease_holder() { kubectl -n "$ns" get lease "$sa" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
+holder=""
+for _ in $(seq 100); do
+  holder="$(lease_holder)"
+  [[ -n "$holder" ]] && break
+  sleep 0.1
+done
+check_contains "it elects itself leader on the chart's Lease" "controller-0_" "$holder"
+
+# A driver pod on node-a, with a token for the controller's audience.
+for node in node-a node-b; do
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Node
+metadata: {name: $node}
+YAML
+done
+kubectl -n drivers create serviceaccount gpu-driver >/dev/null
+kubectl -n drivers apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-driver-a}
+spec:
+  nodeName: node-a
+  serviceAccountName: gpu-driver
+  automountServiceAccountToken: false
+  containers: [{name: driver, image: example.com/driver:1}]
+YAML
+driver_token="$(kubectl -n drivers create token gpu-driver --audience resourceslice-controller \
+  --bound-object-kind Pod --bound-object-name gpu-driver-a)"
+
+push() {  # push NODE: prints the HTTP code, the body goes to $work/answer
+  curl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+    -H "Authorization: Bearer $driver_token" \
+    --data "{\"nodeName\": \"$1\", \"devices\": [{\"name\": \"gpu-0\", \"attributes\": {\"model\": {\"string\": \"A100\"}}}]}" \
+    "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/$1?wait=20s"
+}
+check "the driver's pod token publishes its node's pool" 200 "$(push node-a)"
+check "the pool's slice exists" 1 \
+  "$(kubectl get resourceslices -l app.kubernetes.io/managed-by=resourceslice-controller \
+      --field-selector spec.driver=gpu.example.com -o json | jq '[.items[] | select(.spec.pool.name == "node-a")] | length')"
+
+# Take "create" on resourceslices away from the chart's ClusterRole.
+kubectl get clusterrole "$sa" -o json \
+  | jq '(.rules[] | select(.resources | index("resourceslices")) | .verbs) |= map(select(. != "create"))' \
+  | kubectl replace -f - >/dev/null
+# A new pool now needs a create, which the API server refuses.
+code="$(curl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+  -H "Authorization: Bearer $driver_token" \
+  --data '{"nodeName": "node-a", "devices": [{"name": "gpu-1"}]}' \
+  "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/node-a-extra?wait=5s")"
+check "without create the push is accepted but not published" 202 "$code"
+status=""
+for _ in $(seq 100); do
+  status="$(curl -s -H "Authorization: Bearer $driver_token" \
+    "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/node-a-extra")"
+  [[ "$(jq -r .phase <<<"$status")" == Failed ]] && break
+  sleep 0.1
+done
+check "the pool's status says Failed" Failed "$(jq -r .phase <<<"$status")"
+check_contains "the error names the refused call" 'create ResourceSlice' "$(jq -r .lastError.message <<<"$status")"
+check_contains "the error says the API server forbade it" 'forbidden' "$(jq -r .lastError.message <<<"$status")"
+check_contains "the controller logs the same error" 'is forbidden' "$(cat "$work/controller.log")"
+
+# SIGTERM: exit 0 and the Lease given up.
+kill -TERM "$controller_pid"
+rc=0
+wait "$controller_pid" || rc=$?
+controller_pid=""
+check "SIGTERM exits 0" 0 "$rc"
+check "the Lease is released" "" "$(lease_holder)"
+
+# The uninstall hook: --cleanup under the hook's own ServiceAccount.
+kubeconfig_for "$release-resourceslice-controller-cleanup" "$work/cleanup.kubeconfig"
+rc=0
+"$binary" --kubeconfig "$work/cleanup.kubeconfig" --cleanup >"$work/cleanup.log" 2>&1 || rc=$?
+check "--cleanup succeeds with the hook's RBAC" 0 "$rc"
+check "no managed slice is left" 0 \
+  "$(kubectl get resourceslices -l app.kubernetes.io/managed-by=resourceslice-controller -o json | jq '.items | length')"
+
+if [[ "$failed" != 0 ]]; then
+  echo "--- controller log"
+  tail -50 "$work/controller.log"
+fi
+finish
