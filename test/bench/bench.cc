@@ -1,0 +1,982 @@
+// resourceslice-bench: how fast a cluster's inventory reaches the API server
+// through the controller, measured on the real API server from test/cluster
+// and always as a ratio to a baseline measured in the same run (absolute
+// times on a shared two-core machine are not comparable from run to run).
+// Five workloads (RESULTS.md describes each): initial sync, no-op re-push,
+// churn, scale, and the push API. Every time is reported only after the
+// published slices were checked to be complete and exactly as pushed.
+// Single-threaded orchestration; the load runners start their own threads.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "client/rest_kube_api.h"
+#include "common/clock.h"
+#include "test/bench/cluster.h"
+#include "test/bench/controller_process.h"
+#include "test/bench/http_load.h"
+#include "test/bench/inventory.h"
+
+#ifndef RSC_SOURCE_ROOT
+#define RSC_SOURCE_ROOT "."
+#endif
+#ifndef RSC_BUILD_ROOT
+#define RSC_BUILD_ROOT "."
+#endif
+
+namespace rsc::bench {
+namespace {
+
+// The workloads of the issue, at scale 1.
+constexpr int kInitialGpuPools = 2000;
+constexpr int kGpuDevices = 8;
+constexpr int kInitialNicPools = 4;
+constexpr int kNicDevices = 1000;
+constexpr int kChurnPools = 200;
+constexpr int kScalePools = 20000;
+constexpr int kPushApiDevices = 128;
+
+// Targets (the issue's).
+constexpr double kInitialSyncTarget = 1.25;
+constexpr double kRssJsonFactor = 2.5;
+constexpr int64_t kRssAllowance = 50ll * 1024 * 1024;
+constexpr double kPushApiTarget = 0.5;
+
+// How often the controller's /metrics is read while waiting for a publish:
+// the reported time is late by at most this much.
+constexpr auto kPollPeriod = std::chrono::milliseconds(50);
+// Time for late writes to show up before the write counters are read.
+constexpr auto kSettle = std::chrono::seconds(1);
+// The no-op workload repeats the whole inventory until this much time has
+// been measured on each side.
+constexpr double kNoopMinSeconds = 3.0;
+
+struct Options {
+  int workload = 0;  // 0: all
+  double scale = 1.0;
+  int workers = 4;
+  double qps = 500;
+  int burst = 1000;
+  int connections = 8;
+  double push_seconds = 10;
+  std::filesystem::path out_dir = std::filesystem::path(RSC_BUILD_ROOT) / "test/bench/out";
+  std::filesystem::path controller = std::filesystem::path(RSC_BUILD_ROOT) /
+                                     "controller/resourceslice-controller";
+  std::filesystem::path source_root = RSC_SOURCE_ROOT;
+  std::string serve_minimal;
+  bool no_plot = false;
+  bool help = false;
+};
+
+constexpr char kUsage[] = R"(Usage: resourceslice-bench [flags]
+
+Benchmarks resourceslice-controller against a real kube-apiserver (test/cluster),
+each workload as a ratio to a baseline measured in the same run.
+
+  --workload=N         run only workload N (1 initial sync, 2 no-op, 3 churn,
+                       4 scale, 5 push API); default: all
+  --scale=F            multiply pool counts by F (e.g. 0.05 for a smoke run)
+  --workers=N          controller --workers and baseline concurrency (4)
+  --qps=Q --burst=B    client rate limit of controller and baseline (500/1000)
+  --connections=N      push connections (8)
+  --push-seconds=S     duration of each push-API measurement (10)
+  --out-dir=DIR        where results.md, publish_curve.csv, publish_time.png
+                       and the logs go
+  --controller=PATH    the controller binary
+  --source-root=PATH   the source tree (test/cluster, plot.py)
+  --no-plot            do not run plot.py
+)";
+
+StatusOr<Options> parseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    try {
+      if (name == "--workload") {
+        o.workload = std::stoi(value);
+      } else if (name == "--scale") {
+        o.scale = std::stod(value);
+      } else if (name == "--workers") {
+        o.workers = std::stoi(value);
+      } else if (name == "--qps") {
+        o.qps = std::stod(value);
+      } else if (name == "--burst") {
+        o.burst = std::stoi(value);
+      } else if (name == "--connections") {
+        o.connections = std::stoi(value);
+      } else if (name == "--push-seconds") {
+        o.push_seconds = std::stod(value);
+      } else if (name == "--out-dir") {
+        o.out_dir = value;
+      } else if (name == "--controller") {
+        o.controller = value;
+      } else if (name == "--source-root") {
+        o.source_root = value;
+      } else if (name == "--serve-minimal") {
+        o.serve_minimal = value;
+      } else if (name == "--no-plot") {
+        o.no_plot = true;
+      } else if (name == "--help" || name == "-h") {
+        o.help = true;
+      } else {
+        return invalidArgument("unknown flag " + arg);
+      }
+    } catch (const std::exception&) {
+      return invalidArgument("flag " + name + ": bad value \"" + value + "\"");
+    }
+  }
+  if (o.workload < 0 || o.workload > 5) return invalidArgument("--workload must be 1..5");
+  if (!(o.scale > 0 && o.scale <= 1)) return invalidArgument("--scale must be in (0, 1]");
+  if (o.workers < 1 || o.connections < 1 || o.burst < 1 || o.qps <= 0 || o.push_seconds <= 0) {
+    return invalidArgument("--workers, --connections, --burst, --qps, --push-seconds must be > 0");
+  }
+  return o;
+}
+
+int scaled(int n, double scale) {
+  return std::max(1, static_cast<int>(std::lround(n * scale)));
+}
+
+// Formatting for the table.
+std::string fixed(double v, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << v;
+  return s.str();
+}
+std::string grouped(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) {
+    digits.insert(static_cast<size_t>(i), ",");
+  }
+  return (v < 0 ? "-" : "") + digits;
+}
+std::string secs(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
+std::string millis(double ms) { return fixed(ms, ms < 10 ? 2 : 1) + " ms"; }
+std::string mib(int64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
+std::string ratio(double r) { return fixed(r, 2) + "x"; }
+
+void progress(const std::string& what) {
+  static const Clock::TimePoint start = RealClock::instance().now();
+  const double t = std::chrono::duration<double>(RealClock::instance().now() - start).count();
+  std::cerr << "[bench " << fixed(t, 1) << "s] " << what << std::endl;
+}
+
+struct Row {
+  std::string workload;
+  std::string metric;
+  std::string controller;
+  std::string baseline;
+  std::string ratio;
+  std::string target;
+  std::string verdict;  // "met", "MISSED", "FAILED" or ""
+};
+
+struct Curve {
+  std::string workload;
+  std::string series;
+  // (pools published, seconds since the first push or create)
+  std::vector<std::pair<int64_t, double>> points;
+};
+
+// What the controller and the API server had counted at one moment.
+struct Counters {
+  double writes = 0;  // slice_writes_total, every verb and result
+  double creates = 0;
+  double updates = 0;
+  double deletes = 0;
+  double failed_writes = 0;  // result != success
+  double published = 0;      // publish_latency_seconds_count
+  double gets = 0;           // rest_client_requests_total{method="GET"}
+  double apiserver = 0;      // the API server's ResourceSlice writes
+  double controller_cpu = 0;
+  double apiserver_cpu = 0;
+
+  Counters operator-(const Counters& o) const {
+    return {writes - o.writes,       creates - o.creates,
+            updates - o.updates,     deletes - o.deletes,
+            failed_writes - o.failed_writes, published - o.published,
+            gets - o.gets,           apiserver - o.apiserver,
+            controller_cpu - o.controller_cpu, apiserver_cpu - o.apiserver_cpu};
+  }
+};
+
+struct PublishRun {
+  double seconds = 0;
+  std::vector<std::pair<int64_t, double>> curve;
+  LoadResult pushes;
+};
+
+struct BaselineRun {
+  double seconds = 0;
+  int64_t writes = 0;
+  std::vector<double> pool_done;  // seconds, by pool
+  std::vector<double> latency_ms;  // per write
+  double client_cpu = 0;
+  double apiserver_cpu = 0;
+};
+
+double selfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::vector<std::pair<int64_t, double>> curveOf(std::vector<double> done) {
+  std::sort(done.begin(), done.end());
+  std::vector<std::pair<int64_t, double>> out;
+  for (size_t i = 0; i < done.size(); ++i) out.emplace_back(static_cast<int64_t>(i + 1), done[i]);
+  return out;
+}
+
+class Bench {
+ public:
+  explicit Bench(Options options) : o_(std::move(options)), clock_(RealClock::instance()) {}
+
+  int run(const std::string& self);
+
+ private:
+  Status workloadInitialSync();
+  Status workloadNoop();
+  Status workloadChurn();
+  Status workloadScale();
+  Status workloadPushApi();
+
+  // A fresh controller: stops the running one and deletes every slice it
+  // managed, so that the new one starts from an empty cache.
+  Status freshController(const std::string& name);
+  // The initial inventory, published and checked, for workloads 2 and 3
+  // when workload 1 did not run before them.
+  Status ensureInitialInventory();
+  StatusOr<Counters> counters();
+  // Pushes every pool (no wait) from the push connections and waits until
+  // the controller has published `expect` more pools.
+  StatusOr<PublishRun> pushAndWait(const std::vector<BenchPool>& pools, int64_t expect);
+  // Creates the baseline's slices of `pools` directly with our client, at
+  // the controller's concurrency and rate limit.
+  StatusOr<BaselineRun> baselineCreate(const std::vector<BenchPool>& pools);
+  // Checks the controller's slices of every driver in `pools` against them.
+  StatusOr<CheckReport> checkController(const std::vector<BenchPool>& pools);
+  StatusOr<MinimalServerProcess*> minimalServer();
+  std::unique_ptr<client::RestKubeApi> baselineApi(std::unique_ptr<client::HttpTransport>* transport,
+                                                   Status* status);
+
+  void add(Row row) { rows_.push_back(std::move(row)); }
+  void fail(const std::string& workload, const Status& s) {
+    failed_ = true;
+    add({workload, "error", s.toString(), "", "", "", "FAILED"});
+    progress("FAILED: " + s.toString());
+  }
+  void writeReport(double total_seconds);
+
+  Options o_;
+  Clock& clock_;
+  std::string self_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<ControllerProcess> controller_;
+  std::unique_ptr<MinimalServerProcess> minimal_;
+  std::map<std::string, std::string> node_uids_;
+  int controller_runs_ = 0;
+  // The initial inventory as the running controller has published it.
+  std::vector<BenchPool> initial_;
+  bool initial_published_ = false;
+  std::map<std::string, int64_t> initial_generations_;
+  std::vector<Row> rows_;
+  std::vector<Curve> curves_;
+  std::vector<std::string> notes_;
+  bool failed_ = false;
+  std::string load_before_;
+};
+
+StatusOr<Counters> Bench::counters() {
+  Counters c;
+  if (controller_ != nullptr) {
+    ASSIGN_OR_RETURN(std::string text, controller_->metrics());
+    const std::string writes = "resourceslice_controller_slice_writes_total";
+    c.writes = sumSamples(text, writes);
+    c.creates = sumSamples(text, writes, {{"verb", {"create"}}, {"result", {"success"}}});
+    c.updates = sumSamples(text, writes, {{"verb", {"update"}}, {"result", {"success"}}});
+    c.deletes = sumSamples(text, writes, {{"verb", {"delete"}}, {"result", {"success"}}});
+    c.failed_writes = c.writes - c.creates - c.updates - c.deletes;
+    c.published = sumSamples(text, "resourceslice_controller_publish_latency_seconds_count");
+    c.gets = sumSamples(text, "rest_client_requests_total", {{"method", {"GET"}}});
+    c.controller_cpu = processCpuSeconds(controller_->pid());
+  }
+  ASSIGN_OR_RETURN(c.apiserver, cluster_->sliceWrites());
+  c.apiserver_cpu = processCpuSeconds(cluster_->apiserverPid());
+  return c;
+}
+
+Status Bench::freshController(const std::string& name) {
+  controller_.reset();
+  initial_published_ = false;
+  RETURN_IF_ERROR(cluster_->deleteSlices(kControllerLabel));
+  ControllerSettings s;
+  s.binary = o_.controller;
+  s.kubeconfig = cluster_->kubeconfig();
+  s.qps = o_.qps;
+  s.burst = o_.burst;
+  s.workers = o_.workers;
+  const std::filesystem::path log =
+      o_.out_dir / "logs" / ("controller-" + std::to_string(++controller_runs_) + "-" + name + ".log");
+  ASSIGN_OR_RETURN(controller_, ControllerProcess::start(s, log, clock_));
+  return okStatus();
+}
+
+StatusOr<MinimalServerProcess*> Bench::minimalServer() {
+  if (minimal_ == nullptr) {
+    ASSIGN_OR_RETURN(minimal_, MinimalServerProcess::start(self_, o_.out_dir / "logs", clock_));
+  }
+  return minimal_.get();
+}
+
+std::unique_ptr<client::RestKubeApi> Bench::baselineApi(
+    std::unique_ptr<client::HttpTransport>* transport, Status* status) {
+  client::ClientConfig config = cluster_->config();
+  config.qps = o_.qps;
+  config.burst = o_.burst;
+  auto t = client::CpprestTransport::create(config, clock_);
+  if (!t.ok()) {
+    *status = t.status();
+    return nullptr;
+  }
+  *transport = std::move(*t);
+  client::RestKubeApiOptions options;
+  options.qps = o_.qps;
+  options.burst = o_.burst;
+  auto api = client::RestKubeApi::create(**transport, clock_, options);
+  if (!api.ok()) {
+    *status = api.status();
+    return nullptr;
+  }
+  return std::move(*api);
+}
+
+StatusOr<PublishRun> Bench::pushAndWait(const std::vector<BenchPool>& pools, int64_t expect) {
+  std::vector<std::string> bodies;
+  bodies.reserve(pools.size());
+  std::vector<LoadRequest> requests;
+  for (const BenchPool& p : pools) bodies.push_back(p.body());
+  for (size_t i = 0; i < pools.size(); ++i) requests.push_back({"PUT", pools[i].target(), bodies[i]});
+  ASSIGN_OR_RETURN(const Counters before, counters());
+
+  PublishRun run;
+  const uint16_t port = controller_->inventoryPort();
+  const Clock::TimePoint start = clock_.now();
+  std::thread pusher([&] {
+    run.pushes = runOnce("127.0.0.1", port, requests, o_.connections, clock_);
+  });
+  const Clock::TimePoint deadline =
+      start + std::chrono::seconds(120) + std::chrono::milliseconds(50) * expect;
+  Status result = deadlineExceeded("the controller did not publish every pool in time");
+  int64_t seen = 0;
+  run.curve.emplace_back(0, 0.0);
+  while (clock_.now() < deadline) {
+    clock_.sleepFor(kPollPeriod);
+    StatusOr<std::string> text = controller_->metrics();
+    if (!text.ok()) {
+      result = text.status().withContext("read the controller's metrics");
+      break;
+    }
+    const double t = std::chrono::duration<double>(clock_.now() - start).count();
+    const int64_t published = static_cast<int64_t>(
+        sumSamples(*text, "resourceslice_controller_publish_latency_seconds_count") -
+        before.published);
+    if (published != seen) {
+      seen = published;
+      run.curve.emplace_back(published, t);
+    }
+    if (published >= expect) {
+      run.seconds = t;
+      result = okStatus();
+      break;
+    }
+    if (!controller_->running()) {
+      result = unavailable("the controller exited; see " + controller_->logPath().string());
+      break;
+    }
+  }
+  pusher.join();
+  RETURN_IF_ERROR(result);
+  const int64_t accepted = run.pushes.count(200) + run.pushes.count(202);
+  if (accepted != static_cast<int64_t>(pools.size())) {
+    std::ostringstream codes;
+    for (const auto& [code, n] : run.pushes.codes) codes << " " << code << ":" << n;
+    return internalError("pushes not accepted (HTTP code:count" + codes.str() + ") " +
+                         run.pushes.first_error);
+  }
+  return run;
+}
+
+StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools) {
+  // Build every slice first: a driver has its objects in memory already.
+  std::vector<std::vector<client::ResourceSlice>> slices;
+  slices.reserve(pools.size());
+  for (const BenchPool& p : pools) {
+    auto uid = node_uids_.find(p.node_or_fabric);
+    slices.push_back(baselineSlices(p, baselineDriver(p.driver), kBaselineLabel,
+                                    uid == node_uids_.end() ? "" : uid->second));
+  }
+  Status made;
+  std::unique_ptr<client::HttpTransport> transport;
+  std::unique_ptr<client::RestKubeApi> api = baselineApi(&transport, &made);
+  RETURN_IF_ERROR(made);
+
+  BaselineRun run;
+  run.pool_done.assign(pools.size(), 0);
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> writes{0};
+  std::mutex mu;
+  Status failure;
+  const double cpu0 = selfCpuSeconds();
+  const double apiserver0 = processCpuSeconds(cluster_->apiserverPid());
+  const Clock::TimePoint start = clock_.now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < o_.workers; ++w) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < pools.size(); i = next++) {
+        for (const client::ResourceSlice& s : slices[i]) {
+          StatusOr<client::ResourceSlice> created = api->createResourceSlice(s);
+          if (!created.ok()) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (failure.ok()) failure = created.status().withContext("baseline create");
+            next = pools.size();
+            break;
+          }
+          ++writes;
+        }
+        run.pool_done[i] = std::chrono::duration<double>(clock_.now() - start).count();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  run.seconds = std::chrono::duration<double>(clock_.now() - start).count();
+  run.client_cpu = selfCpuSeconds() - cpu0;
+  run.apiserver_cpu = processCpuSeconds(cluster_->apiserverPid()) - apiserver0;
+  run.writes = writes.load();
+  RETURN_IF_ERROR(failure);
+  return run;
+}
+
+StatusOr<CheckReport> Bench::checkController(const std::vector<BenchPool>& pools) {
+  ASSIGN_OR_RETURN(std::vector<client::ResourceSlice> live, cluster_->listSlices(kControllerLabel));
+  std::vector<const BenchPool*> expected;
+  for (const BenchPool& p : pools) expected.push_back(&p);
+  return checkSlices(live, expected, node_uids_);
+}
+
+Status Bench::ensureInitialInventory() {
+  if (initial_published_ && controller_ != nullptr) return okStatus();
+  progress("setting up the initial inventory (not measured)");
+  initial_ = makeInventory(scaled(kInitialGpuPools, o_.scale), kGpuDevices,
+                           scaled(kInitialNicPools, o_.scale), kNicDevices);
+  std::vector<std::string> nodes;
+  for (const BenchPool& p : initial_) {
+    if (p.kind == PoolKind::kGpu) nodes.push_back(p.node_or_fabric);
+  }
+  ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
+  RETURN_IF_ERROR(freshController("initial"));
+  ASSIGN_OR_RETURN(PublishRun run, pushAndWait(initial_, static_cast<int64_t>(initial_.size())));
+  (void)run;
+  ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
+  initial_generations_ = report.generations;
+  initial_published_ = true;
+  return okStatus();
+}
+
+// Workload 1: every pool pushed at once to a fresh controller, against the
+// same slices created directly, before and after (the mean of the two
+// brackets any drift of the machine during the run).
+Status Bench::workloadInitialSync() {
+  const std::string w = "1 initial sync";
+  initial_ = makeInventory(scaled(kInitialGpuPools, o_.scale), kGpuDevices,
+                           scaled(kInitialNicPools, o_.scale), kNicDevices);
+  int64_t slices = 0;
+  int64_t devices = 0;
+  std::vector<std::string> nodes;
+  for (const BenchPool& p : initial_) {
+    slices += minimalSliceCount(p);
+    devices += p.devices;
+    if (p.kind == PoolKind::kGpu) nodes.push_back(p.node_or_fabric);
+  }
+  progress(w + ": " + std::to_string(initial_.size()) + " pools, " + std::to_string(slices) +
+           " slices; creating " + std::to_string(nodes.size()) + " Nodes");
+  ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
+
+  progress(w + ": baseline (before)");
+  ASSIGN_OR_RETURN(BaselineRun base1, baselineCreate(initial_));
+  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+
+  progress(w + ": controller");
+  RETURN_IF_ERROR(freshController("initial-sync"));
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  ASSIGN_OR_RETURN(PublishRun run, pushAndWait(initial_, static_cast<int64_t>(initial_.size())));
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  const Counters d = after - before;
+  progress(w + ": checking the published slices");
+  ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
+  initial_generations_ = report.generations;
+  initial_published_ = true;
+
+  progress(w + ": baseline (after)");
+  ASSIGN_OR_RETURN(BaselineRun base2, baselineCreate(initial_));
+  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+
+  const double base = (base1.seconds + base2.seconds) / 2;
+  const double r = run.seconds / base;
+  const std::string label = w + " (" + grouped(static_cast<int64_t>(initial_.size())) + " pools, " +
+                            grouped(devices) + " devices, " + grouped(slices) + " slices)";
+  add({label, "time to all published", secs(run.seconds),
+       secs(base) + " (" + fixed(base1.seconds, 2) + " / " + fixed(base2.seconds, 2) + ")",
+       ratio(r), "<= " + fixed(kInitialSyncTarget, 2) + "x",
+       r <= kInitialSyncTarget ? "met" : "MISSED"});
+  const bool minimal = d.creates == static_cast<double>(slices) && d.writes == d.creates &&
+                       d.apiserver == static_cast<double>(slices);
+  add({"", "API writes (controller metric / API server)",
+       grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
+       grouped(base1.writes), "", "= " + grouped(slices) + " (slices)", minimal ? "met" : "MISSED"});
+  add({"", "API requests other than writes (GET)", grouped(static_cast<int64_t>(d.gets)), "0", "",
+       "", ""});
+  add({"", "CPU seconds: controller or client / API server",
+       fixed(d.controller_cpu, 1) + " / " + fixed(d.apiserver_cpu, 1),
+       fixed((base1.client_cpu + base2.client_cpu) / 2, 1) + " / " +
+           fixed((base1.apiserver_cpu + base2.apiserver_cpu) / 2, 1),
+       "", "", ""});
+  curves_.push_back({"1", "controller", run.curve});
+  curves_.push_back({"1", "baseline", curveOf(base1.pool_done)});
+  if (!minimal) failed_ = true;
+  return okStatus();
+}
+
+// Workload 2: the same inventory pushed again; nothing may be written. The
+// push rate is compared with the minimal handler given the same requests,
+// alternating rounds so that both see the same machine.
+Status Bench::workloadNoop() {
+  const std::string w = "2 no-op re-push";
+  RETURN_IF_ERROR(ensureInitialInventory());
+  ASSIGN_OR_RETURN(MinimalServerProcess * minimal, minimalServer());
+  std::vector<std::string> bodies;
+  for (const BenchPool& p : initial_) bodies.push_back(p.body());
+  std::vector<LoadRequest> requests;
+  for (size_t i = 0; i < initial_.size(); ++i) {
+    requests.push_back({"PUT", initial_[i].target(), bodies[i]});
+  }
+  progress(w + ": " + std::to_string(requests.size()) + " pushes a round");
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  double c_seconds = 0;
+  double m_seconds = 0;
+  int64_t c_pushes = 0;
+  int64_t m_pushes = 0;
+  int64_t c_ok = 0;
+  int rounds = 0;
+  std::string error;
+  while (rounds < 20 && (rounds == 0 || std::min(c_seconds, m_seconds) < kNoopMinSeconds)) {
+    ++rounds;
+    LoadResult c = runOnce("127.0.0.1", controller_->inventoryPort(), requests, o_.connections, clock_);
+    LoadResult m = runOnce("127.0.0.1", minimal->port(), requests, o_.connections, clock_);
+    c_seconds += c.seconds;
+    m_seconds += m.seconds;
+    c_pushes += c.total();
+    m_pushes += m.total();
+    c_ok += c.count(200);
+    if (error.empty()) error = c.first_error.empty() ? m.first_error : c.first_error;
+  }
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  const Counters d = after - before;
+  if (c_ok != c_pushes) {
+    return internalError("no-op pushes: " + std::to_string(c_pushes - c_ok) +
+                         " not answered 200 (published) " + error);
+  }
+  const double c_rate = static_cast<double>(c_pushes) / c_seconds;
+  const double m_rate = static_cast<double>(m_pushes) / m_seconds;
+  const bool zero = d.writes == 0 && d.apiserver == 0;
+  add({w + " (" + grouped(static_cast<int64_t>(requests.size())) + " pools x " +
+           std::to_string(rounds) + " rounds)",
+       "API writes (controller metric / API server)",
+       grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
+       "", "", "= 0", zero ? "met" : "MISSED"});
+  add({"", "pushes per second (vs minimal handler)", fixed(c_rate, 0), fixed(m_rate, 0),
+       ratio(c_rate / m_rate), "", ""});
+  if (!zero) failed_ = true;
+  return okStatus();
+}
+
+// Workload 3: one attribute of one device changed in each of 200 pools,
+// pushed with ?wait= from one connection per worker; latency is push to
+// published as the driver sees it. Baseline: the same one-slice updates made
+// directly, at the same concurrency.
+Status Bench::workloadChurn() {
+  const std::string w = "3 churn";
+  RETURN_IF_ERROR(ensureInitialInventory());
+  std::vector<size_t> gpu;
+  for (size_t i = 0; i < initial_.size(); ++i) {
+    if (initial_[i].kind == PoolKind::kGpu) gpu.push_back(i);
+  }
+  const size_t k = std::min(gpu.size(), static_cast<size_t>(scaled(kChurnPools, o_.scale)));
+  std::vector<size_t> chosen;
+  for (size_t i = 0; i < k; ++i) chosen.push_back(gpu[i * gpu.size() / k]);
+  std::vector<BenchPool> old_pools;
+  for (size_t i : chosen) {
+    old_pools.push_back(initial_[i]);
+    ++initial_[i].revision;
+  }
+  std::vector<std::string> bodies;
+  for (size_t i : chosen) bodies.push_back(initial_[i].body());
+  std::vector<LoadRequest> requests;
+  for (size_t j = 0; j < chosen.size(); ++j) {
+    requests.push_back({"PUT", initial_[chosen[j]].target("wait=60s"), bodies[j]});
+  }
+  progress(w + ": " + std::to_string(k) + " pools, controller");
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  LoadResult c = runOnce("127.0.0.1", controller_->inventoryPort(), requests, o_.workers, clock_);
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  const Counters d = after - before;
+  if (c.count(200) != static_cast<int64_t>(k)) {
+    return internalError("churn pushes: " + std::to_string(static_cast<int64_t>(k) - c.count(200)) +
+                         " not answered 200 (published) within the wait " + c.first_error);
+  }
+  progress(w + ": checking the published slices");
+  ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
+  int64_t bumped = 0;
+  for (const auto& [pool, generation] : report.generations) {
+    auto it = initial_generations_.find(pool);
+    if (it != initial_generations_.end() && it->second != generation) ++bumped;
+  }
+
+  // Baseline: the old slices created (not measured), then updated.
+  progress(w + ": baseline");
+  std::vector<std::vector<client::ResourceSlice>> created(old_pools.size());
+  {
+    Status made;
+    std::unique_ptr<client::HttpTransport> transport;
+    std::unique_ptr<client::RestKubeApi> api = baselineApi(&transport, &made);
+    RETURN_IF_ERROR(made);
+    for (size_t j = 0; j < old_pools.size(); ++j) {
+      const BenchPool& p = old_pools[j];
+      for (const client::ResourceSlice& s :
+           baselineSlices(p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])) {
+        ASSIGN_OR_RETURN(client::ResourceSlice stored, cluster_->api().createResourceSlice(s));
+        created[j].push_back(std::move(stored));
+      }
+    }
+    std::vector<client::ResourceSlice> updates;
+    for (size_t j = 0; j < chosen.size(); ++j) {
+      const BenchPool& p = initial_[chosen[j]];
+      client::ResourceSlice next =
+          baselineSlices(p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])[0];
+      next.metadata = created[j][0].metadata;
+      updates.push_back(std::move(next));
+    }
+    std::vector<double> latency(updates.size(), 0);
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    Status failure;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o_.workers; ++t) {
+      threads.emplace_back([&] {
+        for (size_t i = next++; i < updates.size(); i = next++) {
+          const Clock::TimePoint sent = clock_.now();
+          StatusOr<client::ResourceSlice> stored = api->updateResourceSlice(updates[i]);
+          latency[i] = std::chrono::duration<double, std::milli>(clock_.now() - sent).count();
+          if (!stored.ok()) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (failure.ok()) failure = stored.status().withContext("baseline update");
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    RETURN_IF_ERROR(failure);
+    RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+
+    const double c50 = quantile(c.latency_ms, 0.5);
+    const double c99 = quantile(c.latency_ms, 0.99);
+    const double b50 = quantile(latency, 0.5);
+    const double b99 = quantile(latency, 0.99);
+    const bool minimal = d.updates == static_cast<double>(k) && d.writes == d.updates &&
+                         d.apiserver == static_cast<double>(k) && bumped == 0;
+    add({w + " (" + grouped(static_cast<int64_t>(k)) + " pools, 1 attribute each)",
+         "API writes (controller metric / API server); generations bumped",
+         grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)) +
+             "; " + std::to_string(bumped),
+         grouped(static_cast<int64_t>(updates.size())), "",
+         "= " + grouped(static_cast<int64_t>(k)) + "; 0", minimal ? "met" : "MISSED"});
+    add({"", "publish latency p50 / p99 (vs direct update)", millis(c50) + " / " + millis(c99),
+         millis(b50) + " / " + millis(b99), ratio(c50 / b50) + " / " + ratio(c99 / b99), "", ""});
+    if (!minimal) failed_ = true;
+  }
+  return okStatus();
+}
+
+// Workload 4: 20,000 node-local pools to a fresh controller, against the
+// same slices created directly; the controller's peak memory.
+Status Bench::workloadScale() {
+  const std::string w = "4 scale";
+  const int n = scaled(kScalePools, o_.scale);
+  std::vector<BenchPool> pools = makeInventory(n, kGpuDevices, 0, 0);
+  std::vector<std::string> nodes;
+  for (const BenchPool& p : pools) nodes.push_back(p.node_or_fabric);
+  progress(w + ": " + std::to_string(n) + " pools; creating Nodes");
+  controller_.reset();
+  initial_published_ = false;
+  ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
+  RETURN_IF_ERROR(cluster_->deleteSlices(kControllerLabel));
+
+  progress(w + ": baseline");
+  ASSIGN_OR_RETURN(BaselineRun base, baselineCreate(pools));
+  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+
+  progress(w + ": controller");
+  RETURN_IF_ERROR(freshController("scale"));
+  const Memory idle = processMemory(controller_->pid());
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  ASSIGN_OR_RETURN(PublishRun run, pushAndWait(pools, n));
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  const Counters d = after - before;
+  progress(w + ": checking the published slices");
+  ASSIGN_OR_RETURN(CheckReport report, checkController(pools));
+  const Memory mem = processMemory(controller_->pid());
+
+  const double r = run.seconds / base.seconds;
+  const int64_t limit =
+      static_cast<int64_t>(kRssJsonFactor * static_cast<double>(report.json_bytes)) + kRssAllowance;
+  const double per10k = static_cast<double>(mem.peak) / (static_cast<double>(report.devices) / 1e4);
+  const double marginal10k =
+      static_cast<double>(mem.peak - idle.rss) / (static_cast<double>(report.devices) / 1e4);
+  add({w + " (" + grouped(n) + " pools, " + grouped(report.devices) + " devices)",
+       "time to all published", secs(run.seconds), secs(base.seconds), ratio(r), "", ""});
+  const bool minimal = d.creates == n && d.writes == d.creates && d.apiserver == n;
+  add({"", "API writes (controller metric / API server)",
+       grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
+       grouped(base.writes), "", "= " + grouped(n), minimal ? "met" : "MISSED"});
+  add({"", "API requests other than writes (GET)", grouped(static_cast<int64_t>(d.gets)), "0", "",
+       "", ""});
+  add({"", "CPU seconds: controller or client / API server",
+       fixed(d.controller_cpu, 1) + " / " + fixed(d.apiserver_cpu, 1),
+       fixed(base.client_cpu, 1) + " / " + fixed(base.apiserver_cpu, 1), "", "", ""});
+  add({"", "controller peak RSS (VmHWM) vs 2.5 x slice JSON + 50 MiB", mib(mem.peak),
+       mib(limit) + " (JSON " + mib(report.json_bytes) + ")",
+       fixed(static_cast<double>(mem.peak) / static_cast<double>(limit), 2) + " of limit",
+       "< limit", mem.peak < limit ? "met" : "MISSED"});
+  add({"", "RSS per 10,000 devices managed (peak; above idle)",
+       mib(static_cast<int64_t>(per10k)) + "; " + mib(static_cast<int64_t>(marginal10k)),
+       "idle RSS " + mib(idle.rss), "", "", ""});
+  curves_.push_back({"4", "controller", run.curve});
+  curves_.push_back({"4", "baseline", curveOf(base.pool_done)});
+  if (!minimal) failed_ = true;
+  return okStatus();
+}
+
+// Workload 5: no-op pushes of one 128-device pool from several connections,
+// against the minimal handler; alternating halves on each side.
+Status Bench::workloadPushApi() {
+  const std::string w = "5 push API";
+  if (controller_ == nullptr) RETURN_IF_ERROR(freshController("push-api"));
+  ASSIGN_OR_RETURN(MinimalServerProcess * minimal, minimalServer());
+  BenchPool pool;
+  pool.kind = PoolKind::kGpu;
+  pool.driver = kGpuDriver;
+  pool.name = "push-api";
+  pool.node_or_fabric = nodeName(0);
+  pool.index = 99999;
+  pool.devices = kPushApiDevices;
+  using NodeUids = std::map<std::string, std::string>;
+  ASSIGN_OR_RETURN(NodeUids uids, cluster_->ensureNodes({pool.node_or_fabric}, 1));
+  node_uids_.insert(uids.begin(), uids.end());
+  const std::string body = pool.body();
+  {
+    HttpConnection conn("127.0.0.1", controller_->inventoryPort());
+    ASSIGN_OR_RETURN(Answer first, conn.send("PUT", pool.target("wait=60s"), body));
+    if (first.code != 200) {
+      return internalError("first push of the push-API pool: HTTP " + std::to_string(first.code) +
+                           " " + first.body);
+    }
+  }
+  const double seconds = std::max(2.0, o_.push_seconds * o_.scale);
+  progress(w + ": " + std::to_string(o_.connections) + " connections, 2 x " + fixed(seconds, 1) +
+           " s on each side");
+  const auto half = std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::duration<double>(seconds / 2));
+  const LoadRequest request{"PUT", pool.target(), body};
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  LoadResult c;
+  LoadResult m;
+  for (int round = 0; round < 2; ++round) {
+    LoadResult cr = runFor("127.0.0.1", controller_->inventoryPort(), request, o_.connections, half, clock_);
+    LoadResult mr = runFor("127.0.0.1", minimal->port(), request, o_.connections, half, clock_);
+    for (auto [from, to] : {std::pair{&cr, &c}, std::pair{&mr, &m}}) {
+      to->seconds += from->seconds;
+      to->latency_ms.insert(to->latency_ms.end(), from->latency_ms.begin(), from->latency_ms.end());
+      for (const auto& [code, n] : from->codes) to->codes[code] += n;
+      if (to->first_error.empty()) to->first_error = from->first_error;
+    }
+  }
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  const Counters d = after - before;
+  if (c.count(200) != c.total() || m.count(200) != m.total()) {
+    return internalError("push-API answers other than 200: controller " +
+                         std::to_string(c.total() - c.count(200)) + ", minimal " +
+                         std::to_string(m.total() - m.count(200)) + " " + c.first_error +
+                         m.first_error);
+  }
+  const double c_rate = static_cast<double>(c.total()) / c.seconds;
+  const double m_rate = static_cast<double>(m.total()) / m.seconds;
+  const double r = c_rate / m_rate;
+  add({w + " (no-op push of " + std::to_string(kPushApiDevices) + " devices, " +
+           std::to_string(body.size() / 1024) + " KiB, " + std::to_string(o_.connections) +
+           " connections)",
+       "requests per second (vs minimal handler)", fixed(c_rate, 0), fixed(m_rate, 0), ratio(r),
+       ">= " + fixed(kPushApiTarget, 2) + "x", r >= kPushApiTarget ? "met" : "MISSED"});
+  add({"", "latency p50 / p99",
+       millis(quantile(c.latency_ms, 0.5)) + " / " + millis(quantile(c.latency_ms, 0.99)),
+       millis(quantile(m.latency_ms, 0.5)) + " / " + millis(quantile(m.latency_ms, 0.99)),
+       ratio(quantile(c.latency_ms, 0.5) / quantile(m.latency_ms, 0.5)) + " / " +
+           ratio(quantile(c.latency_ms, 0.99) / quantile(m.latency_ms, 0.99)),
+       "", ""});
+  add({"", "API writes during the pushes (controller metric / API server)",
+       grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
+       "", "", "= 0", d.writes == 0 && d.apiserver == 0 ? "met" : "MISSED"});
+  return okStatus();
+}
+
+std::string readFileText(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string cpuModel() {
+  std::istringstream in(readFileText("/proc/cpuinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+std::string loadAverage() {
+  std::istringstream in(readFileText("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+void Bench::writeReport(double total_seconds) {
+  std::ostringstream md;
+  md << "Run " << formatTime(clock_.systemNow()) << " on " << std::thread::hardware_concurrency()
+     << " CPUs (" << cpuModel() << "), load average " << load_before_ << " before and "
+     << loadAverage() << " after; scale " << o_.scale << ", --workers=" << o_.workers
+     << ", --kube-api-qps=" << fixed(o_.qps, 0) << " --kube-api-burst=" << o_.burst
+     << " (controller and baseline), " << o_.connections << " push connections; "
+     << secs(total_seconds) << " in all.\n\n";
+  md << "| workload | metric | controller | baseline | ratio | target | |\n";
+  md << "|---|---|---|---|---|---|---|\n";
+  for (const Row& r : rows_) {
+    md << "| " << r.workload << " | " << r.metric << " | " << r.controller << " | " << r.baseline
+       << " | " << r.ratio << " | " << r.target << " | " << r.verdict << " |\n";
+  }
+  for (const std::string& n : notes_) md << "\n" << n << "\n";
+  std::cout << "\n" << md.str() << std::flush;
+
+  std::error_code ec;
+  std::filesystem::create_directories(o_.out_dir, ec);
+  std::ofstream(o_.out_dir / "results.md") << md.str();
+  {
+    std::ofstream csv(o_.out_dir / "publish_curve.csv");
+    csv << "workload,series,pools,seconds\n";
+    for (const Curve& c : curves_) {
+      for (const auto& [pools, seconds] : c.points) {
+        csv << c.workload << "," << c.series << "," << pools << "," << fixed(seconds, 4) << "\n";
+      }
+    }
+  }
+  if (!o_.no_plot && !curves_.empty()) {
+    const std::string cmd = "/usr/bin/python3 " + (o_.source_root / "test/bench/plot.py").string() +
+                            " " + (o_.out_dir / "publish_curve.csv").string() + " " +
+                            (o_.out_dir / "publish_time.png").string();
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "warning: the plot was not made (" << cmd << ")\n";
+    }
+  }
+}
+
+int Bench::run(const std::string& self) {
+  self_ = self;
+  load_before_ = loadAverage();
+  std::error_code ec;
+  std::filesystem::create_directories(o_.out_dir / "logs", ec);
+  if (!std::filesystem::exists(o_.controller)) {
+    std::cerr << "resourceslice-bench: no controller binary at " << o_.controller << "\n";
+    return 2;
+  }
+  const Clock::TimePoint start = clock_.now();
+  progress("starting the test cluster");
+  StatusOr<std::unique_ptr<Cluster>> cluster = Cluster::start(o_.source_root, clock_);
+  if (!cluster.ok()) {
+    std::cerr << "resourceslice-bench: " << cluster.status().toString() << "\n";
+    return 2;
+  }
+  cluster_ = std::move(*cluster);
+
+  const std::pair<int, Status (Bench::*)()> workloads[] = {
+      {1, &Bench::workloadInitialSync}, {2, &Bench::workloadNoop},  {3, &Bench::workloadChurn},
+      {4, &Bench::workloadScale},       {5, &Bench::workloadPushApi},
+  };
+  const char* names[] = {"", "1 initial sync", "2 no-op re-push", "3 churn", "4 scale",
+                         "5 push API"};
+  for (const auto& [n, fn] : workloads) {
+    if (o_.workload != 0 && o_.workload != n) continue;
+    Status s = (this->*fn)();
+    if (!s.ok()) fail(names[n], s);
+  }
+  controller_.reset();
+  minimal_.reset();
+  writeReport(std::chrono::duration<double>(clock_.now() - start).count());
+  cluster_.reset();
+  return failed_ ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace rsc::bench
+
+int main(int argc, char** argv) {
+  rsc::StatusOr<rsc::bench::Options> options = rsc::bench::parseOptions(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "resourceslice-bench: " << options.status().message() << "\n"
+              << rsc::bench::kUsage;
+    return 2;
+  }
+  if (options->help) {
+    std::cout << rsc::bench::kUsage;
+    return 0;
+  }
+  if (!options->serve_minimal.empty()) return rsc::bench::serveMinimal(options->serve_minimal);
+  // A closed push connection must not kill the benchmark.
+  signal(SIGPIPE, SIG_IGN);
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  rsc::bench::Bench bench(*options);
+  return bench.run(ec ? std::string(argv[0]) : self.string());
+}
