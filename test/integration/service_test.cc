@@ -315,6 +315,64 @@ TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
   ASSERT_TRUE(env_.api().deleteResourceSlice(created->metadata.name, {}).ok());
 }
 
+TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
+  ControllerProcess c = env_.startController("large", {"--auth=none"});
+  const std::string driver = "large.example.com";
+  auto pool = [](int devices) {
+    Json p = {{"nodeSelector",
+               {{"nodeSelectorTerms",
+                 {{{"matchExpressions",
+                    {{{"key", "fabric"}, {"operator", "In"}, {"values", {"fabric-1"}}}}}}}}}},
+              {"devices", Json::array()}};
+    for (int i = 0; i < devices; ++i) {
+      p["devices"].push_back({{"name", "nic-" + std::to_string(i)},
+                              {"attributes", {{"speed", {{"int", 400}}}}}});
+    }
+    return p;
+  };
+  auto writes = [&](const std::string& verb) {
+    const double v = env_.metric(c, "resourceslice_controller_slice_writes_total{driver=\"" +
+                                        driver + "\",result=\"success\",verb=\"" + verb + "\"}");
+    return std::isnan(v) ? 0.0 : v;
+  };
+  auto generation = [&] {
+    const auto slices = env_.poolSlices(driver, "fabric-1");
+    return slices.empty() ? int64_t{-1} : slices[0].spec.pool.generation;
+  };
+
+  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(1000).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 8));
+  EXPECT_EQ(writes("create"), 8);
+  const int64_t g1 = generation();
+
+  // One device changes: one update, same generation.
+  Json changed = pool(1000);
+  changed["devices"][500]["attributes"]["speed"]["int"] = 800;
+  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), changed.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(writes("update"), 1);
+  EXPECT_EQ(generation(), g1);
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 8));
+
+  // Growing past the last slice's room adds a slice: bump, all rewritten.
+  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(1100).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 9));
+  EXPECT_EQ(generation(), g1 + 1);
+  EXPECT_EQ(writes("create"), 9);
+  EXPECT_EQ(writes("update"), 1 + 8);
+
+  // Shrinking deletes the emptied slices and bumps again.
+  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(100).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 1));
+  EXPECT_EQ(generation(), g1 + 2);
+  EXPECT_EQ(writes("delete"), 8);
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
 TEST_F(ServiceTest, BadFlagsExitWithCode2NamingTheFlag) {
   Process p({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
              "--workers=zero"},

@@ -386,5 +386,96 @@ TEST_F(ReconcilerTest, OneFailingPoolDoesNotAffectAnother) {
   EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
 }
 
+TEST_F(ReconcilerTest, AllNodesPoolHasNoNodeAndNoOwner) {
+  const PoolKey key{"fabric.example.com", "global"};
+  Pool pool;
+  pool.selection.all_nodes = true;
+  pool.devices.push_back(gpu("link-0"));
+  store_.put(key, pool);
+  sync(key);
+  const auto slices = poolSlices(key);
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_EQ(slices[0].spec.all_nodes, true);
+  EXPECT_FALSE(slices[0].spec.node_name.has_value());
+  EXPECT_TRUE(slices[0].metadata.owner_references.empty());
+}
+
+TEST_F(ReconcilerTest, ExplicitSlicesArePublishedAsGiven) {
+  Pool pool;
+  pool.selection.node_name = "node-a";
+  pool.slices = std::vector<DesiredSlice>{{{gpu("a-0"), gpu("a-1")}, {}}, {{gpu("b-0")}, {}}};
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(1, 2);
+  std::set<std::vector<std::string>> contents;
+  for (const ResourceSlice& s : poolSlices()) {
+    std::vector<std::string> names;
+    for (const auto& d : s.spec.devices) names.push_back(d.name);
+    contents.insert(names);
+  }
+  EXPECT_EQ(contents, (std::set<std::vector<std::string>>{{"a-0", "a-1"}, {"b-0"}}));
+}
+
+TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
+  Pool pool = nodePool(2);
+  client::CounterSet set;
+  set.name = "gpu-0-counters";
+  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
+  pool.shared_counters.push_back(set);
+  for (client::Device& d : pool.devices) {
+    client::DeviceCounterConsumption c;
+    c.counter_set = "gpu-0-counters";
+    c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
+    d.consumes_counters.push_back(c);
+  }
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(1, 2);
+  int counter_slices = 0;
+  for (const ResourceSlice& s : poolSlices()) {
+    if (!s.spec.shared_counters.empty()) {
+      ++counter_slices;
+      EXPECT_TRUE(s.spec.devices.empty());
+    }
+  }
+  EXPECT_EQ(counter_slices, 1);
+}
+
+TEST_F(ReconcilerTest, ForeignUnmanagedSliceOfTheSameDriverIsLeftAlone) {
+  ResourceSlice foreign;
+  foreign.metadata.name = "handmade-node-a";
+  foreign.spec.driver = kNodeA.driver;
+  foreign.spec.pool = {kNodeA.pool, 5, 1};
+  foreign.spec.node_name = "node-a";
+  foreign.spec.devices.push_back(gpu("other"));
+  auto added = api_.addResourceSlice(foreign);
+  ASSERT_TRUE(added.ok());
+  store_.put(kNodeA, nodePool(2));
+  sync();
+  const auto still = api_.resourceSlice("handmade-node-a");
+  ASSERT_TRUE(still.has_value());
+  EXPECT_EQ(still->metadata.resource_version, added->metadata.resource_version);
+  EXPECT_EQ(poolSlices().size(), 2U);  // ours and the foreign one
+}
+
+TEST_F(ReconcilerTest, ServerRejectingOnePoolDoesNotStopOthers) {
+  const PoolKey other{"gpu.example.com", "node-b"};
+  api_.prependReactor("create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
+    if (req.slice && req.slice->spec.pool.name == "node-a") {
+      return Status(StatusCode::kUnprocessable, "spec.devices[0].name: Invalid value",
+                    {{"spec.devices[0].name", "Invalid value"}}, "Invalid");
+    }
+    return okStatus();
+  });
+  store_.put(kNodeA, nodePool(1));
+  store_.put(other, nodePool(1, "node-b"));
+  const ReconcileResult bad = reconciler_->reconcile(kNodeA);
+  EXPECT_EQ(bad.status.code(), StatusCode::kUnprocessable);
+  sync(other);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
+  EXPECT_EQ(store_.status(kNodeA)->last_error.reason(), "Invalid");
+  EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
+}
+
 }  // namespace
 }  // namespace rsc::controller
