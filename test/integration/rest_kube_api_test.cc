@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -23,13 +25,13 @@ using ::testing::HasSubstr;
 
 const auto* const kCluster = ClusterEnvironment::install();
 
-constexpr char kDriver[] = "gpu.example.com";
-constexpr char kTestLabel[] = "rsc-test/case";
+constexpr std::string_view kDriver = "gpu.example.com";
+constexpr std::string_view kTestLabel = "rsc-test/case";
 
 ResourceSlice newSlice(const std::string& test_case, const std::string& pool = "pool-a") {
   ResourceSlice s;
   s.metadata.generate_name = "rsc-it-" + test_case + "-";
-  s.metadata.labels[kTestLabel] = test_case;
+  s.metadata.labels[std::string(kTestLabel)] = test_case;
   s.spec.driver = kDriver;
   s.spec.node_name = "node-a";
   s.spec.pool = {pool, 1, 1};
@@ -64,7 +66,9 @@ class RestKubeApiIntegration : public ::testing::Test {
                                        std::unique_ptr<CpprestTransport>* transport) {
     auto t = CpprestTransport::create(config, RealClock::instance());
     EXPECT_TRUE(t.ok()) << t.status().toString();
-    if (!t.ok()) return nullptr;
+    if (!t.ok()) {
+      return nullptr;
+    }
     *transport = std::move(*t);
     RestKubeApiOptions options;
     options.request_observer = [this](const RequestResult& r) {
@@ -168,8 +172,12 @@ TEST_F(RestKubeApiIntegration, ListPagesWithALabelSelector) {
     ASSERT_TRUE(list.ok()) << list.status().toString();
     EXPECT_FALSE(list->resource_version.empty());
     page_sizes.push_back(list->items.size());
-    for (const auto& s : list->items) listed.insert(s.metadata.name);
-    if (list->continue_token.empty()) break;
+    for (const auto& s : list->items) {
+      listed.insert(s.metadata.name);
+    }
+    if (list->continue_token.empty()) {
+      break;
+    }
     options.continue_token = list->continue_token;
   }
   EXPECT_EQ(page_sizes, (std::vector<size_t>{2, 2, 1}));
@@ -215,7 +223,9 @@ TEST_F(RestKubeApiIntegration, WatchFromAListSeesChangesInOrder) {
         watch,
         [&](const WatchEvent<ResourceSlice>& e) {
           std::lock_guard lock(mu);
-          if (e.type != WatchEventType::kBookmark) seen.push_back({e.type, e.object.metadata.name});
+          if (e.type != WatchEventType::kBookmark) {
+            seen.push_back({e.type, e.object.metadata.name});
+          }
           cv.notify_all();
           return e.type != WatchEventType::kDeleted;
         },
@@ -238,14 +248,18 @@ TEST_F(RestKubeApiIntegration, WatchFromAListSeesChangesInOrder) {
     std::unique_lock lock(mu);
     cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; });
   }
-  if (!done) stop.request_stop();
+  if (!done) {
+    stop.request_stop();
+  }
   watcher.join();
   EXPECT_TRUE(watch_status.ok()) << watch_status.toString();
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
   EXPECT_EQ(seen[1].type, WatchEventType::kModified);
   EXPECT_EQ(seen[2].type, WatchEventType::kDeleted);
-  for (const auto& s : seen) EXPECT_EQ(s.name, created->metadata.name);
+  for (const auto& s : seen) {
+    EXPECT_EQ(s.name, created->metadata.name);
+  }
 }
 
 TEST_F(RestKubeApiIntegration, StoppingAQuietWatchEndsItPromptly) {
@@ -288,7 +302,9 @@ TEST_F(RestKubeApiIntegration, InvalidSliceIsUnprocessableWithCauses) {
   EXPECT_EQ(created.status().reason(), "Invalid");
   std::set<std::string> fields;
   const Status error = created.status();
-  for (const auto& d : error.details()) fields.insert(d.field);
+  for (const auto& d : error.details()) {
+    fields.insert(d.field);
+  }
   EXPECT_TRUE(fields.count("spec.driver")) << created.status().toString();
   EXPECT_TRUE(fields.count("spec.devices[0].name")) << created.status().toString();
 }
@@ -311,6 +327,26 @@ TEST_F(RestKubeApiIntegration, TokensWithoutRightsAreRefused) {
   auto api2 = makeApi(stranger, &transport);
   ASSERT_NE(api2, nullptr);
   EXPECT_EQ(api2->listResourceSlices({}).status().code(), StatusCode::kUnauthenticated);
+}
+
+TEST_F(RestKubeApiIntegration, RotatedTokenFileIsReadAgainAfterA401) {
+  const ClusterEnvironment& cluster = ClusterEnvironment::get();
+  const std::filesystem::path token_file = cluster.dir() / "rotating-token";
+  std::ofstream(token_file) << "expired-token\n";
+  ClientConfig rotating;
+  rotating.server = cluster.server();
+  rotating.ca_pem = config_.ca_pem;
+  rotating.token_file = token_file.string();
+  std::unique_ptr<CpprestTransport> transport;
+  auto api = makeApi(rotating, &transport);
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(api->getNode("x").status().code(), StatusCode::kUnauthenticated);
+
+  // The kubelet writes a new token; the next 401 makes the transport read
+  // it at once instead of waiting for the minute to pass.
+  std::ofstream(token_file) << cluster.token("admin") << "\n";
+  auto node = api->getNode("rsc-it-no-such-node");
+  EXPECT_EQ(node.status().code(), StatusCode::kNotFound) << node.status().toString();
 }
 
 TEST_F(RestKubeApiIntegration, WrongCertificateAuthorityFailsTheHandshake) {
@@ -434,7 +470,7 @@ TEST_F(RestKubeApiIntegration, SubjectAccessReviewFollowsRbac) {
   ASSERT_TRUE(denied.ok()) << denied.status().toString();
   EXPECT_FALSE(denied->allowed);
 
-  review.user.groups.push_back("system:masters");
+  review.user.groups.emplace_back("system:masters");
   auto allowed = api_->createSubjectAccessReview(review);
   ASSERT_TRUE(allowed.ok()) << allowed.status().toString();
   EXPECT_TRUE(allowed->allowed);
