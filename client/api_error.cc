@@ -1,5 +1,6 @@
 #include "client/api_error.h"
 
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,28 +20,39 @@ int httpCodeFromReason(std::string_view reason) {
     std::string_view reason;
     int code;
   };
-  static constexpr Entry kReasons[] = {
-      {"BadRequest", 400},       {"Unauthorized", 401},
-      {"Forbidden", 403},        {"NotFound", 404},
-      {"MethodNotAllowed", 405}, {"NotAcceptable", 406},
-      {"AlreadyExists", 409},    {"Conflict", 409},
-      {"Gone", 410},             {"Expired", 410},
+  static constexpr auto kReasons = std::to_array<Entry>({
+      {"BadRequest", 400},
+      {"Unauthorized", 401},
+      {"Forbidden", 403},
+      {"NotFound", 404},
+      {"MethodNotAllowed", 405},
+      {"NotAcceptable", 406},
+      {"AlreadyExists", 409},
+      {"Conflict", 409},
+      {"Gone", 410},
+      {"Expired", 410},
       {"RequestEntityTooLarge", 413},
       {"UnsupportedMediaType", 415},
-      {"Invalid", 422},          {"TooManyRequests", 429},
-      {"InternalError", 500},    {"ServerTimeout", 500},
+      {"Invalid", 422},
+      {"TooManyRequests", 429},
+      {"InternalError", 500},
+      {"ServerTimeout", 500},
       {"ServiceUnavailable", 503},
       {"Timeout", 504},
-  };
+  });
   for (const auto& entry : kReasons) {
-    if (entry.reason == reason) return entry.code;
+    if (entry.reason == reason) {
+      return entry.code;
+    }
   }
   return 0;
 }
 
 std::string stringField(const Json& object, const char* key) {
   auto it = object.find(key);
-  if (it == object.end() || !it->is_string()) return {};
+  if (it == object.end() || !it->is_string()) {
+    return {};
+  }
   return it->get<std::string>();
 }
 
@@ -48,17 +60,25 @@ std::string stringField(const Json& object, const char* key) {
 std::string plainMessage(std::string_view body) {
   std::string message(body.substr(0, kMaxPlainBodyBytes));
   for (char& c : message) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    if (c == '\n' || c == '\r' || c == '\t') {
+      c = ' ';
+    }
   }
-  while (!message.empty() && message.back() == ' ') message.pop_back();
-  if (body.size() > kMaxPlainBodyBytes) message += "...";
+  while (!message.empty() && message.back() == ' ') {
+    message.pop_back();
+  }
+  if (body.size() > kMaxPlainBodyBytes) {
+    message += "...";
+  }
   return message;
 }
 
 }  // namespace
 
 StatusCode statusCodeFromHttp(int http_code, std::string_view reason) {
-  if (http_code >= 200 && http_code < 300) return StatusCode::kOk;
+  if (http_code >= 200 && http_code < 300) {
+    return StatusCode::kOk;
+  }
   switch (http_code) {
     case 400:
       return StatusCode::kInvalidArgument;
@@ -87,9 +107,13 @@ StatusCode statusCodeFromHttp(int http_code, std::string_view reason) {
     default:
       break;
   }
-  if (http_code >= 500 && http_code < 600) return StatusCode::kUnavailable;
+  if (http_code >= 500 && http_code < 600) {
+    return StatusCode::kUnavailable;
+  }
   // Other 4xx answers (405, 406, 415, ...) mean the request itself is wrong.
-  if (http_code >= 400 && http_code < 500) return StatusCode::kInvalidArgument;
+  if (http_code >= 400 && http_code < 500) {
+    return StatusCode::kInvalidArgument;
+  }
   return StatusCode::kInternal;
 }
 
@@ -103,13 +127,17 @@ Status statusFromKubeStatus(const Json& status) {
   if (auto it = status.find("code"); it != status.end() && it->is_number_integer()) {
     http_code = it->get<int>();
   }
-  if (http_code == 0) http_code = httpCodeFromReason(reason);
+  if (http_code == 0) {
+    http_code = httpCodeFromReason(reason);
+  }
 
   std::vector<FieldError> details;
   if (auto d = status.find("details"); d != status.end() && d->is_object()) {
     if (auto causes = d->find("causes"); causes != d->end() && causes->is_array()) {
       for (const Json& cause : *causes) {
-        if (!cause.is_object()) continue;
+        if (!cause.is_object()) {
+          continue;
+        }
         details.push_back({stringField(cause, "field"), stringField(cause, "message")});
       }
     }
@@ -123,7 +151,7 @@ Status statusFromKubeStatus(const Json& status) {
   if (message.empty()) {
     message = reason.empty() ? "HTTP " + std::to_string(http_code) : reason;
   }
-  return Status(code, std::move(message), std::move(details), std::move(reason));
+  return {code, std::move(message), std::move(details), std::move(reason)};
 }
 
 Status statusFromHttpResponse(int http_code, std::string_view body) {
@@ -134,17 +162,25 @@ Status statusFromHttpResponse(int http_code, std::string_view body) {
     Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object() && (stringField(parsed, "kind") == "Status" ||
                                parsed.contains("reason") || parsed.contains("message"))) {
-      if (!parsed.contains("code")) parsed["code"] = http_code;
+      if (!parsed.contains("code")) {
+        parsed["code"] = http_code;
+      }
       Status status = statusFromKubeStatus(parsed);
-      if (!status.ok()) return status;
+      if (!status.ok()) {
+        return status;
+      }
     }
   }
   StatusCode code = statusCodeFromHttp(http_code);
-  if (code == StatusCode::kOk) return okStatus();
+  if (code == StatusCode::kOk) {
+    return okStatus();
+  }
   std::string message = "HTTP " + std::to_string(http_code);
   std::string text = plainMessage(body);
-  if (!text.empty()) message += ": " + text;
-  return Status(code, std::move(message));
+  if (!text.empty()) {
+    message += ": " + text;
+  }
+  return {code, std::move(message)};
 }
 
 bool isRetryable(const Status& status) {

@@ -1,5 +1,6 @@
 #include "client/config.h"
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -21,8 +22,8 @@ namespace fs = std::filesystem;
 std::string trimmed(std::string_view s) {
   size_t begin = 0;
   size_t end = s.size();
-  while (begin < end && (s[begin] == ' ' || s[begin] == '\t' || s[begin] == '\n' ||
-                         s[begin] == '\r')) {
+  while (begin < end &&
+         (s[begin] == ' ' || s[begin] == '\t' || s[begin] == '\n' || s[begin] == '\r')) {
     ++begin;
   }
   while (end > begin &&
@@ -44,12 +45,13 @@ StatusOr<std::string> readFile(const fs::path& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return failedPrecondition("cannot read file " + path.string() + ": " +
-                              std::strerror(errno));
+    return failedPrecondition("cannot read file " + path.string() + ": " + std::strerror(errno));
   }
   std::ostringstream out;
   out << in.rdbuf();
-  if (in.bad()) return failedPrecondition("cannot read file " + path.string());
+  if (in.bad()) {
+    return failedPrecondition("cannot read file " + path.string());
+  }
   return out.str();
 }
 
@@ -59,11 +61,21 @@ bool fileExists(const fs::path& path) {
 }
 
 int base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
+  if (c >= 'A' && c <= 'Z') {
+    return c - 'A';
+  }
+  if (c >= 'a' && c <= 'z') {
+    return c - 'a' + 26;
+  }
+  if (c >= '0' && c <= '9') {
+    return c - '0' + 52;
+  }
+  if (c == '+') {
+    return 62;
+  }
+  if (c == '/') {
+    return 63;
+  }
   return -1;
 }
 
@@ -75,15 +87,21 @@ std::optional<std::string> decodeBase64(std::string_view text) {
   int padding = 0;
   size_t symbols = 0;
   for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      continue;
+    }
     if (c == '=') {
       ++padding;
       ++symbols;
       continue;
     }
-    if (padding > 0) return std::nullopt;  // data after padding
+    if (padding > 0) {
+      return std::nullopt;  // data after padding
+    }
     int v = base64Value(c);
-    if (v < 0) return std::nullopt;
+    if (v < 0) {
+      return std::nullopt;
+    }
     ++symbols;
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
@@ -92,7 +110,9 @@ std::optional<std::string> decodeBase64(std::string_view text) {
       out.push_back(static_cast<char>((acc >> bits) & 0xff));
     }
   }
-  if (symbols % 4 != 0 || padding > 2) return std::nullopt;
+  if (symbols % 4 != 0 || padding > 2) {
+    return std::nullopt;
+  }
   return out;
 }
 
@@ -106,7 +126,9 @@ struct YamlLine {
 };
 
 bool opensQuote(const std::string& s, size_t i) {
-  if (i == 0) return true;
+  if (i == 0) {
+    return true;
+  }
   char prev = s[i - 1];
   return prev == ' ' || prev == '[' || prev == '{' || prev == ',';
 }
@@ -117,17 +139,25 @@ StatusOr<std::vector<YamlLine>> splitLines(std::string_view text) {
   int number = 0;
   bool seen_content = false;
   size_t pos = 0;
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;  // UTF-8 byte order mark
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    pos = 3;  // UTF-8 byte order mark
+  }
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
     std::string raw(text.substr(pos, end - pos));
     pos = end + 1;
     ++number;
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    if (!raw.empty() && raw.back() == '\r') {
+      raw.pop_back();
+    }
 
     size_t indent = 0;
-    while (indent < raw.size() && raw[indent] == ' ') ++indent;
+    while (indent < raw.size() && raw[indent] == ' ') {
+      ++indent;
+    }
     if (indent < raw.size() && raw[indent] == '\t') {
       size_t rest = raw.find_first_not_of(" \t", indent);
       if (rest != std::string::npos && raw[rest] != '#') {
@@ -164,16 +194,21 @@ StatusOr<std::vector<YamlLine>> splitLines(std::string_view text) {
     while (!content.empty() && (content.back() == ' ' || content.back() == '\t')) {
       content.pop_back();
     }
-    if (content.empty()) continue;
+    if (content.empty()) {
+      continue;
+    }
     if (indent == 0 && (content == "---" || content.rfind("--- ", 0) == 0)) {
       if (seen_content) {
-        return invalidArgument("line " + std::to_string(number) +
-                               ": more than one YAML document");
+        return invalidArgument("line " + std::to_string(number) + ": more than one YAML document");
       }
       content = trimmed(std::string_view(content).substr(3));
-      if (content.empty()) continue;
+      if (content.empty()) {
+        continue;
+      }
     }
-    if (indent == 0 && content == "...") break;
+    if (indent == 0 && content == "...") {
+      break;
+    }
     if (indent == 0 && content[0] == '%') {
       return invalidArgument("line " + std::to_string(number) +
                              ": YAML directives are not supported");
@@ -230,42 +265,62 @@ class InlineParser {
   }
 
   void skipBlanks() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t')) {
+      ++pos_;
+    }
   }
 
   StatusOr<Json> parseValue(bool in_flow) {
     skipBlanks();
-    if (pos_ >= text_.size()) return Json(nullptr);
+    if (pos_ >= text_.size()) {
+      return Json(nullptr);
+    }
     char c = text_[pos_];
     if (c == '"' || c == '\'') {
       ASSIGN_OR_RETURN(std::string s, parseQuoted());
       return Json(std::move(s));
     }
-    if (c == '[') return parseFlowSequence();
-    if (c == '{') return parseFlowMapping();
+    if (c == '[') {
+      return parseFlowSequence();
+    }
+    if (c == '{') {
+      return parseFlowMapping();
+    }
     if (c == '&' || c == '*' || c == '!') {
       return error("anchors, aliases and tags are not supported");
     }
     if (c == '|' || c == '>') {
       return error("block scalars ('|' and '>') are not supported");
     }
-    if (c == '@' || c == '`') return error("a plain value cannot start with '" + std::string(1, c) + "'");
+    if (c == '@' || c == '`') {
+      return error("a plain value cannot start with '" + std::string(1, c) + "'");
+    }
     // A plain scalar: to the end of the text, or in a flow collection to the
     // next ',', ']' or '}'.
     size_t start = pos_;
     while (pos_ < text_.size()) {
       char d = text_[pos_];
-      if (in_flow && (d == ',' || d == ']' || d == '}')) break;
-      if (in_flow && d == ':' && (pos_ + 1 == text_.size() || text_[pos_ + 1] == ' ')) break;
+      if (in_flow && (d == ',' || d == ']' || d == '}')) {
+        break;
+      }
+      if (in_flow && d == ':' && (pos_ + 1 == text_.size() || text_[pos_ + 1] == ' ')) {
+        break;
+      }
       ++pos_;
     }
     return plainScalar(trimmed(text_.substr(start, pos_ - start)));
   }
 
   static Json plainScalar(const std::string& s) {
-    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-    if (s == "true" || s == "True" || s == "TRUE") return true;
-    if (s == "false" || s == "False" || s == "FALSE") return false;
+    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") {
+      return nullptr;
+    }
+    if (s == "true" || s == "True" || s == "TRUE") {
+      return true;
+    }
+    if (s == "false" || s == "False" || s == "FALSE") {
+      return false;
+    }
     size_t digits = s[0] == '-' || s[0] == '+' ? 1 : 0;
     if (digits < s.size() && s.size() - digits <= 18 &&
         s.find_first_not_of("0123456789", digits) == std::string::npos) {
@@ -290,32 +345,64 @@ class InlineParser {
         }
         continue;
       }
-      if (c == '"') return out;
+      if (c == '"') {
+        return out;
+      }
       if (c != '\\') {
         out.push_back(c);
         continue;
       }
-      if (pos_ >= text_.size()) break;
+      if (pos_ >= text_.size()) {
+        break;
+      }
       char e = text_[pos_++];
       switch (e) {
-        case '0': out.push_back('\0'); break;
-        case 'a': out.push_back('\a'); break;
-        case 'b': out.push_back('\b'); break;
-        case 't': out.push_back('\t'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'v': out.push_back('\v'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'r': out.push_back('\r'); break;
-        case 'e': out.push_back('\x1b'); break;
-        case ' ': out.push_back(' '); break;
-        case '"': out.push_back('"'); break;
-        case '/': out.push_back('/'); break;
-        case '\\': out.push_back('\\'); break;
+        case '0':
+          out.push_back('\0');
+          break;
+        case 'a':
+          out.push_back('\a');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'v':
+          out.push_back('\v');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 'e':
+          out.push_back('\x1b');
+          break;
+        case ' ':
+          out.push_back(' ');
+          break;
+        case '"':
+          out.push_back('"');
+          break;
+        case '/':
+          out.push_back('/');
+          break;
+        case '\\':
+          out.push_back('\\');
+          break;
         case 'x':
         case 'u':
         case 'U': {
           size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (pos_ + n > text_.size()) return error("incomplete escape \\" + std::string(1, e));
+          if (pos_ + n > text_.size()) {
+            return error("incomplete escape \\" + std::string(1, e));
+          }
           uint32_t cp = 0;
           for (size_t i = 0; i < n; ++i) {
             char h = text_[pos_++];
@@ -323,10 +410,14 @@ class InlineParser {
                     : (h >= 'a' && h <= 'f') ? h - 'a' + 10
                     : (h >= 'A' && h <= 'F') ? h - 'A' + 10
                                              : -1;
-            if (v < 0) return error("bad hex digit in escape \\" + std::string(1, e));
+            if (v < 0) {
+              return error("bad hex digit in escape \\" + std::string(1, e));
+            }
             cp = cp * 16 + static_cast<uint32_t>(v);
           }
-          if (cp > 0x10FFFF) return error("escape \\" + std::string(1, e) + " out of range");
+          if (cp > 0x10FFFF) {
+            return error("escape \\" + std::string(1, e) + " out of range");
+          }
           appendUtf8(out, cp);
           break;
         }
@@ -350,10 +441,16 @@ class InlineParser {
       ASSIGN_OR_RETURN(Json item, parseValue(/*in_flow=*/true));
       out.push_back(std::move(item));
       skipBlanks();
-      if (pos_ >= text_.size()) return error("unterminated '[' (multi-line flow is not supported)");
+      if (pos_ >= text_.size()) {
+        return error("unterminated '[' (multi-line flow is not supported)");
+      }
       char c = text_[pos_++];
-      if (c == ']') return out;
-      if (c != ',') return error("expected ',' or ']' in a flow sequence");
+      if (c == ']') {
+        return out;
+      }
+      if (c != ',') {
+        return error("expected ',' or ']' in a flow sequence");
+      }
       skipBlanks();
       if (pos_ < text_.size() && text_[pos_] == ']') {
         ++pos_;
@@ -382,13 +479,21 @@ class InlineParser {
       }
       ++pos_;
       ASSIGN_OR_RETURN(Json value, parseValue(/*in_flow=*/true));
-      if (out.contains(name)) return error("duplicate key '" + name + "'");
+      if (out.contains(name)) {
+        return error("duplicate key '" + name + "'");
+      }
       out[name] = std::move(value);
       skipBlanks();
-      if (pos_ >= text_.size()) return error("unterminated '{' (multi-line flow is not supported)");
+      if (pos_ >= text_.size()) {
+        return error("unterminated '{' (multi-line flow is not supported)");
+      }
       char c = text_[pos_++];
-      if (c == '}') return out;
-      if (c != ',') return error("expected ',' or '}' in a flow mapping");
+      if (c == '}') {
+        return out;
+      }
+      if (c != ',') {
+        return error("expected ',' or '}' in a flow mapping");
+      }
     }
   }
 
@@ -397,9 +502,7 @@ class InlineParser {
   size_t pos_ = 0;
 };
 
-bool isSequenceItem(std::string_view text) {
-  return text == "-" || text.rfind("- ", 0) == 0;
-}
+bool isSequenceItem(std::string_view text) { return text == "-" || text.rfind("- ", 0) == 0; }
 
 // Parses block mappings and sequences over the lines, one node at a time.
 class BlockParser {
@@ -407,9 +510,13 @@ class BlockParser {
   explicit BlockParser(std::vector<YamlLine> lines) : lines_(std::move(lines)) {}
 
   StatusOr<Json> parseDocument() {
-    if (lines_.empty()) return Json(nullptr);
+    if (lines_.empty()) {
+      return Json(nullptr);
+    }
     ASSIGN_OR_RETURN(Json root, parseNode());
-    if (pos_ < lines_.size()) return error(lines_[pos_], "unexpected indentation");
+    if (pos_ < lines_.size()) {
+      return error(lines_[pos_], "unexpected indentation");
+    }
     return root;
   }
 
@@ -421,17 +528,25 @@ class BlockParser {
   // Where the ':' after a mapping key is, or npos when `text` is not
   // "key: value". Sets `key` to the unquoted key.
   static StatusOr<size_t> findKey(const YamlLine& line, std::string_view text, std::string* key) {
-    if (text.empty()) return std::string_view::npos;
-    if (text[0] == '[' || text[0] == '{') return std::string_view::npos;
+    if (text.empty()) {
+      return std::string_view::npos;
+    }
+    if (text[0] == '[' || text[0] == '{') {
+      return std::string_view::npos;
+    }
     if (text[0] == '?' && (text.size() == 1 || text[1] == ' ')) {
       return error(line, "complex mapping keys ('? ') are not supported");
     }
     if (text[0] == '"' || text[0] == '\'') {
       InlineParser parser(text, line.number);
       auto quoted = parser.quotedPrefix();
-      if (!quoted.ok()) return std::string_view::npos;  // a quoted value, reported later
+      if (!quoted.ok()) {
+        return std::string_view::npos;  // a quoted value, reported later
+      }
       size_t i = quoted->second;
-      while (i < text.size() && text[i] == ' ') ++i;
+      while (i < text.size() && text[i] == ' ') {
+        ++i;
+      }
       if (i < text.size() && text[i] == ':' && (i + 1 == text.size() || text[i + 1] == ' ')) {
         *key = quoted->first;
         return i;
@@ -450,18 +565,26 @@ class BlockParser {
   // Parses the node that starts at the current line.
   StatusOr<Json> parseNode() {
     const YamlLine& line = lines_[pos_];
-    if (isSequenceItem(line.text)) return parseSequence(line.indent);
+    if (isSequenceItem(line.text)) {
+      return parseSequence(line.indent);
+    }
     std::string key;
     ASSIGN_OR_RETURN(size_t colon, findKey(line, line.text, &key));
-    if (colon != std::string_view::npos) return parseMapping(line.indent);
+    if (colon != std::string_view::npos) {
+      return parseMapping(line.indent);
+    }
     ++pos_;
     return InlineParser(line.text, line.number).parseAll();
   }
 
   // Parses the value after "key:" whose text on the key's line is `rest`.
   StatusOr<Json> parseValueAfterKey(const YamlLine& line, const std::string& rest, int indent) {
-    if (!rest.empty()) return InlineParser(rest, line.number).parseAll();
-    if (pos_ < lines_.size() && lines_[pos_].indent > indent) return parseNode();
+    if (!rest.empty()) {
+      return InlineParser(rest, line.number).parseAll();
+    }
+    if (pos_ < lines_.size() && lines_[pos_].indent > indent) {
+      return parseNode();
+    }
     // A sequence may sit at the key's own indentation ("users:\n- name: a").
     if (pos_ < lines_.size() && lines_[pos_].indent == indent &&
         isSequenceItem(lines_[pos_].text)) {
@@ -474,7 +597,9 @@ class BlockParser {
     Json out = Json::object();
     while (pos_ < lines_.size()) {
       const YamlLine line = lines_[pos_];
-      if (line.indent < indent) break;
+      if (line.indent < indent) {
+        break;
+      }
       if (line.indent > indent) {
         return error(line, "unexpected indentation (multi-line values are not supported)");
       }
@@ -483,9 +608,15 @@ class BlockParser {
       }
       std::string key;
       ASSIGN_OR_RETURN(size_t colon, findKey(line, line.text, &key));
-      if (colon == std::string_view::npos) return error(line, "expected 'key: value'");
-      if (key.empty()) return error(line, "empty mapping key");
-      if (out.contains(key)) return error(line, "duplicate key '" + key + "'");
+      if (colon == std::string_view::npos) {
+        return error(line, "expected 'key: value'");
+      }
+      if (key.empty()) {
+        return error(line, "empty mapping key");
+      }
+      if (out.contains(key)) {
+        return error(line, "duplicate key '" + key + "'");
+      }
       ++pos_;
       ASSIGN_OR_RETURN(Json value,
                        parseValueAfterKey(line, trimmed(line.text.substr(colon + 1)), indent));
@@ -498,11 +629,19 @@ class BlockParser {
     Json out = Json::array();
     while (pos_ < lines_.size()) {
       YamlLine& line = lines_[pos_];
-      if (line.indent < indent) break;
-      if (line.indent > indent) return error(line, "unexpected indentation");
-      if (!isSequenceItem(line.text)) break;  // the parent mapping's next key
+      if (line.indent < indent) {
+        break;
+      }
+      if (line.indent > indent) {
+        return error(line, "unexpected indentation");
+      }
+      if (!isSequenceItem(line.text)) {
+        break;  // the parent mapping's next key
+      }
       size_t offset = 1;
-      while (offset < line.text.size() && line.text[offset] == ' ') ++offset;
+      while (offset < line.text.size() && line.text[offset] == ' ') {
+        ++offset;
+      }
       std::string rest = line.text.substr(offset);
       if (rest.empty()) {
         ++pos_;
@@ -560,16 +699,26 @@ Status entryError(const NamedEntry& entry, const std::string& key, const std::st
 
 StatusOr<std::string> stringAt(const NamedEntry& entry, const std::string& key) {
   auto it = entry.body->find(key);
-  if (it == entry.body->end() || it->is_null()) return std::string();
-  if (!it->is_string()) return entryError(entry, key, "must be a string");
+  if (it == entry.body->end() || it->is_null()) {
+    return std::string();
+  }
+  if (!it->is_string()) {
+    return entryError(entry, key, "must be a string");
+  }
   return it->get<std::string>();
 }
 
 bool hasValue(const NamedEntry& entry, const std::string& key) {
   auto it = entry.body->find(key);
-  if (it == entry.body->end() || it->is_null()) return false;
-  if (it->is_string()) return !it->get<std::string>().empty();
-  if (it->is_object() || it->is_array()) return !it->empty();
+  if (it == entry.body->end() || it->is_null()) {
+    return false;
+  }
+  if (it->is_string()) {
+    return !it->get<std::string>().empty();
+  }
+  if (it->is_object() || it->is_array()) {
+    return !it->empty();
+  }
   return true;
 }
 
@@ -577,9 +726,13 @@ bool hasValue(const NamedEntry& entry, const std::string& key) {
 StatusOr<std::string> readReferencedFile(const NamedEntry& entry, const std::string& key,
                                          const std::string& name) {
   fs::path path(name);
-  if (path.is_relative()) path = entry.file->path.parent_path() / path;
+  if (path.is_relative()) {
+    path = entry.file->path.parent_path() / path;
+  }
   auto content = readFile(path);
-  if (!content.ok()) return entryError(entry, key, content.status().message());
+  if (!content.ok()) {
+    return entryError(entry, key, content.status().message());
+  }
   return content;
 }
 
@@ -596,7 +749,9 @@ StatusOr<std::string> pemField(const NamedEntry& entry, const std::string& file_
   std::string key = data_key;
   if (!data.empty()) {
     auto decoded = decodeBase64(data);
-    if (!decoded) return entryError(entry, data_key, "not valid base64");
+    if (!decoded) {
+      return entryError(entry, data_key, "not valid base64");
+    }
     pem = std::move(*decoded);
   } else if (!file.empty()) {
     ASSIGN_OR_RETURN(pem, readReferencedFile(entry, file_key, file));
@@ -613,7 +768,9 @@ StatusOr<std::string> pemField(const NamedEntry& entry, const std::string& file_
 Status collectEntries(const KubeconfigFile& file, const char* list_key, const char* body_key,
                       std::map<std::string, NamedEntry>& out) {
   auto it = file.root.find(list_key);
-  if (it == file.root.end() || it->is_null()) return okStatus();
+  if (it == file.root.end() || it->is_null()) {
+    return okStatus();
+  }
   if (!it->is_array()) {
     return invalidArgument(filePrefix(file) + ": " + list_key + ": must be a list");
   }
@@ -633,28 +790,32 @@ Status collectEntries(const KubeconfigFile& file, const char* list_key, const ch
                              ": missing or not a mapping");
     }
     // The first definition of a name wins, as kubectl merges.
-    out.try_emplace(name->get<std::string>(),
-                    NamedEntry{&*body, &file, field + "." + body_key});
+    out.try_emplace(name->get<std::string>(), NamedEntry{&*body, &file, field + "." + body_key});
   }
   return okStatus();
 }
 
 Status applyCluster(const NamedEntry& cluster, ClientConfig& config) {
-  static const char* const kUnsupported[] = {"proxy-url"};
-  for (const char* key : kUnsupported) {
-    if (hasValue(cluster, key)) return entryError(cluster, key, "is not supported");
+  if (hasValue(cluster, "proxy-url")) {
+    return entryError(cluster, "proxy-url", "is not supported");
   }
   ASSIGN_OR_RETURN(config.server, stringAt(cluster, "server"));
-  if (config.server.empty()) return entryError(cluster, "server", "missing");
+  if (config.server.empty()) {
+    return entryError(cluster, "server", "missing");
+  }
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return entryError(cluster, "server",
                       "\"" + config.server + "\" is not an http:// or https:// URL");
   }
-  while (config.server.size() > 8 && config.server.back() == '/') config.server.pop_back();
+  while (config.server.size() > 8 && config.server.back() == '/') {
+    config.server.pop_back();
+  }
   ASSIGN_OR_RETURN(config.ca_pem, pemField(cluster, "certificate-authority"));
   if (auto it = cluster.body->find("insecure-skip-tls-verify");
       it != cluster.body->end() && !it->is_null()) {
-    if (!it->is_boolean()) return entryError(cluster, "insecure-skip-tls-verify", "must be true or false");
+    if (!it->is_boolean()) {
+      return entryError(cluster, "insecure-skip-tls-verify", "must be true or false");
+    }
     config.insecure_skip_tls_verify = it->get<bool>();
   }
   if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
@@ -670,7 +831,7 @@ Status applyUser(const NamedEntry& user, ClientConfig& config) {
     const char* key;
     const char* what;
   };
-  static constexpr Unsupported kUnsupported[] = {
+  static constexpr auto kUnsupported = std::to_array<Unsupported>({
       {"exec", "exec credential plugins are not supported"},
       {"auth-provider", "auth providers are not supported"},
       {"username", "basic authentication is not supported"},
@@ -679,7 +840,7 @@ Status applyUser(const NamedEntry& user, ClientConfig& config) {
       {"as-uid", "impersonation is not supported"},
       {"as-groups", "impersonation is not supported"},
       {"as-user-extra", "impersonation is not supported"},
-  };
+  });
   for (const auto& u : kUnsupported) {
     if (hasValue(user, u.key)) {
       return entryError(user, u.key,
@@ -697,7 +858,9 @@ Status applyUser(const NamedEntry& user, ClientConfig& config) {
   ASSIGN_OR_RETURN(std::string token_file, stringAt(user, "tokenFile"));
   if (!token_file.empty()) {
     fs::path path(token_file);
-    if (path.is_relative()) path = user.file->path.parent_path() / path;
+    if (path.is_relative()) {
+      path = user.file->path.parent_path() / path;
+    }
     // Read once now so that a missing file fails at startup, not at the
     // first request.
     RETURN_IF_ERROR(readReferencedFile(user, "tokenFile", path.string()).status());
@@ -709,11 +872,17 @@ Status applyUser(const NamedEntry& user, ClientConfig& config) {
 StatusOr<KubeconfigFile> readKubeconfigFile(const fs::path& path) {
   KubeconfigFile file{path, Json()};
   auto text = readFile(path);
-  if (!text.ok()) return text.status().withContext("kubeconfig");
+  if (!text.ok()) {
+    return text.status().withContext("kubeconfig");
+  }
   auto root = parseKubeconfigText(*text);
-  if (!root.ok()) return root.status().withContext(filePrefix(file));
+  if (!root.ok()) {
+    return root.status().withContext(filePrefix(file));
+  }
   file.root = std::move(*root);
-  if (file.root.is_null()) file.root = Json::object();
+  if (file.root.is_null()) {
+    file.root = Json::object();
+  }
   if (!file.root.is_object()) {
     return invalidArgument(filePrefix(file) + ": the top level must be a mapping");
   }
@@ -723,7 +892,9 @@ StatusOr<KubeconfigFile> readKubeconfigFile(const fs::path& path) {
 std::string joinPaths(const std::vector<fs::path>& files) {
   std::string out;
   for (const auto& f : files) {
-    if (!out.empty()) out += ", ";
+    if (!out.empty()) {
+      out += ", ";
+    }
     out += f.string();
   }
   return out;
@@ -735,7 +906,9 @@ std::string joinPaths(const std::vector<fs::path>& files) {
 
 std::optional<std::string> ConfigEnvironment::get(const std::string& name) const {
   auto it = variables.find(name);
-  if (it == variables.end() || it->second.empty()) return std::nullopt;
+  if (it == variables.end() || it->second.empty()) {
+    return std::nullopt;
+  }
   return it->second;
 }
 
@@ -744,7 +917,9 @@ ConfigEnvironment ConfigEnvironment::fromProcess() {
   for (const char* name : {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "POD_NAMESPACE",
                            "KUBECONFIG", "HOME"}) {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): read once at startup.
-    if (const char* value = std::getenv(name)) env.variables[name] = value;
+    if (const char* value = std::getenv(name)) {
+      env.variables[name] = value;
+    }
   }
   return env;
 }
@@ -756,7 +931,9 @@ StatusOr<Json> parseKubeconfigText(std::string_view text) {
     if (root.is_discarded()) {
       // Not JSON after all: YAML flow mappings also start with '{'.
       auto lines = splitLines(text);
-      if (!lines.ok()) return lines.status();
+      if (!lines.ok()) {
+        return lines.status();
+      }
       return BlockParser(std::move(*lines)).parseDocument();
     }
     return root;
@@ -766,7 +943,9 @@ StatusOr<Json> parseKubeconfigText(std::string_view text) {
 }
 
 StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths) {
-  if (paths.empty()) return invalidArgument("kubeconfig: no file given");
+  if (paths.empty()) {
+    return invalidArgument("kubeconfig: no file given");
+  }
   // Parse every file; entries point into `files`, which must not move.
   std::vector<KubeconfigFile> files;
   files.reserve(paths.size());
@@ -786,7 +965,9 @@ StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths) {
     RETURN_IF_ERROR(collectEntries(file, "users", "user", users));
     RETURN_IF_ERROR(collectEntries(file, "contexts", "context", contexts));
     auto it = file.root.find("current-context");
-    if (it == file.root.end() || it->is_null()) continue;
+    if (it == file.root.end() || it->is_null()) {
+      continue;
+    }
     if (!it->is_string()) {
       return invalidArgument(filePrefix(file) + ": current-context: must be a string");
     }
@@ -809,7 +990,9 @@ StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths) {
   ASSIGN_OR_RETURN(std::string cluster_name, stringAt(context, "cluster"));
   ASSIGN_OR_RETURN(std::string user_name, stringAt(context, "user"));
   ASSIGN_OR_RETURN(std::string namespace_name, stringAt(context, "namespace"));
-  if (cluster_name.empty()) return entryError(context, "cluster", "missing");
+  if (cluster_name.empty()) {
+    return entryError(context, "cluster", "missing");
+  }
   auto cluster_it = clusters.find(cluster_name);
   if (cluster_it == clusters.end()) {
     return entryError(context, "cluster", "cluster \"" + cluster_name + "\" not found");
@@ -824,7 +1007,9 @@ StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths) {
     }
     RETURN_IF_ERROR(applyUser(user_it->second, config));
   }
-  if (!namespace_name.empty()) config.namespace_ = namespace_name;
+  if (!namespace_name.empty()) {
+    config.namespace_ = namespace_name;
+  }
   config.source = "kubeconfig " + joinPaths(paths) + ", context " + current_context;
   return config;
 }
@@ -843,15 +1028,19 @@ StatusOr<ClientConfig> loadInClusterConfig(const ConfigEnvironment& env) {
 
   const fs::path token_file = env.service_account_dir / "token";
   auto token = readFile(token_file);
-  if (!token.ok()) return token.status().withContext("in-cluster config: token");
+  if (!token.ok()) {
+    return token.status().withContext("in-cluster config: token");
+  }
   config.token_file = token_file.string();
 
   auto ca = readFile(env.service_account_dir / "ca.crt");
-  if (!ca.ok()) return ca.status().withContext("in-cluster config: CA");
+  if (!ca.ok()) {
+    return ca.status().withContext("in-cluster config: CA");
+  }
   if (ca->find("-----BEGIN ") == std::string::npos) {
-    return invalidArgument("in-cluster config: CA: " +
-                           (env.service_account_dir / "ca.crt").string() +
-                           " does not contain PEM data");
+    return invalidArgument(
+        "in-cluster config: CA: " + (env.service_account_dir / "ca.crt").string() +
+        " does not contain PEM data");
   }
   config.ca_pem = std::move(*ca);
 
@@ -859,7 +1048,9 @@ StatusOr<ClientConfig> loadInClusterConfig(const ConfigEnvironment& env) {
     config.namespace_ = *ns;
   } else if (auto file = readFile(env.service_account_dir / "namespace"); file.ok()) {
     std::string ns_name = trimmed(*file);
-    if (!ns_name.empty()) config.namespace_ = ns_name;
+    if (!ns_name.empty()) {
+      config.namespace_ = ns_name;
+    }
   }
   config.source = "in-cluster";
   return config;
@@ -868,13 +1059,17 @@ StatusOr<ClientConfig> loadInClusterConfig(const ConfigEnvironment& env) {
 StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
                                   const ConfigEnvironment& env) {
   // 1. --kubeconfig: it must exist.
-  if (!explicit_kubeconfig_path.empty()) return loadKubeconfig({explicit_kubeconfig_path});
+  if (!explicit_kubeconfig_path.empty()) {
+    return loadKubeconfig({explicit_kubeconfig_path});
+  }
 
   // 2. In-cluster, when the environment says so and a token is mounted (a pod
   // without automounted credentials may still bring its own kubeconfig).
   std::string tried;
   if (env.get("KUBERNETES_SERVICE_HOST") && env.get("KUBERNETES_SERVICE_PORT")) {
-    if (fileExists(env.service_account_dir / "token")) return loadInClusterConfig(env);
+    if (fileExists(env.service_account_dir / "token")) {
+      return loadInClusterConfig(env);
+    }
     tried = "in-cluster (" + (env.service_account_dir / "token").string() + " not found)";
   } else {
     tried = "in-cluster (KUBERNETES_SERVICE_HOST/PORT not set)";
@@ -886,9 +1081,13 @@ StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
     std::stringstream items(*list);
     std::string item;
     while (std::getline(items, item, ':')) {
-      if (!item.empty() && fileExists(item)) existing.emplace_back(item);
+      if (!item.empty() && fileExists(item)) {
+        existing.emplace_back(item);
+      }
     }
-    if (!existing.empty()) return loadKubeconfig(existing);
+    if (!existing.empty()) {
+      return loadKubeconfig(existing);
+    }
     tried += ", $KUBECONFIG (no file of \"" + *list + "\" exists)";
   } else {
     tried += ", $KUBECONFIG (not set)";
@@ -897,7 +1096,9 @@ StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
   // 4. ~/.kube/config.
   if (auto home = env.get("HOME")) {
     fs::path path = fs::path(*home) / ".kube" / "config";
-    if (fileExists(path)) return loadKubeconfig({path});
+    if (fileExists(path)) {
+      return loadKubeconfig({path});
+    }
     tried += ", " + path.string() + " (not found)";
   } else {
     tried += ", ~/.kube/config ($HOME not set)";
@@ -920,7 +1121,9 @@ void BearerTokenSource::reload() {
     return;
   }
   std::string token = trimmed(*content);
-  if (!token.empty()) token_ = std::move(token);
+  if (!token.empty()) {
+    token_ = std::move(token);
+  }
 }
 
 std::string BearerTokenSource::token() {
@@ -932,7 +1135,9 @@ std::string BearerTokenSource::token() {
 }
 
 bool BearerTokenSource::reloadAfterUnauthorized() {
-  if (token_file_.empty()) return false;
+  if (token_file_.empty()) {
+    return false;
+  }
   std::lock_guard lock(mu_);
   std::string before = token_;
   reload();

@@ -1,21 +1,20 @@
 // <utility> first: Boost 1.74's Asio uses std::exchange without including it.
-#include <utility>
-
 #include "client/http_transport.h"
 
+#include <cpprest/http_client.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <pplx/threadpool.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <exception>
 #include <mutex>
-
-#include <cpprest/http_client.h>
-#include <pplx/threadpool.h>
+#include <utility>
 
 #include "common/log.h"
 
@@ -33,7 +32,7 @@ using web::http::client::http_client_config;
 constexpr size_t kPplxThreads = 4;
 // A watch event larger than the decoder allows is an error anyway; this is
 // only how much we copy out of cpprest's buffer per call.
-constexpr size_t kStreamReadBytes = 64 * 1024;
+constexpr size_t kStreamReadBytes = size_t{64} * 1024;
 
 void initThreadPoolOnce() {
   static std::once_flag once;
@@ -71,10 +70,12 @@ struct TlsMaterial {
 std::string takeOpensslError() {
   unsigned long code = ERR_get_error();
   ERR_clear_error();
-  if (code == 0) return "unknown OpenSSL error";
-  char buf[256];
-  ERR_error_string_n(code, buf, sizeof(buf));
-  return buf;
+  if (code == 0) {
+    return "unknown OpenSSL error";
+  }
+  std::array<char, 256> buf{};
+  ERR_error_string_n(code, buf.data(), buf.size());
+  return buf.data();
 }
 
 BioPtr memoryBio(const std::string& bytes) {
@@ -95,7 +96,9 @@ StatusOr<std::vector<X509Ptr>> parseCertificates(const std::string& pem, const s
     return invalidArgument(what + ": " + takeOpensslError());
   }
   ERR_clear_error();
-  if (certs.empty()) return invalidArgument(what + ": no certificate in the PEM data");
+  if (certs.empty()) {
+    return invalidArgument(what + ": no certificate in the PEM data");
+  }
   return certs;
 }
 
@@ -110,13 +113,17 @@ StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config
   if (!config.client_cert_pem.empty()) {
     ASSIGN_OR_RETURN(auto certs, parseCertificates(config.client_cert_pem, "client certificate"));
     tls->cert = std::move(certs.front());
-    for (size_t i = 1; i < certs.size(); ++i) tls->chain.push_back(std::move(certs[i]));
+    for (size_t i = 1; i < certs.size(); ++i) {
+      tls->chain.push_back(std::move(certs[i]));
+    }
     BioPtr bio = memoryBio(config.client_key_pem);
     // A password callback that gives none, so an encrypted key fails instead
     // of prompting on the terminal.
     pem_password_cb* no_password = [](char*, int, int, void*) { return 0; };
     tls->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
-    if (!tls->key) return invalidArgument("client key: " + takeOpensslError());
+    if (!tls->key) {
+      return invalidArgument("client key: " + takeOpensslError());
+    }
     if (X509_check_private_key(tls->cert.get(), tls->key.get()) != 1) {
       ERR_clear_error();
       return invalidArgument("client certificate and key do not match");
@@ -133,7 +140,9 @@ void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& cont
     // Trust exactly the configured CA, not the system store as well, as
     // kubectl does with certificate-authority.
     X509_STORE* store = X509_STORE_new();
-    for (const auto& cert : tls.ca) X509_STORE_add_cert(store, cert.get());
+    for (const auto& cert : tls.ca) {
+      X509_STORE_add_cert(store, cert.get());
+    }
     SSL_CTX_set_cert_store(ctx, store);
   }
   if (tls.cert) {
@@ -141,7 +150,9 @@ void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& cont
         SSL_CTX_use_PrivateKey(ctx, tls.key.get()) != 1) {
       log::warning("cannot set the client certificate", {{"error", takeOpensslError()}});
     }
-    for (const auto& cert : tls.chain) SSL_CTX_add1_chain_cert(ctx, cert.get());
+    for (const auto& cert : tls.chain) {
+      SSL_CTX_add1_chain_cert(ctx, cert.get());
+    }
   }
 }
 
@@ -156,7 +167,8 @@ std::string hostOf(const std::string& server) {
   size_t start = server.find("://");
   start = start == std::string::npos ? 0 : start + 3;
   size_t end = server.find('/', start);
-  std::string host = server.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  std::string host =
+      server.substr(start, end == std::string::npos ? std::string::npos : end - start);
   if (host.find(':') == std::string::npos || (host.front() == '[' && host.back() == ']')) {
     host += server.rfind("https://", 0) == 0 ? ":443" : ":80";
   }
@@ -174,7 +186,7 @@ HttpResponse headOf(const http_response& response) {
 
 std::string bodyOf(const http_response& response) {
   std::vector<unsigned char> bytes = response.extract_vector().get();
-  return std::string(bytes.begin(), bytes.end());
+  return {bytes.begin(), bytes.end()};
 }
 
 // Classifies a failed exchange. cpprest reports connect failures (refused,
@@ -182,15 +194,19 @@ std::string bodyOf(const http_response& response) {
 Status transportError(const std::string& host, const std::error_code& ec, const std::string& what) {
   const int value = ec.value();
   if (value == ETIMEDOUT) {
-    return Status(StatusCode::kDeadlineExceeded, host + ": no answer in time: " + what, {},
-                  kReasonConnectionLost);
+    return {StatusCode::kDeadlineExceeded,
+            host + ": no answer in time: " + what,
+            {},
+            kReasonConnectionLost};
   }
   const bool not_sent = value == EHOSTUNREACH || value == ECONNREFUSED || value == ENETUNREACH ||
                         what.find("resolving address") != std::string::npos ||
                         what.find("SSL handshake") != std::string::npos ||
                         what.find("Failed to connect") != std::string::npos;
-  return Status(StatusCode::kUnavailable, host + ": " + what, {},
-                not_sent ? kReasonRequestNotSent : kReasonConnectionLost);
+  return {StatusCode::kUnavailable,
+          host + ": " + what,
+          {},
+          not_sent ? kReasonRequestNotSent : kReasonConnectionLost};
 }
 
 }  // namespace
@@ -210,8 +226,9 @@ struct CpprestTransport::Impl {
     cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     cfg.set_validate_certificates(!insecure);
     std::shared_ptr<const TlsMaterial> material = tls;
-    cfg.set_ssl_context_callback(
-        [material](boost::asio::ssl::context& context) { configureSslContext(*material, context); });
+    cfg.set_ssl_context_callback([material](boost::asio::ssl::context& context) {
+      configureSslContext(*material, context);
+    });
     return cfg;
   }
 
@@ -220,7 +237,9 @@ struct CpprestTransport::Impl {
   std::shared_ptr<http_client> pooledClient(std::chrono::milliseconds timeout) {
     std::lock_guard lock(mu);
     auto& client = clients[timeout.count()];
-    if (!client) client = std::make_shared<http_client>(server, clientConfig(timeout));
+    if (!client) {
+      client = std::make_shared<http_client>(server, clientConfig(timeout));
+    }
     return client;
   }
 
@@ -235,18 +254,26 @@ struct CpprestTransport::Impl {
         content_type = value;
         continue;
       }
-      if (lower == "accept") has_accept = true;
+      if (lower == "accept") {
+        has_accept = true;
+      }
       out.headers().add(name, value);
     }
-    if (!has_accept) out.headers().add("Accept", "application/json");
+    if (!has_accept) {
+      out.headers().add("Accept", "application/json");
+    }
     out.headers().add("User-Agent", user_agent);
     // cpprest checks the certificate (and sends SNI) for the Host header's
     // name, which is how tls-server-name is honoured.
-    if (!tls_server_name.empty()) out.headers().add("Host", tls_server_name);
+    if (!tls_server_name.empty()) {
+      out.headers().add("Host", tls_server_name);
+    }
     if (std::string token = tokens.token(); !token.empty()) {
       out.headers().add("Authorization", "Bearer " + token);
     }
-    if (!request.body.empty()) out.set_body(request.body, content_type);
+    if (!request.body.empty()) {
+      out.set_body(request.body, content_type);
+    }
     return out;
   }
 
@@ -291,9 +318,14 @@ StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
       http_response response = client->request(impl_->buildRequest(request)).get();
       HttpResponse out = headOf(response);
       out.body = bodyOf(response);
-      if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) continue;
+      if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) {
+        continue;
+      }
       return out;
     }
+  } catch (const web::uri_exception& e) {
+    // A path the caller built wrongly; repeating it cannot help.
+    return invalidArgument("bad request path \"" + request.path_and_query + "\": " + e.what());
   } catch (const web::http::http_exception& e) {
     return transportError(impl_->host_label, e.error_code(), e.what());
   } catch (const pplx::task_canceled&) {
@@ -325,7 +357,9 @@ StatusOr<HttpResponse> CpprestTransport::stream(
       break;
     }
     HttpResponse head = headOf(response);
-    if (on_head) on_head(head);
+    if (on_head) {
+      on_head(head);
+    }
     if (head.code < 200 || head.code >= 300) {
       head.body = bodyOf(response);
       return head;
@@ -339,10 +373,14 @@ StatusOr<HttpResponse> CpprestTransport::stream(
     std::vector<uint8_t> bytes(kStreamReadBytes);
     using Traits = concurrency::streams::streambuf<uint8_t>::traits;
     while (true) {
-      if (buffer.getc().get() == Traits::eof()) break;
+      if (buffer.getc().get() == Traits::eof()) {
+        break;
+      }
       size_t available = std::max<size_t>(1, static_cast<size_t>(buffer.in_avail()));
       size_t n = buffer.getn(bytes.data(), std::min(available, bytes.size())).get();
-      if (n == 0) break;
+      if (n == 0) {
+        break;
+      }
       if (!on_chunk(std::string_view(reinterpret_cast<const char*>(bytes.data()), n))) {
         cancel.cancel();
         return head;
@@ -351,17 +389,27 @@ StatusOr<HttpResponse> CpprestTransport::stream(
     // A broken connection also ends the buffer; only the response's
     // completion tells it from the server's end of the body.
     response.content_ready().get();
-    if (stop.stop_requested()) return cancelled("watch stopped");
+    if (stop.stop_requested()) {
+      return cancelled("watch stopped");
+    }
     return head;
+  } catch (const web::uri_exception& e) {
+    return invalidArgument("bad request path \"" + request.path_and_query + "\": " + e.what());
   } catch (const web::http::http_exception& e) {
-    if (stop.stop_requested()) return cancelled("watch stopped");
+    if (stop.stop_requested()) {
+      return cancelled("watch stopped");
+    }
     return transportError(impl_->host_label, e.error_code(), e.what());
   } catch (const pplx::task_canceled&) {
-    if (stop.stop_requested()) return cancelled("watch stopped");
+    if (stop.stop_requested()) {
+      return cancelled("watch stopped");
+    }
     return Status(StatusCode::kUnavailable, impl_->host_label + ": stream cancelled", {},
                   kReasonConnectionLost);
   } catch (const std::exception& e) {
-    if (stop.stop_requested()) return cancelled("watch stopped");
+    if (stop.stop_requested()) {
+      return cancelled("watch stopped");
+    }
     return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
                   kReasonConnectionLost);
   }

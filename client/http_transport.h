@@ -64,7 +64,8 @@ class HttpTransport {
 
   // Sends a request and reads the whole answer. An HTTP error answer is a
   // response, not an error; a failed exchange is kUnavailable (reason
-  // kReasonRequestNotSent or kReasonConnectionLost) or kDeadlineExceeded.
+  // kReasonRequestNotSent or kReasonConnectionLost) or kDeadlineExceeded; a
+  // malformed path is kInvalidArgument.
   virtual StatusOr<HttpResponse> send(const HttpRequest& request) = 0;
 
   // Sends a request whose answer is a long stream (a watch). `on_head` (may be
@@ -102,9 +103,9 @@ class CpprestTransport final : public HttpTransport {
                                 std::stop_token stop) override;
   std::string host() const override;
 
+ private:
   struct Impl;
 
- private:
   explicit CpprestTransport(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

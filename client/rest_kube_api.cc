@@ -12,10 +12,10 @@
 namespace rsc::client {
 namespace {
 
-constexpr char kResourceSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
-constexpr char kNodesPath[] = "/api/v1/nodes";
-constexpr char kTokenReviewsPath[] = "/apis/authentication.k8s.io/v1/tokenreviews";
-constexpr char kSubjectAccessReviewsPath[] =
+constexpr std::string_view kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr std::string_view kNodesPath = "/api/v1/nodes";
+constexpr std::string_view kTokenReviewsPath = "/apis/authentication.k8s.io/v1/tokenreviews";
+constexpr std::string_view kSubjectAccessReviewsPath =
     "/apis/authorization.k8s.io/v1/subjectaccessreviews";
 
 // A watch's idle timeout exceeds its server-side timeoutSeconds by this, so
@@ -27,17 +27,16 @@ constexpr auto kStopCheckInterval = std::chrono::seconds(1);
 // Jitter adds up to this fraction of the backoff.
 constexpr double kJitterFraction = 0.2;
 
-std::string leasesPath(const std::string& namespace_) {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(namespace_) +
-         "/leases";
+std::string leasesPath(const std::string& ns) {
+  return "/apis/coordination.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(ns) + "/leases";
 }
 
-std::string eventsPath(const std::string& namespace_) {
-  return "/apis/events.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(namespace_) + "/events";
+std::string eventsPath(const std::string& ns) {
+  return "/apis/events.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(ns) + "/events";
 }
 
-std::string itemPath(const std::string& collection, const std::string& name) {
-  return collection + "/" + RestKubeApi::urlEncode(name);
+std::string itemPath(std::string_view collection, const std::string& name) {
+  return std::string(collection) + "/" + RestKubeApi::urlEncode(name);
 }
 
 bool isSuccess(int code) { return code >= 200 && code < 300; }
@@ -49,8 +48,12 @@ std::string dumpJson(const Json& j) {
 
 // Fills apiVersion and kind when the encoder left them out.
 Json withTypeMeta(Json j, const char* api_version, const char* kind) {
-  if (!j.contains("apiVersion")) j["apiVersion"] = api_version;
-  if (!j.contains("kind")) j["kind"] = kind;
+  if (!j.contains("apiVersion")) {
+    j["apiVersion"] = api_version;
+  }
+  if (!j.contains("kind")) {
+    j["kind"] = kind;
+  }
   return j;
 }
 
@@ -58,12 +61,16 @@ Json withTypeMeta(Json j, const char* api_version, const char* kind) {
 // never the caller's input: kInternal, whatever code the decoder chose.
 template <typename T>
 StatusOr<T> decoded(StatusOr<T> result) {
-  if (result.ok()) return result;
+  if (result.ok()) {
+    return result;
+  }
   return internalError("cannot decode the answer: " + result.status().message());
 }
 
 Status requireSet(const std::string& value, const std::string& context, const char* field) {
-  if (value.empty()) return invalidArgument(context + ": " + field + " is empty");
+  if (value.empty()) {
+    return invalidArgument(context + ": " + field + " is empty");
+  }
   return okStatus();
 }
 
@@ -72,25 +79,35 @@ std::optional<int64_t> parseRetryAfter(const std::string& value) {
   int64_t seconds = 0;
   const char* begin = value.data();
   const char* end = value.data() + value.size();
-  while (begin < end && *begin == ' ') ++begin;
-  while (end > begin && end[-1] == ' ') --end;
+  while (begin < end && *begin == ' ') {
+    ++begin;
+  }
+  while (end > begin && end[-1] == ' ') {
+    --end;
+  }
   auto [ptr, ec] = std::from_chars(begin, end, seconds);
-  if (ec != std::errc() || ptr != end || seconds < 0 || begin == end) return std::nullopt;
+  if (ec != std::errc() || ptr != end || seconds < 0 || begin == end) {
+    return std::nullopt;
+  }
   return seconds;
 }
 
 // A Status with " (after N attempts)" added, keeping code, reason and causes.
 Status afterAttempts(const Status& error, int attempts) {
-  if (attempts <= 1) return error;
-  return Status(error.code(), error.message() + " (after " + std::to_string(attempts) + " attempts)",
-                error.details(), error.reason());
+  if (attempts <= 1) {
+    return error;
+  }
+  return {error.code(), error.message() + " (after " + std::to_string(attempts) + " attempts)",
+          error.details(), error.reason()};
 }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<RestKubeApi>> RestKubeApi::create(HttpTransport& transport, Clock& clock,
                                                            RestKubeApiOptions options) {
-  if (options.max_retries < 0) return invalidArgument("max_retries must not be negative");
+  if (options.max_retries < 0) {
+    return invalidArgument("max_retries must not be negative");
+  }
   if (options.backoff_base <= Clock::Duration::zero()) {
     return invalidArgument("backoff_base must be positive");
   }
@@ -121,13 +138,12 @@ RestKubeApi::RestKubeApi(HttpTransport& transport, Clock& clock, RestKubeApiOpti
 // Requests, retries and backoff.
 
 std::string RestKubeApi::urlEncode(std::string_view value) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   out.reserve(value.size());
   for (unsigned char c : value) {
     const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-                            c == '~';
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
     if (unreserved) {
       out.push_back(static_cast<char>(c));
     } else {
@@ -141,9 +157,15 @@ std::string RestKubeApi::urlEncode(std::string_view value) {
 
 std::string RestKubeApi::listQuery(const ListOptions& options, bool watch) {
   std::vector<std::pair<std::string, std::string>> params;
-  if (watch) params.emplace_back("watch", "1");
-  if (!options.label_selector.empty()) params.emplace_back("labelSelector", options.label_selector);
-  if (!options.field_selector.empty()) params.emplace_back("fieldSelector", options.field_selector);
+  if (watch) {
+    params.emplace_back("watch", "1");
+  }
+  if (!options.label_selector.empty()) {
+    params.emplace_back("labelSelector", options.label_selector);
+  }
+  if (!options.field_selector.empty()) {
+    params.emplace_back("fieldSelector", options.field_selector);
+  }
   if (options.resource_version && !options.resource_version->empty()) {
     params.emplace_back("resourceVersion", *options.resource_version);
   }
@@ -151,13 +173,19 @@ std::string RestKubeApi::listQuery(const ListOptions& options, bool watch) {
     params.emplace_back("resourceVersionMatch", options.resource_version_match);
   }
   if (watch) {
-    if (options.allow_watch_bookmarks) params.emplace_back("allowWatchBookmarks", "true");
+    if (options.allow_watch_bookmarks) {
+      params.emplace_back("allowWatchBookmarks", "true");
+    }
     if (options.timeout_seconds) {
       params.emplace_back("timeoutSeconds", std::to_string(*options.timeout_seconds));
     }
   } else {
-    if (options.limit > 0) params.emplace_back("limit", std::to_string(options.limit));
-    if (!options.continue_token.empty()) params.emplace_back("continue", options.continue_token);
+    if (options.limit > 0) {
+      params.emplace_back("limit", std::to_string(options.limit));
+    }
+    if (!options.continue_token.empty()) {
+      params.emplace_back("continue", options.continue_token);
+    }
   }
   std::string query;
   for (const auto& [key, value] : params) {
@@ -172,7 +200,9 @@ HttpRequest RestKubeApi::request(std::string method, std::string path, std::stri
   req.method = std::move(method);
   req.path_and_query = std::move(path);
   req.headers.emplace_back("Accept", "application/json");
-  if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+  if (!body.empty()) {
+    req.headers.emplace_back("Content-Type", "application/json");
+  }
   req.body = std::move(body);
   req.timeout = options_.request_timeout;
   return req;
@@ -192,7 +222,9 @@ Clock::Duration RestKubeApi::retryDelay(int retry, const HttpResponse* response)
     }
   }
   Clock::Duration delay = options_.backoff_base;
-  for (int i = 0; i < retry && delay < options_.backoff_cap; ++i) delay *= 2;
+  for (int i = 0; i < retry && delay < options_.backoff_cap; ++i) {
+    delay *= 2;
+  }
   delay = std::min(delay, options_.backoff_cap);
   double fraction;
   {
@@ -202,7 +234,7 @@ Clock::Duration RestKubeApi::retryDelay(int retry, const HttpResponse* response)
   return delay + std::chrono::duration_cast<Clock::Duration>(delay * fraction);
 }
 
-StatusOr<HttpResponse> RestKubeApi::execute(HttpRequest req, RetryPolicy policy) {
+StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy policy) {
   for (int attempt = 0;; ++attempt) {
     bucket_.acquire();
     const Clock::TimePoint start = clock_.now();
@@ -215,25 +247,30 @@ StatusOr<HttpResponse> RestKubeApi::execute(HttpRequest req, RetryPolicy policy)
     if (!result.ok()) {
       observe(req.method, "<error>", elapsed);
       error = result.status();
-      retryable = isRetryable(error) && (policy == RetryPolicy::kAlways ||
-                                         error.reason() == kReasonRequestNotSent);
+      retryable = isRetryable(error) &&
+                  (policy == RetryPolicy::kAlways || error.reason() == kReasonRequestNotSent);
     } else {
       observe(req.method, std::to_string(result->code), elapsed);
-      if (isSuccess(result->code)) return result;
+      if (isSuccess(result->code)) {
+        return result;
+      }
       response = &*result;
       error = statusFromHttpResponse(response->code, response->body);
       // A 429 is refused before any work is done, so even a request that
       // must not run twice may be repeated.
       retryable = response->code == 429 || (policy == RetryPolicy::kAlways && isRetryable(error));
     }
-    if (!retryable || attempt >= options_.max_retries) return afterAttempts(error, attempt + 1);
+    if (!retryable || attempt >= options_.max_retries) {
+      return afterAttempts(error, attempt + 1);
+    }
 
     const Clock::Duration delay = retryDelay(attempt, response);
-    log::debug(2, "retrying API request",
-               {{"verb", req.method},
-                {"path", req.path_and_query},
-                {"error", error.toString()},
-                {"delay_ms", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
+    log::debug(
+        2, "retrying API request",
+        {{"verb", req.method},
+         {"path", req.path_and_query},
+         {"error", error.toString()},
+         {"delay_ms", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
     clock_.sleepFor(delay);
   }
 }
@@ -241,10 +278,14 @@ StatusOr<HttpResponse> RestKubeApi::execute(HttpRequest req, RetryPolicy policy)
 StatusOr<Json> RestKubeApi::call(std::string method, std::string path, const Json* body,
                                  RetryPolicy policy) {
   HttpRequest req = request(std::move(method), std::move(path), body ? dumpJson(*body) : "");
-  ASSIGN_OR_RETURN(HttpResponse response, execute(std::move(req), policy));
-  if (response.body.empty()) return Json::object();
+  ASSIGN_OR_RETURN(HttpResponse response, execute(req, policy));
+  if (response.body.empty()) {
+    return Json::object();
+  }
   Json parsed = Json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return internalError("the API server's answer is not JSON");
+  if (parsed.is_discarded()) {
+    return internalError("the API server's answer is not JSON");
+  }
   return parsed;
 }
 
@@ -255,16 +296,23 @@ StatusOr<ResourceSlice> RestKubeApi::getResourceSlice(const std::string& name) {
   const std::string context = "get ResourceSlice " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));
   auto j = call("GET", itemPath(kResourceSlicesPath, name), nullptr);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto slice = decoded(resourceSliceFromJson(*j));
-  if (!slice.ok()) return slice.status().withContext(context);
+  if (!slice.ok()) {
+    return slice.status().withContext(context);
+  }
   return slice;
 }
 
 StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& options) {
   const std::string context = "list ResourceSlices";
-  auto j = call("GET", kResourceSlicesPath + listQuery(options, /*watch=*/false), nullptr);
-  if (!j.ok()) return j.status().withContext(context);
+  auto j =
+      call("GET", std::string(kResourceSlicesPath) + listQuery(options, /*watch=*/false), nullptr);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
 
   ResourceSliceList list;
   if (auto meta = j->find("metadata"); meta != j->end() && meta->is_object()) {
@@ -277,7 +325,9 @@ StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& o
   }
   auto items = j->find("items");
   if (items != j->end() && !items->is_null()) {
-    if (!items->is_array()) return internalError(context + ": items is not a list");
+    if (!items->is_array()) {
+      return internalError(context + ": items is not a list");
+    }
     list.items.reserve(items->size());
     for (size_t i = 0; i < items->size(); ++i) {
       auto slice = resourceSliceFromJson((*items)[i]);
@@ -295,16 +345,19 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
                                         const WatchHandler<ResourceSlice>& handler,
                                         std::stop_token stop) {
   const std::string context = "watch ResourceSlices";
-  HttpRequest req = request("GET", kResourceSlicesPath + listQuery(options, /*watch=*/true));
+  HttpRequest req =
+      request("GET", std::string(kResourceSlicesPath) + listQuery(options, /*watch=*/true));
   req.timeout = options_.watch_idle_timeout;
   if (options.timeout_seconds) {
-    req.timeout = std::max(req.timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                            std::chrono::seconds(*options.timeout_seconds) +
-                                            kWatchTimeoutMargin));
+    req.timeout = std::max(
+        req.timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::seconds(*options.timeout_seconds) + kWatchTimeoutMargin));
   }
 
   for (int attempt = 0;; ++attempt) {
-    if (stop.stop_requested()) return cancelled(context + ": stopped");
+    if (stop.stop_requested()) {
+      return cancelled(context + ": stopped");
+    }
     bucket_.acquire();
     const Clock::TimePoint start = clock_.now();
 
@@ -337,11 +390,15 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
     };
     auto on_chunk = [&](std::string_view chunk) {
       Status fed = decoder.feed(chunk, on_event);
-      if (!fed.ok() && stream_error.ok()) stream_error = fed;
+      if (!fed.ok() && stream_error.ok()) {
+        stream_error = fed;
+      }
       return stream_error.ok() && !error_event && !handler_done;
     };
     StatusOr<HttpResponse> result = transport_.stream(req, on_head, on_chunk, stop);
-    if (!head_seen) observe(req.method, "<error>", clock_.now() - start);
+    if (!head_seen) {
+      observe(req.method, "<error>", clock_.now() - start);
+    }
 
     // The stream could not be opened: retry like any request.
     const HttpResponse* response = nullptr;
@@ -350,7 +407,9 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
       if (result.status().code() == StatusCode::kCancelled) {
         return result.status().withContext(context);
       }
-      if (head_seen) return result.status().withContext(context);
+      if (head_seen) {
+        return result.status().withContext(context);
+      }
       open_error = result.status();
     } else if (!isSuccess(result->code)) {
       response = &*result;
@@ -372,9 +431,15 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
     }
 
     // The stream ran and ended.
-    if (!stream_error.ok()) return stream_error.withContext(context);
-    if (error_event) return error_event->withContext(context);
-    if (handler_done) return okStatus();
+    if (!stream_error.ok()) {
+      return stream_error.withContext(context);
+    }
+    if (error_event) {
+      return error_event->withContext(context);
+    }
+    if (handler_done) {
+      return okStatus();
+    }
     if (Status finished = decoder.finish(); !finished.ok()) {
       return unavailable("the stream ended inside an event: " + finished.message())
           .withContext(context);
@@ -391,11 +456,15 @@ StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& sl
     return invalidArgument(context + ": neither name nor generateName is set");
   }
   const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
-  auto j = call("POST", kResourceSlicesPath, &body,
+  auto j = call("POST", std::string(kResourceSlicesPath), &body,
                 generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto created = decoded(resourceSliceFromJson(*j));
-  if (!created.ok()) return created.status().withContext(context);
+  if (!created.ok()) {
+    return created.status().withContext(context);
+  }
   return created;
 }
 
@@ -408,9 +477,13 @@ StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& sl
   }
   const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
   auto j = call("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), &body);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto updated = decoded(resourceSliceFromJson(*j));
-  if (!updated.ok()) return updated.status().withContext(context);
+  if (!updated.ok()) {
+    return updated.status().withContext(context);
+  }
   return updated;
 }
 
@@ -420,12 +493,16 @@ Status RestKubeApi::deleteResourceSlice(const std::string& name,
   // An empty name would address the whole collection.
   RETURN_IF_ERROR(requireSet(name, context, "name"));
   Json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
-  if (preconditions.uid) body["preconditions"]["uid"] = *preconditions.uid;
+  if (preconditions.uid) {
+    body["preconditions"]["uid"] = *preconditions.uid;
+  }
   if (preconditions.resource_version) {
     body["preconditions"]["resourceVersion"] = *preconditions.resource_version;
   }
   auto j = call("DELETE", itemPath(kResourceSlicesPath, name), &body);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   return okStatus();
 }
 
@@ -438,39 +515,52 @@ Status RestKubeApi::deleteResourceSlices(const ListOptions& options) {
   ListOptions selectors;
   selectors.label_selector = options.label_selector;
   selectors.field_selector = options.field_selector;
-  auto j = call("DELETE", kResourceSlicesPath + listQuery(selectors, /*watch=*/false), nullptr);
-  if (!j.ok()) return j.status().withContext(context);
+  auto j = call("DELETE", std::string(kResourceSlicesPath) + listQuery(selectors, /*watch=*/false),
+                nullptr);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   return okStatus();
 }
 
 // ---------------------------------------------------------------------------
 // Leases, Nodes, reviews and Events.
 
-StatusOr<Lease> RestKubeApi::getLease(const std::string& namespace_, const std::string& name) {
-  const std::string context = "get Lease " + namespace_ + "/" + name;
-  RETURN_IF_ERROR(requireSet(namespace_, context, "namespace"));
+StatusOr<Lease> RestKubeApi::getLease(const std::string& ns, const std::string& name) {
+  const std::string context = "get Lease " + ns + "/" + name;
+  RETURN_IF_ERROR(requireSet(ns, context, "namespace"));
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  auto j = call("GET", itemPath(leasesPath(namespace_), name), nullptr);
-  if (!j.ok()) return j.status().withContext(context);
+  auto j = call("GET", itemPath(leasesPath(ns), name), nullptr);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto lease = decoded(leaseFromJson(*j));
-  if (!lease.ok()) return lease.status().withContext(context);
+  if (!lease.ok()) {
+    return lease.status().withContext(context);
+  }
   return lease;
 }
 
 StatusOr<Lease> RestKubeApi::createLease(const Lease& lease) {
-  const std::string context = "create Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
+  const std::string context =
+      "create Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
   RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
   RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
   const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
   auto j = call("POST", leasesPath(lease.metadata.namespace_), &body);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto created = decoded(leaseFromJson(*j));
-  if (!created.ok()) return created.status().withContext(context);
+  if (!created.ok()) {
+    return created.status().withContext(context);
+  }
   return created;
 }
 
 StatusOr<Lease> RestKubeApi::updateLease(const Lease& lease) {
-  const std::string context = "update Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
+  const std::string context =
+      "update Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
   RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
   RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
   if (lease.metadata.resource_version.empty()) {
@@ -479,9 +569,13 @@ StatusOr<Lease> RestKubeApi::updateLease(const Lease& lease) {
   }
   const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
   auto j = call("PUT", itemPath(leasesPath(lease.metadata.namespace_), lease.metadata.name), &body);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto updated = decoded(leaseFromJson(*j));
-  if (!updated.ok()) return updated.status().withContext(context);
+  if (!updated.ok()) {
+    return updated.status().withContext(context);
+  }
   return updated;
 }
 
@@ -489,48 +583,65 @@ StatusOr<Node> RestKubeApi::getNode(const std::string& name) {
   const std::string context = "get Node " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));
   auto j = call("GET", itemPath(kNodesPath, name), nullptr);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto node = decoded(nodeFromJson(*j));
-  if (!node.ok()) return node.status().withContext(context);
+  if (!node.ok()) {
+    return node.status().withContext(context);
+  }
   return node;
 }
 
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {
   const std::string context = "create TokenReview";
   const Json body = withTypeMeta(toJson(review), "authentication.k8s.io/v1", "TokenReview");
-  auto j = call("POST", kTokenReviewsPath, &body);
-  if (!j.ok()) return j.status().withContext(context);
+  auto j = call("POST", std::string(kTokenReviewsPath), &body);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto result = decoded(tokenReviewFromJson(*j));
-  if (!result.ok()) return result.status().withContext(context);
+  if (!result.ok()) {
+    return result.status().withContext(context);
+  }
   return result;
 }
 
 StatusOr<SubjectAccessReview> RestKubeApi::createSubjectAccessReview(
     const SubjectAccessReview& review) {
   const std::string context = "create SubjectAccessReview";
-  const Json body =
-      withTypeMeta(toJson(review), "authorization.k8s.io/v1", "SubjectAccessReview");
-  auto j = call("POST", kSubjectAccessReviewsPath, &body);
-  if (!j.ok()) return j.status().withContext(context);
+  const Json body = withTypeMeta(toJson(review), "authorization.k8s.io/v1", "SubjectAccessReview");
+  auto j = call("POST", std::string(kSubjectAccessReviewsPath), &body);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   auto result = decoded(subjectAccessReviewFromJson(*j));
-  if (!result.ok()) return result.status().withContext(context);
+  if (!result.ok()) {
+    return result.status().withContext(context);
+  }
   return result;
 }
 
 Status RestKubeApi::createEvent(const Event& event) {
   // Events about cluster-scoped objects (ResourceSlices, Nodes) go to the
   // default namespace, as client-go's recorder does.
-  std::string namespace_ = event.metadata.namespace_;
-  if (namespace_.empty()) namespace_ = event.regarding.namespace_;
-  if (namespace_.empty()) namespace_ = "default";
+  std::string ns = event.metadata.namespace_;
+  if (ns.empty()) {
+    ns = event.regarding.namespace_;
+  }
+  if (ns.empty()) {
+    ns = "default";
+  }
   const bool generated = event.metadata.name.empty();
-  const std::string context = "create Event " + namespace_ + "/" +
-                              (generated ? event.metadata.generate_name : event.metadata.name);
+  const std::string context =
+      "create Event " + ns + "/" + (generated ? event.metadata.generate_name : event.metadata.name);
   Json body = withTypeMeta(toJson(event), "events.k8s.io/v1", "Event");
-  body["metadata"]["namespace"] = namespace_;
-  auto j = call("POST", eventsPath(namespace_), &body,
+  body["metadata"]["namespace"] = ns;
+  auto j = call("POST", eventsPath(ns), &body,
                 generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
-  if (!j.ok()) return j.status().withContext(context);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
   return okStatus();
 }
 

@@ -1,10 +1,9 @@
-// RestKubeApi: KubeApi against a real API server, over an HttpTransport.
-// It builds paths and queries, encodes and decodes objects, maps answers to
-// Status (api_error.h), rate-limits every attempt with a TokenBucket and
-// retries 429, 5xx and connection errors with backoff, honouring Retry-After.
-// Used by main (over a CpprestTransport) and by unit tests (over a fake
-// transport). Thread-safe: calls may come from any thread at once; a watch
-// runs on its caller's thread.
+// RestKubeApi: KubeApi against a real API server, over an HttpTransport. It
+// builds paths and queries, encodes and decodes objects, maps answers to Status
+// (api_error.h), rate-limits every attempt with a TokenBucket and retries 429,
+// 5xx and connection errors with backoff, honouring Retry-After. Used by main
+// and by unit tests (over a fake transport). Thread-safe: calls may come from
+// any thread at once; a watch runs on its caller's thread.
 #pragma once
 
 #include <chrono>
@@ -26,9 +25,9 @@ namespace rsc::client {
 // One HTTP attempt, for rest_client_requests_total and
 // rest_client_request_duration_seconds (client/ does not depend on metrics/).
 struct RequestResult {
-  std::string verb;  // the HTTP method
-  std::string host;  // "host:port"
-  std::string code;  // "200", "429", or "<error>" when no answer came
+  std::string verb;            // the HTTP method
+  std::string host;            // "host:port"
+  std::string code;            // "200", "429", or "<error>" when no answer came
   Clock::Duration duration{};  // until the whole answer (a watch: its head)
 };
 
@@ -71,8 +70,7 @@ class RestKubeApi final : public KubeApi {
   // ends the call and the caller resumes. An ERROR event (such as 410 Gone
   // for a too-old resourceVersion) is delivered to the handler and its
   // Status is also returned.
-  Status watchResourceSlices(const ListOptions& options,
-                             const WatchHandler<ResourceSlice>& handler,
+  Status watchResourceSlices(const ListOptions& options, const WatchHandler<ResourceSlice>& handler,
                              std::stop_token stop) override;
   // With metadata.generateName and no name, a repeated POST after a lost
   // answer could create a second slice, so such a create is retried only
@@ -85,7 +83,7 @@ class RestKubeApi final : public KubeApi {
   // every ResourceSlice of the cluster, including other managers' slices.
   Status deleteResourceSlices(const ListOptions& options) override;
 
-  StatusOr<Lease> getLease(const std::string& namespace_, const std::string& name) override;
+  StatusOr<Lease> getLease(const std::string& ns, const std::string& name) override;
   StatusOr<Lease> createLease(const Lease& lease) override;
   StatusOr<Lease> updateLease(const Lease& lease) override;
 
@@ -115,7 +113,7 @@ class RestKubeApi final : public KubeApi {
 
   // Sends `request` with rate limiting and retries; returns a 2xx answer or
   // the mapped error.
-  StatusOr<HttpResponse> execute(HttpRequest request, RetryPolicy policy);
+  StatusOr<HttpResponse> execute(const HttpRequest& request, RetryPolicy policy);
   // The wait before retry number `retry` (0-based) after `response` (null
   // for a transport error).
   Clock::Duration retryDelay(int retry, const HttpResponse* response);

@@ -14,14 +14,18 @@ TokenBucket::TokenBucket(double qps, int burst, Clock& clock)
       last_(clock.now()) {}
 
 void TokenBucket::refill(Clock::TimePoint now) {
-  if (now <= last_) return;
+  if (now <= last_) {
+    return;
+  }
   const double elapsed = std::chrono::duration<double>(now - last_).count();
   tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
   last_ = now;
 }
 
 Clock::Duration TokenBucket::acquire() {
-  if (qps_ <= 0) return Clock::Duration::zero();
+  if (qps_ <= 0) {
+    return Clock::Duration::zero();
+  }
   Clock::Duration wait{};
   {
     std::lock_guard lock(mu_);
@@ -31,15 +35,21 @@ Clock::Duration TokenBucket::acquire() {
       wait = std::chrono::ceil<Clock::Duration>(std::chrono::duration<double>(-tokens_ / qps_));
     }
   }
-  if (wait > Clock::Duration::zero()) clock_.sleepFor(wait);
+  if (wait > Clock::Duration::zero()) {
+    clock_.sleepFor(wait);
+  }
   return wait;
 }
 
 bool TokenBucket::tryAcquire() {
-  if (qps_ <= 0) return true;
+  if (qps_ <= 0) {
+    return true;
+  }
   std::lock_guard lock(mu_);
   refill(clock_.now());
-  if (tokens_ < 1) return false;
+  if (tokens_ < 1) {
+    return false;
+  }
   tokens_ -= 1;
   return true;
 }

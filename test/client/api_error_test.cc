@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rsc::client {
 namespace {
@@ -10,33 +12,33 @@ namespace {
 TEST(ApiError, HttpCodesMapToStatusCodes) {
   struct Case {
     int http;
-    std::string reason;
     StatusCode want;
+    std::string_view reason;
   };
-  const Case cases[] = {
-      {200, "", StatusCode::kOk},
-      {201, "", StatusCode::kOk},
-      {202, "", StatusCode::kOk},
-      {400, "BadRequest", StatusCode::kInvalidArgument},
-      {401, "Unauthorized", StatusCode::kUnauthenticated},
-      {403, "Forbidden", StatusCode::kPermissionDenied},
-      {404, "NotFound", StatusCode::kNotFound},
-      {405, "MethodNotAllowed", StatusCode::kInvalidArgument},
-      {409, "AlreadyExists", StatusCode::kAlreadyExists},
-      {409, "Conflict", StatusCode::kConflict},
-      {409, "", StatusCode::kConflict},
-      {410, "Expired", StatusCode::kGone},
-      {413, "RequestEntityTooLarge", StatusCode::kTooLarge},
-      {415, "UnsupportedMediaType", StatusCode::kInvalidArgument},
-      {422, "Invalid", StatusCode::kUnprocessable},
-      {429, "TooManyRequests", StatusCode::kUnavailable},
-      {500, "InternalError", StatusCode::kUnavailable},
-      {501, "", StatusCode::kInternal},
-      {502, "", StatusCode::kUnavailable},
-      {503, "ServiceUnavailable", StatusCode::kUnavailable},
-      {504, "Timeout", StatusCode::kUnavailable},
-      {302, "", StatusCode::kInternal},
-      {0, "", StatusCode::kInternal},
+  const std::vector<Case> cases = {
+      {200, StatusCode::kOk, ""},
+      {201, StatusCode::kOk, ""},
+      {202, StatusCode::kOk, ""},
+      {400, StatusCode::kInvalidArgument, "BadRequest"},
+      {401, StatusCode::kUnauthenticated, "Unauthorized"},
+      {403, StatusCode::kPermissionDenied, "Forbidden"},
+      {404, StatusCode::kNotFound, "NotFound"},
+      {405, StatusCode::kInvalidArgument, "MethodNotAllowed"},
+      {409, StatusCode::kAlreadyExists, "AlreadyExists"},
+      {409, StatusCode::kConflict, "Conflict"},
+      {409, StatusCode::kConflict, ""},
+      {410, StatusCode::kGone, "Expired"},
+      {413, StatusCode::kTooLarge, "RequestEntityTooLarge"},
+      {415, StatusCode::kInvalidArgument, "UnsupportedMediaType"},
+      {422, StatusCode::kUnprocessable, "Invalid"},
+      {429, StatusCode::kUnavailable, "TooManyRequests"},
+      {500, StatusCode::kUnavailable, "InternalError"},
+      {501, StatusCode::kInternal, ""},
+      {502, StatusCode::kUnavailable, ""},
+      {503, StatusCode::kUnavailable, "ServiceUnavailable"},
+      {504, StatusCode::kUnavailable, "Timeout"},
+      {302, StatusCode::kInternal, ""},
+      {0, StatusCode::kInternal, ""},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(statusCodeFromHttp(c.http, c.reason), c.want)
@@ -113,13 +115,15 @@ TEST(ApiError, EmptyBodyStillNamesTheCode) {
 }
 
 TEST(ApiError, StatusBodyWithoutCodeUsesTheHttpCode) {
-  Status s = statusFromHttpResponse(403, R"({"kind":"Status","message":"forbidden: no","reason":"Forbidden"})");
+  Status s = statusFromHttpResponse(
+      403, R"({"kind":"Status","message":"forbidden: no","reason":"Forbidden"})");
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message(), "forbidden: no");
 }
 
 TEST(ApiError, WatchErrorEventStatusIsGone) {
-  Json status = Json::parse(R"json({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+  Json status =
+      Json::parse(R"json({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
     "message":"too old resource version: 123 (456)","reason":"Expired","code":410})json");
   Status s = statusFromKubeStatus(status);
   EXPECT_EQ(s.code(), StatusCode::kGone);

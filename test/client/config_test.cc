@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "test/fakes/fake_clock.h"
 
@@ -16,19 +18,23 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr char kCaPem[] = "-----BEGIN CERTIFICATE-----\nQ0EgY2VydA==\n-----END CERTIFICATE-----\n";
-constexpr char kCertPem[] =
+constexpr std::string_view kCaPem =
+    "-----BEGIN CERTIFICATE-----\nQ0EgY2VydA==\n-----END CERTIFICATE-----\n";
+constexpr std::string_view kCertPem =
     "-----BEGIN CERTIFICATE-----\nY2xpZW50IGNlcnQ=\n-----END CERTIFICATE-----\n";
-constexpr char kKeyPem[] = "-----BEGIN EC PRIVATE KEY-----\na2V5\n-----END EC PRIVATE KEY-----\n";
+constexpr std::string_view kKeyPem =
+    "-----BEGIN EC PRIVATE KEY-----\na2V5\n-----END EC PRIVATE KEY-----\n";
 
 std::string base64(std::string_view in) {
-  static constexpr char kAlphabet[] =
+  static constexpr std::string_view kAlphabet =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
     uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out.push_back(kAlphabet[(v >> s) & 63]);
+    for (int s = 18; s >= 0; s -= 6) {
+      out.push_back(kAlphabet[(v >> s) & 63]);
+    }
   }
   if (i + 1 == in.size()) {
     uint32_t v = uint8_t(in[i]) << 16;
@@ -44,8 +50,8 @@ std::string base64(std::string_view in) {
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/rsc-config-test-XXXXXX";
-    path_ = mkdtemp(tmpl);
+    std::string tmpl = "/tmp/rsc-config-test-XXXXXX";
+    path_ = mkdtemp(tmpl.data());
   }
   ~TempDir() {
     std::error_code ec;
@@ -172,7 +178,8 @@ nested:
 }
 
 TEST(KubeconfigYaml, SequencesIndentedUnderTheirKey) {
-  auto j = parseKubeconfigText("users:\n  - name: a\n    user:\n      token: t\n  - name: b\nkind: Config\n");
+  auto j = parseKubeconfigText(
+      "users:\n  - name: a\n    user:\n      token: t\n  - name: b\nkind: Config\n");
   ASSERT_TRUE(j.ok()) << j.status().toString();
   EXPECT_EQ((*j)["users"][0]["user"]["token"], "t");
   EXPECT_EQ((*j)["users"][1]["name"], "b");
@@ -196,7 +203,7 @@ TEST(KubeconfigYaml, ErrorsCarryTheLineNumber) {
     const char* text;
     const char* want;
   };
-  const Case cases[] = {
+  const std::vector<Case> cases = {
       {"a: 1\n\tb: 2\n", "line 2: tabs are not allowed"},
       {"a: 1\na: 2\n", "line 2: duplicate key 'a'"},
       {"a: 1\n   b: 2\n", "line 2: unexpected indentation"},
@@ -383,11 +390,10 @@ TEST(Kubeconfig, ErrorsNameTheFileAndField) {
     std::string want;
   };
   const std::string missing = (dir.path() / "missing.crt").string();
-  const Case cases[] = {
-      {kubeconfigWithUser("    client-certificate: missing.crt\n    client-key-data: " +
-                          base64(kKeyPem) + "\n"),
-       "kubeconfig " + cfg + ": users[0].user.client-certificate: file " + missing +
-           " not found"},
+  const std::vector<Case> cases = {
+      {kubeconfigWithUser(
+           "    client-certificate: missing.crt\n    client-key-data: " + base64(kKeyPem) + "\n"),
+       "kubeconfig " + cfg + ": users[0].user.client-certificate: file " + missing + " not found"},
       {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
                           "      command: aws\n      args: [eks, get-token]\n"),
        "kubeconfig " + cfg + ": users[0].user.exec: exec credential plugins are not supported"},
@@ -436,7 +442,8 @@ TEST(Kubeconfig, ErrorsNameTheFileAndField) {
       {"clusters:\n- name: c\n  cluster: {server: 'https://x', proxy-url: 'http://proxy'}\n"
        "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n",
        "clusters[0].cluster.proxy-url: is not supported"},
-      {"clusters:\n- cluster: {server: 'https://x'}\n", "kubeconfig " + cfg + ": clusters[0].name: missing"},
+      {"clusters:\n- cluster: {server: 'https://x'}\n",
+       "kubeconfig " + cfg + ": clusters[0].name: missing"},
       {"clusters: {}\n", "kubeconfig " + cfg + ": clusters: must be a list"},
       {"- a\n- b\n", "kubeconfig " + cfg + ": the top level must be a mapping"},
       {"kind: Config\n  bad: indent\n", "kubeconfig " + cfg + ": line 2: unexpected indentation"},
@@ -463,7 +470,9 @@ TEST(Kubeconfig, MissingFileIsNotFound) {
 fs::path writeServiceAccount(const TempDir& dir, const std::string& ns = "controllers") {
   dir.write("sa/token", "sa-token\n");
   dir.write("sa/ca.crt", kCaPem);
-  if (!ns.empty()) dir.write("sa/namespace", ns);
+  if (!ns.empty()) {
+    dir.write("sa/namespace", ns);
+  }
   return dir.path() / "sa";
 }
 
@@ -512,9 +521,9 @@ TEST(InClusterConfig, MissingCaNamesTheFile) {
   env.variables = {{"KUBERNETES_SERVICE_HOST", "h"}, {"KUBERNETES_SERVICE_PORT", "1"}};
   auto config = loadInClusterConfig(env);
   ASSERT_FALSE(config.ok());
-  EXPECT_EQ(config.status().message(),
-            "in-cluster config: CA: file " + (env.service_account_dir / "ca.crt").string() +
-                " not found");
+  EXPECT_EQ(config.status().message(), "in-cluster config: CA: file " +
+                                           (env.service_account_dir / "ca.crt").string() +
+                                           " not found");
 }
 
 TEST(LoadConfig, ExplicitKubeconfigComesFirst) {
@@ -554,13 +563,13 @@ TEST(LoadConfig, InClusterComesBeforeKubeconfigVariable) {
 TEST(LoadConfig, KubeconfigListSkipsMissingFilesAndMerges) {
   TempDir dir;
   fs::path a = dir.write("a", "current-context: ctx\n");
-  fs::path b = dir.write("b", dataKubeconfig("https://from-b:6443") +
-                                   "# b's own current-context loses to a's\n");
+  fs::path b = dir.write(
+      "b", dataKubeconfig("https://from-b:6443") + "# b's own current-context loses to a's\n");
   ConfigEnvironment env;
   env.service_account_dir = dir.path() / "no-sa";
-  env.variables = {{"KUBECONFIG", (dir.path() / "missing").string() + ":" + a.string() + "::" +
-                                      b.string()},
-                   {"HOME", (dir.path() / "home").string()}};
+  env.variables = {
+      {"KUBECONFIG", (dir.path() / "missing").string() + ":" + a.string() + "::" + b.string()},
+      {"HOME", (dir.path() / "home").string()}};
   dir.write("home/.kube/config", dataKubeconfig("https://from-home:6443"));
   // a names context "ctx", which nobody defines.
   auto config = loadConfig("", env);

@@ -30,11 +30,11 @@ class FakeTransport final : public HttpTransport {
 
   void reply(int code, std::string body = {}, std::map<std::string, std::string> headers = {}) {
     std::lock_guard lock(mu_);
-    replies_.push_back(HttpResponse{code, std::move(headers), std::move(body)});
+    replies_.emplace_back(HttpResponse{code, std::move(headers), std::move(body)});
   }
   void fail(Status status) {
     std::lock_guard lock(mu_);
-    replies_.push_back(std::move(status));
+    replies_.emplace_back(std::move(status));
   }
   void script(StreamScript s) {
     std::lock_guard lock(mu_);
@@ -50,7 +50,9 @@ class FakeTransport final : public HttpTransport {
   StatusOr<HttpResponse> send(const HttpRequest& request) override {
     std::lock_guard lock(mu_);
     requests_.push_back(request);
-    if (replies_.empty()) return internalError("test: no reply scripted");
+    if (replies_.empty()) {
+      return internalError("test: no reply scripted");
+    }
     StatusOr<HttpResponse> r = std::move(replies_.front());
     replies_.pop_front();
     return r;
@@ -64,20 +66,34 @@ class FakeTransport final : public HttpTransport {
     {
       std::lock_guard lock(mu_);
       requests_.push_back(request);
-      if (streams_.empty()) return internalError("test: no stream scripted");
+      if (streams_.empty()) {
+        return internalError("test: no stream scripted");
+      }
       s = std::move(streams_.front());
       streams_.pop_front();
     }
-    if (!s.head.ok()) return s.head;
-    HttpResponse head = *s.head;
-    if (on_head) on_head(head);
-    if (head.code < 200 || head.code >= 300) return head;
-    for (const auto& chunk : s.chunks) {
-      if (stop.stop_requested()) return cancelled("stopped");
-      ++chunks_delivered_;
-      if (!on_chunk(chunk)) return head;
+    if (!s.head.ok()) {
+      return s.head;
     }
-    if (!s.end.ok()) return s.end;
+    HttpResponse head = *s.head;
+    if (on_head) {
+      on_head(head);
+    }
+    if (head.code < 200 || head.code >= 300) {
+      return head;
+    }
+    for (const auto& chunk : s.chunks) {
+      if (stop.stop_requested()) {
+        return cancelled("stopped");
+      }
+      ++chunks_delivered_;
+      if (!on_chunk(chunk)) {
+        return head;
+      }
+    }
+    if (!s.end.ok()) {
+      return s.end;
+    }
     return head;
   }
 
@@ -123,7 +139,9 @@ class RestKubeApiTest : public ::testing::Test {
   RestKubeApiTest() { rebuild({}); }
 
   void rebuild(RestKubeApiOptions options) {
-    if (options.qps == kDefaultQps) options.qps = 0;  // no rate-limit sleeps unless asked
+    if (options.qps == kDefaultQps) {
+      options.qps = 0;  // no rate-limit sleeps unless asked
+    }
     options.request_observer = [this](const RequestResult& r) { observed_.push_back(r); };
     auto created = RestKubeApi::create(transport_, clock_, std::move(options));
     ASSERT_TRUE(created.ok()) << created.status().toString();
@@ -132,7 +150,9 @@ class RestKubeApiTest : public ::testing::Test {
 
   Clock::Duration slept() const {
     Clock::Duration total{};
-    for (auto d : clock_.sleeps()) total += d;
+    for (auto d : clock_.sleeps()) {
+      total += d;
+    }
     return total;
   }
 
@@ -153,7 +173,7 @@ TEST(RestKubeApiQuery, EncodesEveryListOption) {
   o.resource_version_match = "NotOlderThan";
   o.limit = 2;
   o.continue_token = "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ==/+";
-  o.timeout_seconds = 300;       // watch only
+  o.timeout_seconds = 300;         // watch only
   o.allow_watch_bookmarks = true;  // watch only
   EXPECT_EQ(RestKubeApi::listQuery(o, /*watch=*/false),
             "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dresourceslice-controller%2Ctier%20in"
@@ -190,8 +210,8 @@ TEST_F(RestKubeApiTest, GetResourceSliceReadsTheItemPath) {
 }
 
 TEST_F(RestKubeApiTest, NotFoundGainsContext) {
-  transport_.reply(404, statusJson(404, "NotFound",
-                                   "resourceslices.resource.k8s.io \"gone\" not found"));
+  transport_.reply(
+      404, statusJson(404, "NotFound", "resourceslices.resource.k8s.io \"gone\" not found"));
   auto got = api_->getResourceSlice("gone");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
@@ -203,7 +223,8 @@ TEST_F(RestKubeApiTest, NotFoundGainsContext) {
 TEST_F(RestKubeApiTest, ListDecodesPageMetadata) {
   transport_.reply(200, R"({"kind":"ResourceSliceList","apiVersion":"resource.k8s.io/v1",
       "metadata":{"resourceVersion":"77","continue":"next-page","remainingItemCount":3},
-      "items":[)" + sliceJson("a") + "," + sliceJson("b") + "]}");
+      "items":[)" + sliceJson("a") +
+                            "," + sliceJson("b") + "]}");
   ListOptions o;
   o.label_selector = "x=y";
   o.limit = 2;
@@ -261,9 +282,10 @@ TEST_F(RestKubeApiTest, UpdatePutsToTheNameAndNeedsAResourceVersion) {
 }
 
 TEST_F(RestKubeApiTest, ConflictIsNotRetried) {
-  transport_.reply(409, statusJson(409, "Conflict",
-                                   "Operation cannot be fulfilled on resourceslices.resource.k8s.io "
-                                   "\"s1\": the object has been modified"));
+  transport_.reply(409,
+                   statusJson(409, "Conflict",
+                              "Operation cannot be fulfilled on resourceslices.resource.k8s.io "
+                              "\"s1\": the object has been modified"));
   auto updated = api_->updateResourceSlice(slice("s1", "7"));
   ASSERT_FALSE(updated.ok());
   EXPECT_EQ(updated.status().code(), StatusCode::kConflict);
@@ -356,7 +378,8 @@ TEST_F(RestKubeApiTest, LeaseNodeReviewAndEventPaths) {
   no_rv.metadata.resource_version.clear();
   EXPECT_EQ(api_->updateLease(no_rv).status().code(), StatusCode::kInvalidArgument);
 
-  transport_.reply(200, R"({"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","uid":"node-uid"}})");
+  transport_.reply(
+      200, R"({"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","uid":"node-uid"}})");
   auto node = api_->getNode("n1");
   ASSERT_TRUE(node.ok()) << node.status().toString();
   EXPECT_EQ(node->metadata.uid, "node-uid");
@@ -383,8 +406,7 @@ TEST_F(RestKubeApiTest, LeaseNodeReviewAndEventPaths) {
   auto allowed = api_->createSubjectAccessReview(sar);
   ASSERT_TRUE(allowed.ok()) << allowed.status().toString();
   EXPECT_TRUE(allowed->allowed);
-  EXPECT_EQ(transport_.last().path_and_query,
-            "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/authorization.k8s.io/v1/subjectaccessreviews");
   EXPECT_EQ(Json::parse(transport_.last().body)["kind"], "SubjectAccessReview");
 
   transport_.reply(201, "{}");
@@ -392,8 +414,7 @@ TEST_F(RestKubeApiTest, LeaseNodeReviewAndEventPaths) {
   event.metadata.generate_name = "slice-";
   event.reason = "Published";
   ASSERT_TRUE(api_->createEvent(event).ok());
-  EXPECT_EQ(transport_.last().path_and_query,
-            "/apis/events.k8s.io/v1/namespaces/default/events");
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/events.k8s.io/v1/namespaces/default/events");
   EXPECT_EQ(Json::parse(transport_.last().body)["metadata"]["namespace"], "default");
 }
 
@@ -446,7 +467,9 @@ TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
   options.backoff_base = milliseconds(100);
   options.backoff_cap = seconds(1);
   rebuild(options);
-  for (int i = 0; i < 10; ++i) transport_.reply(503);
+  for (int i = 0; i < 10; ++i) {
+    transport_.reply(503);
+  }
   transport_.reply(200, sliceJson("s1"));
   ASSERT_TRUE(api_->getResourceSlice("s1").ok());
   auto sleeps = clock_.sleeps();
@@ -458,7 +481,9 @@ TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
 }
 
 TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
-  for (int i = 0; i < 6; ++i) transport_.reply(503, "busy");
+  for (int i = 0; i < 6; ++i) {
+    transport_.reply(503, "busy");
+  }
   auto got = api_->getResourceSlice("s1");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
@@ -523,8 +548,11 @@ TEST(RestKubeApiOptions, InvalidOptionsAreRefused) {
   EXPECT_EQ(with([](auto& o) { o.burst = 0; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(with([](auto& o) { o.watch_idle_timeout = milliseconds(0); }),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(with([](auto& o) { o.qps = 0;
-    o.burst = 0; }), StatusCode::kOk);
+  EXPECT_EQ(with([](auto& o) {
+              o.qps = 0;
+              o.burst = 0;
+            }),
+            StatusCode::kOk);
 }
 
 // ---------------------------------------------------------------------------
@@ -549,8 +577,8 @@ struct Seen {
 
 WatchHandler<ResourceSlice> recordInto(std::vector<Seen>& seen) {
   return [&seen](const WatchEvent<ResourceSlice>& e) {
-    seen.push_back({e.type, e.object.metadata.name, e.object.metadata.resource_version,
-                    e.error.code()});
+    seen.push_back(
+        {e.type, e.object.metadata.name, e.object.metadata.resource_version, e.error.code()});
     return true;
   };
 }
@@ -564,7 +592,9 @@ TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
   FakeTransport::StreamScript s;
   s.chunks = {all.substr(0, 7), all.substr(7, 60)};
   size_t pos = 67;
-  for (int i = 0; i < 40; ++i, ++pos) s.chunks.push_back(all.substr(pos, 1));
+  for (int i = 0; i < 40; ++i, ++pos) {
+    s.chunks.push_back(all.substr(pos, 1));
+  }
   s.chunks.push_back(all.substr(pos));
   transport_.script(s);
 

@@ -17,7 +17,9 @@ using testing::FakeClock;
 TEST(TokenBucket, BurstIsFreeThenWaitsOneIntervalPerToken) {
   FakeClock clock;
   TokenBucket bucket(/*qps=*/10, /*burst=*/3, clock);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(bucket.acquire(), Clock::Duration::zero()) << i;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(bucket.acquire(), Clock::Duration::zero()) << i;
+  }
   EXPECT_TRUE(clock.sleeps().empty());
   // Every further token costs 1/qps, waited through the clock.
   EXPECT_EQ(bucket.acquire(), milliseconds(100));
@@ -74,16 +76,23 @@ TEST(TokenBucket, ConcurrentWaitersQueueInsteadOfSharingATokenTwice) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 50;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < kPerThread; ++i) bucket.acquire();
+      for (int i = 0; i < kPerThread; ++i) {
+        bucket.acquire();
+      }
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads) {
+    t.join();
+  }
   // 200 tokens at 100/s with 5 free need at least (200 - 5) / 100 s of the
   // clock, whatever the interleaving: a token is never handed out twice.
   Clock::Duration total{};
-  for (auto d : clock.sleeps()) total += d;
+  for (auto d : clock.sleeps()) {
+    total += d;
+  }
   EXPECT_GE(total, milliseconds(1950));
   EXPECT_EQ(clock.now() - start, total);
 }

@@ -54,6 +54,8 @@ void ClusterEnvironment::TearDown() {
   std::filesystem::remove_all(dir_, ec);
 }
 
+std::string ClusterEnvironment::etcdServer() const { return readFile(dir_ / "etcd"); }
+
 std::string ClusterEnvironment::token(const std::string& identity) const {
   return readFile(dir_ / "tokens" / identity);
 }

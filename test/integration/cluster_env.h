@@ -26,6 +26,8 @@ class ClusterEnvironment : public ::testing::Environment {
   const std::filesystem::path& dir() const { return dir_; }
   // "https://127.0.0.1:PORT".
   const std::string& server() const { return server_; }
+  // etcd's client URL, "http://127.0.0.1:PORT".
+  std::string etcdServer() const;
   std::filesystem::path kubeconfig() const { return dir_ / "kubeconfig"; }
   std::filesystem::path caFile() const { return dir_ / "pki" / "ca.crt"; }
   // The bearer token of a static identity: admin, nobody, node-a, node-b.

@@ -459,6 +459,74 @@ TEST_F(RestKubeApiIntegration, TokenReviewOfAnIssuedToken) {
   EXPECT_FALSE(made_up->authenticated);
 }
 
+TEST_F(RestKubeApiIntegration, TokenOfAPodOnANodeCarriesTheNodeName) {
+  // A Node, a ServiceAccount and a Pod on the node, and a token bound to the
+  // pod as the kubelet would request it for a projected volume.
+  ASSERT_EQ(raw("POST", "/api/v1/nodes",
+                {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "rsc-it-node"}}}})
+                .code,
+            201);
+  ASSERT_EQ(raw("POST", "/api/v1/namespaces/default/serviceaccounts",
+                {{"apiVersion", "v1"},
+                 {"kind", "ServiceAccount"},
+                 {"metadata", {{"name", "rsc-it-pod-driver"}}}})
+                .code,
+            201);
+  Json container = {{"name", "driver"}, {"image", "example.com/driver:1"}};
+  HttpResponse pod = raw("POST", "/api/v1/namespaces/default/pods",
+                         {{"apiVersion", "v1"},
+                          {"kind", "Pod"},
+                          {"metadata", {{"name", "rsc-it-driver-pod"}}},
+                          {"spec",
+                           {{"nodeName", "rsc-it-node"},
+                            {"serviceAccountName", "rsc-it-pod-driver"},
+                            {"automountServiceAccountToken", false},
+                            {"containers", Json::array({container})}}}});
+  ASSERT_EQ(pod.code, 201) << pod.body;
+  const std::string uid = Json::parse(pod.body)["metadata"]["uid"].get<std::string>();
+  HttpResponse issued = raw(
+      "POST", "/api/v1/namespaces/default/serviceaccounts/rsc-it-pod-driver/token",
+      {{"apiVersion", "authentication.k8s.io/v1"},
+       {"kind", "TokenRequest"},
+       {"spec",
+        {{"audiences", {"rsc-it"}},
+         {"expirationSeconds", 600},
+         {"boundObjectRef",
+          {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "rsc-it-driver-pod"}, {"uid", uid}}}}}});
+  ASSERT_EQ(issued.code, 201) << issued.body;
+
+  TokenReview review;
+  review.token = Json::parse(issued.body)["status"]["token"].get<std::string>();
+  review.audiences = {"rsc-it"};
+  auto reviewed = api_->createTokenReview(review);
+  ASSERT_TRUE(reviewed.ok()) << reviewed.status().toString();
+  ASSERT_TRUE(reviewed->authenticated) << reviewed->error;
+  EXPECT_EQ(reviewed->user.extra["authentication.kubernetes.io/node-name"],
+            std::vector<std::string>{"rsc-it-node"});
+  EXPECT_EQ(reviewed->user.extra["authentication.kubernetes.io/pod-name"],
+            std::vector<std::string>{"rsc-it-driver-pod"});
+}
+
+// cpprestsdk's timeout is an idle timeout per read: a quiet watch must
+// outlive it, ending only when the server ends it.
+TEST_F(RestKubeApiIntegration, QuietWatchOutlivesTheClientIdleTimeout) {
+  auto t = CpprestTransport::create(config_, RealClock::instance());
+  ASSERT_TRUE(t.ok());
+  RestKubeApiOptions options;
+  options.request_timeout = std::chrono::seconds(1);
+  options.watch_idle_timeout = std::chrono::seconds(1);
+  auto api = RestKubeApi::create(**t, RealClock::instance(), options);
+  ASSERT_TRUE(api.ok());
+  ListOptions watch;
+  watch.label_selector = selectorFor("quiet-watch");
+  watch.timeout_seconds = 4;
+  const Clock::TimePoint started = RealClock::instance().now();
+  Status status = (*api)->watchResourceSlices(watch, [](const auto&) { return true; }, {});
+  const auto lasted = RealClock::instance().now() - started;
+  EXPECT_TRUE(status.ok()) << status.toString();
+  EXPECT_GE(lasted, std::chrono::milliseconds(3500)) << "the watch ended before the server ended it";
+}
+
 TEST_F(RestKubeApiIntegration, SubjectAccessReviewFollowsRbac) {
   SubjectAccessReview review;
   review.user.username = "system:serviceaccount:default:rsc-it-nobody";

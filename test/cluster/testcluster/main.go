@@ -200,6 +200,10 @@ func start(dir, bin string) error {
 	if err := writeKubeconfig(dir, server, pki); err != nil {
 		return err
 	}
+	// Tests that need etcd itself (to compact it, say) find it here.
+	if err := os.WriteFile(filepath.Join(dir, "etcd"), []byte(etcdClient+"\n"), 0o644); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(dir, "server"), []byte(server+"\n"), 0o644)
 }
 
