@@ -217,6 +217,10 @@ int run(const controller::ServiceFlags& flags) {
   iopts.tls_key_file = flags.inventory_tls_key_file;
   iopts.clock = &clock;
   iopts.name = "inventory";
+  // The server's own refusals (413, 431, 503...) in the API's JSON error form.
+  iopts.error_response = [](int code, std::string_view message) {
+    return inv::errorResponse(code, message);
+  };
   auto inventory_server = inv::HttpServer::start(iopts, endpoint.httpHandler());
   if (!inventory_server.ok()) {
     return usageError("flag --inventory-bind-address: " + inventory_server.status().message());

@@ -1,12 +1,13 @@
 #include "controller/inventory/authenticator.h"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
+#include <array>
 #include <list>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
-
-#include <openssl/evp.h>
 
 #include "common/log.h"
 
@@ -33,16 +34,16 @@ std::optional<std::string_view> bearerToken(std::string_view header) {
 
 // Hex SHA-256 of `text`, so that cache keys do not hold credentials.
 std::string sha256Hex(std::string_view text) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
-  if (EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
+  if (EVP_Digest(text.data(), text.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1) {
     // Cannot happen with a built-in digest; an empty key would merge every
     // token into one cache entry, so crash loudly instead.
     std::abort();
   }
-  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr std::string_view kHex = "0123456789abcdef";
   std::string out;
-  out.reserve(length * 2);
+  out.reserve(static_cast<size_t>(length) * 2);
   for (unsigned int i = 0; i < length; ++i) {
     out.push_back(kHex[digest[i] >> 4]);
     out.push_back(kHex[digest[i] & 0xf]);
@@ -227,16 +228,17 @@ Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_vie
 
   Status decision = okStatus();
   if (!reviewed->allowed || reviewed->denied) {
-    const std::string what = driver.empty() ? std::string("drivers")
-                                            : "driver \"" + std::string(driver) + "\"";
+    const std::string what =
+        driver.empty() ? std::string("drivers") : "driver \"" + std::string(driver) + "\"";
     decision = Status(StatusCode::kPermissionDenied,
                       "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " +
                           what + " (RBAC: verb " + std::string(verb) + " on " + kAuthzResource +
                           "." + kAuthzGroup + ")");
-    log::debug(2, "Access denied", {{"user", caller.user.username},
-                                    {"verb", verb},
-                                    {"driver", driver},
-                                    {"reason", reviewed->reason}});
+    log::debug(2, "Access denied",
+               {{"user", caller.user.username},
+                {"verb", verb},
+                {"driver", driver},
+                {"reason", reviewed->reason}});
   }
   decisions_->put(key, decision);
   return decision;

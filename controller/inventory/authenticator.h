@@ -1,9 +1,7 @@
-// Who may push to the inventory API. An Authenticator turns the request's
-// bearer token into a Caller and decides whether the Caller may act on a
-// driver; the handler adds the node restriction (a token bound to a node
-// publishes only that node's pools). TokenReviewAuthenticator asks the API
-// server (TokenReview, SubjectAccessReview) and caches both answers;
-// NoAuthAuthenticator (--auth=none, local development only) allows everything.
+// Who may push to the inventory API: an Authenticator turns a bearer token into a Caller and
+// decides whether it may act on a driver (the handler adds the node restriction).
+// TokenReviewAuthenticator asks the API server (TokenReview, SubjectAccessReview) and caches
+// both answers; NoAuthAuthenticator (--auth=none, local development only) allows everything.
 // Implementations are thread-safe: handler threads call them concurrently.
 #pragma once
 

@@ -33,8 +33,8 @@ struct InventoryEndpoint::Impl {
   asio::strand<asio::thread_pool::executor_type> strand;
 
   mutable std::mutex mu;
-  bool stopping = false;  // guarded by mu
-  uint64_t next_id = 1;   // guarded by mu
+  bool stopping = false;          // guarded by mu
+  uint64_t next_id = 1;           // guarded by mu
   std::map<uint64_t, Held> held;  // guarded by mu
 };
 
@@ -50,10 +50,11 @@ void InventoryEndpoint::Impl::run(const HttpRequest& request,
     respond(errorResponse(internalError("internal error")));
     return;
   }
-  log::debug(3, "Inventory request", {{"method", request.method},
-                                      {"target", request.target},
-                                      {"code", result.response.status},
-                                      {"remote", request.remote_address}});
+  log::debug(3, "Inventory request",
+             {{"method", request.method},
+              {"target", request.target},
+              {"code", result.response.status},
+              {"remote", request.remote_address}});
   if (!result.wait) {
     respond(std::move(result.response));
     return;
@@ -118,9 +119,8 @@ void InventoryEndpoint::Impl::recheck(const PoolKey& key) {
     std::lock_guard lock(mu);
     for (const auto& [id, h] : held) {
       if (h.wait.driver != key.driver) continue;
-      const bool published =
-          std::any_of(h.wait.published.begin(), h.wait.published.end(),
-                      [&](const auto& p) { return p.first == key.pool; });
+      const bool published = std::any_of(h.wait.published.begin(), h.wait.published.end(),
+                                         [&](const auto& p) { return p.first == key.pool; });
       const bool withdrawn = std::find(h.wait.withdrawn.begin(), h.wait.withdrawn.end(),
                                        key.pool) != h.wait.withdrawn.end();
       if (published || withdrawn) candidates.emplace_back(id, h.wait);
@@ -156,10 +156,9 @@ HttpServer::Handler InventoryEndpoint::httpHandler() {
     {
       std::lock_guard lock(impl->mu);
       if (!impl->stopping) {
-        asio::post(impl->pool, [raw = impl.get(), request = std::move(request),
-                                respond = std::move(respond)]() mutable {
-          raw->run(request, respond);
-        });
+        asio::post(impl->pool,
+                   [raw = impl.get(), request = std::move(request),
+                    respond = std::move(respond)]() mutable { raw->run(request, respond); });
         return;
       }
     }

@@ -1,11 +1,8 @@
-// InventoryEndpoint: puts the pure InventoryHandler behind an HttpServer. It
-// runs the handler on its own worker threads (authentication may call the API
-// server, forwarding may call the leader), so the server's I/O thread never
-// blocks, and it holds ?wait= pushes until the DesiredStore reports the pool
-// published or the deadline passes, without a thread per waiting request.
-// Wiring (main): store.setStatusListener([&](const PoolKey& k) {
-//   endpoint.poolStatusChanged(k); }); server handler = endpoint.httpHandler().
-// Thread-safe.
+// InventoryEndpoint: the InventoryHandler behind an HttpServer. It runs the handler on worker
+// threads of its own (authentication and forwarding may block), so the I/O thread never blocks,
+// and holds ?wait= pushes until the DesiredStore reports them published or the deadline passes,
+// without a thread per held request. main wires store.setStatusListener() to
+// poolStatusChanged() and gives httpHandler() to the server. Thread-safe.
 #pragma once
 
 #include <atomic>

@@ -12,7 +12,7 @@ namespace rsc::controller::inventory {
 
 namespace {
 
-constexpr char kJson[] = "application/json";
+constexpr std::string_view kJson = "application/json";
 
 enum RouteIndex : size_t { kOpenApi, kDrivers, kDriver, kPoolRoute, kRenew };
 
@@ -35,13 +35,14 @@ bool matchRoute(std::string_view path_template, const std::vector<std::string_vi
   const std::vector<std::string_view> parts = splitPath(path_template);
   if (parts.size() != segments.size()) return false;
   std::map<std::string, std::string> found;
+  bool bad_escape = false;
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string_view part = parts[i];
     if (part.size() > 2 && part.front() == '{' && part.back() == '}') {
       if (segments[i].empty()) return false;
       std::optional<std::string> value = percentDecode(segments[i]);
       if (!value) {
-        *malformed = true;
+        bad_escape = true;
       } else {
         found[std::string(part.substr(1, part.size() - 2))] = std::move(*value);
       }
@@ -50,46 +51,68 @@ bool matchRoute(std::string_view path_template, const std::vector<std::string_vi
     }
   }
   *params = std::move(found);
+  *malformed = bad_escape;
   return true;
 }
 
 std::string_view reasonForCode(int code) {
   switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 409: return "Conflict";
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 431: return "RequestHeaderFieldsTooLarge";
-    case 503: return "ServiceUnavailable";
-    default: return "InternalError";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 431:
+      return "RequestHeaderFieldsTooLarge";
+    case 503:
+      return "ServiceUnavailable";
+    default:
+      return "InternalError";
   }
 }
 
 int httpCodeFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
     case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict: return 409;
-    case StatusCode::kTooLarge: return 413;
-    case StatusCode::kUnprocessable: return 422;
+    case StatusCode::kConflict:
+      return 409;
+    case StatusCode::kTooLarge:
+      return 413;
+    case StatusCode::kUnprocessable:
+      return 422;
     case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded: return 503;
-    default: return 500;
+    case StatusCode::kDeadlineExceeded:
+      return 503;
+    default:
+      return 500;
   }
 }
 
 HttpResponse jsonResponse(int code, const Json& body) {
   HttpResponse response;
   response.status = code;
-  response.content_type = kJson;
+  response.content_type = std::string(kJson);
   response.body = dumpJson(body);
   return response;
 }
@@ -165,14 +188,14 @@ StatusOr<std::unique_ptr<InventoryHandler>> InventoryHandler::create(
 
 const std::vector<Route>& InventoryHandler::routes() {
   // Indexed by RouteIndex.
-  static const std::vector<Route> kRoutes = {
+  static const std::vector<Route> table = {
       {"/openapi.json", {"GET"}},
       {"/v1/drivers", {"GET"}},
       {"/v1/drivers/{driver}", {"GET", "PUT"}},
       {"/v1/drivers/{driver}/pools/{pool}", {"GET", "PUT", "DELETE"}},
       {"/v1/drivers/{driver}/pools/{pool}/renew", {"POST"}},
   };
-  return kRoutes;
+  return table;
 }
 
 void InventoryHandler::setLeaderHooks(LeaderHooks hooks) {
@@ -250,16 +273,17 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
       }
       ctx.wait = std::min(*wait, options_.max_wait);
     } else {
-      return {errorResponse(400, "unknown query parameter " + inQuotes(name) +
-                                     (isWrite(request.method) ? "; only wait is supported"
-                                                              : "; none is supported here"),
-                            {{name, "unknown query parameter"}})};
+      return {errorResponse(
+          400,
+          "unknown query parameter " + inQuotes(name) +
+              (isWrite(request.method) ? "; only wait is supported" : "; none is supported here"),
+          {{name, "unknown query parameter"}})};
     }
   }
 
   if (route == kOpenApi) {
     HttpResponse response;
-    response.content_type = kJson;
+    response.content_type = std::string(kJson);
     response.body = std::string(openApiDocument());
     return {std::move(response)};
   }
@@ -273,8 +297,8 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
         return {std::move(*forwarded)};
       }
     }
-    HttpResponse response = errorResponse(
-        503, "this replica is not the leader and cannot forward the request; retry");
+    HttpResponse response =
+        errorResponse(503, "this replica is not the leader and cannot forward the request; retry");
     response.headers.emplace_back("Retry-After", "1");
     return {std::move(response)};
   }
@@ -293,10 +317,10 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
     if (auto e = poolNameError(ctx.pool)) name_errors.push_back({"pool", *e});
   }
   if (!name_errors.empty()) {
-    return {errorResponse(Status(StatusCode::kUnprocessable,
-                                 name_errors.front().field + " name in the path: " +
-                                     name_errors.front().message,
-                                 name_errors))};
+    return {errorResponse(
+        Status(StatusCode::kUnprocessable,
+               name_errors.front().field + " name in the path: " + name_errors.front().message,
+               name_errors))};
   }
 
   // Authorization.
@@ -329,8 +353,8 @@ HttpResponse InventoryHandler::dispatch(Context& ctx, size_t route, const std::s
   }
   // A route in the table without an implementation: a programmer error that
   // the OpenAPI test catches.
-  return errorResponse(internalError("no implementation for " + method + " " +
-                                     std::string(routes()[route].path)));
+  return errorResponse(
+      internalError("no implementation for " + method + " " + std::string(routes()[route].path)));
 }
 
 HttpResponse InventoryHandler::getPool(Context& ctx) {
@@ -339,8 +363,8 @@ HttpResponse InventoryHandler::getPool(Context& ctx) {
     return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                   inQuotes(ctx.driver) + " is not known"));
   }
-  return jsonResponse(200, poolStatusToJson(*status, options_.store->get(ctx.key()),
-                                            leaderIdentity()));
+  return jsonResponse(200,
+                      poolStatusToJson(*status, options_.store->get(ctx.key()), leaderIdentity()));
 }
 
 HttpResponse InventoryHandler::putPool(Context& ctx) {
@@ -444,8 +468,8 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
     std::vector<FieldError> denied;
     for (const auto& [name, pool] : pools) {
       if (auto why = nodeRestriction(ctx.caller, pool.selection)) {
-        denied.push_back({keyPath("pools", name) + (pool.selection.node_name ? ".nodeName" : ""),
-                          *why});
+        denied.push_back(
+            {keyPath("pools", name) + (pool.selection.node_name ? ".nodeName" : ""), *why});
       }
     }
     for (const PoolKey& key : options_.store->keys(ctx.driver)) {
@@ -454,10 +478,10 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
       if (!kept) withdrawn.push_back(key.pool);
       if (!existing) continue;
       if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
-        denied.push_back({keyPath("pools", key.pool),
-                          (kept ? "the pool exists and " : "leaving the pool out withdraws it, "
-                                                           "but ") +
-                              *why});
+        denied.push_back({keyPath("pools", key.pool), (kept ? "the pool exists and "
+                                                            : "leaving the pool out withdraws it, "
+                                                              "but ") +
+                                                          *why});
       }
     }
     if (!denied.empty()) {
@@ -619,7 +643,7 @@ HttpResponse errorResponse(const Status& status) {
 }
 
 HttpResponse errorResponse(int http_code, std::string_view message,
-                           std::vector<FieldError> details) {
+                           const std::vector<FieldError>& details) {
   return jsonResponse(http_code,
                       errorToJson(http_code, reasonForCode(http_code), message, details));
 }

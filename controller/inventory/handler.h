@@ -1,12 +1,8 @@
-// InventoryHandler: the inventory API (DESIGN.md section 4) as a pure
-// function from HttpRequest to HttpResponse over the DesiredStore, with no
-// sockets. A push answered "not yet published" under ?wait= comes back as a
-// PendingWait: the caller (InventoryEndpoint) holds the response until done()
-// or the deadline, then sends render(). Every error is answered before the
-// store is touched, so a bad request changes nothing.
-// Thread-safe: handle() may run on several threads at once; writes to the
-// store are serialised by one mutex so that the node check and the write see
-// the same state.
+// InventoryHandler: the inventory API (DESIGN.md section 4) as a pure function from HttpRequest
+// to HttpResponse over the DesiredStore, without sockets. A ?wait= push not yet published comes
+// back as a PendingWait, which the caller (InventoryEndpoint) holds until done() or its deadline
+// and then answers with render(). Every check runs before the store is touched.
+// Thread-safe: handle() runs on several threads; store writes are serialised by one mutex.
 #pragma once
 
 #include <chrono>
@@ -73,13 +69,13 @@ struct LeaderHooks {
 };
 
 struct InventoryHandlerOptions {
-  DesiredStore* store = nullptr;            // required
-  Authenticator* authenticator = nullptr;   // required
-  Clock* clock = nullptr;                   // required
+  DesiredStore* store = nullptr;           // required
+  Authenticator* authenticator = nullptr;  // required
+  Clock* clock = nullptr;                  // required
   Clock::Duration max_wait = kDefaultMaxWait;
   // Counts each answered push (PUT, DELETE, renew) by driver and HTTP code,
   // for resourceslice_controller_pushes_total. Optional.
-  std::function<void(std::string_view driver, int code)> on_push;
+  std::function<void(std::string_view driver, int code)> on_push = nullptr;
 };
 
 class InventoryHandler {
@@ -143,6 +139,6 @@ StatusOr<Clock::Duration> parseWaitDuration(std::string_view text);
 HttpResponse errorResponse(const Status& status);
 // An error answer with an explicit HTTP code (405, 415, ...).
 HttpResponse errorResponse(int http_code, std::string_view message,
-                           std::vector<FieldError> details = {});
+                           const std::vector<FieldError>& details = {});
 
 }  // namespace rsc::controller::inventory

@@ -27,7 +27,7 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::string content_type;  // empty: no Content-Type header
+  std::string content_type;                                  // empty: no Content-Type header
   std::vector<std::pair<std::string, std::string>> headers;  // others, e.g. Allow
   std::string body;
 

@@ -1,13 +1,14 @@
 #include "controller/inventory/http_server.h"
 
+#include <openssl/ssl.h>
+
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
-
-#include <openssl/ssl.h>
 
 #include "common/log.h"
 #include "controller/inventory/asio.h"
@@ -24,6 +25,8 @@ using tcp = asio::ip::tcp;
 // descriptors, say), so that the failure does not spin the I/O thread.
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
 constexpr size_t kFirstReadBytes = 4096;
+// How long a closing connection reads what the client still sends.
+constexpr std::chrono::seconds kLingerTime{2};
 
 std::string_view toStd(beast::string_view s) { return {s.data(), s.size()}; }
 beast::string_view toBeast(std::string_view s) { return {s.data(), s.size()}; }
@@ -266,19 +269,25 @@ class Connection final : public ConnectionBase,
   void readHeader() {
     state_ = State::kReading;
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(
-        std::min<size_t>(server_->options().max_header_bytes, UINT32_MAX)));
+    parser_->header_limit(
+        static_cast<uint32_t>(std::min<size_t>(server_->options().max_header_bytes, UINT32_MAX)));
     parser_->body_limit(server_->options().max_request_bytes);
     lowest().expires_after(server_->options().header_timeout);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                              self->onHeader(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->onHeader(ec); });
   }
 
   void onHeader(beast::error_code ec) {
     if (ec == http::error::header_limit) {
       sendError(431, "request headers too large");
+      return;
+    }
+    // The parser compares a Content-Length with the limit as soon as the
+    // headers are in, before any of the body is read.
+    if (ec == http::error::body_limit) {
+      sendError(413, "request body exceeds the limit of " +
+                         std::to_string(server_->options().max_request_bytes) + " bytes");
       return;
     }
     if (ec == beast::error::timeout) {
@@ -295,16 +304,10 @@ class Connection final : public ConnectionBase,
       sendError(400, "malformed request: " + ec.message());
       return;
     }
-    const boost::optional<uint64_t> length = parser_->content_length();
-    if (length && *length > server_->options().max_request_bytes) {
-      sendError(413, "request body of " + std::to_string(*length) + " bytes exceeds the limit of " +
-                         std::to_string(server_->options().max_request_bytes));
-      return;
-    }
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
-      auto response = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
-                                                                           11);
+      auto response =
+          std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       lowest().expires_after(server_->options().write_timeout);
       http::async_write(stream_, *response,
                         [self = this->shared_from_this(), response](beast::error_code ec, size_t) {
@@ -328,10 +331,10 @@ class Connection final : public ConnectionBase,
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (ec == http::error::body_limit) {
-                         self->sendError(413, "request body exceeds the limit of " +
-                                                  std::to_string(
-                                                      self->server_->options().max_request_bytes) +
-                                                  " bytes");
+                         self->sendError(
+                             413, "request body exceeds the limit of " +
+                                      std::to_string(self->server_->options().max_request_bytes) +
+                                      " bytes");
                          return;
                        }
                        if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
@@ -353,6 +356,7 @@ class Connection final : public ConnectionBase,
     lowest().expires_never();
     http::request<http::string_body> message = parser_->release();
     keep_alive_ = message.keep_alive();
+    head_request_ = message.method() == http::verb::head;
 
     HttpRequest request;
     request.method = std::string(message.method_string());
@@ -367,13 +371,12 @@ class Connection final : public ConnectionBase,
 
     // The responder may outlive the connection and the server: it holds the
     // I/O context alive and finds the connection through a weak pointer.
-    HttpServer::Responder responder =
-        [weak = this->weak_from_this(), ioc = server_->ioc(),
-         sequence = sequence_](HttpResponse response) {
-          asio::post(*ioc, [weak, sequence, response = std::move(response)]() mutable {
-            if (auto self = weak.lock()) self->sendResponse(sequence, std::move(response), false);
-          });
-        };
+    HttpServer::Responder responder = [weak = this->weak_from_this(), ioc = server_->ioc(),
+                                       sequence = sequence_](HttpResponse response) {
+      asio::post(*ioc, [weak, sequence, response = std::move(response)]() mutable {
+        if (auto self = weak.lock()) self->sendResponse(sequence, std::move(response), false);
+      });
+    };
     try {
       server_->handler()(std::move(request), std::move(responder));
     } catch (const std::exception& e) {
@@ -385,6 +388,7 @@ class Connection final : public ConnectionBase,
 
   void sendError(int status, std::string_view message) {
     state_ = State::kHandling;
+    head_request_ = false;
     ++sequence_;
     keep_alive_ = false;
     sendResponse(sequence_, server_->options().error_response(status, message), true);
@@ -398,11 +402,15 @@ class Connection final : public ConnectionBase,
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
     message->reason(toBeast(httpReasonPhrase(response.status)));
-    if (!response.content_type.empty()) message->set(http::field::content_type, toBeast(response.content_type));
-    for (const auto& [name, value] : response.headers) message->insert(toBeast(name), toBeast(value));
+    if (!response.content_type.empty())
+      message->set(http::field::content_type, toBeast(response.content_type));
+    for (const auto& [name, value] : response.headers)
+      message->insert(toBeast(name), toBeast(value));
     message->body() = std::move(response.body);
     message->keep_alive(keep_alive_ && !close_after && !server_->stopping());
     message->prepare_payload();
+    // A HEAD answer has the headers of the full answer and no body.
+    if (head_request_) message->body().clear();
     lowest().expires_after(server_->options().write_timeout);
     http::async_write(stream_, *message,
                       [self = this->shared_from_this(), message](beast::error_code ec, size_t) {
@@ -422,14 +430,29 @@ class Connection final : public ConnectionBase,
   void shutdown() {
     if constexpr (kTls) {
       lowest().expires_after(server_->options().header_timeout);
-      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
-        self->close();
-      });
+      stream_.async_shutdown(
+          [self = this->shared_from_this()](beast::error_code) { self->close(); });
     } else {
+      // Lingering close: a client still sending (a body refused with 413)
+      // would get a reset on close() before it reads our answer, so read and
+      // drop its input until it closes too, for a short while.
       beast::error_code ec;
       lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
-      close();
+      state_ = State::kWriting;
+      lowest().expires_after(kLingerTime);
+      drain();
     }
+  }
+
+  void drain() {
+    lowest().async_read_some(asio::buffer(drain_buffer_),
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec) {
+                                 self->close();
+                                 return;
+                               }
+                               self->drain();
+                             });
   }
 
   void close() {
@@ -455,6 +478,8 @@ class Connection final : public ConnectionBase,
   bool keep_alive_ = true;
   // Counts requests, so that a late answer to an old one is ignored.
   uint64_t sequence_ = 0;
+  bool head_request_ = false;
+  std::array<char, 4096> drain_buffer_{};
 };
 
 // ---- Server -----------------------------------------------------------------
@@ -480,8 +505,8 @@ std::shared_ptr<ssl::context> HttpServer::Impl::tlsContext() {
   }
   Status status = loadTls();
   if (status.ok()) {
-    log::info("Reloaded TLS certificate", {{"server", options_.name},
-                                           {"cert", options_.tls_cert_file}});
+    log::info("Reloaded TLS certificate",
+              {{"server", options_.name}, {"cert", options_.tls_cert_file}});
   } else {
     // Keep serving with the previous certificate; retried at the next check.
     log::error("Cannot reload TLS certificate; keeping the previous one", status,
@@ -591,7 +616,8 @@ void HttpServer::Impl::reject(tcp::socket socket) {
     message.version(11);
     message.result(503);
     message.reason(toBeast(httpReasonPhrase(503)));
-    if (!busy.content_type.empty()) message.set(http::field::content_type, toBeast(busy.content_type));
+    if (!busy.content_type.empty())
+      message.set(http::field::content_type, toBeast(busy.content_type));
     message.set(http::field::retry_after, "1");
     message.body() = std::move(busy.body);
     message.keep_alive(false);
@@ -657,9 +683,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions option
                  {{"server", impl->options().name}});
     }
   });
-  log::info("HTTP server listening",
-            {{"server", impl->options().name}, {"address", server->address_},
-             {"tls", !impl->options().tls_cert_file.empty()}});
+  log::info("HTTP server listening", {{"server", impl->options().name},
+                                      {"address", server->address_},
+                                      {"tls", !impl->options().tls_cert_file.empty()}});
   return server;
 }
 

@@ -1,10 +1,8 @@
-// HttpServer: a small HTTP/1.1 server on Boost.Beast for any handler: the
-// inventory API, and the service's /metrics, /healthz and /readyz. It owns
-// sockets, TLS, timeouts and limits; handlers see only HttpRequest and answer
-// through a Responder, at once or later from any thread.
-// Threading: one I/O thread of its own runs every socket and timer; handlers
-// are called on it and must not block (hand long work to another thread).
-// start() and stop() are called from other threads.
+// HttpServer: a small HTTP/1.1 server on Boost.Beast for any handler (the inventory API, the
+// service's /metrics, /healthz and /readyz). It owns sockets, TLS, timeouts and limits; handlers
+// see an HttpRequest and answer through a Responder, at once or later from any thread.
+// Threading: one I/O thread of its own runs every socket and timer and calls the handler, which
+// must not block; start() and stop() are called from other threads.
 #pragma once
 
 #include <chrono>
@@ -45,14 +43,14 @@ struct HttpServerOptions {
   // TLS when both are set (PEM files). The files are checked for changes on
   // new connections, at most once per tls_reload_interval, and re-read when
   // they changed (cert-manager and kubelet rotate them in place).
-  std::string tls_cert_file;
-  std::string tls_key_file;
+  std::string tls_cert_file = {};
+  std::string tls_key_file = {};
   std::chrono::milliseconds tls_reload_interval{5'000};
   // Paces the TLS file checks; RealClock when null.
   Clock* clock = nullptr;
   // Builds the answers the server gives itself (400, 413, 431, 500, 503);
   // plain text when unset.
-  std::function<HttpResponse(int status, std::string_view message)> error_response;
+  std::function<HttpResponse(int status, std::string_view message)> error_response = nullptr;
   // Names the server in logs ("inventory", "metrics").
   std::string name = "http";
 };
@@ -81,7 +79,7 @@ class HttpServer {
 
   // Stops accepting, closes idle connections, lets requests in flight finish
   // for up to `grace` (then closes what is left), and joins the I/O thread.
-  // Idempotent.
+  // Idempotent. Not from the I/O thread (a handler): it would wait for itself.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
 
   // The number of open connections; thread-safe, for tests and logs.

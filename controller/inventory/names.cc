@@ -58,7 +58,7 @@ bool isLabelName(std::string_view s) {
   return true;
 }
 
-constexpr char kSubdomainShape[] =
+constexpr std::string_view kSubdomainShape =
     "must be a lowercase RFC 1123 subdomain: lower case alphanumeric characters, '-' or '.', "
     "starting and ending with an alphanumeric character";
 
@@ -106,14 +106,14 @@ std::optional<std::string> dnsLabelError(std::string_view text) {
 std::optional<std::string> dnsSubdomainError(std::string_view text) {
   if (text.empty()) return "must not be empty";
   if (text.size() > kDnsSubdomainMaxLength) return tooLong(kDnsSubdomainMaxLength);
-  if (!isDnsSubdomainShape(text)) return kSubdomainShape;
+  if (!isDnsSubdomainShape(text)) return std::string(kSubdomainShape);
   return std::nullopt;
 }
 
 std::optional<std::string> driverNameError(std::string_view text) {
   if (text.empty()) return "must not be empty";
   if (text.size() > kDriverNameMaxLength) return tooLong(kDriverNameMaxLength);
-  if (!isDnsSubdomainShape(text)) return kSubdomainShape;
+  if (!isDnsSubdomainShape(text)) return std::string(kSubdomainShape);
   return std::nullopt;
 }
 
@@ -149,7 +149,7 @@ std::optional<std::string> deviceQualifiedNameError(std::string_view text) {
     if (domain.size() > kDeviceMaxDomainLength) {
       return "the domain " + tooLong(kDeviceMaxDomainLength);
     }
-    if (!isDnsSubdomainShape(domain)) return std::string("the domain ") + kSubdomainShape;
+    if (!isDnsSubdomainShape(domain)) return "the domain " + std::string(kSubdomainShape);
   }
   if (id.empty()) return "the name after the domain must not be empty";
   if (id.size() > kDeviceMaxIdLength) return "the name " + tooLong(kDeviceMaxIdLength);
@@ -170,7 +170,7 @@ std::optional<std::string> labelKeyError(std::string_view text) {
     if (prefix.size() > kDnsSubdomainMaxLength) {
       return "the prefix " + tooLong(kDnsSubdomainMaxLength);
     }
-    if (!isDnsSubdomainShape(prefix)) return std::string("the prefix ") + kSubdomainShape;
+    if (!isDnsSubdomainShape(prefix)) return "the prefix " + std::string(kSubdomainShape);
   }
   if (name.empty()) return "the name part must not be empty";
   if (name.size() > kDnsLabelMaxLength) return "the name part " + tooLong(kDnsLabelMaxLength);
@@ -192,7 +192,8 @@ std::optional<std::string> labelValueError(std::string_view text) {
 }
 
 std::optional<std::string> semverError(std::string_view text) {
-  constexpr char kMessage[] = "must be a semantic version (semver.org 2.0.0), such as 1.2.3";
+  constexpr std::string_view kMessage =
+      "must be a semantic version (semver.org 2.0.0), such as 1.2.3";
   std::string_view core = text;
   std::string_view pre;
   std::string_view build;
@@ -210,15 +211,15 @@ std::optional<std::string> semverError(std::string_view text) {
   }
   // MAJOR.MINOR.PATCH
   const size_t d1 = core.find('.');
-  if (d1 == std::string_view::npos) return kMessage;
+  if (d1 == std::string_view::npos) return std::string(kMessage);
   const size_t d2 = core.find('.', d1 + 1);
-  if (d2 == std::string_view::npos) return kMessage;
+  if (d2 == std::string_view::npos) return std::string(kMessage);
   if (!isSemverNumber(core.substr(0, d1)) || !isSemverNumber(core.substr(d1 + 1, d2 - d1 - 1)) ||
       !isSemverNumber(core.substr(d2 + 1))) {
-    return kMessage;
+    return std::string(kMessage);
   }
-  if (has_pre && !isSemverIdentifiers(pre, true)) return kMessage;
-  if (has_build && !isSemverIdentifiers(build, false)) return kMessage;
+  if (has_pre && !isSemverIdentifiers(pre, true)) return std::string(kMessage);
+  if (has_build && !isSemverIdentifiers(build, false)) return std::string(kMessage);
   return std::nullopt;
 }
 

@@ -77,14 +77,20 @@ struct RawPool {
 // Returns the JSON type name used in messages.
 std::string_view typeName(const Json& v) {
   switch (v.type()) {
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "a list";
-    case Json::value_t::string: return "a string";
-    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "a list";
+    case Json::value_t::string:
+      return "a string";
+    case Json::value_t::boolean:
+      return "a boolean";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return "a number";
-    default: return "null";
+    case Json::value_t::number_float:
+      return "a number";
+    default:
+      return "null";
   }
 }
 
@@ -183,8 +189,9 @@ void decodeSlices(const Json& v, const std::string& path, Problems& bad, RawPool
         bool b = false;
         if (readBoolField(value, field, bad, &b)) per_device = b;
       } else {
-        bad.add(field, "unknown field; a slice has devices, sharedCounters and "
-                       "perDeviceNodeSelection");
+        bad.add(field,
+                "unknown field; a slice has devices, sharedCounters and "
+                "perDeviceNodeSelection");
       }
     }
     slices.push_back(std::move(slice));
@@ -234,7 +241,8 @@ RawPool decodeRawPool(const Json& body, const std::string& prefix, Problems& bad
     } else if (key == "leaseSeconds") {
       int64_t seconds = 0;
       if (readInt64Field(value, field, bad, &seconds)) {
-        raw.pool.lease = std::chrono::seconds(std::clamp<int64_t>(seconds, -1, kMaxLeaseSeconds + 1));
+        raw.pool.lease =
+            std::chrono::seconds(std::clamp<int64_t>(seconds, -1, kMaxLeaseSeconds + 1));
       }
     } else {
       bad.add(field,
@@ -267,8 +275,8 @@ void validateNodeSelector(const Json& selector, const std::string& path, Problem
     return;
   }
   if (terms->size() != 1) {
-    bad.add(terms_path, "must have exactly one node selector term, not " +
-                            std::to_string(terms->size()));
+    bad.add(terms_path,
+            "must have exactly one node selector term, not " + std::to_string(terms->size()));
   }
   for (size_t t = 0; t < terms->size(); ++t) {
     const Json& term = (*terms)[t];
@@ -280,8 +288,9 @@ void validateNodeSelector(const Json& selector, const std::string& path, Problem
     for (const auto& [kind, list] : term.items()) {
       const std::string list_path = fieldPath(term_path, kind);
       if (kind != "matchExpressions" && kind != "matchFields") {
-        bad.add(list_path, "unknown field; a node selector term has matchExpressions and "
-                           "matchFields");
+        bad.add(list_path,
+                "unknown field; a node selector term has matchExpressions and "
+                "matchFields");
         continue;
       }
       if (list.is_null()) continue;
@@ -349,14 +358,15 @@ void validateNodeSelector(const Json& selector, const std::string& path, Problem
             bad.add(values_path, "must have exactly one value for Gt and Lt");
           } else {
             const std::string& v = values.front();
-            const bool integer =
-                !v.empty() && std::all_of(v.begin() + (v[0] == '-' ? 1 : 0), v.end(),
-                                          [](char c) { return c >= '0' && c <= '9'; }) &&
-                v != "-";
+            const bool integer = !v.empty() &&
+                                 std::all_of(v.begin() + (v[0] == '-' ? 1 : 0), v.end(),
+                                             [](char c) { return c >= '0' && c <= '9'; }) &&
+                                 v != "-";
             if (!integer) bad.add(indexPath(values_path, 0), "must be an integer for Gt and Lt");
           }
         } else {
-          bad.add(op_path, op.empty() ? "required" : "must be In, NotIn, Exists, DoesNotExist, Gt or Lt");
+          bad.add(op_path,
+                  op.empty() ? "required" : "must be In, NotIn, Exists, DoesNotExist, Gt or Lt");
         }
         if (op == "In" || op == "NotIn") {
           for (size_t i = 0; i < values.size(); ++i) {
@@ -384,13 +394,11 @@ size_t attributeValueCount(const client::DeviceAttribute& a) {
 }
 
 void validateAttribute(const client::DeviceAttribute& a, const std::string& path, Problems& bad) {
-  const int set = static_cast<int>(a.int_value.has_value()) +
-                  static_cast<int>(a.bool_value.has_value()) +
-                  static_cast<int>(a.string_value.has_value()) +
-                  static_cast<int>(a.version_value.has_value()) +
-                  static_cast<int>(a.ints.has_value()) + static_cast<int>(a.bools.has_value()) +
-                  static_cast<int>(a.strings.has_value()) +
-                  static_cast<int>(a.versions.has_value());
+  const int set =
+      static_cast<int>(a.int_value.has_value()) + static_cast<int>(a.bool_value.has_value()) +
+      static_cast<int>(a.string_value.has_value()) + static_cast<int>(a.version_value.has_value()) +
+      static_cast<int>(a.ints.has_value()) + static_cast<int>(a.bools.has_value()) +
+      static_cast<int>(a.strings.has_value()) + static_cast<int>(a.versions.has_value());
   if (set != 1) {
     std::string message =
         "must have exactly one of int, bool, string, version, ints, bools, strings or versions";
@@ -485,8 +493,8 @@ void validateRequestPolicy(const client::CapacityRequestPolicy& policy,
   }
 }
 
-void validateConditions(const std::vector<std::string>& list, const std::string& path,
-                        size_t max, Problems& bad) {
+void validateConditions(const std::vector<std::string>& list, const std::string& path, size_t max,
+                        Problems& bad) {
   if (list.size() > max) {
     bad.add(path, "must have at most " + std::to_string(max) + " entries");
   }
@@ -545,19 +553,18 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     bad.check(fieldPath(at, "key"), labelKeyError(taint.key));
     bad.check(fieldPath(at, "value"), labelValueError(taint.value));
     if (taint.effect != "None" && taint.effect != "NoSchedule" && taint.effect != "NoExecute") {
-      bad.add(fieldPath(at, "effect"), taint.effect.empty()
-                                           ? "required: None, NoSchedule or NoExecute"
-                                           : "must be None, NoSchedule or NoExecute, not " +
-                                                 inQuotes(taint.effect));
+      bad.add(fieldPath(at, "effect"),
+              taint.effect.empty()
+                  ? "required: None, NoSchedule or NoExecute"
+                  : "must be None, NoSchedule or NoExecute, not " + inQuotes(taint.effect));
     }
   }
 
   // Counter consumption: few, unique, and referring to counters the pool has.
   const std::string consumes_path = fieldPath(path, "consumesCounters");
   if (d.consumes_counters.size() > kMaxCounterConsumptionsPerDevice) {
-    bad.add(consumes_path, "must have at most " +
-                               std::to_string(kMaxCounterConsumptionsPerDevice) + " entries, not " +
-                               std::to_string(d.consumes_counters.size()));
+    bad.add(consumes_path, "must have at most " + std::to_string(kMaxCounterConsumptionsPerDevice) +
+                               " entries, not " + std::to_string(d.consumes_counters.size()));
   }
   std::set<std::string> consumed_sets;
   for (size_t i = 0; i < d.consumes_counters.size(); ++i) {
@@ -571,9 +578,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     }
     if (c.counters.empty()) bad.add(counters_path, "must not be empty");
     if (c.counters.size() > kMaxCountersPerCounterConsumption) {
-      bad.add(counters_path,
-              "must have at most " + std::to_string(kMaxCountersPerCounterConsumption) +
-                  " counters, not " + std::to_string(c.counters.size()));
+      bad.add(counters_path, "must have at most " +
+                                 std::to_string(kMaxCountersPerCounterConsumption) +
+                                 " counters, not " + std::to_string(c.counters.size()));
     }
     const auto set = pool.counter_sets.find(c.counter_set);
     if (set == pool.counter_sets.end()) {
@@ -598,8 +605,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
                           static_cast<int>(d.all_nodes.has_value());
   if (pool.per_device_node_selection) {
     if (node_fields != 1) {
-      bad.add(path, "must set exactly one of nodeName, nodeSelector or allNodes, because the "
-                    "pool uses perDeviceNodeSelection");
+      bad.add(path,
+              "must set exactly one of nodeName, nodeSelector or allNodes, because the "
+              "pool uses perDeviceNodeSelection");
     }
   } else if (node_fields > 0) {
     const char* field = d.node_name ? "nodeName" : d.node_selector ? "nodeSelector" : "allNodes";
@@ -623,8 +631,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     const std::string& c = d.binding_failure_conditions[i];
     if (std::find(d.binding_conditions.begin(), d.binding_conditions.end(), c) !=
         d.binding_conditions.end()) {
-      bad.add(indexPath(failures_path, i),
-              inQuotes(c) + " must not be both a binding condition and a binding failure condition");
+      bad.add(
+          indexPath(failures_path, i),
+          inQuotes(c) + " must not be both a binding condition and a binding failure condition");
     }
   }
   if (!d.binding_conditions.empty() && d.binding_failure_conditions.empty()) {
@@ -659,8 +668,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   if (s.all_nodes) set_fields.emplace_back("allNodes");
   if (s.per_device_node_selection) set_fields.emplace_back("perDeviceNodeSelection");
   if (set_fields.empty()) {
-    bad.add(prefix, "exactly one of nodeName, nodeSelector, allNodes: true or "
-                    "perDeviceNodeSelection: true is required");
+    bad.add(prefix,
+            "exactly one of nodeName, nodeSelector, allNodes: true or "
+            "perDeviceNodeSelection: true is required");
   }
   for (size_t i = 1; i < set_fields.size(); ++i) {
     bad.add(fieldPath(prefix, set_fields[i]),
@@ -700,8 +710,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                                "; use either devices and sharedCounters, or slices");
     }
     if (pool.slices->empty()) {
-      bad.add(slices_path, "must have at least one slice (an empty pool is one slice "
-                           "without devices)");
+      bad.add(slices_path,
+              "must have at least one slice (an empty pool is one slice "
+              "without devices)");
     }
     for (size_t i = 0; i < pool.slices->size(); ++i) {
       const DesiredSlice& slice = (*pool.slices)[i];
@@ -709,8 +720,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
       const std::string devices_path = fieldPath(at, "devices");
       const std::string sets_path = fieldPath(at, "sharedCounters");
       if (!slice.devices.empty() && !slice.shared_counters.empty()) {
-        bad.add(sets_path, "must not be in the same slice as devices; put shared counters in "
-                           "a slice of their own");
+        bad.add(sets_path,
+                "must not be in the same slice as devices; put shared counters in "
+                "a slice of their own");
       }
       if (slice.shared_counters.size() > kMaxCounterSetsPerSlice) {
         bad.add(sets_path, "must have at most " + std::to_string(kMaxCounterSetsPerSlice) +
@@ -744,8 +756,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
       devices.push_back({&pool.devices[d], indexPath(fieldPath(prefix, "devices"), d)});
     }
     for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
-      sets.push_back(
-          {&pool.shared_counters[c], indexPath(fieldPath(prefix, "sharedCounters"), c)});
+      sets.push_back({&pool.shared_counters[c], indexPath(fieldPath(prefix, "sharedCounters"), c)});
     }
   }
 
@@ -770,9 +781,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
     validateDevice(*located.device, located.path, context, bad);
     auto [it, inserted] = device_at.emplace(located.device->name, located.path);
     if (!inserted) {
-      bad.add(fieldPath(located.path, "name"), "Duplicate value: " +
-                                                   inQuotes(located.device->name) + " (also at " +
-                                                   it->second + ")");
+      bad.add(
+          fieldPath(located.path, "name"),
+          "Duplicate value: " + inQuotes(located.device->name) + " (also at " + it->second + ")");
     }
   }
 }
@@ -826,9 +837,11 @@ StatusOr<Json> parseJsonBody(std::string_view body) {
     return Json::parse(body.begin(), body.end());
   } catch (const Json::parse_error& e) {
     // The library's message names the byte offset and what it expected.
-    return Status(StatusCode::kInvalidArgument, std::string("request body is not JSON: ") + e.what());
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("request body is not JSON: ") + e.what());
   } catch (const std::exception& e) {
-    return Status(StatusCode::kInvalidArgument, std::string("request body is not JSON: ") + e.what());
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("request body is not JSON: ") + e.what());
   }
 }
 
@@ -841,8 +854,8 @@ std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& pr
   Problems malformed(problems.malformed);
   Problems invalid(problems.invalid);
   if (!body.is_object()) {
-    malformed.add("", "must be an object {\"pools\": {name: Pool}}, not " +
-                          std::string(typeName(body)));
+    malformed.add(
+        "", "must be an object {\"pools\": {name: Pool}}, not " + std::string(typeName(body)));
     return pools;
   }
   const Json* pool_map = nullptr;
@@ -858,8 +871,8 @@ std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& pr
     return pools;
   }
   if (!pool_map->is_object()) {
-    malformed.add("pools", "must be an object of pools by name, not " +
-                               std::string(typeName(*pool_map)));
+    malformed.add("pools",
+                  "must be an object of pools by name, not " + std::string(typeName(*pool_map)));
     return pools;
   }
   for (const auto& [name, value] : pool_map->items()) {
@@ -872,8 +885,8 @@ std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& pr
 
 Status problemsStatus(const BodyProblems& problems) {
   const auto summary = [](const std::vector<FieldError>& list, std::string_view what) {
-    std::string message = std::to_string(list.size()) + " " + std::string(what) +
-                          (list.size() == 1 ? "" : "s");
+    std::string message =
+        std::to_string(list.size()) + " " + std::string(what) + (list.size() == 1 ? "" : "s");
     const FieldError& first = list.front();
     message += ": " + (first.field.empty() ? first.message : first.field + ": " + first.message);
     if (list.size() > 1) message += " (and " + std::to_string(list.size() - 1) + " more)";

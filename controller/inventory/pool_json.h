@@ -1,19 +1,16 @@
-// The JSON of the inventory API (DESIGN.md section 4): decoding and validating
-// a pushed Pool or a driver's whole inventory into controller::Pool, and
-// encoding pool statuses and errors. Validation applies the API server's own
-// ResourceSlice v1 rules and limits, so that what is accepted here can be
-// written; every problem is reported with its field path, not only the first.
-// Used by the inventory handler, its tests and the fuzzer. Pure functions;
-// thread-safe.
+// The JSON of the inventory API (DESIGN.md section 4): decoding and validating a pushed Pool or a
+// driver's whole inventory into controller::Pool, and encoding statuses and errors. Validation
+// applies the API server's own ResourceSlice v1 rules and limits, so what is accepted here can be
+// written; every problem is reported with its field path, not only the first. Used by the
+// handler and its tests. Pure functions; thread-safe.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "controller/reconcile/desired_store.h"

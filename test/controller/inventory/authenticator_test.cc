@@ -1,10 +1,10 @@
 #include "controller/inventory/authenticator.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
@@ -69,8 +69,8 @@ class TokenReviewAuthenticatorTest : public ::testing::Test {
 
 TEST_F(TokenReviewAuthenticatorTest, MissingOrMalformedHeaderIsRejectedWithoutAReview) {
   EXPECT_EQ(auth_.authenticate(std::nullopt).status().code(), StatusCode::kUnauthenticated);
-  for (const char* header : {"", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearertoken",
-                             "Bearer a b"}) {
+  for (const char* header :
+       {"", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearertoken", "Bearer a b"}) {
     EXPECT_EQ(auth_.authenticate(header).status().code(), StatusCode::kUnauthenticated) << header;
   }
   EXPECT_EQ(tokenReviews(), 0U);

@@ -3,12 +3,12 @@
 // one runs it behind a real HttpServer on loopback.
 #include "controller/inventory/endpoint.h"
 
+#include <gtest/gtest.h>
+
 #include <future>
 #include <memory>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "test/controller/inventory/fake_authenticator.h"
 #include "test/controller/inventory/test_http_client.h"
@@ -25,8 +25,8 @@ constexpr char kPool[] = R"({"allNodes": true, "devices": [{"name": "nic-0"}]})"
 class InventoryEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    handler_ = std::move(*InventoryHandler::create(
-        {.store = &store_, .authenticator = &auth_, .clock = &clock_}));
+    handler_ = std::move(
+        *InventoryHandler::create({.store = &store_, .authenticator = &auth_, .clock = &clock_}));
     endpoint_ = std::make_unique<InventoryEndpoint>(*handler_, clock_, 2);
     store_.setStatusListener([this](const PoolKey& key) { endpoint_->poolStatusChanged(key); });
   }

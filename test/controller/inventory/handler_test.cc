@@ -1,12 +1,12 @@
 #include "controller/inventory/handler.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "test/controller/inventory/fake_authenticator.h"
 #include "test/fakes/fake_clock.h"
@@ -40,7 +40,8 @@ Json bodyOf(const HttpResponse& response) { return Json::parse(response.body); }
 
 std::vector<std::string> detailFields(const HttpResponse& response) {
   std::vector<std::string> out;
-  for (const Json& d : bodyOf(response).at("details")) out.push_back(d.at("field"));
+  const Json body = bodyOf(response);
+  for (const Json& d : body.at("details")) out.push_back(d.at("field"));
   return out;
 }
 
@@ -61,8 +62,7 @@ class InventoryHandlerTest : public ::testing::Test {
   }
 
   HttpRequest request(std::string method, std::string target, std::string body = "",
-                      std::string token = "admin",
-                      std::string content_type = "application/json") {
+                      std::string token = "admin", std::string content_type = "application/json") {
     HttpRequest r;
     r.method = std::move(method);
     r.target = std::move(target);
@@ -74,9 +74,8 @@ class InventoryHandlerTest : public ::testing::Test {
 
   HandlerResult call(std::string method, std::string target, std::string body = "",
                      std::string token = "admin", std::string content_type = "application/json") {
-    return handler_->handle(
-        request(std::move(method), std::move(target), std::move(body), std::move(token),
-                std::move(content_type)));
+    return handler_->handle(request(std::move(method), std::move(target), std::move(body),
+                                    std::move(token), std::move(content_type)));
   }
 
   // What the reconciler does once a pool is published.
@@ -116,8 +115,8 @@ class InventoryHandlerTest : public ::testing::Test {
 // ---- Pools: push, status, publication ---------------------------------------
 
 TEST_F(InventoryHandlerTest, PutPoolIsAcceptedThenPublished) {
-  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"),
-                           "node-a");
+  HandlerResult put =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
   EXPECT_EQ(put.response.status, 202);
   EXPECT_FALSE(put.wait.has_value());
   EXPECT_EQ(put.response.content_type, "application/json");
@@ -136,12 +135,12 @@ TEST_F(InventoryHandlerTest, PutPoolIsAcceptedThenPublished) {
   EXPECT_EQ(bodyOf(get.response).at("publishedGeneration"), 3);
 
   // The same content again is published already: 200 at once.
-  HandlerResult again = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"),
-                             "node-a");
+  HandlerResult again =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
   EXPECT_EQ(again.response.status, 200);
   // A change is not.
-  HandlerResult changed = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a",
-                               gpuPool("node-a", 3), "node-a");
+  HandlerResult changed =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a", 3), "node-a");
   EXPECT_EQ(changed.response.status, 202);
   EXPECT_THAT(pushes_, ElementsAre(std::pair<std::string, int>(kGpu, 202),
                                    std::pair<std::string, int>(kGpu, 200),
@@ -149,8 +148,8 @@ TEST_F(InventoryHandlerTest, PutPoolIsAcceptedThenPublished) {
 }
 
 TEST_F(InventoryHandlerTest, WaitHoldsThePushUntilPublished) {
-  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s",
-                           gpuPool("node-a"), "node-a");
+  HandlerResult put =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s", gpuPool("node-a"), "node-a");
   ASSERT_TRUE(put.wait.has_value());
   EXPECT_EQ(put.wait->deadline, clock_.now() + std::chrono::seconds(10));
   EXPECT_EQ(put.wait->kind, PendingWait::Kind::kPool);
@@ -169,15 +168,15 @@ TEST_F(InventoryHandlerTest, WaitHoldsThePushUntilPublished) {
 TEST_F(InventoryHandlerTest, WaitOnAPublishedPushAnswersAtOnce) {
   call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
   publish({kGpu, "node-a"});
-  HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s",
-                           gpuPool("node-a"), "node-a");
+  HandlerResult put =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s", gpuPool("node-a"), "node-a");
   EXPECT_FALSE(put.wait.has_value());
   EXPECT_EQ(put.response.status, 200);
 }
 
 TEST_F(InventoryHandlerTest, WaitIsCappedAndParsedLikeGoDurations) {
-  HandlerResult capped = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10m",
-                              gpuPool("node-a"), "node-a");
+  HandlerResult capped =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10m", gpuPool("node-a"), "node-a");
   ASSERT_TRUE(capped.wait.has_value());
   EXPECT_EQ(capped.wait->deadline, clock_.now() + kDefaultMaxWait);
 
@@ -196,8 +195,8 @@ TEST_F(InventoryHandlerTest, WaitIsCappedAndParsedLikeGoDurations) {
 }
 
 TEST_F(InventoryHandlerTest, PoolNamesMayContainEncodedSlashes) {
-  HandlerResult put = call("PUT", "/v1/drivers/nic.example.com/pools/rack-1%2Ffabric-1",
-                           allNodesPool());
+  HandlerResult put =
+      call("PUT", "/v1/drivers/nic.example.com/pools/rack-1%2Ffabric-1", allNodesPool());
   EXPECT_EQ(put.response.status, 202);
   EXPECT_NE(store_.get({"nic.example.com", "rack-1/fabric-1"}), nullptr);
   HandlerResult get = call("GET", "/v1/drivers/nic.example.com/pools/rack-1%2ffabric-1");
@@ -211,17 +210,17 @@ TEST_F(InventoryHandlerTest, DeleteWithdrawsThePool) {
   call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
   publish({kGpu, "node-a"});
 
-  HandlerResult del = call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a?wait=5s", "",
-                           "node-a", "");
+  HandlerResult del =
+      call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a?wait=5s", "", "node-a", "");
   ASSERT_TRUE(del.wait.has_value());
   EXPECT_EQ(del.response.status, 202);
   EXPECT_EQ(bodyOf(del.response).at("phase"), "Withdrawing");
   EXPECT_EQ(store_.get({kGpu, "node-a"}), nullptr);
 
   // Deleting again while the slices go is accepted again.
-  EXPECT_EQ(call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "")
-                .response.status,
-            202);
+  EXPECT_EQ(
+      call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "").response.status,
+      202);
 
   // The reconciler deleted the slices and forgot the pool.
   EXPECT_FALSE(handler_->done(*del.wait));
@@ -231,9 +230,9 @@ TEST_F(InventoryHandlerTest, DeleteWithdrawsThePool) {
   EXPECT_EQ(answer.status, 200);
   EXPECT_EQ(bodyOf(answer).at("phase"), "Withdrawn");
 
-  EXPECT_EQ(call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "")
-                .response.status,
-            404);
+  EXPECT_EQ(
+      call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "").response.status,
+      404);
   EXPECT_EQ(call("GET", "/v1/drivers/gpu.example.com/pools/node-a").response.status, 404);
 }
 
@@ -245,8 +244,8 @@ TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
   EXPECT_EQ(first, clock_.now() + std::chrono::seconds(30));
 
   clock_.advance(std::chrono::seconds(20));
-  HandlerResult renew = call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "",
-                             "node-a", "");
+  HandlerResult renew =
+      call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "", "node-a", "");
   EXPECT_EQ(renew.response.status, 202);  // renewed; not published yet
   EXPECT_EQ(store_.get({kGpu, "node-a"})->lease_deadline, clock_.now() + std::chrono::seconds(30));
   EXPECT_EQ(bodyOf(renew.response).at("leaseSeconds"), 30);
@@ -268,7 +267,8 @@ TEST_F(InventoryHandlerTest, PutDriverReplacesEveryPool) {
   publish({"nic.example.com", "old"});
   publish({"nic.example.com", "kept"});
 
-  Json body = {{"pools", {{"kept", Json::parse(allNodesPool(2))}, {"new", Json::parse(allNodesPool())}}}};
+  Json body = {
+      {"pools", {{"kept", Json::parse(allNodesPool(2))}, {"new", Json::parse(allNodesPool())}}}};
   HandlerResult put = call("PUT", "/v1/drivers/nic.example.com?wait=30s", body.dump());
   ASSERT_TRUE(put.wait.has_value());
   EXPECT_EQ(put.response.status, 202);
@@ -277,7 +277,8 @@ TEST_F(InventoryHandlerTest, PutDriverReplacesEveryPool) {
   const Json answer = bodyOf(put.response);
   EXPECT_EQ(answer.at("driver"), "nic.example.com");
   std::vector<std::string> phases;
-  for (const Json& p : answer.at("pools")) phases.push_back(p.at("pool").get<std::string>() + "=" + p.at("phase").get<std::string>());
+  for (const Json& p : answer.at("pools"))
+    phases.push_back(p.at("pool").get<std::string>() + "=" + p.at("phase").get<std::string>());
   EXPECT_THAT(phases, ElementsAre("kept=Pending", "new=Pending", "old=Withdrawing"));
   EXPECT_EQ(store_.get({"nic.example.com", "old"}), nullptr);
 
@@ -321,9 +322,9 @@ TEST_F(InventoryHandlerTest, ReadsAndWritesNeedTheirVerbs) {
   call("DELETE", "/v1/drivers/gpu.example.com/pools/node-a", "", "node-a", "");
   std::vector<std::string> seen;
   for (const auto& c : auth_.checks()) seen.push_back(c.verb + " " + c.driver);
-  EXPECT_THAT(seen, ElementsAre("publish gpu.example.com", "get gpu.example.com",
-                                "get gpu.example.com", "list ", "publish gpu.example.com",
-                                "publish gpu.example.com"));
+  EXPECT_THAT(seen,
+              ElementsAre("publish gpu.example.com", "get gpu.example.com", "get gpu.example.com",
+                          "list ", "publish gpu.example.com", "publish gpu.example.com"));
 }
 
 TEST_F(InventoryHandlerTest, LeaderIdentityIsReported) {
@@ -368,6 +369,8 @@ struct ErrorCase {
   std::vector<std::string> fields;  // expected detail fields, when not empty
 };
 
+void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
+
 class InventoryHandlerErrors : public InventoryHandlerTest,
                                public ::testing::WithParamInterface<ErrorCase> {};
 
@@ -379,8 +382,7 @@ TEST_P(InventoryHandlerErrors, AnswersWithTheCodeAndChangesNothing) {
   ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/node-b", gpuPool("node-b"), "node-b")
                 .response.status,
             202);
-  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/shared", allNodesPool())
-                .response.status,
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/shared", allNodesPool()).response.status,
             202);
   auth_.deny("publish", "denied.example.com");
   const std::string before = snapshot();
@@ -395,7 +397,9 @@ TEST_P(InventoryHandlerErrors, AnswersWithTheCodeAndChangesNothing) {
   EXPECT_EQ(error.at("code"), c.code);
   EXPECT_TRUE(error.at("reason").is_string());
   EXPECT_FALSE(error.at("message").get<std::string>().empty());
-  if (!c.fields.empty()) EXPECT_EQ(detailFields(result.response), c.fields);
+  if (!c.fields.empty()) {
+    EXPECT_EQ(detailFields(result.response), c.fields);
+  }
   EXPECT_EQ(snapshot(), before);
   if (c.method != "GET" && c.code != 405) {
     // Every answered push is counted with its code, refused ones too.
@@ -415,61 +419,196 @@ INSTANTIATE_TEST_SUITE_P(
     Table, InventoryHandlerErrors,
     ::testing::ValuesIn(std::vector<ErrorCase>{
         {"NotJson", "PUT", kPoolA, "{", "node-a", "application/json", 400, {}},
-        {"UnknownField", "PUT", kPoolA, R"({"nodeName": "node-a", "nodeNmae": "x"})", "node-a",
-         "application/json", 400, {"nodeNmae"}},
-        {"WrongType", "PUT", kPoolA, R"({"nodeName": "node-a", "devices": {}})", "node-a",
-         "application/json", 400, {"devices"}},
-        {"InvalidDevices", "PUT", kPoolA, invalidDevicePool(), "node-a", "application/json", 422,
+        {"UnknownField",
+         "PUT",
+         kPoolA,
+         R"({"nodeName": "node-a", "nodeNmae": "x"})",
+         "node-a",
+         "application/json",
+         400,
+         {"nodeNmae"}},
+        {"WrongType",
+         "PUT",
+         kPoolA,
+         R"({"nodeName": "node-a", "devices": {}})",
+         "node-a",
+         "application/json",
+         400,
+         {"devices"}},
+        {"InvalidDevices",
+         "PUT",
+         kPoolA,
+         invalidDevicePool(),
+         "node-a",
+         "application/json",
+         422,
          {"devices[0].name", "devices[1].attributes[\"model\"]"}},
         {"TextPlain", "PUT", kPoolA, gpuPool("node-a"), "node-a", "text/plain", 415, {}},
         {"NoContentType", "PUT", kPoolA, gpuPool("node-a"), "node-a", "", 415, {}},
         {"NoToken", "PUT", kPoolA, gpuPool("node-a"), "", "application/json", 401, {}},
         {"BadToken", "PUT", kPoolA, gpuPool("node-a"), "stolen", "application/json", 401, {}},
-        {"OtherNodesPool", "PUT", kPoolA, gpuPool("node-a"), "node-b", "application/json", 403,
+        {"OtherNodesPool",
+         "PUT",
+         kPoolA,
+         gpuPool("node-a"),
+         "node-b",
+         "application/json",
+         403,
          {"nodeName", ""}},
-        {"NodeTokenClaimsAnotherNode", "PUT", "/v1/drivers/gpu.example.com/pools/node-b",
-         gpuPool("node-a"), "node-a", "application/json", 403, {""}},
-        {"CentralTokenNodePool", "PUT", "/v1/drivers/gpu.example.com/pools/node-c",
-         gpuPool("node-c"), "admin", "application/json", 403, {"nodeName"}},
-        {"NodeTokenClusterPool", "PUT", "/v1/drivers/gpu.example.com/pools/shared",
-         allNodesPool(), "node-a", "application/json", 403, {"", ""}},
-        {"RbacDenied", "PUT", "/v1/drivers/denied.example.com/pools/p", allNodesPool(), "admin",
-         "application/json", 403, {}},
-        {"BadDriverName", "PUT", "/v1/drivers/Bad_Driver/pools/p", allNodesPool(), "admin",
-         "application/json", 422, {"driver"}},
-        {"BadPoolName", "PUT", "/v1/drivers/gpu.example.com/pools/Node_A", allNodesPool(),
-         "admin", "application/json", 422, {"pool"}},
-        {"BadWait", "PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=soon", gpuPool("node-a"),
-         "node-a", "application/json", 400, {"wait"}},
-        {"UnknownQuery", "PUT", "/v1/drivers/gpu.example.com/pools/node-a?dryRun=1",
-         gpuPool("node-a"), "node-a", "application/json", 400, {"dryRun"}},
-        {"WaitOnRead", "GET", "/v1/drivers/gpu.example.com?wait=1s", "", "admin", "", 400,
+        {"NodeTokenClaimsAnotherNode",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/node-b",
+         gpuPool("node-a"),
+         "node-a",
+         "application/json",
+         403,
+         {""}},
+        {"CentralTokenNodePool",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/node-c",
+         gpuPool("node-c"),
+         "admin",
+         "application/json",
+         403,
+         {"nodeName"}},
+        {"NodeTokenClusterPool",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/shared",
+         allNodesPool(),
+         "node-a",
+         "application/json",
+         403,
+         {"", ""}},
+        {"RbacDenied",
+         "PUT",
+         "/v1/drivers/denied.example.com/pools/p",
+         allNodesPool(),
+         "admin",
+         "application/json",
+         403,
+         {}},
+        {"BadDriverName",
+         "PUT",
+         "/v1/drivers/Bad_Driver/pools/p",
+         allNodesPool(),
+         "admin",
+         "application/json",
+         422,
+         {"driver"}},
+        {"BadPoolName",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/Node_A",
+         allNodesPool(),
+         "admin",
+         "application/json",
+         422,
+         {"pool"}},
+        {"BadWait",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/node-a?wait=soon",
+         gpuPool("node-a"),
+         "node-a",
+         "application/json",
+         400,
          {"wait"}},
-        {"BadEscape", "PUT", "/v1/drivers/gpu.example.com/pools/a%ZZ", allNodesPool(), "admin",
-         "application/json", 400, {}},
-        {"MethodNotAllowed", "PATCH", kPoolA, gpuPool("node-a"), "node-a", "application/json",
-         405, {}},
+        {"UnknownQuery",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/node-a?dryRun=1",
+         gpuPool("node-a"),
+         "node-a",
+         "application/json",
+         400,
+         {"dryRun"}},
+        {"WaitOnRead",
+         "GET",
+         "/v1/drivers/gpu.example.com?wait=1s",
+         "",
+         "admin",
+         "",
+         400,
+         {"wait"}},
+        {"BadEscape",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/a%ZZ",
+         allNodesPool(),
+         "admin",
+         "application/json",
+         400,
+         {}},
+        {"MethodNotAllowed",
+         "PATCH",
+         kPoolA,
+         gpuPool("node-a"),
+         "node-a",
+         "application/json",
+         405,
+         {}},
         {"UnknownPath", "GET", "/v2/drivers", "", "admin", "", 404, {}},
         {"TrailingSlash", "GET", "/v1/drivers/", "", "admin", "", 404, {}},
-        {"UnknownPool", "GET", "/v1/drivers/gpu.example.com/pools/node-z", "", "admin", "", 404,
+        {"UnknownPool",
+         "GET",
+         "/v1/drivers/gpu.example.com/pools/node-z",
+         "",
+         "admin",
+         "",
+         404,
          {}},
-        {"DeleteUnknown", "DELETE", "/v1/drivers/gpu.example.com/pools/node-z", "", "admin", "",
-         404, {}},
+        {"DeleteUnknown",
+         "DELETE",
+         "/v1/drivers/gpu.example.com/pools/node-z",
+         "",
+         "admin",
+         "",
+         404,
+         {}},
         {"DeleteOtherNodesPool", "DELETE", kPoolA, "", "node-b", "", 403, {}},
-        {"RenewUnknown", "POST", "/v1/drivers/gpu.example.com/pools/node-z/renew", "", "admin",
-         "", 404, {}},
-        {"RenewNodePoolCentrally", "POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "",
-         "admin", "", 403, {}},
-        {"DriverWithdrawsOtherNodes", "PUT", "/v1/drivers/gpu.example.com",
-         Json({{"pools", {{"node-a", Json::parse(gpuPool("node-a"))}}}}).dump(), "node-a",
-         "application/json", 403, {"pools[\"node-b\"]", "pools[\"shared\"]"}},
-        {"DriverMalformed", "PUT", "/v1/drivers/gpu.example.com", R"({"pool": {}})", "admin",
-         "application/json", 400, {"pool"}},
-        {"DriverInvalid", "PUT", "/v1/drivers/nic.example.com",
-         R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "A"}]}}})", "admin",
-         "application/json", 422, {"pools[\"p\"].devices[0].name"}},
-        {"DriverPoolNameInvalid", "PUT", "/v1/drivers/nic.example.com",
-         R"({"pools": {"P": {"allNodes": true}}})", "admin", "application/json", 422,
+        {"RenewUnknown",
+         "POST",
+         "/v1/drivers/gpu.example.com/pools/node-z/renew",
+         "",
+         "admin",
+         "",
+         404,
+         {}},
+        {"RenewNodePoolCentrally",
+         "POST",
+         "/v1/drivers/gpu.example.com/pools/node-a/renew",
+         "",
+         "admin",
+         "",
+         403,
+         {}},
+        {"DriverWithdrawsOtherNodes",
+         "PUT",
+         "/v1/drivers/gpu.example.com",
+         Json({{"pools", {{"node-a", Json::parse(gpuPool("node-a"))}}}}).dump(),
+         "node-a",
+         "application/json",
+         403,
+         {"pools[\"node-b\"]", "pools[\"shared\"]"}},
+        {"DriverMalformed",
+         "PUT",
+         "/v1/drivers/gpu.example.com",
+         R"({"pool": {}})",
+         "admin",
+         "application/json",
+         400,
+         {"pool", "pools"}},
+        {"DriverInvalid",
+         "PUT",
+         "/v1/drivers/nic.example.com",
+         R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "A"}]}}})",
+         "admin",
+         "application/json",
+         422,
+         {"pools[\"p\"].devices[0].name"}},
+        {"DriverPoolNameInvalid",
+         "PUT",
+         "/v1/drivers/nic.example.com",
+         R"({"pools": {"P": {"allNodes": true}}})",
+         "admin",
+         "application/json",
+         422,
          {"pools[\"P\"]"}},
     }),
     [](const auto& info) { return info.param.name; });
@@ -492,8 +631,10 @@ TEST_F(InventoryHandlerTest, UnauthenticatedAnswersCarryAChallenge) {
 TEST_F(InventoryHandlerTest, NotLeaderWithoutForwardingIs503) {
   call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());
   const std::string before = snapshot();
-  handler_->setLeaderHooks({.is_leader = [] { return false; }, .leader_identity = nullptr,
-                            .forward = [](const HttpRequest&) { return std::optional<HttpResponse>(); }});
+  handler_->setLeaderHooks(
+      {.is_leader = [] { return false; },
+       .leader_identity = nullptr,
+       .forward = [](const HttpRequest&) { return std::optional<HttpResponse>(); }});
   HandlerResult result = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool(2));
   EXPECT_EQ(result.response.status, 503);
   EXPECT_EQ(bodyOf(result.response).at("reason"), "ServiceUnavailable");
@@ -509,14 +650,15 @@ TEST_F(InventoryHandlerTest, CredentialsThatCannotBeCheckedAre503) {
 }
 
 TEST_F(InventoryHandlerTest, NodeTokenMayReplaceItsOwnNodesPools) {
-  Json body = {{"pools", {{"node-a", Json::parse(gpuPool("node-a"))},
-                          {"node-a-extra", Json::parse(gpuPool("node-a", 1))}}}};
+  Json body = {{"pools",
+                {{"node-a", Json::parse(gpuPool("node-a"))},
+                 {"node-a-extra", Json::parse(gpuPool("node-a", 1))}}}};
   HandlerResult put = call("PUT", "/v1/drivers/gpu.example.com", body.dump(), "node-a");
   EXPECT_EQ(put.response.status, 202) << put.response.body;
   EXPECT_EQ(store_.keys(std::string(kGpu)).size(), 2U);
   // A pool of node-a pushed under another pool's name by node-b's token.
-  HandlerResult takeover = call("PUT", "/v1/drivers/gpu.example.com/pools/node-a-extra",
-                                gpuPool("node-b"), "node-b");
+  HandlerResult takeover =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a-extra", gpuPool("node-b"), "node-b");
   EXPECT_EQ(takeover.response.status, 403);
   EXPECT_EQ(store_.get({kGpu, "node-a-extra"})->pool.selection.node_name, "node-a");
 }
@@ -526,8 +668,9 @@ TEST_F(InventoryHandlerTest, UnrestrictedCallerPublishesAnything) {
   dev.user.username = "system:anonymous";
   dev.unrestricted = true;
   auth_.addToken("dev", dev);
-  Json body = {{"pools", {{"node-a", Json::parse(gpuPool("node-a"))},
-                          {"shared", Json::parse(allNodesPool())}}}};
+  Json body = {
+      {"pools",
+       {{"node-a", Json::parse(gpuPool("node-a"))}, {"shared", Json::parse(allNodesPool())}}}};
   EXPECT_EQ(call("PUT", "/v1/drivers/gpu.example.com", body.dump(), "dev").response.status, 202);
   EXPECT_EQ(store_.keys().size(), 2U);
 }
@@ -543,15 +686,19 @@ TEST(InventoryHandlerCreate, RequiresStoreAuthenticatorAndClock) {
   testing::FakeClock clock;
   DesiredStore store(clock);
   FakeAuthenticator auth;
-  EXPECT_FALSE(InventoryHandler::create({.store = nullptr, .authenticator = &auth, .clock = &clock}).ok());
-  EXPECT_FALSE(InventoryHandler::create({.store = &store, .authenticator = nullptr, .clock = &clock}).ok());
-  EXPECT_FALSE(InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = nullptr}).ok());
-  EXPECT_TRUE(InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock}).ok());
+  EXPECT_FALSE(
+      InventoryHandler::create({.store = nullptr, .authenticator = &auth, .clock = &clock}).ok());
+  EXPECT_FALSE(
+      InventoryHandler::create({.store = &store, .authenticator = nullptr, .clock = &clock}).ok());
+  EXPECT_FALSE(
+      InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = nullptr}).ok());
+  EXPECT_TRUE(
+      InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock}).ok());
 }
 
 TEST(InventoryErrors, StatusCodesMapToHttp) {
   const std::vector<std::pair<StatusCode, int>> table = {
-      {StatusCode::kInvalidArgument, 400}, {StatusCode::kUnauthenticated, 401},
+      {StatusCode::kInvalidArgument, 400},  {StatusCode::kUnauthenticated, 401},
       {StatusCode::kPermissionDenied, 403}, {StatusCode::kNotFound, 404},
       {StatusCode::kConflict, 409},         {StatusCode::kAlreadyExists, 409},
       {StatusCode::kTooLarge, 413},         {StatusCode::kUnprocessable, 422},

@@ -3,14 +3,14 @@
 // synchronised on the requests themselves.
 #include "controller/inventory/http_server.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "test/controller/inventory/test_http_client.h"
 #include "test/fakes/fake_clock.h"
@@ -129,8 +129,8 @@ TEST(HttpServer, ServerErrorsUseTheGivenRenderer) {
     HttpResponse response;
     response.status = status;
     response.content_type = "application/json";
-    response.body = "{\"code\": " + std::to_string(status) + ", \"message\": \"" +
-                    std::string(message) + "\"}";
+    response.body =
+        "{\"code\": " + std::to_string(status) + ", \"message\": \"" + std::string(message) + "\"}";
     return response;
   };
   auto server = startServer(options, echoHandler());
@@ -148,7 +148,7 @@ TEST(HttpServer, HeaderTimeoutClosesSlowClients) {
   const Clock::TimePoint start = RealClock::instance().now();
   TestHttpClient slow(server->port());
   slow.writeRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // never finishes its headers
-  TestHttpClient silent(server->port());            // never sends anything
+  TestHttpClient silent(server->port());           // never sends anything
   EXPECT_TRUE(slow.closedByPeer());
   EXPECT_TRUE(silent.closedByPeer());
   EXPECT_LT(RealClock::instance().now() - start, 2s);
@@ -355,7 +355,8 @@ TEST(HttpServer, StartFailsOnBadTlsFilesAndBusyPorts) {
 }
 
 TEST(HttpServer, BindsEveryInterfaceWithAnEmptyHost) {
-  StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::start({.bind_address = ":0"}, echoHandler());
+  StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::start({.bind_address = ":0"}, echoHandler());
   ASSERT_TRUE(server.ok()) << server.status().toString();
   TestHttpClient client((*server)->port());
   EXPECT_EQ(client.send("GET", "/").status, 200);
@@ -363,7 +364,8 @@ TEST(HttpServer, BindsEveryInterfaceWithAnEmptyHost) {
 
 TEST(HttpServer, ParsesBindAddresses) {
   EXPECT_EQ(*parseBindAddress(":8443"), std::make_pair(std::string(), uint16_t{8443}));
-  EXPECT_EQ(*parseBindAddress("127.0.0.1:0"), std::make_pair(std::string("127.0.0.1"), uint16_t{0}));
+  EXPECT_EQ(*parseBindAddress("127.0.0.1:0"),
+            std::make_pair(std::string("127.0.0.1"), uint16_t{0}));
   EXPECT_EQ(*parseBindAddress("[::1]:80"), std::make_pair(std::string("::1"), uint16_t{80}));
   EXPECT_EQ(*parseBindAddress("localhost:65535"),
             std::make_pair(std::string("localhost"), uint16_t{65535}));

@@ -1,8 +1,8 @@
 #include "controller/inventory/names.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace rsc::controller::inventory {
 namespace {

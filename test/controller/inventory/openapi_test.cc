@@ -3,13 +3,13 @@
 // the handler reads and writes.
 #include "controller/inventory/openapi.h"
 
-#include <algorithm>
-#include <set>
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
 #include "controller/inventory/handler.h"
 #include "controller/inventory/pool_json.h"
@@ -35,7 +35,8 @@ std::set<std::string> keysOf(const Json& object) {
 
 std::set<std::string> documentedOperations() {
   std::set<std::string> out;
-  for (const auto& [path, item] : document().at("paths").items()) {
+  const Json doc = document();
+  for (const auto& [path, item] : doc.at("paths").items()) {
     for (const auto& [method, operation] : item.items()) {
       if (method != "parameters") out.insert(upper(method) + " " + path);
     }
@@ -64,7 +65,8 @@ TEST(OpenApi, EveryDocumentedOperationIsImplemented) {
   testing::FakeClock clock;
   DesiredStore store(clock);
   NoAuthAuthenticator auth;
-  auto handler = InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock});
+  auto handler =
+      InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock});
   ASSERT_TRUE(handler.ok());
   for (const std::string& operation : documentedOperations()) {
     // A pool that exists, so that reads, renewals and deletes find it.
@@ -74,7 +76,8 @@ TEST(OpenApi, EveryDocumentedOperationIsImplemented) {
     for (const auto& [param, value] :
          {std::pair<std::string, std::string>{"{driver}", "gpu.example.com"},
           std::pair<std::string, std::string>{"{pool}", "node-a"}}) {
-      if (size_t at = target.find(param); at != std::string::npos) target.replace(at, param.size(), value);
+      if (size_t at = target.find(param); at != std::string::npos)
+        target.replace(at, param.size(), value);
     }
     HttpRequest request;
     request.method = operation.substr(0, space);
@@ -136,8 +139,8 @@ TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
   }
   std::set<std::string> phases;
   for (const Json& p : schema.at("properties").at("phase").at("enum")) phases.insert(p);
-  for (PoolPhase phase : {PoolPhase::kPending, PoolPhase::kPublished, PoolPhase::kFailed,
-                          PoolPhase::kWithdrawing}) {
+  for (PoolPhase phase :
+       {PoolPhase::kPending, PoolPhase::kPublished, PoolPhase::kFailed, PoolPhase::kWithdrawing}) {
     EXPECT_TRUE(phases.contains(std::string(poolPhaseName(phase)))) << poolPhaseName(phase);
   }
 }

@@ -1,13 +1,13 @@
 #include "controller/inventory/pool_json.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "controller/reconcile/planner.h"
 
@@ -51,7 +51,7 @@ std::vector<std::string> fieldsOf(const Status& status) {
 struct Case {
   std::string name;
   Json body;
-  StatusCode code;  // kOk when valid
+  StatusCode code;                  // kOk when valid
   std::vector<std::string> fields;  // every detail's field path, any order
   std::string message = {};         // a part of the first detail's message
 };
@@ -111,19 +111,19 @@ std::vector<Case> validCases() {
       {with(device("part-0"), "consumesCounters",
             {{{"counterSet", "gpu-0"}, {"counters", {{"memory", {{"value", "10Gi"}}}}}}})});
   counters["sharedCounters"] = {counterSet("gpu-0")};
-  Json explicit_slices = {{"allNodes", true},
-                          {"slices",
-                           {{{"sharedCounters", {counterSet("gpu-0")}}},
-                            {{"devices",
-                              {with(device("part-0"), "consumesCounters",
-                                    {{{"counterSet", "gpu-0"},
-                                      {"counters", {{"memory", {{"value", "1Gi"}}}}}}})}}},
-                            {{"devices", devices(128, "plain-")}}}}};
-  Json policy = deviceWith("capacity", {{"memory",
-                                        {{"value", "80Gi"},
-                                         {"requestPolicy",
-                                          {{"default", "10Gi"},
-                                           {"validValues", {"10Gi", "20Gi", "80Gi"}}}}}}});
+  Json explicit_slices = {
+      {"allNodes", true},
+      {"slices",
+       {{{"sharedCounters", {counterSet("gpu-0")}}},
+        {{"devices",
+          {with(device("part-0"), "consumesCounters",
+                {{{"counterSet", "gpu-0"}, {"counters", {{"memory", {{"value", "1Gi"}}}}}}})}}},
+        {{"devices", devices(128, "plain-")}}}}};
+  Json policy = deviceWith(
+      "capacity",
+      {{"memory",
+        {{"value", "80Gi"},
+         {"requestPolicy", {{"default", "10Gi"}, {"validValues", {"10Gi", "20Gi", "80Gi"}}}}}}});
   policy["allowMultipleAllocations"] = true;
   Json lists = deviceWith("attributes", {{"ints", {{"ints", {1, 2}}}},
                                          {"strings", {{"strings", {"a", "b"}}}},
@@ -140,38 +140,57 @@ std::vector<Case> validCases() {
       {"ExplicitSlices", explicit_slices, StatusCode::kOk, {}},
       {"RequestPolicy", nodePool({policy}), StatusCode::kOk, {}},
       {"ListAttributes", nodePool({lists}), StatusCode::kOk, {}},
-      {"AttributesAndCapacityAt32", nodePool({deviceWith("attributes", attributes(32))}),
-       StatusCode::kOk, {}},
+      {"AttributesAndCapacityAt32",
+       nodePool({deviceWith("attributes", attributes(32))}),
+       StatusCode::kOk,
+       {}},
       {"StringOf64Bytes",
        nodePool({deviceWith("attributes", {{"model", {{"string", std::string(64, 'x')}}}})}),
-       StatusCode::kOk, {}},
+       StatusCode::kOk,
+       {}},
       {"SixteenTaints", nodePool({deviceWith("taints", taints(16))}), StatusCode::kOk, {}},
-      {"GenerationAndLease", with(with(nodePool(), "generation", 7), "leaseSeconds", 300),
-       StatusCode::kOk, {}},
-      {"AutomaticSplitHasNoDeviceLimit", with(nodePool(), "devices", taintedDevices(200)),
-       StatusCode::kOk, {}},
+      {"GenerationAndLease",
+       with(with(nodePool(), "generation", 7), "leaseSeconds", 300),
+       StatusCode::kOk,
+       {}},
+      {"AutomaticSplitHasNoDeviceLimit",
+       with(nodePool(), "devices", taintedDevices(200)),
+       StatusCode::kOk,
+       {}},
   };
 }
 
 std::vector<Case> malformedCases() {
   return {
       {"NotAnObject", Json::array(), StatusCode::kInvalidArgument, {""}},
-      {"UnknownField", with(nodePool(), "nodeNmae", "node-a"), StatusCode::kInvalidArgument,
-       {"nodeNmae"}, "unknown field"},
+      {"UnknownField",
+       with(nodePool(), "nodeNmae", "node-a"),
+       StatusCode::kInvalidArgument,
+       {"nodeNmae"},
+       "unknown field"},
       {"NodeNameNotAString", {{"nodeName", 5}}, StatusCode::kInvalidArgument, {"nodeName"}},
-      {"DevicesNotAList", {{"nodeName", "a"}, {"devices", {{"name", "x"}}}},
-       StatusCode::kInvalidArgument, {"devices"}},
+      {"DevicesNotAList",
+       {{"nodeName", "a"}, {"devices", {{"name", "x"}}}},
+       StatusCode::kInvalidArgument,
+       {"devices"}},
       {"DeviceNotAnObject", nodePool({"gpu-0"}), StatusCode::kInvalidArgument, {"devices[0]"}},
-      {"AttributeNotAnObject", nodePool({deviceWith("attributes", {{"model", "x"}})}),
-       StatusCode::kInvalidArgument, {"devices[0].attributes[\"model\"]"}},
-      {"BadQuantity", nodePool({deviceWith("capacity", {{"memory", {{"value", "lots"}}}})}),
-       StatusCode::kInvalidArgument, {"devices[0].capacity[\"memory\"].value"}},
-      {"GenerationNotAnInteger", with(nodePool(), "generation", "1"), StatusCode::kInvalidArgument,
+      {"AttributeNotAnObject",
+       nodePool({deviceWith("attributes", {{"model", "x"}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].attributes[\"model\"]"}},
+      {"BadQuantity",
+       nodePool({deviceWith("capacity", {{"memory", {{"value", "lots"}}}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].capacity[\"memory\"].value"}},
+      {"GenerationNotAnInteger",
+       with(nodePool(), "generation", "1"),
+       StatusCode::kInvalidArgument,
        {"generation"}},
       {"AllNodesNotABoolean", {{"allNodes", "true"}}, StatusCode::kInvalidArgument, {"allNodes"}},
       {"UnknownSliceField",
        {{"allNodes", true}, {"slices", {{{"devicse", devices(1)}}}}},
-       StatusCode::kInvalidArgument, {"slices[0].devicse"}},
+       StatusCode::kInvalidArgument,
+       {"slices[0].devicse"}},
       {"EveryShapeErrorIsReported",
        {{"nodeName", 1}, {"generation", true}, {"extra", 1}, {"devices", {"a", device("b"), 3}}},
        StatusCode::kInvalidArgument,
@@ -183,16 +202,17 @@ std::vector<Case> invalidCases() {
   Json two_selections = nodePool();
   two_selections["nodeSelector"] = selector({fabricTerm()});
   two_selections["allNodes"] = true;
-  Json bad_counter_ref = nodePool(
-      {with(device("p"), "consumesCounters",
-            {{{"counterSet", "missing"}, {"counters", {{"memory", {{"value", "1"}}}}}}})});
-  Json bad_counter_name = nodePool(
-      {with(device("p"), "consumesCounters",
-            {{{"counterSet", "gpu-0"}, {"counters", {{"cores", {{"value", "1"}}}}}}})});
+  Json bad_counter_ref =
+      nodePool({with(device("p"), "consumesCounters",
+                     {{{"counterSet", "missing"}, {"counters", {{"memory", {{"value", "1"}}}}}}})});
+  Json bad_counter_name =
+      nodePool({with(device("p"), "consumesCounters",
+                     {{{"counterSet", "gpu-0"}, {"counters", {{"cores", {{"value", "1"}}}}}}})});
   bad_counter_name["sharedCounters"] = {counterSet("gpu-0")};
   Json three_consumptions = Json::array();
   for (const char* set : {"a", "b", "c"}) {
-    three_consumptions.push_back({{"counterSet", set}, {"counters", {{"memory", {{"value", "1"}}}}}});
+    three_consumptions.push_back(
+        {{"counterSet", set}, {"counters", {{"memory", {{"value", "1"}}}}}});
   }
   Json too_many_consumptions = nodePool({deviceWith("consumesCounters", three_consumptions)});
   too_many_consumptions["sharedCounters"] = {counterSet("a"), counterSet("b"), counterSet("c")};
@@ -200,10 +220,9 @@ std::vector<Case> invalidCases() {
       "capacity",
       {{"memory", {{"value", "80Gi"}, {"requestPolicy", {{"validRange", {{"min", "1Gi"}}}}}}}})});
   Json policy_bad_default = deviceWith(
-      "capacity",
-      {{"memory",
-        {{"value", "80Gi"},
-         {"requestPolicy", {{"default", "5Gi"}, {"validValues", {"10Gi", "20Gi"}}}}}}});
+      "capacity", {{"memory",
+                    {{"value", "80Gi"},
+                     {"requestPolicy", {{"default", "5Gi"}, {"validValues", {"10Gi", "20Gi"}}}}}}});
   policy_bad_default["allowMultipleAllocations"] = true;
   Json nine_sets = Json::array();
   for (int i = 0; i < 9; ++i) nine_sets.push_back(counterSet("set-" + std::to_string(i)));
@@ -214,15 +233,25 @@ std::vector<Case> invalidCases() {
 
   return {
       // Node selection.
-      {"NoNodeSelection", {{"devices", devices(1)}}, StatusCode::kUnprocessable, {""},
+      {"NoNodeSelection",
+       {{"devices", devices(1)}},
+       StatusCode::kUnprocessable,
+       {""},
        "exactly one of"},
-      {"TwoNodeSelections", two_selections, StatusCode::kUnprocessable,
+      {"TwoNodeSelections",
+       two_selections,
+       StatusCode::kUnprocessable,
        {"nodeSelector", "allNodes"}},
       {"InvalidNodeName", {{"nodeName", "Node_A"}}, StatusCode::kUnprocessable, {"nodeName"}},
       {"EmptyNodeName", {{"nodeName", ""}}, StatusCode::kUnprocessable, {"nodeName"}},
-      {"TwoSelectorTerms", {{"nodeSelector", selector({fabricTerm(), fabricTerm()})}},
-       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerms"}, "exactly one"},
-      {"SelectorWithoutTerms", {{"nodeSelector", Json::object()}}, StatusCode::kUnprocessable,
+      {"TwoSelectorTerms",
+       {{"nodeSelector", selector({fabricTerm(), fabricTerm()})}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms"},
+       "exactly one"},
+      {"SelectorWithoutTerms",
+       {{"nodeSelector", Json::object()}},
+       StatusCode::kUnprocessable,
        {"nodeSelector.nodeSelectorTerms"}},
       {"SelectorBadOperator",
        {{"nodeSelector",
@@ -238,132 +267,211 @@ std::vector<Case> invalidCases() {
        {{"nodeSelector",
          selector({{{"matchFields",
                      {{{"key", "spec.unschedulable"}, {"operator", "In"}, {"values", {"x"}}}}}}})}},
-       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerms[0].matchFields[0].key"}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms[0].matchFields[0].key"}},
       {"SelectorTypo",
        {{"nodeSelector", {{"nodeSelectorTerms", {fabricTerm()}}, {"nodeSelectorTerm", 1}}}},
-       StatusCode::kUnprocessable, {"nodeSelector.nodeSelectorTerm"}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerm"}},
       // Devices or slices.
-      {"DevicesAndSlices", with(nodePool(devices(1)), "slices", {{{"devices", devices(1)}}}),
-       StatusCode::kUnprocessable, {"slices"}},
+      {"DevicesAndSlices",
+       with(nodePool(devices(1)), "slices", {{{"devices", devices(1)}}}),
+       StatusCode::kUnprocessable,
+       {"slices"}},
       {"SharedCountersAndSlices",
        {{"allNodes", true}, {"sharedCounters", {counterSet("a")}}, {"slices", {Json::object()}}},
-       StatusCode::kUnprocessable, {"slices"}},
-      {"NoSlices", {{"allNodes", true}, {"slices", Json::array()}}, StatusCode::kUnprocessable,
+       StatusCode::kUnprocessable,
+       {"slices"}},
+      {"NoSlices",
+       {{"allNodes", true}, {"slices", Json::array()}},
+       StatusCode::kUnprocessable,
        {"slices"}},
       // Generation and lease.
-      {"NegativeGeneration", with(nodePool(), "generation", -1), StatusCode::kUnprocessable,
+      {"NegativeGeneration",
+       with(nodePool(), "generation", -1),
+       StatusCode::kUnprocessable,
        {"generation"}},
-      {"NegativeLease", with(nodePool(), "leaseSeconds", -5), StatusCode::kUnprocessable,
+      {"NegativeLease",
+       with(nodePool(), "leaseSeconds", -5),
+       StatusCode::kUnprocessable,
        {"leaseSeconds"}},
-      {"LeaseOverAYear", with(nodePool(), "leaseSeconds", kMaxLeaseSeconds + 1),
-       StatusCode::kUnprocessable, {"leaseSeconds"}},
+      {"LeaseOverAYear",
+       with(nodePool(), "leaseSeconds", kMaxLeaseSeconds + 1),
+       StatusCode::kUnprocessable,
+       {"leaseSeconds"}},
       // Device names.
-      {"DeviceNameNotALabel", nodePool({device("GPU_0")}), StatusCode::kUnprocessable,
+      {"DeviceNameNotALabel",
+       nodePool({device("GPU_0")}),
+       StatusCode::kUnprocessable,
        {"devices[0].name"}},
-      {"DeviceNameMissing", nodePool({Json::object()}), StatusCode::kUnprocessable,
+      {"DeviceNameMissing",
+       nodePool({Json::object()}),
+       StatusCode::kUnprocessable,
        {"devices[0].name"}},
-      {"DuplicateDeviceName", nodePool({device("gpu-0"), device("gpu-1"), device("gpu-0")}),
-       StatusCode::kUnprocessable, {"devices[2].name"}, "Duplicate value"},
+      {"DuplicateDeviceName",
+       nodePool({device("gpu-0"), device("gpu-1"), device("gpu-0")}),
+       StatusCode::kUnprocessable,
+       {"devices[2].name"},
+       "Duplicate value"},
       {"DuplicateDeviceNameAcrossSlices",
        {{"allNodes", true},
         {"slices", {{{"devices", {device("a")}}}, {{"devices", {device("b"), device("a")}}}}}},
-       StatusCode::kUnprocessable, {"slices[1].devices[1].name"}, "also at slices[0].devices[0]"},
+       StatusCode::kUnprocessable,
+       {"slices[1].devices[1].name"},
+       "also at slices[0].devices[0]"},
       // Attributes and capacity.
       {"AttributeNameNotQualified",
        nodePool({deviceWith("attributes", {{"model-name", {{"string", "x"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"model-name\"]"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"model-name\"]"}},
       {"AttributeDomainTooLong",
-       nodePool({deviceWith("attributes",
-                            {{std::string(64, 'a') + "/model", {{"string", "x"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"" + std::string(64, 'a') + "/model\"]"}},
+       nodePool({deviceWith("attributes", {{std::string(64, 'a') + "/model", {{"string", "x"}}}})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"" + std::string(64, 'a') + "/model\"]"}},
       {"AttributeWithTwoValues",
        nodePool({deviceWith("attributes", {{"model", {{"string", "x"}, {"int", 1}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"]"}, "exactly one"},
-      {"AttributeTypo", nodePool({deviceWith("attributes", {{"model", {{"strnig", "x"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"]"}, "strnig"},
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"model\"]"},
+       "exactly one"},
+      {"AttributeTypo",
+       nodePool({deviceWith("attributes", {{"model", {{"strnig", "x"}}}})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"model\"]"},
+       "strnig"},
       {"StringOf65Bytes",
        nodePool({deviceWith("attributes", {{"model", {{"string", std::string(65, 'x')}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"model\"].string"}, "64 bytes"},
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"model\"].string"},
+       "64 bytes"},
       {"VersionNotSemver",
        nodePool({deviceWith("attributes", {{"driverVersion", {{"version", "v550"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"driverVersion\"].version"}},
-      {"EmptyList", nodePool({deviceWith("attributes", {{"cores", {{"ints", Json::array()}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"cores\"].ints"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"driverVersion\"].version"}},
+      {"EmptyList",
+       nodePool({deviceWith("attributes", {{"cores", {{"ints", Json::array()}}}})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"cores\"].ints"}},
       {"ListVersionNotSemver",
        nodePool({deviceWith("attributes", {{"v", {{"versions", {"1.0.0", "1.0"}}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].attributes[\"v\"].versions[1]"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"v\"].versions[1]"}},
       {"AttributesAndCapacityOver32",
        nodePool({with(deviceWith("attributes", attributes(32)), "capacity",
                       {{"memory", {{"value", "1Gi"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0]"}, "at most 32"},
-      {"AttributeValuesOver48", nodePool({many_values}), StatusCode::kUnprocessable,
-       {"devices[0].attributes"}, "48"},
+       StatusCode::kUnprocessable,
+       {"devices[0]"},
+       "at most 32"},
+      {"AttributeValuesOver48",
+       nodePool({many_values}),
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes"},
+       "48"},
       {"CapacityNameNotQualified",
        nodePool({deviceWith("capacity", {{"a/b/c", {{"value", "1"}}}})}),
-       StatusCode::kUnprocessable, {"devices[0].capacity[\"a/b/c\"]"}},
-      {"RequestPolicyNeedsMultipleAllocations", policy_without_flag, StatusCode::kUnprocessable,
-       {"devices[0].capacity[\"memory\"].requestPolicy"}, "allowMultipleAllocations"},
-      {"RequestPolicyDefaultNotValid", nodePool({policy_bad_default}), StatusCode::kUnprocessable,
+       StatusCode::kUnprocessable,
+       {"devices[0].capacity[\"a/b/c\"]"}},
+      {"RequestPolicyNeedsMultipleAllocations",
+       policy_without_flag,
+       StatusCode::kUnprocessable,
+       {"devices[0].capacity[\"memory\"].requestPolicy"},
+       "allowMultipleAllocations"},
+      {"RequestPolicyDefaultNotValid",
+       nodePool({policy_bad_default}),
+       StatusCode::kUnprocessable,
        {"devices[0].capacity[\"memory\"].requestPolicy.default"}},
       // Taints.
-      {"SeventeenTaints", nodePool({deviceWith("taints", taints(17))}),
-       StatusCode::kUnprocessable, {"devices[0].taints"}, "at most 16"},
+      {"SeventeenTaints",
+       nodePool({deviceWith("taints", taints(17))}),
+       StatusCode::kUnprocessable,
+       {"devices[0].taints"},
+       "at most 16"},
       {"TaintBadEffect",
        nodePool({deviceWith("taints", {{{"key", "k"}, {"effect", "NoRun"}}})}),
-       StatusCode::kUnprocessable, {"devices[0].taints[0].effect"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].taints[0].effect"}},
       {"TaintBadKeyAndValue",
        nodePool({deviceWith("taints", {{{"key", "-k"}, {"value", "a b"}, {"effect", "None"}}})}),
-       StatusCode::kUnprocessable, {"devices[0].taints[0].key", "devices[0].taints[0].value"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].taints[0].key", "devices[0].taints[0].value"}},
       // Counters.
-      {"CounterSetNotInPool", bad_counter_ref, StatusCode::kUnprocessable,
-       {"devices[0].consumesCounters[0].counterSet"}, "not in the pool"},
-      {"CounterNotInSet", bad_counter_name, StatusCode::kUnprocessable,
+      {"CounterSetNotInPool",
+       bad_counter_ref,
+       StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters[0].counterSet"},
+       "not in the pool"},
+      {"CounterNotInSet",
+       bad_counter_name,
+       StatusCode::kUnprocessable,
        {"devices[0].consumesCounters[0].counters[\"cores\"]"}},
-      {"ThreeCounterConsumptions", too_many_consumptions, StatusCode::kUnprocessable,
-       {"devices[0].consumesCounters"}, "at most 2"},
+      {"ThreeCounterConsumptions",
+       too_many_consumptions,
+       StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters"},
+       "at most 2"},
       {"DuplicateCounterSet",
        {{"allNodes", true}, {"sharedCounters", {counterSet("gpu-0"), counterSet("gpu-0")}}},
-       StatusCode::kUnprocessable, {"sharedCounters[1].name"}},
+       StatusCode::kUnprocessable,
+       {"sharedCounters[1].name"}},
       {"CounterSetBadNameAndNoCounters",
        {{"allNodes", true}, {"sharedCounters", {{{"name", "GPU 0"}}}}},
-       StatusCode::kUnprocessable, {"sharedCounters[0].name", "sharedCounters[0].counters"}},
+       StatusCode::kUnprocessable,
+       {"sharedCounters[0].name", "sharedCounters[0].counters"}},
       // Binding conditions.
       {"BindingConditionsNeedFailureConditions",
-       nodePool({deviceWith("bindingConditions", {"ready"})}), StatusCode::kUnprocessable,
+       nodePool({deviceWith("bindingConditions", {"ready"})}),
+       StatusCode::kUnprocessable,
        {"devices[0].bindingFailureConditions"}},
       {"FiveBindingConditions",
        nodePool({with(deviceWith("bindingConditions", {"a", "b", "c", "d", "e"}),
                       "bindingFailureConditions", {"f"})}),
-       StatusCode::kUnprocessable, {"devices[0].bindingConditions"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].bindingConditions"}},
       {"BindingConditionInBothLists",
-       nodePool({with(deviceWith("bindingConditions", {"a"}), "bindingFailureConditions",
-                      {"a"})}),
-       StatusCode::kUnprocessable, {"devices[0].bindingFailureConditions[0]"}},
+       nodePool({with(deviceWith("bindingConditions", {"a"}), "bindingFailureConditions", {"a"})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].bindingFailureConditions[0]"}},
       // Per-device node selection.
-      {"PerDeviceWithoutNodeField", {{"perDeviceNodeSelection", true}, {"devices", devices(1)}},
-       StatusCode::kUnprocessable, {"devices[0]"}},
-      {"DeviceNodeNameWithoutPerDevice", nodePool({deviceWith("nodeName", "node-b")}),
-       StatusCode::kUnprocessable, {"devices[0].nodeName"}},
+      {"PerDeviceWithoutNodeField",
+       {{"perDeviceNodeSelection", true}, {"devices", devices(1)}},
+       StatusCode::kUnprocessable,
+       {"devices[0]"}},
+      {"DeviceNodeNameWithoutPerDevice",
+       nodePool({deviceWith("nodeName", "node-b")}),
+       StatusCode::kUnprocessable,
+       {"devices[0].nodeName"}},
       {"DeviceAllNodesFalse",
        {{"perDeviceNodeSelection", true}, {"devices", {deviceWith("allNodes", false)}}},
-       StatusCode::kUnprocessable, {"devices[0].allNodes"}},
+       StatusCode::kUnprocessable,
+       {"devices[0].allNodes"}},
       // Explicit slices.
-      {"SliceOf129Devices", {{"allNodes", true}, {"slices", {{{"devices", devices(129)}}}}},
-       StatusCode::kUnprocessable, {"slices[0].devices"}, "at most 128"},
+      {"SliceOf129Devices",
+       {{"allNodes", true}, {"slices", {{{"devices", devices(129)}}}}},
+       StatusCode::kUnprocessable,
+       {"slices[0].devices"},
+       "at most 128"},
       {"SliceOf65DevicesWithTaints",
        {{"allNodes", true}, {"slices", {{{"devices", taintedDevices(65)}}}}},
-       StatusCode::kUnprocessable, {"slices[0].devices"}, "at most 64"},
+       StatusCode::kUnprocessable,
+       {"slices[0].devices"},
+       "at most 64"},
       {"SliceWithDevicesAndCounters",
        {{"allNodes", true},
         {"slices", {{{"devices", devices(1)}, {"sharedCounters", {counterSet("a")}}}}}},
-       StatusCode::kUnprocessable, {"slices[0].sharedCounters"}},
-      {"SliceWithNineCounterSets", {{"allNodes", true}, {"slices", {{{"sharedCounters", nine_sets}}}}},
-       StatusCode::kUnprocessable, {"slices[0].sharedCounters"}, "at most 8"},
+       StatusCode::kUnprocessable,
+       {"slices[0].sharedCounters"}},
+      {"SliceWithNineCounterSets",
+       {{"allNodes", true}, {"slices", {{{"sharedCounters", nine_sets}}}}},
+       StatusCode::kUnprocessable,
+       {"slices[0].sharedCounters"},
+       "at most 8"},
       {"SlicePerDeviceMismatch",
        {{"allNodes", true}, {"slices", {{{"perDeviceNodeSelection", true}}}}},
-       StatusCode::kUnprocessable, {"slices[0].perDeviceNodeSelection"}},
+       StatusCode::kUnprocessable,
+       {"slices[0].perDeviceNodeSelection"}},
       // Everything at once.
-      {"EveryProblemIsReported", three_errors, StatusCode::kUnprocessable,
+      {"EveryProblemIsReported",
+       three_errors,
+       StatusCode::kUnprocessable,
        {"generation", "devices[0].name", "devices[2].name"}},
   };
 }
@@ -440,8 +548,9 @@ TEST(PoolJson, DriverBodyPathsNameThePool) {
                  {"Bad/Name", nodePool()}}}};
   StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(body.dump());
   EXPECT_EQ(pools.status().code(), StatusCode::kUnprocessable);
-  EXPECT_THAT(fieldsOf(pools.status()),
-              UnorderedElementsAreArray({"pools[\"node-b\"].devices[0].name", "pools[\"Bad/Name\"]"}));
+  EXPECT_THAT(
+      fieldsOf(pools.status()),
+      UnorderedElementsAreArray({"pools[\"node-b\"].devices[0].name", "pools[\"Bad/Name\"]"}));
 }
 
 TEST(PoolJson, DriverBodyShape) {
@@ -534,8 +643,8 @@ TEST(InventoryExamples, EveryExampleIsValid) {
 }
 
 TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
-  StatusOr<Pool> pool = parsePool(
-      readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / "gpu.example.com-node-c.pool.json"));
+  StatusOr<Pool> pool = parsePool(readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) /
+                                           "gpu.example.com-node-c.pool.json"));
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   EXPECT_FALSE(pool->shared_counters.empty());
   size_t consuming = 0;
@@ -544,7 +653,8 @@ TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
 }
 
 TEST(InventoryExamples, GpuPoolsLookLikeRealGpuDrivers) {
-  for (const char* file : {"gpu.example.com-node-a.pool.json", "gpu.example.com-node-b.pool.json"}) {
+  for (const char* file :
+       {"gpu.example.com-node-a.pool.json", "gpu.example.com-node-b.pool.json"}) {
     StatusOr<Pool> pool =
         parsePool(readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / file));
     ASSERT_TRUE(pool.ok()) << file << ": " << pool.status().toString();

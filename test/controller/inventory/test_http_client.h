@@ -5,6 +5,10 @@
 // Not thread-safe: one client per thread.
 #pragma once
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -15,11 +19,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include "controller/inventory/asio.h"
 
@@ -153,8 +152,8 @@ struct TestCertificate {
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-    X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name,
-                                              "DNS:localhost,IP:127.0.0.1");
+    X509_EXTENSION* san =
+        X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
     X509_add_ext(cert, san, -1);
     X509_EXTENSION_free(san);
     X509_sign(cert, key, EVP_sha256());
@@ -198,7 +197,8 @@ struct TestCertificate {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "rsc-inventory-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "rsc-inventory-XXXXXX").string();
     path_ = mkdtemp(pattern.data());
   }
   ~TempDir() {
