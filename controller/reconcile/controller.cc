@@ -75,7 +75,11 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   handlers.on_add = [self](const client::ResourceSlice& s) {
     if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
   };
-  handlers.on_update = [self](const client::ResourceSlice& /*old*/, const client::ResourceSlice& s) {
+  handlers.on_update = [self](const client::ResourceSlice& old, const client::ResourceSlice& s) {
+    // A slice moved to another pool leaves its old pool one short.
+    if (old.spec.driver != s.spec.driver || old.spec.pool.name != s.spec.pool.name) {
+      self->enqueueSlice(old);
+    }
     if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
   };
   handlers.on_delete = [self](const client::ResourceSlice& s) {

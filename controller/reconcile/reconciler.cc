@@ -1,6 +1,7 @@
 #include "controller/reconcile/reconciler.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/log.h"
 
@@ -188,6 +189,10 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   for (const SlicePtr& s : plan.obsolete) {
     live_generation = std::max(live_generation, s->spec.pool.generation);
   }
+  std::set<std::string> known_dropped;
+  if (const std::optional<PoolStatus> status = options_.store->status(key)) {
+    known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
+  }
   size_t changed = 0;
   size_t added = 0;
   std::vector<bool> differs(plan.slices.size(), false);
@@ -205,8 +210,15 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     // Generation and count are compared for the whole pool above.
     client::ResourceSliceSpec want = specs.back();
     want.pool = l.spec.pool;
-    const bool same = client::semanticEqual(want, l.spec) &&
-                      hasManagedLabel(l.metadata) && l.metadata.owner_references == owners;
+    std::vector<std::string> missing;
+    bool same = client::semanticEqual(want, l.spec, &missing) && hasManagedLabel(l.metadata) &&
+                l.metadata.owner_references == owners;
+    // A field we want but the live slice lacks counts as dropped by the
+    // server only if the server's answer to one of our writes said so; a
+    // slice that was never sent the field (a taint just added) is updated.
+    for (const std::string& field : missing) {
+      if (!known_dropped.contains(field)) same = false;
+    }
     if (!same) {
       differs[i] = true;
       ++changed;
@@ -286,7 +298,14 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     s.published_generation = generation;
     s.slice_names = names;
     s.last_error = okStatus();
-    if (writes > 0) s.dropped_fields = dropped;
+    // Kept as a union: a write to one slice must not forget what the server
+    // dropped from the others.
+    for (const std::string& field : dropped) {
+      if (std::find(s.dropped_fields.begin(), s.dropped_fields.end(), field) ==
+          s.dropped_fields.end()) {
+        s.dropped_fields.push_back(field);
+      }
+    }
   });
   if (previously_published < desired->version) {
     if (options_.observer != nullptr) {
