@@ -161,7 +161,8 @@ TEST_F(InformerIntegration, SeesSlicesBeforeAndAfterStartEditsAndDeletes) {
   for (const auto& slice : before) {
     ASSERT_TRUE(recorder_.waitFor("add " + slice.metadata.name));
   }
-  EXPECT_TRUE(informer_->hasSynced());
+  // Handlers of the first list run before hasSynced() turns true.
+  EXPECT_TRUE(informer_->waitForSync(std::stop_token()));
   EXPECT_EQ(informer_->store().size(), 3u);
 
   // Created after the start: comes through the watch.
