@@ -114,14 +114,39 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
                              pool.shared_counters.begin() + static_cast<std::ptrdiff_t>(end));
     counter_slices.push_back(std::move(p));
   }
-  for (size_t i = 0; i < live_counters.size(); ++i) {
-    if (i < counter_slices.size()) {
-      counter_slices[i].live = live_counters[i].slice;
-      counter_slices[i].index = live_counters[i].index;
-      indices.reserve(live_counters[i].index);
-    } else {
-      plan.obsolete.push_back(live_counters[i].slice);
+  // A chunk goes back to the live counter slice that holds its first counter
+  // set, so that planning a plan again changes nothing; chunks without one
+  // take the remaining live counter slices in order.
+  std::vector<bool> taken(live_counters.size(), false);
+  auto assign = [&](PlannedSlice& chunk, size_t i) {
+    taken[i] = true;
+    chunk.live = live_counters[i].slice;
+    chunk.index = live_counters[i].index;
+    indices.reserve(chunk.index);
+  };
+  for (PlannedSlice& chunk : counter_slices) {
+    for (size_t i = 0; i < live_counters.size(); ++i) {
+      if (taken[i]) continue;
+      const auto& sets = live_counters[i].slice->spec.shared_counters;
+      if (std::any_of(sets.begin(), sets.end(), [&](const client::CounterSet& c) {
+            return c.name == chunk.shared_counters.front().name;
+          })) {
+        assign(chunk, i);
+        break;
+      }
     }
+  }
+  for (PlannedSlice& chunk : counter_slices) {
+    if (chunk.live != nullptr) continue;
+    for (size_t i = 0; i < live_counters.size(); ++i) {
+      if (!taken[i]) {
+        assign(chunk, i);
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < live_counters.size(); ++i) {
+    if (!taken[i]) plan.obsolete.push_back(live_counters[i].slice);
   }
 
   // Devices: first pass keeps each device in its live slice while there is
