@@ -73,9 +73,12 @@ struct Options {
   int connections = 8;
   double push_seconds = 10;
   std::filesystem::path out_dir = std::filesystem::path(RSC_BUILD_ROOT) / "test/bench/out";
-  std::filesystem::path controller = std::filesystem::path(RSC_BUILD_ROOT) /
-                                     "controller/resourceslice-controller";
+  std::filesystem::path controller =
+      std::filesystem::path(RSC_BUILD_ROOT) / "controller/resourceslice-controller";
   std::filesystem::path source_root = RSC_SOURCE_ROOT;
+  // A second controller binary (a candidate fix) that workload 1 also runs,
+  // alternating with the first, so both are measured in the same run.
+  std::filesystem::path compare;
   std::string serve_minimal;
   bool no_plot = false;
   bool help = false;
@@ -97,6 +100,8 @@ each workload as a ratio to a baseline measured in the same run.
                        and the logs go
   --controller=PATH    the controller binary
   --source-root=PATH   the source tree (test/cluster, plot.py)
+  --compare=PATH       a second controller binary (e.g. a candidate fix) that
+                       workload 1 runs too, alternating with the first
   --no-plot            do not run plot.py
 )";
 
@@ -128,6 +133,8 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
         o.controller = value;
       } else if (name == "--source-root") {
         o.source_root = value;
+      } else if (name == "--compare") {
+        o.compare = value;
       } else if (name == "--serve-minimal") {
         o.serve_minimal = value;
       } else if (name == "--no-plot") {
@@ -149,9 +156,7 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
   return o;
 }
 
-int scaled(int n, double scale) {
-  return std::max(1, static_cast<int>(std::lround(n * scale)));
-}
+int scaled(int n, double scale) { return std::max(1, static_cast<int>(std::lround(n * scale))); }
 
 // Formatting for the table.
 std::string fixed(double v, int digits) {
@@ -168,7 +173,9 @@ std::string grouped(int64_t v) {
 }
 std::string secs(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
 std::string millis(double ms) { return fixed(ms, ms < 10 ? 2 : 1) + " ms"; }
-std::string mib(int64_t bytes) { return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0), 1) + " MiB"; }
+std::string mib(int64_t bytes) {
+  return fixed(static_cast<double>(bytes) / (1024.0 * 1024.0), 1) + " MiB";
+}
 std::string ratio(double r) { return fixed(r, 2) + "x"; }
 
 void progress(const std::string& what) {
@@ -203,16 +210,23 @@ struct Counters {
   double failed_writes = 0;  // result != success
   double published = 0;      // publish_latency_seconds_count
   double gets = 0;           // rest_client_requests_total{method="GET"}
+  double reconciles = 0;     // controller_runtime_reconcile_total
   double apiserver = 0;      // the API server's ResourceSlice writes
   double controller_cpu = 0;
   double apiserver_cpu = 0;
 
   Counters operator-(const Counters& o) const {
-    return {writes - o.writes,       creates - o.creates,
-            updates - o.updates,     deletes - o.deletes,
-            failed_writes - o.failed_writes, published - o.published,
-            gets - o.gets,           apiserver - o.apiserver,
-            controller_cpu - o.controller_cpu, apiserver_cpu - o.apiserver_cpu};
+    return {writes - o.writes,
+            creates - o.creates,
+            updates - o.updates,
+            deletes - o.deletes,
+            failed_writes - o.failed_writes,
+            published - o.published,
+            gets - o.gets,
+            reconciles - o.reconciles,
+            apiserver - o.apiserver,
+            controller_cpu - o.controller_cpu,
+            apiserver_cpu - o.apiserver_cpu};
   }
 };
 
@@ -225,7 +239,7 @@ struct PublishRun {
 struct BaselineRun {
   double seconds = 0;
   int64_t writes = 0;
-  std::vector<double> pool_done;  // seconds, by pool
+  std::vector<double> pool_done;   // seconds, by pool
   std::vector<double> latency_ms;  // per write
   double client_cpu = 0;
   double apiserver_cpu = 0;
@@ -260,7 +274,7 @@ class Bench {
 
   // A fresh controller: stops the running one and deletes every slice it
   // managed, so that the new one starts from an empty cache.
-  Status freshController(const std::string& name);
+  Status freshController(const std::string& name, const std::filesystem::path& binary = {});
   // The initial inventory, published and checked, for workloads 2 and 3
   // when workload 1 did not run before them.
   Status ensureInitialInventory();
@@ -269,13 +283,14 @@ class Bench {
   // the controller has published `expect` more pools.
   StatusOr<PublishRun> pushAndWait(const std::vector<BenchPool>& pools, int64_t expect);
   // Creates the baseline's slices of `pools` directly with our client, at
-  // the controller's concurrency and rate limit.
-  StatusOr<BaselineRun> baselineCreate(const std::vector<BenchPool>& pools);
+  // the controller's concurrency and rate limit. With `get_node`, each
+  // node-local pool first reads its Node, as the controller does.
+  StatusOr<BaselineRun> baselineCreate(const std::vector<BenchPool>& pools, bool get_node = false);
   // Checks the controller's slices of every driver in `pools` against them.
   StatusOr<CheckReport> checkController(const std::vector<BenchPool>& pools);
   StatusOr<MinimalServerProcess*> minimalServer();
-  std::unique_ptr<client::RestKubeApi> baselineApi(std::unique_ptr<client::HttpTransport>* transport,
-                                                   Status* status);
+  std::unique_ptr<client::RestKubeApi> baselineApi(
+      std::unique_ptr<client::HttpTransport>* transport, Status* status);
 
   void add(Row row) { rows_.push_back(std::move(row)); }
   void fail(const std::string& workload, const Status& s) {
@@ -316,6 +331,7 @@ StatusOr<Counters> Bench::counters() {
     c.failed_writes = c.writes - c.creates - c.updates - c.deletes;
     c.published = sumSamples(text, "resourceslice_controller_publish_latency_seconds_count");
     c.gets = sumSamples(text, "rest_client_requests_total", {{"method", {"GET"}}});
+    c.reconciles = sumSamples(text, "controller_runtime_reconcile_total");
     c.controller_cpu = processCpuSeconds(controller_->pid());
   }
   ASSIGN_OR_RETURN(c.apiserver, cluster_->sliceWrites());
@@ -323,18 +339,19 @@ StatusOr<Counters> Bench::counters() {
   return c;
 }
 
-Status Bench::freshController(const std::string& name) {
+Status Bench::freshController(const std::string& name, const std::filesystem::path& binary) {
   controller_.reset();
   initial_published_ = false;
   RETURN_IF_ERROR(cluster_->deleteSlices(kControllerLabel));
   ControllerSettings s;
-  s.binary = o_.controller;
+  s.binary = binary.empty() ? o_.controller : binary;
   s.kubeconfig = cluster_->kubeconfig();
   s.qps = o_.qps;
   s.burst = o_.burst;
   s.workers = o_.workers;
   const std::filesystem::path log =
-      o_.out_dir / "logs" / ("controller-" + std::to_string(++controller_runs_) + "-" + name + ".log");
+      o_.out_dir / "logs" /
+      ("controller-" + std::to_string(++controller_runs_) + "-" + name + ".log");
   ASSIGN_OR_RETURN(controller_, ControllerProcess::start(s, log, clock_));
   return okStatus();
 }
@@ -373,15 +390,15 @@ StatusOr<PublishRun> Bench::pushAndWait(const std::vector<BenchPool>& pools, int
   bodies.reserve(pools.size());
   std::vector<LoadRequest> requests;
   for (const BenchPool& p : pools) bodies.push_back(p.body());
-  for (size_t i = 0; i < pools.size(); ++i) requests.push_back({"PUT", pools[i].target(), bodies[i]});
+  for (size_t i = 0; i < pools.size(); ++i)
+    requests.push_back({"PUT", pools[i].target(), bodies[i]});
   ASSIGN_OR_RETURN(const Counters before, counters());
 
   PublishRun run;
   const uint16_t port = controller_->inventoryPort();
   const Clock::TimePoint start = clock_.now();
-  std::thread pusher([&] {
-    run.pushes = runOnce("127.0.0.1", port, requests, o_.connections, clock_);
-  });
+  std::thread pusher(
+      [&] { run.pushes = runOnce("127.0.0.1", port, requests, o_.connections, clock_); });
   const Clock::TimePoint deadline =
       start + std::chrono::seconds(120) + std::chrono::milliseconds(50) * expect;
   Status result = deadlineExceeded("the controller did not publish every pool in time");
@@ -424,7 +441,7 @@ StatusOr<PublishRun> Bench::pushAndWait(const std::vector<BenchPool>& pools, int
   return run;
 }
 
-StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools) {
+StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools, bool get_node) {
   // Build every slice first: a driver has its objects in memory already.
   std::vector<std::vector<client::ResourceSlice>> slices;
   slices.reserve(pools.size());
@@ -451,6 +468,15 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools)
   for (int w = 0; w < o_.workers; ++w) {
     threads.emplace_back([&] {
       for (size_t i = next++; i < pools.size(); i = next++) {
+        if (get_node && pools[i].kind == PoolKind::kGpu) {
+          StatusOr<client::Node> node = api->getNode(pools[i].node_or_fabric);
+          if (!node.ok()) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (failure.ok()) failure = node.status().withContext("baseline get Node");
+            next = pools.size();
+            break;
+          }
+        }
         for (const client::ResourceSlice& s : slices[i]) {
           StatusOr<client::ResourceSlice> created = api->createResourceSlice(s);
           if (!created.ok()) {
@@ -501,8 +527,9 @@ Status Bench::ensureInitialInventory() {
 }
 
 // Workload 1: every pool pushed at once to a fresh controller, against the
-// same slices created directly, before and after (the mean of the two
-// brackets any drift of the machine during the run).
+// same slices created directly. Baseline and controller runs alternate
+// (B C G B C B, G: the baseline that also reads each Node), so that drift of
+// the shared machine during the run falls on both sides alike.
 Status Bench::workloadInitialSync() {
   const std::string w = "1 initial sync";
   initial_ = makeInventory(scaled(kInitialGpuPools, o_.scale), kGpuDevices,
@@ -519,48 +546,108 @@ Status Bench::workloadInitialSync() {
            " slices; creating " + std::to_string(nodes.size()) + " Nodes");
   ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
 
-  progress(w + ": baseline (before)");
-  ASSIGN_OR_RETURN(BaselineRun base1, baselineCreate(initial_));
-  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+  std::vector<BaselineRun> bases;
+  std::vector<PublishRun> runs;
+  std::vector<Counters> deltas;
+  std::vector<PublishRun> compare_runs;
+  std::vector<Counters> compare_deltas;
+  std::optional<BaselineRun> with_get;
+  // D: the --compare controller.
+  const std::string sequence = o_.compare.empty() ? "BCGBCB" : "BCDGBDCB";
+  for (size_t step = 0; step < sequence.size(); ++step) {
+    const char what = sequence[step];
+    if (what == 'B' || what == 'G') {
+      progress(w + ": baseline" + (what == 'G' ? " that also reads each Node" : "") + " (step " +
+               std::to_string(step + 1) + " of " + std::to_string(sequence.size()) + ")");
+      ASSIGN_OR_RETURN(BaselineRun base, baselineCreate(initial_, what == 'G'));
+      RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+      if (what == 'G') {
+        with_get = std::move(base);
+      } else {
+        bases.push_back(std::move(base));
+      }
+      continue;
+    }
+    progress(w + (what == 'D' ? ": --compare controller" : ": controller") + " (step " +
+             std::to_string(step + 1) + " of " + std::to_string(sequence.size()) + ")");
+    RETURN_IF_ERROR(what == 'D' ? freshController("initial-sync-compare", o_.compare)
+                                : freshController("initial-sync"));
+    ASSIGN_OR_RETURN(const Counters before, counters());
+    ASSIGN_OR_RETURN(PublishRun run, pushAndWait(initial_, static_cast<int64_t>(initial_.size())));
+    clock_.sleepFor(kSettle);
+    ASSIGN_OR_RETURN(const Counters after, counters());
+    progress(w + ": checking the published slices");
+    ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
+    initial_generations_ = report.generations;
+    initial_published_ = true;
+    (what == 'D' ? compare_runs : runs).push_back(std::move(run));
+    (what == 'D' ? compare_deltas : deltas).push_back(after - before);
+  }
+  if (!compare_runs.empty()) {
+    // Workloads 2 and 3 go on with the controller under test.
+    RETURN_IF_ERROR(freshController("initial"));
+    ASSIGN_OR_RETURN(PublishRun again,
+                     pushAndWait(initial_, static_cast<int64_t>(initial_.size())));
+    (void)again;
+    ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
+    initial_generations_ = report.generations;
+    initial_published_ = true;
+  }
 
-  progress(w + ": controller");
-  RETURN_IF_ERROR(freshController("initial-sync"));
-  ASSIGN_OR_RETURN(const Counters before, counters());
-  ASSIGN_OR_RETURN(PublishRun run, pushAndWait(initial_, static_cast<int64_t>(initial_.size())));
-  clock_.sleepFor(kSettle);
-  ASSIGN_OR_RETURN(const Counters after, counters());
-  const Counters d = after - before;
-  progress(w + ": checking the published slices");
-  ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
-  initial_generations_ = report.generations;
-  initial_published_ = true;
-
-  progress(w + ": baseline (after)");
-  ASSIGN_OR_RETURN(BaselineRun base2, baselineCreate(initial_));
-  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
-
-  const double base = (base1.seconds + base2.seconds) / 2;
-  const double r = run.seconds / base;
+  auto mean = [](const auto& list, auto field) {
+    double sum = 0;
+    for (const auto& x : list) sum += field(x);
+    return sum / static_cast<double>(list.size());
+  };
+  auto each = [](const auto& list) {
+    std::string out;
+    for (const auto& x : list) out += (out.empty() ? "" : " / ") + fixed(x.seconds, 2);
+    return out;
+  };
+  const double c = mean(runs, [](const PublishRun& r) { return r.seconds; });
+  const double base = mean(bases, [](const BaselineRun& r) { return r.seconds; });
+  const double r = c / base;
   const std::string label = w + " (" + grouped(static_cast<int64_t>(initial_.size())) + " pools, " +
                             grouped(devices) + " devices, " + grouped(slices) + " slices)";
-  add({label, "time to all published", secs(run.seconds),
-       secs(base) + " (" + fixed(base1.seconds, 2) + " / " + fixed(base2.seconds, 2) + ")",
-       ratio(r), "<= " + fixed(kInitialSyncTarget, 2) + "x",
+  add({label, "time to all published (mean of runs: each run)", secs(c) + " (" + each(runs) + ")",
+       secs(base) + " (" + each(bases) + ")", ratio(r), "<= " + fixed(kInitialSyncTarget, 2) + "x",
        r <= kInitialSyncTarget ? "met" : "MISSED"});
-  const bool minimal = d.creates == static_cast<double>(slices) && d.writes == d.creates &&
-                       d.apiserver == static_cast<double>(slices);
-  add({"", "API writes (controller metric / API server)",
-       grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
-       grouped(base1.writes), "", "= " + grouped(slices) + " (slices)", minimal ? "met" : "MISSED"});
-  add({"", "API requests other than writes (GET)", grouped(static_cast<int64_t>(d.gets)), "0", "",
-       "", ""});
+  bool minimal = true;
+  std::string writes;
+  for (const Counters& d : deltas) {
+    minimal = minimal && d.creates == static_cast<double>(slices) && d.writes == d.creates &&
+              d.apiserver == static_cast<double>(slices);
+    writes += (writes.empty() ? "" : ", ") + grouped(static_cast<int64_t>(d.writes)) + " / " +
+              grouped(static_cast<int64_t>(d.apiserver));
+  }
+  add({"", "API writes (controller metric / API server), each run", writes,
+       grouped(bases.front().writes), "", "= " + grouped(slices) + " (slices)",
+       minimal ? "met" : "MISSED"});
+  add({"", "reconciles; API reads (GET), first run",
+       grouped(static_cast<int64_t>(deltas.front().reconciles)) + "; " +
+           grouped(static_cast<int64_t>(deltas.front().gets)),
+       "0", "", "", ""});
+  add({"", "baseline that also GETs each pool's Node, as the controller does", secs(c),
+       secs(with_get->seconds), ratio(c / with_get->seconds), "", ""});
+  if (!compare_runs.empty()) {
+    const double cc = mean(compare_runs, [](const PublishRun& x) { return x.seconds; });
+    add({"", "--compare " + o_.compare.string() + ": time; reconciles; GETs",
+         secs(cc) + " (" + each(compare_runs) + "); " +
+             grouped(static_cast<int64_t>(compare_deltas.front().reconciles)) + "; " +
+             grouped(static_cast<int64_t>(compare_deltas.front().gets)),
+         secs(base), ratio(cc / base), "", ""});
+    for (const Counters& d : compare_deltas) {
+      if (!(d.creates == static_cast<double>(slices) && d.writes == d.creates)) failed_ = true;
+    }
+  }
   add({"", "CPU seconds: controller or client / API server",
-       fixed(d.controller_cpu, 1) + " / " + fixed(d.apiserver_cpu, 1),
-       fixed((base1.client_cpu + base2.client_cpu) / 2, 1) + " / " +
-           fixed((base1.apiserver_cpu + base2.apiserver_cpu) / 2, 1),
+       fixed(mean(deltas, [](const Counters& d) { return d.controller_cpu; }), 1) + " / " +
+           fixed(mean(deltas, [](const Counters& d) { return d.apiserver_cpu; }), 1),
+       fixed(mean(bases, [](const BaselineRun& b) { return b.client_cpu; }), 1) + " / " +
+           fixed(mean(bases, [](const BaselineRun& b) { return b.apiserver_cpu; }), 1),
        "", "", ""});
-  curves_.push_back({"1", "controller", run.curve});
-  curves_.push_back({"1", "baseline", curveOf(base1.pool_done)});
+  curves_.push_back({"1", "controller", runs.front().curve});
+  curves_.push_back({"1", "baseline", curveOf(bases.front().pool_done)});
   if (!minimal) failed_ = true;
   return okStatus();
 }
@@ -589,7 +676,8 @@ Status Bench::workloadNoop() {
   std::string error;
   while (rounds < 20 && (rounds == 0 || std::min(c_seconds, m_seconds) < kNoopMinSeconds)) {
     ++rounds;
-    LoadResult c = runOnce("127.0.0.1", controller_->inventoryPort(), requests, o_.connections, clock_);
+    LoadResult c =
+        runOnce("127.0.0.1", controller_->inventoryPort(), requests, o_.connections, clock_);
     LoadResult m = runOnce("127.0.0.1", minimal->port(), requests, o_.connections, clock_);
     c_seconds += c.seconds;
     m_seconds += m.seconds;
@@ -672,8 +760,8 @@ Status Bench::workloadChurn() {
     RETURN_IF_ERROR(made);
     for (size_t j = 0; j < old_pools.size(); ++j) {
       const BenchPool& p = old_pools[j];
-      for (const client::ResourceSlice& s :
-           baselineSlices(p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])) {
+      for (const client::ResourceSlice& s : baselineSlices(
+               p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])) {
         ASSIGN_OR_RETURN(client::ResourceSlice stored, cluster_->api().createResourceSlice(s));
         created[j].push_back(std::move(stored));
       }
@@ -681,8 +769,8 @@ Status Bench::workloadChurn() {
     std::vector<client::ResourceSlice> updates;
     for (size_t j = 0; j < chosen.size(); ++j) {
       const BenchPool& p = initial_[chosen[j]];
-      client::ResourceSlice next =
-          baselineSlices(p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])[0];
+      client::ResourceSlice next = baselineSlices(p, baselineDriver(p.driver), kBaselineLabel,
+                                                  node_uids_[p.node_or_fabric])[0];
       next.metadata = created[j][0].metadata;
       updates.push_back(std::move(next));
     }
@@ -716,8 +804,8 @@ Status Bench::workloadChurn() {
                          d.apiserver == static_cast<double>(k) && bumped == 0;
     add({w + " (" + grouped(static_cast<int64_t>(k)) + " pools, 1 attribute each)",
          "API writes (controller metric / API server); generations bumped",
-         grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)) +
-             "; " + std::to_string(bumped),
+         grouped(static_cast<int64_t>(d.writes)) + " / " +
+             grouped(static_cast<int64_t>(d.apiserver)) + "; " + std::to_string(bumped),
          grouped(static_cast<int64_t>(updates.size())), "",
          "= " + grouped(static_cast<int64_t>(k)) + "; 0", minimal ? "met" : "MISSED"});
     add({"", "publish latency p50 / p99 (vs direct update)", millis(c50) + " / " + millis(c99),
@@ -741,8 +829,8 @@ Status Bench::workloadScale() {
   ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
   RETURN_IF_ERROR(cluster_->deleteSlices(kControllerLabel));
 
-  progress(w + ": baseline");
-  ASSIGN_OR_RETURN(BaselineRun base, baselineCreate(pools));
+  progress(w + ": baseline (before)");
+  ASSIGN_OR_RETURN(BaselineRun base1, baselineCreate(pools));
   RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
 
   progress(w + ": controller");
@@ -757,6 +845,17 @@ Status Bench::workloadScale() {
   ASSIGN_OR_RETURN(CheckReport report, checkController(pools));
   const Memory mem = processMemory(controller_->pid());
 
+  // The second baseline on the same number of objects as the first.
+  progress(w + ": baseline (after)");
+  controller_.reset();
+  RETURN_IF_ERROR(cluster_->deleteSlices(kControllerLabel));
+  ASSIGN_OR_RETURN(BaselineRun base2, baselineCreate(pools));
+  RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
+  BaselineRun base = base1;
+  base.seconds = (base1.seconds + base2.seconds) / 2;
+  base.client_cpu = (base1.client_cpu + base2.client_cpu) / 2;
+  base.apiserver_cpu = (base1.apiserver_cpu + base2.apiserver_cpu) / 2;
+
   const double r = run.seconds / base.seconds;
   const int64_t limit =
       static_cast<int64_t>(kRssJsonFactor * static_cast<double>(report.json_bytes)) + kRssAllowance;
@@ -764,13 +863,16 @@ Status Bench::workloadScale() {
   const double marginal10k =
       static_cast<double>(mem.peak - idle.rss) / (static_cast<double>(report.devices) / 1e4);
   add({w + " (" + grouped(n) + " pools, " + grouped(report.devices) + " devices)",
-       "time to all published", secs(run.seconds), secs(base.seconds), ratio(r), "", ""});
+       "time to all published", secs(run.seconds),
+       secs(base.seconds) + " (" + fixed(base1.seconds, 1) + " / " + fixed(base2.seconds, 1) + ")",
+       ratio(r), "", ""});
   const bool minimal = d.creates == n && d.writes == d.creates && d.apiserver == n;
   add({"", "API writes (controller metric / API server)",
        grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
        grouped(base.writes), "", "= " + grouped(n), minimal ? "met" : "MISSED"});
-  add({"", "API requests other than writes (GET)", grouped(static_cast<int64_t>(d.gets)), "0", "",
-       "", ""});
+  add({"", "reconciles; API reads (GET)",
+       grouped(static_cast<int64_t>(d.reconciles)) + "; " + grouped(static_cast<int64_t>(d.gets)),
+       "0", "", "", ""});
   add({"", "CPU seconds: controller or client / API server",
        fixed(d.controller_cpu, 1) + " / " + fixed(d.apiserver_cpu, 1),
        fixed(base.client_cpu, 1) + " / " + fixed(base.apiserver_cpu, 1), "", "", ""});
@@ -813,17 +915,25 @@ Status Bench::workloadPushApi() {
     }
   }
   const double seconds = std::max(2.0, o_.push_seconds * o_.scale);
-  progress(w + ": " + std::to_string(o_.connections) + " connections, 2 x " + fixed(seconds, 1) +
-           " s on each side");
-  const auto half = std::chrono::duration_cast<Clock::Duration>(
-      std::chrono::duration<double>(seconds / 2));
+  progress(w + ": " + std::to_string(o_.connections) + " connections, 2 x " +
+           fixed(seconds / 2, 1) + " s on each side");
+  const auto half =
+      std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(seconds / 2));
   const LoadRequest request{"PUT", pool.target(), body};
   ASSIGN_OR_RETURN(const Counters before, counters());
   LoadResult c;
   LoadResult m;
+  // The server processes' CPU during their own load.
+  double c_cpu = 0;
+  double m_cpu = 0;
   for (int round = 0; round < 2; ++round) {
-    LoadResult cr = runFor("127.0.0.1", controller_->inventoryPort(), request, o_.connections, half, clock_);
+    double cpu0 = processCpuSeconds(controller_->pid());
+    LoadResult cr =
+        runFor("127.0.0.1", controller_->inventoryPort(), request, o_.connections, half, clock_);
+    c_cpu += processCpuSeconds(controller_->pid()) - cpu0;
+    cpu0 = processCpuSeconds(minimal->pid());
     LoadResult mr = runFor("127.0.0.1", minimal->port(), request, o_.connections, half, clock_);
+    m_cpu += processCpuSeconds(minimal->pid()) - cpu0;
     for (auto [from, to] : {std::pair{&cr, &c}, std::pair{&mr, &m}}) {
       to->seconds += from->seconds;
       to->latency_ms.insert(to->latency_ms.end(), from->latency_ms.begin(), from->latency_ms.end());
@@ -854,6 +964,10 @@ Status Bench::workloadPushApi() {
        ratio(quantile(c.latency_ms, 0.5) / quantile(m.latency_ms, 0.5)) + " / " +
            ratio(quantile(c.latency_ms, 0.99) / quantile(m.latency_ms, 0.99)),
        "", ""});
+  const double c_us = 1e6 * c_cpu / static_cast<double>(c.total());
+  const double m_us = 1e6 * m_cpu / static_cast<double>(m.total());
+  add({"", "server CPU per request", fixed(c_us, 0) + " us", fixed(m_us, 0) + " us",
+       ratio(c_us / m_us), "", ""});
   add({"", "API writes during the pushes (controller metric / API server)",
        grouped(static_cast<int64_t>(d.writes)) + " / " + grouped(static_cast<int64_t>(d.apiserver)),
        "", "", "= 0", d.writes == 0 && d.apiserver == 0 ? "met" : "MISSED"});
@@ -941,11 +1055,11 @@ int Bench::run(const std::string& self) {
   cluster_ = std::move(*cluster);
 
   const std::pair<int, Status (Bench::*)()> workloads[] = {
-      {1, &Bench::workloadInitialSync}, {2, &Bench::workloadNoop},  {3, &Bench::workloadChurn},
+      {1, &Bench::workloadInitialSync}, {2, &Bench::workloadNoop},    {3, &Bench::workloadChurn},
       {4, &Bench::workloadScale},       {5, &Bench::workloadPushApi},
   };
-  const char* names[] = {"", "1 initial sync", "2 no-op re-push", "3 churn", "4 scale",
-                         "5 push API"};
+  const char* names[] = {"",        "1 initial sync", "2 no-op re-push",
+                         "3 churn", "4 scale",        "5 push API"};
   for (const auto& [n, fn] : workloads) {
     if (o_.workload != 0 && o_.workload != n) continue;
     Status s = (this->*fn)();

@@ -7,10 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 namespace rsc::bench {
 
@@ -29,8 +28,8 @@ std::string readTrimmed(const std::filesystem::path& p) {
 
 // Parses one sample line: name, labels and value. False for comments and
 // lines it cannot read.
-bool parseSample(std::string_view line, std::string* name, std::map<std::string, std::string>* labels,
-                 double* value) {
+bool parseSample(std::string_view line, std::string* name,
+                 std::map<std::string, std::string>* labels, double* value) {
   if (line.empty() || line[0] == '#') return false;
   size_t i = 0;
   while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
@@ -40,7 +39,8 @@ bool parseSample(std::string_view line, std::string* name, std::map<std::string,
     ++i;
     while (i < line.size() && line[i] != '}') {
       const size_t eq = line.find('=', i);
-      if (eq == std::string_view::npos || eq + 1 >= line.size() || line[eq + 1] != '"') return false;
+      if (eq == std::string_view::npos || eq + 1 >= line.size() || line[eq + 1] != '"')
+        return false;
       std::string key(line.substr(i, eq - i));
       std::string val;
       size_t j = eq + 2;
@@ -144,8 +144,9 @@ StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
     std::string cont;
     do {
       client::HttpRequest req;
-      req.path_and_query = "/api/v1/nodes?limit=1000" +
-                           (cont.empty() ? "" : "&continue=" + client::RestKubeApi::urlEncode(cont));
+      req.path_and_query =
+          "/api/v1/nodes?limit=1000" +
+          (cont.empty() ? "" : "&continue=" + client::RestKubeApi::urlEncode(cont));
       StatusOr<client::HttpResponse> resp = transport_->send(req);
       if (!resp.ok()) return resp.status().withContext("list Nodes");
       if (resp->code != 200) return unavailable("list Nodes: HTTP " + std::to_string(resp->code));
@@ -175,9 +176,10 @@ StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
   for (int c = 0; c < std::max(1, connections); ++c) {
     threads.emplace_back([&] {
       for (size_t i = next++; i < missing.size(); i = next++) {
-        const Json node = {{"apiVersion", "v1"},
-                           {"kind", "Node"},
-                           {"metadata", {{"name", missing[i]}, {"labels", {{"fabric", "fabric-1"}}}}}};
+        const Json node = {
+            {"apiVersion", "v1"},
+            {"kind", "Node"},
+            {"metadata", {{"name", missing[i]}, {"labels", {{"fabric", "fabric-1"}}}}}};
         client::HttpRequest req;
         req.method = "POST";
         req.path_and_query = "/api/v1/nodes";
@@ -238,8 +240,9 @@ StatusOr<double> Cluster::sliceWrites() {
   if (resp->code != 200) {
     return unavailable("GET /metrics of the API server: HTTP " + std::to_string(resp->code));
   }
-  return sumSamples(resp->body, "apiserver_request_total",
-                    {{"resource", {"resourceslices"}}, {"verb", {"POST", "PUT", "PATCH", "DELETE"}}});
+  return sumSamples(
+      resp->body, "apiserver_request_total",
+      {{"resource", {"resourceslices"}}, {"verb", {"POST", "PUT", "PATCH", "DELETE"}}});
 }
 
 }  // namespace rsc::bench

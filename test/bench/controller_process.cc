@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -113,13 +114,14 @@ StatusOr<std::unique_ptr<MinimalServerProcess>> MinimalServerProcess::start(
   while (clock.now() < deadline) {
     const std::string port = readFile(port_file);
     if (!port.empty() && port.back() == '\n') {
-      m->port_ = static_cast<uint16_t>(std::stoi(port));
-      return m;
+      m->port_ = static_cast<uint16_t>(std::strtoul(port.c_str(), nullptr, 10));
+      if (m->port_ != 0) return m;
     }
     if (!m->process_->running()) break;
     clock.sleepFor(std::chrono::milliseconds(50));
   }
-  return unavailable("the minimal server did not start; see " + (dir / "minimal-server.log").string());
+  return unavailable("the minimal server did not start; see " +
+                     (dir / "minimal-server.log").string());
 }
 
 int serveMinimal(const std::filesystem::path& port_file) {
@@ -144,7 +146,9 @@ int serveMinimal(const std::filesystem::path& port_file) {
     std::ofstream out(port_file.string() + ".tmp");
     out << (*server)->port() << "\n";
   }
-  std::filesystem::rename(port_file.string() + ".tmp", port_file);
+  std::error_code ec;
+  std::filesystem::rename(port_file.string() + ".tmp", port_file, ec);
+  if (ec) return 1;
   int sig = 0;
   sigwait(&signals, &sig);
   (*server)->stop(std::chrono::seconds(1));

@@ -57,7 +57,8 @@ class ControllerProcess {
   StatusOr<std::string> metrics();
 
  private:
-  explicit ControllerProcess(std::unique_ptr<testing::Process> process) : process_(std::move(process)) {}
+  explicit ControllerProcess(std::unique_ptr<testing::Process> process)
+      : process_(std::move(process)) {}
 
   std::unique_ptr<testing::Process> process_;
   uint16_t inventory_port_ = 0;

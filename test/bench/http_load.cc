@@ -127,7 +127,8 @@ LoadResult runOnce(const std::string& host, uint16_t port, const std::vector<Loa
       HttpConnection conn(host, port);
       for (size_t i = next++; i < requests.size(); i = next++) {
         const Clock::TimePoint sent = clock.now();
-        StatusOr<Answer> answer = conn.send(requests[i].method, requests[i].target, requests[i].body);
+        StatusOr<Answer> answer =
+            conn.send(requests[i].method, requests[i].target, requests[i].body);
         result.latency_ms[i] = millisSince(sent, clock.now());
         if (answer.ok()) {
           codes[i] = answer->code;

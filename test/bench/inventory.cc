@@ -56,10 +56,10 @@ Json nicDevice(const std::string& fabric, int pool, int i, int revision) {
       {"chassis", stringAttr("chassis-" + std::to_string(i / 64))},
       {"serial", stringAttr("MT" + hex(pool, 4) + hex(i, 6))},
   };
-  return {{"name", "nic-" + std::to_string(i)},
-          {"attributes", std::move(attrs)},
-          {"capacity",
-           {{"bandwidth", {{"value", "400G"}}}, {"virtualFunctions", {{"value", "16"}}}}}};
+  return {
+      {"name", "nic-" + std::to_string(i)},
+      {"attributes", std::move(attrs)},
+      {"capacity", {{"bandwidth", {{"value", "400G"}}}, {"virtualFunctions", {{"value", "16"}}}}}};
 }
 
 }  // namespace
@@ -106,8 +106,8 @@ std::string BenchPool::target(const std::string& query) const {
   return "/v1/drivers/" + driver + "/pools/" + name + (query.empty() ? "" : "?" + query);
 }
 
-std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_pools,
-                                     int nic_devices, int first_index) {
+std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_pools, int nic_devices,
+                                     int first_index) {
   std::vector<BenchPool> out;
   out.reserve(static_cast<size_t>(gpu_pools + nic_pools));
   for (int i = 0; i < gpu_pools; ++i) {
@@ -138,8 +138,7 @@ int64_t minimalSliceCount(const BenchPool& pool) {
   return std::max<int64_t>(1, (pool.devices + per - 1) / per);
 }
 
-std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool,
-                                                  const std::string& driver,
+std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool, const std::string& driver,
                                                   const std::string& managed_by,
                                                   const std::string& node_uid) {
   const Json devices = pool.deviceJson();
@@ -254,7 +253,8 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
     }
   }
   for (const auto& [key, slices] : by_pool) {
-    if (wanted.count(key) == 0) problem(key.first + "/" + key.second + ": slices of no pushed pool");
+    if (wanted.count(key) == 0)
+      problem(key.first + "/" + key.second + ": slices of no pushed pool");
   }
   if (!problems.empty()) {
     std::ostringstream msg;

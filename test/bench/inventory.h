@@ -60,14 +60,13 @@ std::string nodeName(int index);
 
 // `gpu_pools` node-local pools of `gpu_devices` devices on node-00000.. and
 // `nic_pools` network-attached pools of `nic_devices` devices.
-std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_pools,
-                                     int nic_devices, int first_index = 0);
+std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_pools, int nic_devices,
+                                     int first_index = 0);
 
 // The slices the controller should publish for `pool`, as created directly:
 // devices split 128 per slice in push order, generation 1, labelled
 // `managed_by`, owned by the Node with `node_uid` (node-local pools).
-std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool,
-                                                  const std::string& driver,
+std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool, const std::string& driver,
                                                   const std::string& managed_by,
                                                   const std::string& node_uid);
 
