@@ -156,25 +156,19 @@ std::string describe(const Pool& p) {
   return out.str();
 }
 
-// What a scenario may do besides the basics. The `false` defaults avoid the
-// bugs that the disabled tests at the end reproduce.
+// Counter sets of a pool: up to two counter slices' worth.
+constexpr int kMaxPoolCounterSets = 2 * static_cast<int>(kMaxCounterSetsPerSlice) - 4;
+
 struct ScenarioOptions {
   // Slices an earlier controller left behind exist before the start.
   bool leftovers = true;
-  // Changes of a pushed pool may add taints or counter consumption to
-  // devices that had none.
-  bool new_device_features = false;
-  // Foreign edits may move a managed slice to another pool.
-  bool move_slices = false;
-  // Pools may have more counter sets than fit in one slice.
-  bool many_counter_sets = false;
 };
 
 // Builds random pools: fresh ones of 0..400 devices (1..4 slices, more with
 // taints or counters), and changes of a previous push.
 class PoolGenerator {
  public:
-  PoolGenerator(Random& rng, const ScenarioOptions& options) : rng_(rng), options_(options) {}
+  explicit PoolGenerator(Random& rng) : rng_(rng) {}
 
   Pool fresh(const std::string& pool_name) {
     Pool p;
@@ -201,7 +195,7 @@ class PoolGenerator {
       const double taints = rng_.chance(0.25) ? 0.1 : 0.0;
       for (int i = 0; i < count; ++i) p.devices.push_back(device(rng_.chance(taints)));
       if (rng_.chance(0.2)) {
-        p.shared_counters = counterSets(rng_.uniform(1, maxCounterSets()));
+        p.shared_counters = counterSets(rng_.uniform(1, kMaxPoolCounterSets));
         for (Device& d : p.devices) {
           if (rng_.chance(0.1)) consume(d, p.shared_counters);
         }
@@ -255,24 +249,22 @@ class PoolGenerator {
           for (int i = 0; i < k && !devices.empty(); ++i) {
             Device& d =
                 devices[static_cast<size_t>(rng_.uniform(0, static_cast<int>(devices.size()) - 1))];
-            if (!d.taints.empty()) {
-              d.taints.clear();
-            } else if (options_.new_device_features) {
+            if (d.taints.empty()) {
               taint(d);
+            } else {
+              d.taints.clear();
             }
           }
           break;
         }
         case 5:  // counters
           if (!p.slices) {
-            p.shared_counters = rng_.chance(0.3) ? std::vector<client::CounterSet>{}
-                                                 : counterSets(rng_.uniform(1, maxCounterSets()));
+            p.shared_counters = rng_.chance(0.3)
+                                    ? std::vector<client::CounterSet>{}
+                                    : counterSets(rng_.uniform(1, kMaxPoolCounterSets));
             for (Device& d : p.devices) {
-              if (p.shared_counters.empty()) d.consumes_counters.clear();
-              if (!p.shared_counters.empty() && options_.new_device_features && rng_.chance(0.1)) {
-                d.consumes_counters.clear();
-                consume(d, p.shared_counters);
-              }
+              d.consumes_counters.clear();
+              if (!p.shared_counters.empty() && rng_.chance(0.1)) consume(d, p.shared_counters);
             }
           }
           break;
@@ -310,12 +302,6 @@ class PoolGenerator {
     } else {
       p.selection.per_device_node_selection = true;
     }
-  }
-
-  // Up to two counter slices' worth, or one.
-  int maxCounterSets() const {
-    return options_.many_counter_sets ? 2 * static_cast<int>(kMaxCounterSetsPerSlice) - 4
-                                      : static_cast<int>(kMaxCounterSetsPerSlice);
   }
 
   // Per-device node selection lives on the devices: set it there exactly
@@ -386,7 +372,6 @@ class PoolGenerator {
   }
 
   Random& rng_;
-  const ScenarioOptions options_;
   int next_device_ = 0;
 };
 
@@ -407,7 +392,7 @@ class Scenario {
         options_(options),
         rng_(seed),
         faults_rng_(seed ^ 0x5eedf00dULL),
-        pools_(rng_, options),
+        pools_(rng_),
         api_(clock_, {.watch_history = 1000, .seed = seed}) {}
 
   ~Scenario() {
@@ -718,7 +703,7 @@ class Scenario {
       note("rogue slice " + (added.ok() ? added->metadata.name : added.status().toString()) + " (" +
            what + ", copied from " + name + ")");
     };
-    switch (rng_.uniform(0, options_.move_slices ? 12 : 11)) {
+    switch (rng_.uniform(0, 12)) {
       case 0:
         edit("change a device", [](ResourceSlice& s) {
           if (!s.spec.devices.empty()) s.spec.devices[0].attributes["model"].string_value = "x";
@@ -1191,9 +1176,9 @@ class ConvergenceTest : public ::testing::Test {
 
 // Runs one scenario of `ops` operations to convergence; returns an empty
 // string or what went wrong, with the report.
-std::string runScenario(uint64_t seed, int ops, const ScenarioOptions& options) {
+std::string runScenario(uint64_t seed, int ops) {
   logStream().str("");
-  Scenario scenario(seed, options);
+  Scenario scenario(seed);
   if (!scenario.start() || !scenario.run(ops) || !scenario.drain()) return scenario.report();
   std::vector<std::string> problems = scenario.violations();
   if (problems.empty()) {
@@ -1213,15 +1198,14 @@ std::string runScenario(uint64_t seed, int ops, const ScenarioOptions& options) 
   return out + scenario.report();
 }
 
-// Runs the scenarios the environment asks for (see the top of the file).
-void runScenarios(const ScenarioOptions& options) {
+TEST_F(ConvergenceTest, RandomPushEditAndFaultSequencesConvergeToThePlan) {
   const uint64_t first = envOr("RSC_CONVERGENCE_SEED", 1);
   const uint64_t scenarios = envOr("RSC_CONVERGENCE_SCENARIOS", kDefaultScenarios);
   const uint64_t max_failures = envOr("RSC_CONVERGENCE_MAX_FAILURES", 3);
   uint64_t failures = 0;
   for (uint64_t seed = first; seed < first + scenarios; ++seed) {
     Random lengths(seed * 7919);
-    const std::string failure = runScenario(seed, lengths.uniform(10, 70), options);
+    const std::string failure = runScenario(seed, lengths.uniform(10, 70));
     if (!failure.empty()) {
       ADD_FAILURE() << failure;
       // A few reports are enough to debug from.
@@ -1231,10 +1215,6 @@ void runScenarios(const ScenarioOptions& options) {
       }
     }
   }
-}
-
-TEST_F(ConvergenceTest, RandomPushEditAndFaultSequencesConvergeToThePlan) {
-  runScenarios(ScenarioOptions{});
 }
 
 // The checker itself: a converged scenario passes, and an incomplete pool or
@@ -1288,15 +1268,8 @@ TEST_F(ConvergenceTest, CheckerCatchesAnIncompleteOrTamperedPool) {
   EXPECT_TRUE(scenario.violations().empty()) << scenario.report();
 }
 
-// ---- Regressions -----------------------------------------------------------------
-// The property with the three kinds of change that the default scenarios
-// leave out, and minimal reproductions of the bugs they found (now fixed).
-TEST_F(ConvergenceTest, RandomSequencesWithEveryKindOfChangeConverge) {
-  runScenarios({.leftovers = true,
-                .new_device_features = true,
-                .move_slices = true,
-                .many_counter_sets = true});
-}
+// ---- Regressions ------------------------------------------------------------
+// Minimal reproductions of the bugs the property found, each fixed.
 
 Pool clusterPool(int devices) {
   Pool pool;
@@ -1309,13 +1282,11 @@ Pool clusterPool(int devices) {
   return pool;
 }
 
-// Fixed bug (reconciler: only fields the server dropped on our write are excused): a taint added to a device
-// of a slice where no device had one reads as "dropped by the server"
-// (DRADeviceTaints disabled), so the slice is never updated, the pool reports
-// Published, and the scheduler never sees the taint. Counter consumption
-// (consumesCounters) and the other gated fields behave the same. Whether the
-// server dropped a field can only be told from the answer to a write that
-// carried it, not from a live slice that was never sent it.
+// A taint added to a device of a slice where no device had one read as
+// "dropped by the server" (DRADeviceTaints disabled), so the slice was never
+// updated while the pool reported Published; consumesCounters and the other
+// gated fields were the same. Now only fields that the server's answer to one
+// of our writes dropped are excused.
 TEST_F(ConvergenceTest, ATaintAddedToAnUntaintedSliceIsPublished) {
   Scenario scenario(1, {.leftovers = false});
   ASSERT_TRUE(scenario.start()) << scenario.report();
@@ -1335,12 +1306,10 @@ TEST_F(ConvergenceTest, ATaintAddedToAnUntaintedSliceIsPublished) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
-// Fixed bug (controller.cc on_update now enqueues the old pool too): when someone
-// changes spec.pool.name of a managed slice, only the slice's new pool is
-// enqueued. The old pool is left one slice short (its other slices still
-// say resourceSliceCount N) until something else touches it, and the
-// scheduler ignores the incomplete pool. The handler should enqueue the old
-// object's key too when driver or pool differ.
+// When someone changed spec.pool.name of a managed slice, only its new pool
+// was enqueued; the old one stayed a slice short (its other slices still said
+// resourceSliceCount N), so the scheduler ignored it. Now the informer's
+// update handler enqueues the old pool too.
 TEST_F(ConvergenceTest, ASliceMovedToAnotherPoolIsReplaced) {
   Scenario scenario(1, {.leftovers = false});
   ASSERT_TRUE(scenario.start()) << scenario.report();
@@ -1362,15 +1331,12 @@ TEST_F(ConvergenceTest, ASliceMovedToAnotherPoolIsReplaced) {
   EXPECT_TRUE(problems.empty()) << problems.front();
 }
 
-// Fixed bug (planner: counter chunks go back to the slice holding their first set): counter chunks are matched
-// to live counter slices by position, while new counter slices take the
-// lowest free index. When the slice of the first chunk is gone, the first
-// chunk moves into the second chunk's slice and the second chunk gets index
-// 0; planning that result again swaps them back. So the pool is rewritten
-// twice (two generation bumps) and the second time only when something else
-// happens to enqueue it. Matching live counter slices by content first (or
-// giving a new chunk the index its position implies) would make the plan
-// stable.
+// Counter chunks were matched to live counter slices by position while new
+// counter slices took the lowest free index: with the first chunk's slice
+// gone, the first chunk moved into the second chunk's slice and the second
+// got index 0, and planning that result again swapped them back (a second
+// rewrite of the pool, and only when something else enqueued it). Now a chunk
+// goes back to the slice that holds its first set.
 std::vector<std::string> counterSetNames(const std::vector<client::CounterSet>& sets) {
   std::vector<std::string> names;
   for (const client::CounterSet& set : sets) names.push_back(set.name);
