@@ -10,6 +10,9 @@ namespace {
 // depth_ takes this value once the stream is known to be bad: every later
 // call fails, because nothing after a framing error can be trusted.
 constexpr int kPoisoned = -1;
+// No Kubernetes object nests anywhere near this deep; a deeper event is
+// hostile or broken, and copying it recursively would overflow the stack.
+constexpr int kMaxDepth = 256;
 
 bool isJsonWhitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -65,7 +68,9 @@ Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&
     if (c == '"') {
       in_string_ = true;
     } else if (c == '{' || c == '[') {
-      ++depth_;
+      if (++depth_ > kMaxDepth) {
+        return fail("event nested deeper than " + std::to_string(kMaxDepth) + " levels");
+      }
     } else if (c == '}' || c == ']') {
       if (--depth_ > 0) {
         continue;

@@ -317,5 +317,18 @@ TEST(ResourceSliceWatchEvent, MalformedEventsAreInvalid) {
   }
 }
 
+TEST(WatchDecoder, RefusesEventsNestedTooDeep) {
+  WatchDecoder decoder;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  int events = 0;
+  const Status status = decoder.feed(deep, [&](Json&&) {
+    ++events;
+    return true;
+  });
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("nested deeper"), std::string::npos) << status.message();
+  EXPECT_EQ(events, 0);
+}
+
 }  // namespace
 }  // namespace rsc::client
