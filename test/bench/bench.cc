@@ -6,13 +6,14 @@
 // churn, scale, and the push API. Every time is reported only after the
 // published slices were checked to be complete and exactly as pushed.
 // Single-threaded orchestration; the load runners start their own threads.
-#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "client/rest_kube_api.h"
@@ -84,7 +86,7 @@ struct Options {
   bool help = false;
 };
 
-constexpr char kUsage[] = R"(Usage: resourceslice-bench [flags]
+constexpr std::string_view kUsage = R"(Usage: resourceslice-bench [flags]
 
 Benchmarks resourceslice-controller against a real kube-apiserver (test/cluster),
 each workload as a ratio to a baseline measured in the same run.
@@ -145,11 +147,17 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
         return invalidArgument("unknown flag " + arg);
       }
     } catch (const std::exception&) {
-      return invalidArgument("flag " + name + ": bad value \"" + value + "\"");
+      std::string message = "flag " + name;
+      message += ": bad value \"" + value + "\"";
+      return invalidArgument(message);
     }
   }
-  if (o.workload < 0 || o.workload > 5) return invalidArgument("--workload must be 1..5");
-  if (!(o.scale > 0 && o.scale <= 1)) return invalidArgument("--scale must be in (0, 1]");
+  if (o.workload < 0 || o.workload > 5) {
+    return invalidArgument("--workload must be 1..5");
+  }
+  if (!(o.scale > 0 && o.scale <= 1)) {
+    return invalidArgument("--scale must be in (0, 1]");
+  }
   if (o.workers < 1 || o.connections < 1 || o.burst < 1 || o.qps <= 0 || o.push_seconds <= 0) {
     return invalidArgument("--workers, --connections, --burst, --qps, --push-seconds must be > 0");
   }
@@ -255,7 +263,9 @@ double selfCpuSeconds() {
 std::vector<std::pair<int64_t, double>> curveOf(std::vector<double> done) {
   std::sort(done.begin(), done.end());
   std::vector<std::pair<int64_t, double>> out;
-  for (size_t i = 0; i < done.size(); ++i) out.emplace_back(static_cast<int64_t>(i + 1), done[i]);
+  for (size_t i = 0; i < done.size(); ++i) {
+    out.emplace_back(static_cast<int64_t>(i + 1), done[i]);
+  }
   return out;
 }
 
@@ -389,9 +399,12 @@ StatusOr<PublishRun> Bench::pushAndWait(const std::vector<BenchPool>& pools, int
   std::vector<std::string> bodies;
   bodies.reserve(pools.size());
   std::vector<LoadRequest> requests;
-  for (const BenchPool& p : pools) bodies.push_back(p.body());
-  for (size_t i = 0; i < pools.size(); ++i)
+  for (const BenchPool& p : pools) {
+    bodies.push_back(p.body());
+  }
+  for (size_t i = 0; i < pools.size(); ++i) {
     requests.push_back({"PUT", pools[i].target(), bodies[i]});
+  }
   ASSIGN_OR_RETURN(const Counters before, counters());
 
   PublishRun run;
@@ -434,7 +447,9 @@ StatusOr<PublishRun> Bench::pushAndWait(const std::vector<BenchPool>& pools, int
   const int64_t accepted = run.pushes.count(200) + run.pushes.count(202);
   if (accepted != static_cast<int64_t>(pools.size())) {
     std::ostringstream codes;
-    for (const auto& [code, n] : run.pushes.codes) codes << " " << code << ":" << n;
+    for (const auto& [code, n] : run.pushes.codes) {
+      codes << " " << code << ":" << n;
+    }
     return internalError("pushes not accepted (HTTP code:count" + codes.str() + ") " +
                          run.pushes.first_error);
   }
@@ -465,6 +480,7 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
   const double apiserver0 = processCpuSeconds(cluster_->apiserverPid());
   const Clock::TimePoint start = clock_.now();
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(o_.workers));
   for (int w = 0; w < o_.workers; ++w) {
     threads.emplace_back([&] {
       for (size_t i = next++; i < pools.size(); i = next++) {
@@ -472,7 +488,9 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
           StatusOr<client::Node> node = api->getNode(pools[i].node_or_fabric);
           if (!node.ok()) {
             std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) failure = node.status().withContext("baseline get Node");
+            if (failure.ok()) {
+              failure = node.status().withContext("baseline get Node");
+            }
             next = pools.size();
             break;
           }
@@ -481,7 +499,9 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
           StatusOr<client::ResourceSlice> created = api->createResourceSlice(s);
           if (!created.ok()) {
             std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) failure = created.status().withContext("baseline create");
+            if (failure.ok()) {
+              failure = created.status().withContext("baseline create");
+            }
             next = pools.size();
             break;
           }
@@ -491,7 +511,9 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
       }
     });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads) {
+    t.join();
+  }
   run.seconds = std::chrono::duration<double>(clock_.now() - start).count();
   run.client_cpu = selfCpuSeconds() - cpu0;
   run.apiserver_cpu = processCpuSeconds(cluster_->apiserverPid()) - apiserver0;
@@ -503,18 +525,25 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
 StatusOr<CheckReport> Bench::checkController(const std::vector<BenchPool>& pools) {
   ASSIGN_OR_RETURN(std::vector<client::ResourceSlice> live, cluster_->listSlices(kControllerLabel));
   std::vector<const BenchPool*> expected;
-  for (const BenchPool& p : pools) expected.push_back(&p);
+  expected.reserve(pools.size());
+  for (const BenchPool& p : pools) {
+    expected.push_back(&p);
+  }
   return checkSlices(live, expected, node_uids_);
 }
 
 Status Bench::ensureInitialInventory() {
-  if (initial_published_ && controller_ != nullptr) return okStatus();
+  if (initial_published_ && controller_ != nullptr) {
+    return okStatus();
+  }
   progress("setting up the initial inventory (not measured)");
   initial_ = makeInventory(scaled(kInitialGpuPools, o_.scale), kGpuDevices,
                            scaled(kInitialNicPools, o_.scale), kNicDevices);
   std::vector<std::string> nodes;
   for (const BenchPool& p : initial_) {
-    if (p.kind == PoolKind::kGpu) nodes.push_back(p.node_or_fabric);
+    if (p.kind == PoolKind::kGpu) {
+      nodes.push_back(p.node_or_fabric);
+    }
   }
   ASSIGN_OR_RETURN(node_uids_, cluster_->ensureNodes(nodes, o_.connections));
   RETURN_IF_ERROR(freshController("initial"));
@@ -540,7 +569,9 @@ Status Bench::workloadInitialSync() {
   for (const BenchPool& p : initial_) {
     slices += minimalSliceCount(p);
     devices += p.devices;
-    if (p.kind == PoolKind::kGpu) nodes.push_back(p.node_or_fabric);
+    if (p.kind == PoolKind::kGpu) {
+      nodes.push_back(p.node_or_fabric);
+    }
   }
   progress(w + ": " + std::to_string(initial_.size()) + " pools, " + std::to_string(slices) +
            " slices; creating " + std::to_string(nodes.size()) + " Nodes");
@@ -596,12 +627,16 @@ Status Bench::workloadInitialSync() {
 
   auto mean = [](const auto& list, auto field) {
     double sum = 0;
-    for (const auto& x : list) sum += field(x);
+    for (const auto& x : list) {
+      sum += field(x);
+    }
     return sum / static_cast<double>(list.size());
   };
   auto each = [](const auto& list) {
     std::string out;
-    for (const auto& x : list) out += (out.empty() ? "" : " / ") + fixed(x.seconds, 2);
+    for (const auto& x : list) {
+      out += (out.empty() ? "" : " / ") + fixed(x.seconds, 2);
+    }
     return out;
   };
   const double c = mean(runs, [](const PublishRun& r) { return r.seconds; });
@@ -637,7 +672,9 @@ Status Bench::workloadInitialSync() {
              grouped(static_cast<int64_t>(compare_deltas.front().gets)),
          secs(base), ratio(cc / base), "", ""});
     for (const Counters& d : compare_deltas) {
-      if (!(d.creates == static_cast<double>(slices) && d.writes == d.creates)) failed_ = true;
+      if (!(d.creates == static_cast<double>(slices) && d.writes == d.creates)) {
+        failed_ = true;
+      }
     }
   }
   add({"", "CPU seconds: controller or client / API server",
@@ -648,7 +685,9 @@ Status Bench::workloadInitialSync() {
        "", "", ""});
   curves_.push_back({"1", "controller", runs.front().curve});
   curves_.push_back({"1", "baseline", curveOf(bases.front().pool_done)});
-  if (!minimal) failed_ = true;
+  if (!minimal) {
+    failed_ = true;
+  }
   return okStatus();
 }
 
@@ -660,7 +699,9 @@ Status Bench::workloadNoop() {
   RETURN_IF_ERROR(ensureInitialInventory());
   ASSIGN_OR_RETURN(MinimalServerProcess * minimal, minimalServer());
   std::vector<std::string> bodies;
-  for (const BenchPool& p : initial_) bodies.push_back(p.body());
+  for (const BenchPool& p : initial_) {
+    bodies.push_back(p.body());
+  }
   std::vector<LoadRequest> requests;
   for (size_t i = 0; i < initial_.size(); ++i) {
     requests.push_back({"PUT", initial_[i].target(), bodies[i]});
@@ -684,7 +725,9 @@ Status Bench::workloadNoop() {
     c_pushes += c.total();
     m_pushes += m.total();
     c_ok += c.count(200);
-    if (error.empty()) error = c.first_error.empty() ? m.first_error : c.first_error;
+    if (error.empty()) {
+      error = c.first_error.empty() ? m.first_error : c.first_error;
+    }
   }
   clock_.sleepFor(kSettle);
   ASSIGN_OR_RETURN(const Counters after, counters());
@@ -703,7 +746,9 @@ Status Bench::workloadNoop() {
        "", "", "= 0", zero ? "met" : "MISSED"});
   add({"", "pushes per second (vs minimal handler)", fixed(c_rate, 0), fixed(m_rate, 0),
        ratio(c_rate / m_rate), "", ""});
-  if (!zero) failed_ = true;
+  if (!zero) {
+    failed_ = true;
+  }
   return okStatus();
 }
 
@@ -716,18 +761,25 @@ Status Bench::workloadChurn() {
   RETURN_IF_ERROR(ensureInitialInventory());
   std::vector<size_t> gpu;
   for (size_t i = 0; i < initial_.size(); ++i) {
-    if (initial_[i].kind == PoolKind::kGpu) gpu.push_back(i);
+    if (initial_[i].kind == PoolKind::kGpu) {
+      gpu.push_back(i);
+    }
   }
   const size_t k = std::min(gpu.size(), static_cast<size_t>(scaled(kChurnPools, o_.scale)));
   std::vector<size_t> chosen;
-  for (size_t i = 0; i < k; ++i) chosen.push_back(gpu[i * gpu.size() / k]);
+  for (size_t i = 0; i < k; ++i) {
+    chosen.push_back(gpu[i * gpu.size() / k]);
+  }
   std::vector<BenchPool> old_pools;
   for (size_t i : chosen) {
     old_pools.push_back(initial_[i]);
     ++initial_[i].revision;
   }
   std::vector<std::string> bodies;
-  for (size_t i : chosen) bodies.push_back(initial_[i].body());
+  bodies.reserve(chosen.size());
+  for (size_t i : chosen) {
+    bodies.push_back(initial_[i].body());
+  }
   std::vector<LoadRequest> requests;
   for (size_t j = 0; j < chosen.size(); ++j) {
     requests.push_back({"PUT", initial_[chosen[j]].target("wait=60s"), bodies[j]});
@@ -747,7 +799,9 @@ Status Bench::workloadChurn() {
   int64_t bumped = 0;
   for (const auto& [pool, generation] : report.generations) {
     auto it = initial_generations_.find(pool);
-    if (it != initial_generations_.end() && it->second != generation) ++bumped;
+    if (it != initial_generations_.end() && it->second != generation) {
+      ++bumped;
+    }
   }
 
   // Baseline: the old slices created (not measured), then updated.
@@ -779,6 +833,7 @@ Status Bench::workloadChurn() {
     std::mutex mu;
     Status failure;
     std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(o_.workers));
     for (int t = 0; t < o_.workers; ++t) {
       threads.emplace_back([&] {
         for (size_t i = next++; i < updates.size(); i = next++) {
@@ -787,12 +842,16 @@ Status Bench::workloadChurn() {
           latency[i] = std::chrono::duration<double, std::milli>(clock_.now() - sent).count();
           if (!stored.ok()) {
             std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) failure = stored.status().withContext("baseline update");
+            if (failure.ok()) {
+              failure = stored.status().withContext("baseline update");
+            }
           }
         }
       });
     }
-    for (std::thread& t : threads) t.join();
+    for (std::thread& t : threads) {
+      t.join();
+    }
     RETURN_IF_ERROR(failure);
     RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
 
@@ -810,7 +869,9 @@ Status Bench::workloadChurn() {
          "= " + grouped(static_cast<int64_t>(k)) + "; 0", minimal ? "met" : "MISSED"});
     add({"", "publish latency p50 / p99 (vs direct update)", millis(c50) + " / " + millis(c99),
          millis(b50) + " / " + millis(b99), ratio(c50 / b50) + " / " + ratio(c99 / b99), "", ""});
-    if (!minimal) failed_ = true;
+    if (!minimal) {
+      failed_ = true;
+    }
   }
   return okStatus();
 }
@@ -822,7 +883,10 @@ Status Bench::workloadScale() {
   const int n = scaled(kScalePools, o_.scale);
   std::vector<BenchPool> pools = makeInventory(n, kGpuDevices, 0, 0);
   std::vector<std::string> nodes;
-  for (const BenchPool& p : pools) nodes.push_back(p.node_or_fabric);
+  nodes.reserve(pools.size());
+  for (const BenchPool& p : pools) {
+    nodes.push_back(p.node_or_fabric);
+  }
   progress(w + ": " + std::to_string(n) + " pools; creating Nodes");
   controller_.reset();
   initial_published_ = false;
@@ -885,7 +949,9 @@ Status Bench::workloadScale() {
        "idle RSS " + mib(idle.rss), "", "", ""});
   curves_.push_back({"4", "controller", run.curve});
   curves_.push_back({"4", "baseline", curveOf(base.pool_done)});
-  if (!minimal) failed_ = true;
+  if (!minimal) {
+    failed_ = true;
+  }
   return okStatus();
 }
 
@@ -893,7 +959,9 @@ Status Bench::workloadScale() {
 // against the minimal handler; alternating halves on each side.
 Status Bench::workloadPushApi() {
   const std::string w = "5 push API";
-  if (controller_ == nullptr) RETURN_IF_ERROR(freshController("push-api"));
+  if (controller_ == nullptr) {
+    RETURN_IF_ERROR(freshController("push-api"));
+  }
   ASSIGN_OR_RETURN(MinimalServerProcess * minimal, minimalServer());
   BenchPool pool;
   pool.kind = PoolKind::kGpu;
@@ -937,8 +1005,12 @@ Status Bench::workloadPushApi() {
     for (auto [from, to] : {std::pair{&cr, &c}, std::pair{&mr, &m}}) {
       to->seconds += from->seconds;
       to->latency_ms.insert(to->latency_ms.end(), from->latency_ms.begin(), from->latency_ms.end());
-      for (const auto& [code, n] : from->codes) to->codes[code] += n;
-      if (to->first_error.empty()) to->first_error = from->first_error;
+      for (const auto& [code, n] : from->codes) {
+        to->codes[code] += n;
+      }
+      if (to->first_error.empty()) {
+        to->first_error = from->first_error;
+      }
     }
   }
   clock_.sleepFor(kSettle);
@@ -985,7 +1057,9 @@ std::string cpuModel() {
   std::istringstream in(readFileText("/proc/cpuinfo"));
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    if (line.rfind("model name", 0) == 0) {
+      return line.substr(line.find(':') + 2);
+    }
   }
   return "unknown CPU";
 }
@@ -1011,7 +1085,9 @@ void Bench::writeReport(double total_seconds) {
     md << "| " << r.workload << " | " << r.metric << " | " << r.controller << " | " << r.baseline
        << " | " << r.ratio << " | " << r.target << " | " << r.verdict << " |\n";
   }
-  for (const std::string& n : notes_) md << "\n" << n << "\n";
+  for (const std::string& n : notes_) {
+    md << "\n" << n << "\n";
+  }
   std::cout << "\n" << md.str() << std::flush;
 
   std::error_code ec;
@@ -1054,16 +1130,23 @@ int Bench::run(const std::string& self) {
   }
   cluster_ = std::move(*cluster);
 
-  const std::pair<int, Status (Bench::*)()> workloads[] = {
-      {1, &Bench::workloadInitialSync}, {2, &Bench::workloadNoop},    {3, &Bench::workloadChurn},
-      {4, &Bench::workloadScale},       {5, &Bench::workloadPushApi},
-  };
-  const char* names[] = {"",        "1 initial sync", "2 no-op re-push",
-                         "3 churn", "4 scale",        "5 push API"};
+  const std::array<std::pair<int, Status (Bench::*)()>, 5> workloads = {{
+      {1, &Bench::workloadInitialSync},
+      {2, &Bench::workloadNoop},
+      {3, &Bench::workloadChurn},
+      {4, &Bench::workloadScale},
+      {5, &Bench::workloadPushApi},
+  }};
+  const std::array<const char*, 6> names = {"",        "1 initial sync", "2 no-op re-push",
+                                            "3 churn", "4 scale",        "5 push API"};
   for (const auto& [n, fn] : workloads) {
-    if (o_.workload != 0 && o_.workload != n) continue;
+    if (o_.workload != 0 && o_.workload != n) {
+      continue;
+    }
     Status s = (this->*fn)();
-    if (!s.ok()) fail(names[n], s);
+    if (!s.ok()) {
+      fail(names[n], s);
+    }
   }
   controller_.reset();
   minimal_.reset();
@@ -1086,7 +1169,9 @@ int main(int argc, char** argv) {
     std::cout << rsc::bench::kUsage;
     return 0;
   }
-  if (!options->serve_minimal.empty()) return rsc::bench::serveMinimal(options->serve_minimal);
+  if (!options->serve_minimal.empty()) {
+    return rsc::bench::serveMinimal(options->serve_minimal);
+  }
   // A closed push connection must not kill the benchmark.
   signal(SIGPIPE, SIG_IGN);
   std::error_code ec;

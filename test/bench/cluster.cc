@@ -22,7 +22,9 @@ std::string readTrimmed(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) {
+    s.pop_back();
+  }
   return s;
 }
 
@@ -30,31 +32,42 @@ std::string readTrimmed(const std::filesystem::path& p) {
 // lines it cannot read.
 bool parseSample(std::string_view line, std::string* name,
                  std::map<std::string, std::string>* labels, double* value) {
-  if (line.empty() || line[0] == '#') return false;
+  if (line.empty() || line[0] == '#') {
+    return false;
+  }
   size_t i = 0;
-  while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+  while (i < line.size() && line[i] != '{' && line[i] != ' ') {
+    ++i;
+  }
   *name = std::string(line.substr(0, i));
   labels->clear();
   if (i < line.size() && line[i] == '{') {
     ++i;
     while (i < line.size() && line[i] != '}') {
       const size_t eq = line.find('=', i);
-      if (eq == std::string_view::npos || eq + 1 >= line.size() || line[eq + 1] != '"')
+      if (eq == std::string_view::npos || eq + 1 >= line.size() || line[eq + 1] != '"') {
         return false;
+      }
       std::string key(line.substr(i, eq - i));
       std::string val;
       size_t j = eq + 2;
       for (; j < line.size() && line[j] != '"'; ++j) {
-        if (line[j] == '\\' && j + 1 < line.size()) ++j;
+        if (line[j] == '\\' && j + 1 < line.size()) {
+          ++j;
+        }
         val += line[j];
       }
       (*labels)[std::move(key)] = std::move(val);
       i = j + 1;
-      if (i < line.size() && line[i] == ',') ++i;
+      if (i < line.size() && line[i] == ',') {
+        ++i;
+      }
     }
     ++i;
   }
-  while (i < line.size() && line[i] == ' ') ++i;
+  while (i < line.size() && line[i] == ' ') {
+    ++i;
+  }
   try {
     *value = std::stod(std::string(line.substr(i)));
   } catch (const std::exception&) {
@@ -74,8 +87,12 @@ double sumSamples(const std::string& text, const std::string& name,
   std::map<std::string, std::string> sample_labels;
   double value = 0;
   while (std::getline(lines, line)) {
-    if (line.rfind(name, 0) != 0) continue;
-    if (!parseSample(line, &sample_name, &sample_labels, &value) || sample_name != name) continue;
+    if (line.rfind(name, 0) != 0) {
+      continue;
+    }
+    if (!parseSample(line, &sample_name, &sample_labels, &value) || sample_name != name) {
+      continue;
+    }
     bool match = true;
     for (const auto& [key, accepted] : labels) {
       auto it = sample_labels.find(key);
@@ -85,16 +102,20 @@ double sumSamples(const std::string& text, const std::string& name,
         break;
       }
     }
-    if (match) sum += value;
+    if (match) {
+      sum += value;
+    }
   }
   return sum;
 }
 
 StatusOr<std::unique_ptr<Cluster>> Cluster::start(const std::filesystem::path& source_root,
                                                   Clock& clock) {
-  char tmpl[] = "/tmp/rsc-bench-cluster-XXXXXX";
-  const char* made = mkdtemp(tmpl);
-  if (made == nullptr) return internalError("mkdtemp failed");
+  std::string tmpl = "/tmp/rsc-bench-cluster-XXXXXX";
+  const char* made = mkdtemp(tmpl.data());
+  if (made == nullptr) {
+    return internalError("mkdtemp failed");
+  }
   std::unique_ptr<Cluster> cluster(new Cluster(source_root, made, clock));
   const std::string cmd = (source_root / "test/cluster/start").string() + " --owner-pid " +
                           std::to_string(getpid()) + " " + cluster->dir_.string() + " > " +
@@ -103,15 +124,21 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::start(const std::filesystem::path& s
     return unavailable("could not start the test cluster; see " + cluster->dir_.string() + ".log");
   }
   StatusOr<client::ClientConfig> config = client::loadKubeconfig({cluster->kubeconfig()});
-  if (!config.ok()) return config.status();
+  if (!config.ok()) {
+    return config.status();
+  }
   cluster->config_ = *config;
   auto transport = client::CpprestTransport::create(cluster->config_, clock);
-  if (!transport.ok()) return transport.status();
+  if (!transport.ok()) {
+    return transport.status();
+  }
   cluster->transport_ = std::move(*transport);
   client::RestKubeApiOptions options;
   options.qps = 0;
   auto api = client::RestKubeApi::create(*cluster->transport_, clock, options);
-  if (!api.ok()) return api.status();
+  if (!api.ok()) {
+    return api.status();
+  }
   cluster->api_ = std::move(*api);
   return cluster;
 }
@@ -121,7 +148,9 @@ Cluster::~Cluster() {
   transport_.reset();
   const std::string cmd = (source_root_ / "test/cluster/stop").string() + " " + dir_.string() +
                           " >> " + dir_.string() + ".log 2>&1";
-  if (std::system(cmd.c_str()) != 0) return;  // keep the folder to look at
+  if (std::system(cmd.c_str()) != 0) {
+    return;  // keep the folder to look at
+  }
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
   std::filesystem::remove(dir_.string() + ".log", ec);
@@ -139,7 +168,7 @@ int Cluster::apiserverPid() const {
 StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
     const std::vector<std::string>& names, int connections) {
   // What exists already.
-  auto listNodes = [this]() -> StatusOr<std::map<std::string, std::string>> {
+  auto list_nodes = [this]() -> StatusOr<std::map<std::string, std::string>> {
     std::map<std::string, std::string> uids;
     std::string cont;
     do {
@@ -148,10 +177,16 @@ StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
           "/api/v1/nodes?limit=1000" +
           (cont.empty() ? "" : "&continue=" + client::RestKubeApi::urlEncode(cont));
       StatusOr<client::HttpResponse> resp = transport_->send(req);
-      if (!resp.ok()) return resp.status().withContext("list Nodes");
-      if (resp->code != 200) return unavailable("list Nodes: HTTP " + std::to_string(resp->code));
+      if (!resp.ok()) {
+        return resp.status().withContext("list Nodes");
+      }
+      if (resp->code != 200) {
+        return unavailable("list Nodes: HTTP " + std::to_string(resp->code));
+      }
       const Json list = Json::parse(resp->body, nullptr, false);
-      if (list.is_discarded()) return internalError("list Nodes: not JSON");
+      if (list.is_discarded()) {
+        return internalError("list Nodes: not JSON");
+      }
       for (const Json& item : list.value("items", Json::array())) {
         const Json meta = item.value("metadata", Json::object());
         uids[meta.value("name", "")] = meta.value("uid", "");
@@ -161,12 +196,16 @@ StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
     return uids;
   };
   using NodeUids = std::map<std::string, std::string>;
-  ASSIGN_OR_RETURN(NodeUids uids, listNodes());
+  ASSIGN_OR_RETURN(NodeUids uids, list_nodes());
   std::vector<std::string> missing;
   for (const std::string& n : names) {
-    if (uids.count(n) == 0) missing.push_back(n);
+    if (uids.count(n) == 0) {
+      missing.push_back(n);
+    }
   }
-  if (missing.empty()) return uids;
+  if (missing.empty()) {
+    return uids;
+  }
 
   // Create the rest from several threads.
   std::atomic<size_t> next{0};
@@ -192,15 +231,19 @@ StatusOr<std::map<std::string, std::string>> Cluster::ensureNodes(
                        : unavailable("HTTP " + std::to_string(resp->code) + ": " + resp->body);
         if (!s.ok()) {
           std::lock_guard<std::mutex> lock(mu);
-          if (failure.ok()) failure = s.withContext("create Node " + missing[i]);
+          if (failure.ok()) {
+            failure = s.withContext("create Node " + missing[i]);
+          }
           next = missing.size();
         }
       }
     });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads) {
+    t.join();
+  }
   RETURN_IF_ERROR(failure);
-  return listNodes();
+  return list_nodes();
 }
 
 StatusOr<std::vector<client::ResourceSlice>> Cluster::listSlices(const std::string& managed_by) {
@@ -210,8 +253,12 @@ StatusOr<std::vector<client::ResourceSlice>> Cluster::listSlices(const std::stri
   options.limit = 500;
   do {
     StatusOr<client::ResourceSliceList> page = api_->listResourceSlices(options);
-    if (!page.ok()) return page.status().withContext("list ResourceSlices");
-    for (client::ResourceSlice& s : page->items) out.push_back(std::move(s));
+    if (!page.ok()) {
+      return page.status().withContext("list ResourceSlices");
+    }
+    for (client::ResourceSlice& s : page->items) {
+      out.push_back(std::move(s));
+    }
     options.continue_token = page->continue_token;
   } while (!options.continue_token.empty());
   return out;
@@ -225,8 +272,12 @@ Status Cluster::deleteSlices(const std::string& managed_by) {
   const Clock::TimePoint deadline = clock_.now() + std::chrono::minutes(10);
   while (clock_.now() < deadline) {
     StatusOr<client::ResourceSliceList> left = api_->listResourceSlices(options);
-    if (!left.ok()) return left.status().withContext("list ResourceSlices");
-    if (left->items.empty()) return okStatus();
+    if (!left.ok()) {
+      return left.status().withContext("list ResourceSlices");
+    }
+    if (left->items.empty()) {
+      return okStatus();
+    }
     clock_.sleepFor(std::chrono::milliseconds(200));
   }
   return deadlineExceeded("ResourceSlices labelled " + managed_by + " are still there");
@@ -236,7 +287,9 @@ StatusOr<double> Cluster::sliceWrites() {
   client::HttpRequest req;
   req.path_and_query = "/metrics";
   StatusOr<client::HttpResponse> resp = transport_->send(req);
-  if (!resp.ok()) return resp.status().withContext("GET /metrics of the API server");
+  if (!resp.ok()) {
+    return resp.status().withContext("GET /metrics of the API server");
+  }
   if (resp->code != 200) {
     return unavailable("GET /metrics of the API server: HTTP " + std::to_string(resp->code));
   }

@@ -1,8 +1,8 @@
 #include "test/bench/controller_process.h"
 
-#include <signal.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -24,7 +24,9 @@ std::string readFile(const std::filesystem::path& p) {
 // "VmHWM:   123456 kB" -> bytes.
 int64_t statusField(const std::string& status, const std::string& field) {
   const size_t at = status.find("\n" + field + ":");
-  if (at == std::string::npos) return 0;
+  if (at == std::string::npos) {
+    return 0;
+  }
   std::istringstream in(status.substr(at + field.size() + 2));
   int64_t kib = 0;
   in >> kib;
@@ -42,12 +44,16 @@ double processCpuSeconds(pid_t pid) {
   // Fields 14 and 15 of /proc/PID/stat, after the parenthesised name.
   const std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) {
+    return 0;
+  }
   std::istringstream in(stat.substr(close + 2));
   std::string field;
   double ticks = 0;
   for (int i = 3; i <= 15 && in >> field; ++i) {
-    if (i >= 14) ticks += std::stod(field);
+    if (i >= 14) {
+      ticks += std::stod(field);
+    }
   }
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
@@ -82,7 +88,9 @@ StatusOr<std::unique_ptr<ControllerProcess>> ControllerProcess::start(
       return unavailable("the controller exited at start; see " + log.string());
     }
     StatusOr<Answer> ready = probe.send("GET", "/readyz");
-    if (ready.ok() && ready->code == 200) return c;
+    if (ready.ok() && ready->code == 200) {
+      return c;
+    }
     clock.sleepFor(std::chrono::milliseconds(100));
   }
   return deadlineExceeded("the controller did not become ready; see " + log.string());
@@ -96,8 +104,12 @@ ControllerProcess::~ControllerProcess() {
 StatusOr<std::string> ControllerProcess::metrics() {
   HttpConnection conn("127.0.0.1", metrics_port_);
   StatusOr<Answer> a = conn.send("GET", "/metrics");
-  if (!a.ok()) return a.status();
-  if (a->code != 200) return unavailable("GET /metrics: HTTP " + std::to_string(a->code));
+  if (!a.ok()) {
+    return a.status();
+  }
+  if (a->code != 200) {
+    return unavailable("GET /metrics: HTTP " + std::to_string(a->code));
+  }
   return std::move(a->body);
 }
 
@@ -115,9 +127,13 @@ StatusOr<std::unique_ptr<MinimalServerProcess>> MinimalServerProcess::start(
     const std::string port = readFile(port_file);
     if (!port.empty() && port.back() == '\n') {
       m->port_ = static_cast<uint16_t>(std::strtoul(port.c_str(), nullptr, 10));
-      if (m->port_ != 0) return m;
+      if (m->port_ != 0) {
+        return m;
+      }
     }
-    if (!m->process_->running()) break;
+    if (!m->process_->running()) {
+      break;
+    }
     clock.sleepFor(std::chrono::milliseconds(50));
   }
   return unavailable("the minimal server did not start; see " +
@@ -136,19 +152,24 @@ int serveMinimal(const std::filesystem::path& port_file) {
   inv::HttpServerOptions options;
   options.bind_address = "127.0.0.1:0";
   options.name = "minimal";
-  auto server = inv::HttpServer::start(options, [](inv::HttpRequest, inv::HttpServer::Responder r) {
-    inv::HttpResponse ok;
-    ok.status = 200;
-    r(std::move(ok));
-  });
-  if (!server.ok()) return 1;
+  auto server = inv::HttpServer::start(
+      options, [](const inv::HttpRequest&, const inv::HttpServer::Responder& r) {
+        inv::HttpResponse ok;
+        ok.status = 200;
+        r(std::move(ok));
+      });
+  if (!server.ok()) {
+    return 1;
+  }
   {
     std::ofstream out(port_file.string() + ".tmp");
     out << (*server)->port() << "\n";
   }
   std::error_code ec;
   std::filesystem::rename(port_file.string() + ".tmp", port_file, ec);
-  if (ec) return 1;
+  if (ec) {
+    return 1;
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   (*server)->stop(std::chrono::seconds(1));

@@ -39,10 +39,14 @@ struct HttpConnection::Impl {
     socket.close(ec);
     buffer.clear();
     asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host, ec), port);
-    if (ec) return ec;
+    if (ec) {
+      return ec;
+    }
     socket = asio::ip::tcp::socket(io);
     socket.connect(endpoint, ec);
-    if (ec) return ec;
+    if (ec) {
+      return ec;
+    }
     socket.set_option(asio::ip::tcp::no_delay(true), ec);
     connected = !ec;
     return ec;
@@ -52,11 +56,15 @@ struct HttpConnection::Impl {
   beast::error_code exchange(const http::request<http::string_body>& req, Answer* out) {
     beast::error_code ec;
     http::write(socket, req, ec);
-    if (ec) return ec;
+    if (ec) {
+      return ec;
+    }
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxAnswerBytes);
     http::read(socket, buffer, parser, ec);
-    if (ec) return ec;
+    if (ec) {
+      return ec;
+    }
     out->code = static_cast<int>(parser.get().result_int());
     out->body = std::move(parser.get().body());
     if (!parser.get().keep_alive()) {
@@ -96,11 +104,15 @@ StatusOr<Answer> HttpConnection::send(std::string_view method, std::string_view 
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!impl_->connected) {
       ec = impl_->connect();
-      if (ec) continue;
+      if (ec) {
+        continue;
+      }
     }
     Answer answer;
     ec = impl_->exchange(req, &answer);
-    if (!ec) return answer;
+    if (!ec) {
+      return answer;
+    }
     impl_->connected = false;
   }
   return unavailable(std::string(method) + " " + std::string(target) + " on " + impl_->host + ":" +
@@ -109,7 +121,9 @@ StatusOr<Answer> HttpConnection::send(std::string_view method, std::string_view 
 
 int64_t LoadResult::total() const {
   int64_t n = 0;
-  for (const auto& [code, count] : codes) n += count;
+  for (const auto& [code, count] : codes) {
+    n += count;
+  }
   return n;
 }
 
@@ -134,14 +148,20 @@ LoadResult runOnce(const std::string& host, uint16_t port, const std::vector<Loa
           codes[i] = answer->code;
         } else {
           std::lock_guard<std::mutex> lock(error_mu);
-          if (result.first_error.empty()) result.first_error = answer.status().toString();
+          if (result.first_error.empty()) {
+            result.first_error = answer.status().toString();
+          }
         }
       }
     });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads) {
+    t.join();
+  }
   result.seconds = std::chrono::duration<double>(clock.now() - start).count();
-  for (int code : codes) ++result.codes[code];
+  for (int code : codes) {
+    ++result.codes[code];
+  }
   return result;
 }
 
@@ -163,21 +183,31 @@ LoadResult runFor(const std::string& host, uint16_t port, const LoadRequest& req
         StatusOr<Answer> answer = conn.send(request.method, request.target, request.body);
         latencies.push_back(millisSince(sent, clock.now()));
         ++codes[answer.ok() ? answer->code : 0];
-        if (!answer.ok() && error.empty()) error = answer.status().toString();
+        if (!answer.ok() && error.empty()) {
+          error = answer.status().toString();
+        }
       }
       std::lock_guard<std::mutex> lock(mu);
       result.latency_ms.insert(result.latency_ms.end(), latencies.begin(), latencies.end());
-      for (const auto& [code, n] : codes) result.codes[code] += n;
-      if (result.first_error.empty()) result.first_error = error;
+      for (const auto& [code, n] : codes) {
+        result.codes[code] += n;
+      }
+      if (result.first_error.empty()) {
+        result.first_error = error;
+      }
     });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads) {
+    t.join();
+  }
   result.seconds = std::chrono::duration<double>(clock.now() - start).count();
   return result;
 }
 
 double quantile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
+  if (values.empty()) {
+    return 0;
+  }
   std::sort(values.begin(), values.end());
   const double rank = std::ceil(q * static_cast<double>(values.size()));
   const size_t index = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;

@@ -1,5 +1,6 @@
 #include "test/bench/inventory.h"
 
+#include <array>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -14,9 +15,9 @@ namespace {
 constexpr int kChurnDevice = 3;
 
 std::string hex(int value, int width) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%0*x", width, value);
-  return buf;
+  std::array<char, 32> buf{};
+  std::snprintf(buf.data(), buf.size(), "%0*x", width, value);
+  return buf.data();
 }
 
 Json stringAttr(std::string v) { return {{"string", std::move(v)}}; }
@@ -67,14 +68,16 @@ Json nicDevice(const std::string& fabric, int pool, int i, int revision) {
 std::string baselineDriver(const std::string& driver) {
   std::string out = driver;
   const size_t dot = out.rfind(".com");
-  if (dot != std::string::npos) out.replace(dot, 4, ".net");
+  if (dot != std::string::npos) {
+    out.replace(dot, 4, ".net");
+  }
   return out;
 }
 
 std::string nodeName(int index) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "node-%05d", index);
-  return buf;
+  std::array<char, 32> buf{};
+  std::snprintf(buf.data(), buf.size(), "node-%05d", index);
+  return buf.data();
 }
 
 Json BenchPool::deviceJson() const {
@@ -87,7 +90,9 @@ Json BenchPool::deviceJson() const {
 }
 
 Json BenchPool::nodeSelector() const {
-  if (kind == PoolKind::kGpu) return nullptr;
+  if (kind == PoolKind::kGpu) {
+    return nullptr;
+  }
   Json expr = {{"key", "fabric"}, {"operator", "In"}, {"values", {node_or_fabric}}};
   return {{"nodeSelectorTerms", {{{"matchExpressions", {expr}}}}}};
 }
@@ -109,7 +114,7 @@ std::string BenchPool::target(const std::string& query) const {
 std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_pools, int nic_devices,
                                      int first_index) {
   std::vector<BenchPool> out;
-  out.reserve(static_cast<size_t>(gpu_pools + nic_pools));
+  out.reserve(static_cast<size_t>(gpu_pools) + static_cast<size_t>(nic_pools));
   for (int i = 0; i < gpu_pools; ++i) {
     BenchPool p;
     p.kind = PoolKind::kGpu;
@@ -134,7 +139,7 @@ std::vector<BenchPool> makeInventory(int gpu_pools, int gpu_devices, int nic_poo
 }
 
 int64_t minimalSliceCount(const BenchPool& pool) {
-  const int64_t per = static_cast<int64_t>(client::kResourceSliceMaxDevices);
+  const auto per = static_cast<int64_t>(client::kResourceSliceMaxDevices);
   return std::max<int64_t>(1, (pool.devices + per - 1) / per);
 }
 
@@ -166,7 +171,9 @@ std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool, const s
     for (size_t i = static_cast<size_t>(s) * per;
          i < devices.size() && i < (static_cast<size_t>(s) + 1) * per; ++i) {
       StatusOr<client::Device> d = client::deviceFromJson(devices[i], "devices");
-      if (d.ok()) slice.spec.devices.push_back(std::move(*d));
+      if (d.ok()) {
+        slice.spec.devices.push_back(std::move(*d));
+      }
     }
   }
   return out;
@@ -178,7 +185,9 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
   CheckReport report;
   std::vector<std::string> problems;
   auto problem = [&](const std::string& what) {
-    if (problems.size() < 10) problems.push_back(what);
+    if (problems.size() < 10) {
+      problems.push_back(what);
+    }
   };
 
   // Group the live slices by (driver, pool).
@@ -212,13 +221,17 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
     std::map<std::string, client::Device> want;
     for (const Json& d : pool->deviceJson()) {
       StatusOr<client::Device> device = client::deviceFromJson(d, "devices");
-      if (!device.ok()) return device.status().withContext(id);
+      if (!device.ok()) {
+        return device.status().withContext(id);
+      }
       want.emplace(device->name, std::move(*device));
     }
     std::set<std::string> seen;
     for (const client::ResourceSlice* s : slices) {
       const std::string sid = id + " slice " + s->metadata.name;
-      if (s->spec.pool.generation != generation) problem(sid + ": generations differ");
+      if (s->spec.pool.generation != generation) {
+        problem(sid + ": generations differ");
+      }
       if (s->spec.pool.resource_slice_count != static_cast<int64_t>(slices.size())) {
         problem(sid + ": resourceSliceCount " + std::to_string(s->spec.pool.resource_slice_count) +
                 " but " + std::to_string(slices.size()) + " slices");
@@ -231,14 +244,20 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
         const bool owned = uid != node_uids.end() && s->metadata.owner_references.size() == 1 &&
                            s->metadata.owner_references[0].kind == "Node" &&
                            s->metadata.owner_references[0].uid == uid->second;
-        if (s->spec.node_name != pool->node_or_fabric) problem(sid + ": wrong nodeName");
-        if (!owned) problem(sid + ": not owned by its Node");
+        if (s->spec.node_name != pool->node_or_fabric) {
+          problem(sid + ": wrong nodeName");
+        }
+        if (!owned) {
+          problem(sid + ": not owned by its Node");
+        }
       } else if (!s->spec.node_selector || s->spec.node_selector->value != pool->nodeSelector()) {
         problem(sid + ": wrong nodeSelector");
       }
       for (const client::Device& d : s->spec.devices) {
         ++report.devices;
-        if (!seen.insert(d.name).second) problem(sid + ": device " + d.name + " twice");
+        if (!seen.insert(d.name).second) {
+          problem(sid + ": device " + d.name + " twice");
+        }
         auto w = want.find(d.name);
         if (w == want.end()) {
           problem(sid + ": unexpected device " + d.name);
@@ -253,13 +272,16 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
     }
   }
   for (const auto& [key, slices] : by_pool) {
-    if (wanted.count(key) == 0)
+    if (wanted.count(key) == 0) {
       problem(key.first + "/" + key.second + ": slices of no pushed pool");
+    }
   }
   if (!problems.empty()) {
     std::ostringstream msg;
     msg << "published slices are wrong:";
-    for (const std::string& p : problems) msg << "\n  " << p;
+    for (const std::string& p : problems) {
+      msg << "\n  " << p;
+    }
     return failedPrecondition(msg.str());
   }
   return report;
