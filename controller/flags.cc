@@ -230,6 +230,18 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   return flags;
 }
 
+namespace {
+
+// Formats a duration as the flags take it: "2m", "15s", "500ms".
+std::string formatDuration(std::chrono::milliseconds d) {
+  const int64_t ms = d.count();
+  if (ms % 60'000 == 0 && ms != 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
 std::string flagsUsage() {
   std::ostringstream out;
   out << "Usage: resourceslice-controller [flags]\n\n"
@@ -238,21 +250,21 @@ std::string flagsUsage() {
   const ServiceFlags d;
   const std::map<std::string, std::string> defaults = {
       {"leader-election-id", d.leader_election_id},
-      {"leader-elect-lease-duration", "15s"},
-      {"leader-elect-renew-deadline", "10s"},
-      {"leader-elect-retry-period", "2s"},
+      {"leader-elect-lease-duration", formatDuration(d.leader_elect_lease_duration)},
+      {"leader-elect-renew-deadline", formatDuration(d.leader_elect_renew_deadline)},
+      {"leader-elect-retry-period", formatDuration(d.leader_elect_retry_period)},
       {"metrics-bind-address", d.metrics_bind_address},
       {"health-probe-bind-address", d.health_probe_bind_address},
       {"inventory-bind-address", d.inventory_bind_address},
       {"max-request-bytes", std::to_string(d.max_request_bytes)},
       {"auth", d.auth},
       {"token-audience", d.token_audience},
-      {"kube-api-qps", "50"},
+      {"kube-api-qps", std::to_string(static_cast<int64_t>(d.kube_api_qps))},
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
       {"workers", std::to_string(d.workers)},
-      {"adoption-grace", "2m"},
+      {"adoption-grace", formatDuration(d.adoption_grace)},
       {"log-format", "text"},
-      {"v", "0"},
+      {"v", std::to_string(d.verbosity)},
   };
   for (const FlagSpec& s : specs()) {
     out << "  --" << s.name << (s.boolean ? "" : " value") << "\n      " << s.help;

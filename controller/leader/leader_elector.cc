@@ -90,6 +90,10 @@ void LeaderElector::observe(const client::Lease& lease) {
   setLeader(lease.spec.holder_identity.value_or(""));
 }
 
+void LeaderElector::stampAnnotations(client::Lease& lease) const {
+  for (const auto& [k, v] : options_.holder_annotations) lease.metadata.annotations[k] = v;
+}
+
 bool LeaderElector::tryAcquireOrRenew() {
   Clock& clock = *options_.clock;
   const std::string now_text = formatMicroTime(clock.systemNow());
@@ -101,7 +105,7 @@ bool LeaderElector::tryAcquireOrRenew() {
       observed_time_ + options_.lease_duration > clock.now()) {
     client::Lease renewed = *observed_;
     renewed.spec.renew_time = now_text;
-    for (const auto& [k, v] : options_.holder_annotations) renewed.metadata.annotations[k] = v;
+    stampAnnotations(renewed);
     renewed.spec.lease_duration_seconds = duration;
     StatusOr<client::Lease> stored = options_.api->updateLease(renewed);
     if (stored.ok()) {
@@ -128,7 +132,7 @@ bool LeaderElector::tryAcquireOrRenew() {
     lease.spec.acquire_time = now_text;
     lease.spec.renew_time = now_text;
     lease.spec.lease_transitions = 0;
-    for (const auto& [k, v] : options_.holder_annotations) lease.metadata.annotations[k] = v;
+    stampAnnotations(lease);
     StatusOr<client::Lease> created = options_.api->createLease(lease);
     if (!created.ok()) return false;  // someone else created it first
     observe(*created);
@@ -149,7 +153,7 @@ bool LeaderElector::tryAcquireOrRenew() {
   next.spec.holder_identity = options_.identity;
   next.spec.lease_duration_seconds = duration;
   next.spec.renew_time = now_text;
-  for (const auto& [k, v] : options_.holder_annotations) next.metadata.annotations[k] = v;
+  stampAnnotations(next);
   if (!ours) {
     next.spec.acquire_time = now_text;
     next.spec.lease_transitions = current->spec.lease_transitions.value_or(0) + 1;

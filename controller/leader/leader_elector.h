@@ -78,6 +78,8 @@ class LeaderElector {
   bool sleep(Clock::Duration d, const std::stop_token& stop);
   Clock::Duration jittered(Clock::Duration d);
   void observe(const client::Lease& lease);
+  // Writes holder_annotations into a lease we are about to hold.
+  void stampAnnotations(client::Lease& lease) const;
   void setLeader(const std::string& identity);
 
   LeaderElectionOptions options_;

@@ -204,10 +204,16 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
     }
   }
 
-  // Devices keep the order of the push within each slice.
+  // Devices keep the order of the push within each slice. A live slice left
+  // without devices goes, except that an empty pool keeps (or gets) exactly
+  // one empty slice.
+  const bool empty_pool = pool.devices.empty() && pool.shared_counters.empty();
   std::vector<PlannedSlice> device_slices;
   for (size_t i = 0; i < live_devices.size(); ++i) {
-    if (assigned[i].empty()) continue;
+    if (assigned[i].empty() && !(empty_pool && i == 0)) {
+      plan.obsolete.push_back(live_devices[i].slice);
+      continue;
+    }
     std::sort(assigned[i].begin(), assigned[i].end());
     PlannedSlice p;
     p.index = live_devices[i].index;
@@ -216,23 +222,6 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
     for (const size_t pos : assigned[i]) p.devices.push_back(pool.devices[pos]);
     indices.reserve(p.index);
     device_slices.push_back(std::move(p));
-  }
-  // An empty pool keeps (or gets) exactly one empty slice.
-  const bool empty_pool = pool.devices.empty() && pool.shared_counters.empty();
-  size_t first_empty_kept = live_devices.size();
-  if (empty_pool && !live_devices.empty()) {
-    first_empty_kept = 0;
-    PlannedSlice p;
-    p.index = live_devices[0].index;
-    p.live = live_devices[0].slice;
-    indices.reserve(p.index);
-    device_slices.push_back(std::move(p));
-  }
-  for (size_t i = 0; i < live_devices.size(); ++i) {
-    const bool kept = i == first_empty_kept ||
-                      std::any_of(device_slices.begin(), device_slices.end(),
-                                  [&](const PlannedSlice& p) { return p.live == live_devices[i].slice; });
-    if (!kept) plan.obsolete.push_back(live_devices[i].slice);
   }
 
   // New slices for what is left, each filled up to its limit.
