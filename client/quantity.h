@@ -40,7 +40,7 @@ class Quantity {
  private:
   std::string text_;
   bool negative_ = false;
-  std::string digits_;  // no leading zeros; empty means zero
+  std::string digits_;    // no leading zeros; empty means zero
   int64_t exponent_ = 0;  // value = digits * 10^exponent, no trailing zeros in digits
 };
 

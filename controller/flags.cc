@@ -39,8 +39,7 @@ std::optional<std::string> parseNumber(const std::string& v, T* out, T min) {
   return std::nullopt;
 }
 
-std::optional<std::string> parseDurationInto(const std::string& v,
-                                             std::chrono::milliseconds* out) {
+std::optional<std::string> parseDurationInto(const std::string& v, std::chrono::milliseconds* out) {
   StatusOr<std::chrono::milliseconds> d = parseDuration(v);
   if (!d.ok()) return d.status().message();
   *out = *d;
@@ -76,8 +75,7 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return parseDurationInto(v, &f.leader_elect_lease_duration);
        }},
-      {"leader-elect-renew-deadline", "How long the leader tries to renew before giving up.",
-       false,
+      {"leader-elect-renew-deadline", "How long the leader tries to renew before giving up.", false,
        [](ServiceFlags& f, const std::string& v) {
          return parseDurationInto(v, &f.leader_elect_renew_deadline);
        }},
@@ -86,8 +84,8 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return parseDurationInto(v, &f.leader_elect_retry_period);
        }},
-      {"identity", "This replica's identity in the Lease. Unset: pod or host name + random.",
-       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.identity); }},
+      {"identity", "This replica's identity in the Lease. Unset: pod or host name + random.", false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.identity); }},
       {"metrics-bind-address", "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
        false,
        [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_bind_address); }},
@@ -282,10 +280,12 @@ StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text) {
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    while (i < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
       ++i;
     }
-    if (start == i) return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
+    if (start == i)
+      return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
     double number = 0;
     const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, number);
     if (ec != std::errc() || end != text.data() + i) {

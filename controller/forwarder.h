@@ -40,7 +40,7 @@ class LeaderForwarder {
  private:
   LeaderForwarderOptions options_;
   std::mutex mu_;
-  std::string url_;                                  // guarded by mu_
+  std::string url_;                                   // guarded by mu_
   std::shared_ptr<client::HttpTransport> transport_;  // guarded by mu_
 };
 

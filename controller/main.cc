@@ -206,9 +206,8 @@ int run(const controller::ServiceFlags& flags) {
   auto handler = inv::InventoryHandler::create(hopts);
   if (!handler.ok()) return usageError(handler.status().message());
   inv::InventoryEndpoint endpoint(**handler, clock);
-  store.setStatusListener([&endpoint](const controller::PoolKey& key) {
-    endpoint.poolStatusChanged(key);
-  });
+  store.setStatusListener(
+      [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
 
   inv::HttpServerOptions iopts;
   iopts.bind_address = flags.inventory_bind_address;
@@ -226,11 +225,11 @@ int run(const controller::ServiceFlags& flags) {
     return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
   }
   const bool tls = !flags.inventory_tls_cert_file.empty();
-  const std::string own_url =
-      !flags.inventory_advertise_url.empty()
-          ? flags.inventory_advertise_url
-          : std::string(tls ? "https://" : "http://") + envOr("POD_IP", "127.0.0.1") + ":" +
-                std::to_string((*inventory_server)->port());
+  const std::string own_url = !flags.inventory_advertise_url.empty()
+                                  ? flags.inventory_advertise_url
+                                  : std::string(tls ? "https://" : "http://") +
+                                        envOr("POD_IP", "127.0.0.1") + ":" +
+                                        std::to_string((*inventory_server)->port());
 
   // Metrics and health probes.
   std::unique_ptr<inv::HttpServer> metrics_server;
@@ -241,7 +240,7 @@ int run(const controller::ServiceFlags& flags) {
     mopts.clock = &clock;
     std::weak_ptr<prometheus::Collectable> sources[] = {registry, process_collector};
     std::vector<std::weak_ptr<prometheus::Collectable>> collectables(std::begin(sources),
-                                                                      std::end(sources));
+                                                                     std::end(sources));
     auto server = inv::HttpServer::start(
         mopts, [collectables](inv::HttpRequest req, inv::HttpServer::Responder respond) {
           if (inv::splitTarget(req.target).first != "/metrics") {
@@ -251,7 +250,8 @@ int run(const controller::ServiceFlags& flags) {
           respond(textResponse(200, metrics::serializeText(collectables),
                                std::string(metrics::kTextContentType)));
         });
-    if (!server.ok()) return usageError("flag --metrics-bind-address: " + server.status().message());
+    if (!server.ok())
+      return usageError("flag --metrics-bind-address: " + server.status().message());
     metrics_server = std::move(*server);
   }
   controller::Controller* ctrl = controller->get();

@@ -32,8 +32,8 @@ class ReconcileMetricsObserver final : public ReconcilerObserver, public Control
  private:
   metrics::ControllerMetrics& m_;
   std::mutex mu_;
-  int active_ = 0;                   // guarded by mu_
-  std::set<std::string> drivers_;    // guarded by mu_: drivers with gauges
+  int active_ = 0;                 // guarded by mu_
+  std::set<std::string> drivers_;  // guarded by mu_: drivers with gauges
 };
 
 class WorkQueueMetricsObserver final : public WorkQueueObserver {

@@ -12,9 +12,8 @@ constexpr double kJitterFactor = 1.2;
 
 bool sameRecord(const client::LeaseSpec& a, const client::LeaseSpec& b) {
   return a.holder_identity == b.holder_identity &&
-         a.lease_duration_seconds == b.lease_duration_seconds &&
-         a.acquire_time == b.acquire_time && a.renew_time == b.renew_time &&
-         a.lease_transitions == b.lease_transitions;
+         a.lease_duration_seconds == b.lease_duration_seconds && a.acquire_time == b.acquire_time &&
+         a.renew_time == b.renew_time && a.lease_transitions == b.lease_transitions;
 }
 
 int32_t seconds(Clock::Duration d) {
@@ -101,8 +100,7 @@ bool LeaderElector::tryAcquireOrRenew() {
 
   // Fast path: we lead and our view of the lease is still valid; renew it
   // with an optimistic update of the record we hold.
-  if (leading_ && observed_ &&
-      observed_time_ + options_.lease_duration > clock.now()) {
+  if (leading_ && observed_ && observed_time_ + options_.lease_duration > clock.now()) {
     client::Lease renewed = *observed_;
     renewed.spec.renew_time = now_text;
     stampAnnotations(renewed);
@@ -120,8 +118,7 @@ bool LeaderElector::tryAcquireOrRenew() {
       options_.api->getLease(options_.lease_namespace, options_.lease_name);
   if (!current.ok()) {
     if (current.status().code() != StatusCode::kNotFound) {
-      log::warning("Reading the leader lease failed",
-                   {{"error", current.status().toString()}});
+      log::warning("Reading the leader lease failed", {{"error", current.status().toString()}});
       return false;
     }
     client::Lease lease;

@@ -89,7 +89,7 @@ class LeaderElector {
   std::optional<client::Lease> observed_;
   Clock::TimePoint observed_time_{};
   mutable std::mutex mu_;
-  std::string leader_;  // guarded by mu_
+  std::string leader_;                              // guarded by mu_
   std::map<std::string, std::string> annotations_;  // guarded by mu_
 };
 

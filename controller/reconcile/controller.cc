@@ -99,9 +99,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   r.adoption_grace_until = Clock::TimePoint::max();
   ASSIGN_OR_RETURN(c->reconciler_, Reconciler::create(r));
 
-  options.store->setChangeListener([self](const PoolKey& key) {
-    self->queue_->addAfter(key, self->options_.batch_window);
-  });
+  options.store->setChangeListener(
+      [self](const PoolKey& key) { self->queue_->addAfter(key, self->options_.batch_window); });
   return c;
 }
 
@@ -183,7 +182,8 @@ bool Controller::processNextItem(bool block) {
   if (!result.status.ok()) {
     outcome = "error";
     log::error("Reconcile failed, will retry", result.status,
-               {{"driver", key->driver}, {"pool", key->pool},
+               {{"driver", key->driver},
+                {"pool", key->pool},
                 {"retries", static_cast<int64_t>(queue_->numRequeues(*key))}});
     queue_->addRateLimited(*key);
   } else {

@@ -24,8 +24,7 @@ bool DesiredStore::putLocked(const PoolKey& key, Pool pool, uint64_t* version) {
   desired->key = key;
   desired->pushed_at = now;
   desired->pushed_wall = clock_.systemNow();
-  desired->lease_deadline =
-      pool.lease.count() > 0 ? now + pool.lease : Clock::TimePoint::max();
+  desired->lease_deadline = pool.lease.count() > 0 ? now + pool.lease : Clock::TimePoint::max();
 
   auto it = pools_.find(key);
   const bool changed = it == pools_.end() || !(it->second->pool == pool);

@@ -276,7 +276,8 @@ std::string sliceGenerateName(int64_t index, const PoolKey& key) {
   char prefix[24];
   std::snprintf(prefix, sizeof(prefix), "%05llx-", static_cast<unsigned long long>(index));
   std::string name = prefix;
-  for (const char c : key.driver) name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char c : key.driver)
+    name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   name += '-';
   for (const char c : key.pool) {
     name += c == '/' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

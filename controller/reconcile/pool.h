@@ -42,7 +42,7 @@ struct DesiredSlice {
 
 // Where the devices of a pool may be used: exactly one member is set.
 struct NodeSelection {
-  std::optional<std::string> node_name;             // a node-local pool
+  std::optional<std::string> node_name;               // a node-local pool
   std::optional<client::NodeSelector> node_selector;  // one NodeSelectorTerm
   bool all_nodes = false;
   bool per_device_node_selection = false;  // each device says where it lives

@@ -63,7 +63,8 @@ StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions optio
 
 void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
                              const Status& status) {
-  if (options_.observer != nullptr) options_.observer->sliceWrite(driver, verb, writeResult(status));
+  if (options_.observer != nullptr)
+    options_.observer->sliceWrite(driver, verb, writeResult(status));
 }
 
 void Reconciler::fail(const PoolKey& key, const Status& status) {
@@ -82,8 +83,8 @@ Status Reconciler::deleteSlice(const PoolKey& key, const SlicePtr& slice) {
   recordWrite(key.driver, "delete", status);
   if (!status.ok()) return status;  // the client names the call and the slice
   options_.cache->assumeDeleted(*slice);
-  log::debug(2, "Deleted slice", {{"driver", key.driver}, {"pool", key.pool},
-                                  {"slice", slice->metadata.name}});
+  log::debug(2, "Deleted slice",
+             {{"driver", key.driver}, {"pool", key.pool}, {"slice", slice->metadata.name}});
   return okStatus();
 }
 
@@ -140,8 +141,9 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, const std::vector<Slice
       return {s, std::nullopt};
     }
   }
-  log::info("Withdrew pool", {{"driver", key.driver}, {"pool", key.pool},
-                              {"slices", static_cast<int64_t>(live.size())}});
+  log::info(
+      "Withdrew pool",
+      {{"driver", key.driver}, {"pool", key.pool}, {"slices", static_cast<int64_t>(live.size())}});
   options_.store->eraseStatus(key);
   return {};
 }
@@ -185,7 +187,8 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   specs.reserve(plan.slices.size());
   int64_t live_generation = 0;
   bool consistent = plan.obsolete.empty();
-  for (const SlicePtr& s : live) live_generation = std::max(live_generation, s->spec.pool.generation);
+  for (const SlicePtr& s : live)
+    live_generation = std::max(live_generation, s->spec.pool.generation);
   for (const SlicePtr& s : plan.obsolete) {
     live_generation = std::max(live_generation, s->spec.pool.generation);
   }
@@ -224,8 +227,8 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       ++changed;
     }
   }
-  const bool bump = !consistent || added > 0 || changed > 1 || live_generation < pool.generation ||
-                    live.empty();
+  const bool bump =
+      !consistent || added > 0 || changed > 1 || live_generation < pool.generation || live.empty();
   const int64_t generation =
       bump ? std::max({live_generation + 1, pool.generation, int64_t{1}}) : live_generation;
 
@@ -312,8 +315,10 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       options_.observer->published(key.driver, options_.clock->now() - desired->pushed_at);
     }
     if (writes > 0) {
-      log::info("Published pool", {{"driver", key.driver}, {"pool", key.pool},
-                                   {"generation", generation}, {"slices", count},
+      log::info("Published pool", {{"driver", key.driver},
+                                   {"pool", key.pool},
+                                   {"generation", generation},
+                                   {"slices", count},
                                    {"writes", static_cast<int64_t>(writes)}});
     }
   }

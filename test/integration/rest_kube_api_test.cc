@@ -524,7 +524,8 @@ TEST_F(RestKubeApiIntegration, QuietWatchOutlivesTheClientIdleTimeout) {
   Status status = (*api)->watchResourceSlices(watch, [](const auto&) { return true; }, {});
   const auto lasted = RealClock::instance().now() - started;
   EXPECT_TRUE(status.ok()) << status.toString();
-  EXPECT_GE(lasted, std::chrono::milliseconds(3500)) << "the watch ended before the server ended it";
+  EXPECT_GE(lasted, std::chrono::milliseconds(3500))
+      << "the watch ended before the server ended it";
 }
 
 TEST_F(RestKubeApiIntegration, SubjectAccessReviewFollowsRbac) {

@@ -128,14 +128,15 @@ std::string ServiceEnv::podToken(const std::string& ns, const std::string& sa,
          {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", pod}}}, {"spec", spec}});
   const HttpAnswer got = kube("GET", "/api/v1/namespaces/" + ns + "/pods/" + pod);
   const std::string uid = got.json()["metadata"]["uid"].get<std::string>();
-  const HttpAnswer token = kube(
-      "POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
-      {{"apiVersion", "authentication.k8s.io/v1"},
-       {"kind", "TokenRequest"},
-       {"spec",
-        {{"audiences", {audience}},
-         {"expirationSeconds", 3600},
-         {"boundObjectRef", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod}, {"uid", uid}}}}}});
+  const HttpAnswer token =
+      kube("POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
+           {{"apiVersion", "authentication.k8s.io/v1"},
+            {"kind", "TokenRequest"},
+            {"spec",
+             {{"audiences", {audience}},
+              {"expirationSeconds", 3600},
+              {"boundObjectRef",
+               {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", pod}, {"uid", uid}}}}}});
   EXPECT_EQ(token.code, 201) << token.body;
   return token.json()["status"]["token"].get<std::string>();
 }
@@ -176,8 +177,7 @@ std::vector<client::ResourceSlice> ServiceEnv::poolSlices(const std::string& dri
   return out;
 }
 
-bool ServiceEnv::poolComplete(const std::string& driver, const std::string& pool,
-                              size_t slices) {
+bool ServiceEnv::poolComplete(const std::string& driver, const std::string& pool, size_t slices) {
   const auto all = poolSlices(driver, pool);
   if (all.size() != slices) return false;
   for (const client::ResourceSlice& s : all) {
@@ -187,8 +187,7 @@ bool ServiceEnv::poolComplete(const std::string& driver, const std::string& pool
   return true;
 }
 
-bool ServiceEnv::eventually(const std::function<bool()>& done,
-                            std::chrono::milliseconds timeout) {
+bool ServiceEnv::eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
@@ -198,7 +197,8 @@ bool ServiceEnv::eventually(const std::function<bool()>& done,
 }
 
 double ServiceEnv::metric(const ControllerProcess& c, const std::string& series) {
-  const HttpAnswer a = http("GET", "http://127.0.0.1:" + std::to_string(c.metrics_port) + "/metrics");
+  const HttpAnswer a =
+      http("GET", "http://127.0.0.1:" + std::to_string(c.metrics_port) + "/metrics");
   std::istringstream lines(a.body);
   std::string line;
   while (std::getline(lines, line)) {

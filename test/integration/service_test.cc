@@ -21,13 +21,12 @@ Json gpuPool(const std::string& node, int devices, int lease_seconds = 0,
              const std::string& model = "A100") {
   Json pool = {{"nodeName", node}, {"devices", Json::array()}};
   for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back(
-        {{"name", "gpu-" + std::to_string(i)},
-         {"attributes",
-          {{"model", {{"string", model}}},
-           {"index", {{"int", i}}},
-           {"driverVersion", {{"version", "1.2.3"}}}}},
-         {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
+                               {"attributes",
+                                {{"model", {{"string", model}}},
+                                 {"index", {{"int", i}}},
+                                 {"driverVersion", {{"version", "1.2.3"}}}}},
+                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
   }
   if (lease_seconds > 0) pool["leaseSeconds"] = lease_seconds;
   return pool;
@@ -64,8 +63,8 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   ControllerProcess c = env_.startController("push", {"--auth=none"});
   const std::string driver = "push.example.com";
 
-  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"),
-                           gpuPool("node-a", 200).dump());
+  HttpAnswer a =
+      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   EXPECT_EQ(a.json()["sliceNames"].size(), 2U);
@@ -112,7 +111,8 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
 TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode) {
   const std::string audience = "resourceslice-test";
   env_.ensureNamespace("drivers");
-  const std::string on_a = env_.podToken("drivers", "gpu-driver", "gpu-driver-a", "node-a", audience);
+  const std::string on_a =
+      env_.podToken("drivers", "gpu-driver", "gpu-driver-a", "node-a", audience);
   env_.grantPublish("drivers", "gpu-driver", {"auth.example.com"});
   const std::string no_grant =
       env_.podToken("drivers", "other-driver", "other-driver-a", "node-a", audience);
@@ -123,7 +123,8 @@ TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode
       env_.startController("auth", {"--auth=tokenreview", "--token-audience=" + audience});
   const std::string body_a = gpuPool("node-a", 4).dump();
 
-  HttpAnswer a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a", "?wait=30s"), body_a, on_a);
+  HttpAnswer a =
+      env_.http("PUT", poolUrl(c, "auth.example.com", "node-a", "?wait=30s"), body_a, on_a);
   EXPECT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("auth.example.com", "node-a", 1));
 
@@ -156,9 +157,8 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
   ControllerProcess& leader = leader_id == "le-1" ? r1 : r2;
   ControllerProcess& follower = leader_id == "le-1" ? r2 : r1;
   // The follower learns the leader's address from the Lease.
-  ASSERT_TRUE(ServiceEnv::eventually([&] {
-    return env_.http("GET", follower.inventoryUrl() + "/v1/drivers").code == 200;
-  }));
+  ASSERT_TRUE(ServiceEnv::eventually(
+      [&] { return env_.http("GET", follower.inventoryUrl() + "/v1/drivers").code == 200; }));
 
   HttpAnswer a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
                            gpuPool("node-a", 3).dump());
@@ -177,8 +177,8 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
   EXPECT_EQ(leader.process->wait(seconds(20)), 0) << leader.process->log();
   const std::string after = holder(lease);
   EXPECT_TRUE(after.empty() || after == follower.identity) << after;
-  EXPECT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == follower.identity; },
-                                     seconds(10)));
+  EXPECT_TRUE(
+      ServiceEnv::eventually([&] { return holder(lease) == follower.identity; }, seconds(10)));
   // Pushes reach the new leader; nothing the old one published was lost.
   a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
                 gpuPool("node-a", 4).dump());
@@ -203,7 +203,8 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
   auto pushAll = [&](const ControllerProcess& to) {
     for (int i = 0; i < kPools; ++i) {
       const std::string node = "fo-node-" + std::to_string(i);
-      const HttpAnswer a = env_.http("PUT", poolUrl(to, driver, node), gpuPool(node, kDevices).dump());
+      const HttpAnswer a =
+          env_.http("PUT", poolUrl(to, driver, node), gpuPool(node, kDevices).dump());
       ASSERT_TRUE(a.code == 200 || a.code == 202) << a.body;
     }
   };
@@ -225,8 +226,8 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
 
   // The survivor takes over within the lease duration and a few seconds.
   const auto killed_at = std::chrono::steady_clock::now();
-  ASSERT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == survivor.identity; },
-                                     seconds(15)));
+  ASSERT_TRUE(
+      ServiceEnv::eventually([&] { return holder(lease) == survivor.identity; }, seconds(15)));
   const auto takeover = std::chrono::steady_clock::now() - killed_at;
   EXPECT_LT(takeover, seconds(4 + 6));
   // Pools published before the kill are still complete: adopted, not deleted.
@@ -301,9 +302,10 @@ TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
   StatusOr<client::ResourceSlice> created = env_.api().createResourceSlice(foreign);
   ASSERT_TRUE(created.ok()) << created.status().toString();
 
-  Process cleanup({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
-                   "--kubeconfig=" + ClusterEnvironment::get().kubeconfig().string(), "--cleanup"},
-                  env_.logDir() / "cleanup.log");
+  Process cleanup(
+      {(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+       "--kubeconfig=" + ClusterEnvironment::get().kubeconfig().string(), "--cleanup"},
+      env_.logDir() / "cleanup.log");
   EXPECT_EQ(cleanup.wait(seconds(60)), 0) << cleanup.log();
   client::ListOptions managed;
   managed.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
@@ -325,8 +327,8 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
                     {{{"key", "fabric"}, {"operator", "In"}, {"values", {"fabric-1"}}}}}}}}}},
               {"devices", Json::array()}};
     for (int i = 0; i < devices; ++i) {
-      p["devices"].push_back({{"name", "nic-" + std::to_string(i)},
-                              {"attributes", {{"speed", {{"int", 400}}}}}});
+      p["devices"].push_back(
+          {{"name", "nic-" + std::to_string(i)}, {"attributes", {{"speed", {{"int", 400}}}}}});
     }
     return p;
   };

@@ -111,9 +111,8 @@ TEST_F(LeaderElectorTest, RunStopsLeadingWhenRenewalsFail) {
   o.on_started_leading = [&] {
     ++started;
     // From now on the API server refuses every lease write.
-    api_.prependReactor("update", "leases", [](testing::FakeKubeApi::Request&) {
-      return unavailable("injected");
-    });
+    api_.prependReactor("update", "leases",
+                        [](testing::FakeKubeApi::Request&) { return unavailable("injected"); });
   };
   o.on_stopped_leading = [&] { ++stopped; };
   auto e = std::move(*LeaderElector::create(o));

@@ -58,7 +58,8 @@ std::vector<std::string> names(const PlannedSlice& p) {
 // Turns a plan into the live slices it would produce (for replanning).
 std::vector<SlicePtr> materialize(const Plan& plan) {
   std::vector<SlicePtr> out;
-  for (const PlannedSlice& p : plan.slices) out.push_back(liveSlice(p.index, p.devices, p.shared_counters));
+  for (const PlannedSlice& p : plan.slices)
+    out.push_back(liveSlice(p.index, p.devices, p.shared_counters));
   return out;
 }
 
@@ -109,7 +110,8 @@ TEST(Planner, EmptyPoolHasOneEmptySlice) {
   EXPECT_TRUE(plan.slices[0].devices.empty());
 
   // ...and keeps the one it has, deleting the rest.
-  const Plan again = planPool(Pool{}, {liveSlice(0, devices("a", 2)), liveSlice(1, devices("b", 2))});
+  const Plan again =
+      planPool(Pool{}, {liveSlice(0, devices("a", 2)), liveSlice(1, devices("b", 2))});
   ASSERT_EQ(again.slices.size(), 1U);
   EXPECT_NE(again.slices[0].live, nullptr);
   EXPECT_EQ(again.obsolete.size(), 1U);
@@ -193,7 +195,8 @@ TEST(Planner, DeviceThatNoLongerFitsMovesToFreeRoom) {
 TEST(Planner, SharedCountersGoInSlicesOfTheirOwn) {
   Pool pool;
   pool.devices = devices("part-", 3);
-  for (int i = 0; i < 10; ++i) pool.shared_counters.push_back(counterSet("gpu-" + std::to_string(i)));
+  for (int i = 0; i < 10; ++i)
+    pool.shared_counters.push_back(counterSet("gpu-" + std::to_string(i)));
   const Plan plan = planPool(pool, {});
   int counter_slices = 0;
   for (const PlannedSlice& s : plan.slices) {

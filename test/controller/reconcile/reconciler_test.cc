@@ -195,7 +195,8 @@ TEST_F(ReconcilerTest, ShrinkingDeletesFirstAndBumps) {
   sync();
   std::vector<std::string> verbs;
   for (const auto& a : api_.actions()) {
-    if (a.resource == "resourceslices" && a.verb != "get" && a.verb != "list") verbs.push_back(a.verb);
+    if (a.resource == "resourceslices" && a.verb != "get" && a.verb != "list")
+      verbs.push_back(a.verb);
   }
   ASSERT_FALSE(verbs.empty());
   EXPECT_EQ(verbs.front(), "delete") << "obsolete slices go first";
@@ -207,9 +208,12 @@ TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
   store_.put(kNodeA, nodePool(3));
   sync();
   const std::string name = poolSlices()[0].metadata.name;
-  ASSERT_TRUE(api_.editResourceSlice(name, [](ResourceSlice& s) {
-                    s.spec.devices[0].attributes["model"].string_value = "tampered";
-                  }).ok());
+  ASSERT_TRUE(api_.editResourceSlice(name,
+                                     [](ResourceSlice& s) {
+                                       s.spec.devices[0].attributes["model"].string_value =
+                                           "tampered";
+                                     })
+                  .ok());
   api_.clearActions();
   sync();
   EXPECT_EQ(writes("update"), 1U);
