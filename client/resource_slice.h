@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -169,5 +170,10 @@ StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path);
 // result is true.
 bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& live,
                    std::vector<std::string>* dropped = nullptr);
+
+// Seconds since the epoch of an RFC 3339 time ("2026-12-01T10:00:00Z",
+// fractions and offsets allowed, as metav1.Time parses it), fractions dropped;
+// nullopt when `s` is not one.
+std::optional<int64_t> rfc3339Seconds(std::string_view s);
 
 }  // namespace rsc::client

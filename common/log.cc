@@ -71,8 +71,8 @@ void write(Severity severity, int v, std::string_view message, const Status* err
     const char level = severity == Severity::kInfo      ? 'I'
                        : severity == Severity::kWarning ? 'W'
                                                         : 'E';
-    std::snprintf(head, sizeof(head), "%c%02d%02d %02d:%02d:%02d.%06lld %7d ", level,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+    std::snprintf(head, sizeof(head), "%c%02d%02d %02d:%02d:%02d.%06lld %7d ", level, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<long long>(usec.count()), static_cast<int>(getpid()));
     line += head;
     line += caller + "] " + quote(message);
@@ -116,6 +116,24 @@ void error(std::string_view message, const Status& err, Fields fields, std::sour
 
 void debug(int level, std::string_view message, Fields fields, std::source_location loc) {
   if (enabled(level)) write(Severity::kInfo, level, message, nullptr, fields, loc);
+}
+
+std::optional<uint64_t> Throttle::allow(std::string_view key) {
+  const Clock::TimePoint now = clock_.now();
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it == keys_.end()) {
+    keys_.emplace(std::string(key), State{now, 0});
+    return 0;
+  }
+  State& state = it->second;
+  if (now - state.last < interval_) {
+    ++state.held;
+    return std::nullopt;
+  }
+  const uint64_t held = state.held;
+  state = State{now, 0};
+  return held;
 }
 
 std::string quote(std::string_view s) {

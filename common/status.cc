@@ -28,6 +28,8 @@ std::string_view statusCodeName(StatusCode code) {
       return "TooLarge";
     case StatusCode::kUnavailable:
       return "Unavailable";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
     case StatusCode::kDeadlineExceeded:
       return "DeadlineExceeded";
     case StatusCode::kFailedPrecondition:

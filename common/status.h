@@ -18,17 +18,18 @@ namespace rsc {
 enum class StatusCode {
   kOk,
   kCancelled,
-  kInvalidArgument,   // malformed input: HTTP 400
-  kUnprocessable,     // well-formed but fails validation: HTTP 422
-  kNotFound,          // HTTP 404
-  kAlreadyExists,     // HTTP 409 reason AlreadyExists
-  kConflict,          // HTTP 409: stale resourceVersion or a foreign owner
-  kGone,              // HTTP 410: resourceVersion too old, relist
-  kUnauthenticated,   // HTTP 401
-  kPermissionDenied,  // HTTP 403
-  kTooLarge,          // HTTP 413
-  kUnavailable,       // HTTP 429, 5xx, connection errors: retry with backoff
-  kDeadlineExceeded,  // a timeout of ours
+  kInvalidArgument,    // malformed input: HTTP 400
+  kUnprocessable,      // well-formed but fails validation: HTTP 422
+  kNotFound,           // HTTP 404
+  kAlreadyExists,      // HTTP 409 reason AlreadyExists
+  kConflict,           // HTTP 409: stale resourceVersion or a foreign owner
+  kGone,               // HTTP 410: resourceVersion too old, relist
+  kUnauthenticated,    // HTTP 401
+  kPermissionDenied,   // HTTP 403
+  kTooLarge,           // HTTP 413
+  kUnavailable,        // HTTP 429, 5xx, connection errors: retry with backoff
+  kResourceExhausted,  // a client over its own limit: we answer HTTP 429
+  kDeadlineExceeded,   // a timeout of ours
   kFailedPrecondition,
   kInternal,
 };
@@ -139,9 +140,9 @@ class [[nodiscard]] StatusOr {
 #define RSC_STATUS_CONCAT(a, b) RSC_STATUS_CONCAT_INNER(a, b)
 
 // Returns the status of `expr` from the enclosing function if it is an error.
-#define RETURN_IF_ERROR(expr)                \
-  do {                                       \
-    ::rsc::Status rsc_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                  \
+  do {                                         \
+    ::rsc::Status rsc_status_ = (expr);        \
     if (!rsc_status_.ok()) return rsc_status_; \
   } while (false)
 

@@ -46,6 +46,17 @@ std::optional<std::string> parseDurationInto(const std::string& v, std::chrono::
   return std::nullopt;
 }
 
+std::optional<std::string> parseRate(const std::string& v, double* out, bool zero_ok) {
+  double q = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), q);
+  if (ec != std::errc() || end != v.data() + v.size() || !(q > 0 || (zero_ok && q == 0))) {
+    return std::string(zero_ok ? "must be a number >= 0" : "must be a positive number") +
+           ", not \"" + v + "\"";
+  }
+  *out = q;
+  return std::nullopt;
+}
+
 // String flags that must not be empty.
 std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
   if (v.empty()) return std::string("must not be empty");
@@ -112,9 +123,84 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.inventory_tls_key_file);
        }},
-      {"max-request-bytes", "Largest accepted inventory request body (413 past it).", false,
+      {"max-request-bytes",
+       "Largest body of PUT pool and PUT driver (413 past it; other requests take at most "
+       "4 KiB).",
+       false,
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<size_t>(v, &f.max_request_bytes, 1024);
+       }},
+      {"max-decoded-bytes",
+       "Largest estimated memory of one request body once parsed, checked before parsing "
+       "(413 past it). Ordinary pool JSON takes about 8x its size.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.max_decoded_bytes, 1024);
+       }},
+      {"inventory-max-connections",
+       "Open connections to the inventory API; past it the connection waiting longest for its "
+       "request headers is closed, or the new one refused with 503.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.inventory_max_connections, 1);
+       }},
+      {"inventory-max-connections-per-client",
+       "Open connections from one client address (503 past it).", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.inventory_max_connections_per_client, 1);
+       }},
+      {"inventory-max-inflight-body-bytes",
+       "Request body bytes read or handled at once over all connections; a request whose body "
+       "does not fit is answered 503 before it is read.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.inventory_max_inflight_body_bytes, 1024);
+       }},
+      {"inventory-header-timeout",
+       "Time for a request's headers (and the TLS handshake) to arrive; slower clients are cut "
+       "off.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.inventory_header_timeout);
+       }},
+      {"inventory-body-timeout", "Time for a request body to arrive once its headers are in.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.inventory_body_timeout);
+       }},
+      {"inventory-idle-timeout", "Time a kept-alive connection may wait for its next request.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.inventory_idle_timeout);
+       }},
+      {"auth-review-qps",
+       "TokenReviews and SubjectAccessReviews per second (cache misses), on a client of their "
+       "own; past it requests with new tokens get 503 at once.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseRate(v, &f.auth_review_qps, false);
+       }},
+      {"auth-review-burst", "Burst of reviews above --auth-review-qps.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<int>(v, &f.auth_review_burst, 1);
+       }},
+      {"auth-client-review-qps",
+       "TokenReviews per second that one client address may cause (429 past it); 0: no "
+       "per-client limit.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseRate(v, &f.auth_client_review_qps, true);
+       }},
+      {"auth-client-review-burst", "Burst of reviews above --auth-client-review-qps.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<int>(v, &f.auth_client_review_burst, 1);
+       }},
+      {"allow-unbound-node-pools",
+       "Let a token bound to no node publish devices of a named node (nodeName, per-device "
+       "nodeName). Off: only a token of a pod on that node may.",
+       true,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseBool(v, &f.allow_unbound_node_pools);
        }},
       {"auth",
        "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or none "
@@ -133,15 +219,7 @@ const std::vector<FlagSpec>& specs() {
          return std::nullopt;
        }},
       {"kube-api-qps", "Sustained rate of requests to the API server.", false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         double q = 0;
-         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), q);
-         if (ec != std::errc() || end != v.data() + v.size() || !(q > 0)) {
-           return "must be a positive number, not \"" + v + "\"";
-         }
-         f.kube_api_qps = q;
-         return std::nullopt;
-       }},
+       [](ServiceFlags& f, const std::string& v) { return parseRate(v, &f.kube_api_qps, false); }},
       {"kube-api-burst", "Burst of requests to the API server above the QPS.", false,
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<int>(v, &f.kube_api_burst, 1);
@@ -255,6 +333,18 @@ std::string flagsUsage() {
       {"health-probe-bind-address", d.health_probe_bind_address},
       {"inventory-bind-address", d.inventory_bind_address},
       {"max-request-bytes", std::to_string(d.max_request_bytes)},
+      {"max-decoded-bytes", std::to_string(d.max_decoded_bytes)},
+      {"inventory-max-connections", std::to_string(d.inventory_max_connections)},
+      {"inventory-max-connections-per-client",
+       std::to_string(d.inventory_max_connections_per_client)},
+      {"inventory-max-inflight-body-bytes", std::to_string(d.inventory_max_inflight_body_bytes)},
+      {"inventory-header-timeout", formatDuration(d.inventory_header_timeout)},
+      {"inventory-body-timeout", formatDuration(d.inventory_body_timeout)},
+      {"inventory-idle-timeout", formatDuration(d.inventory_idle_timeout)},
+      {"auth-review-qps", std::to_string(static_cast<int64_t>(d.auth_review_qps))},
+      {"auth-review-burst", std::to_string(d.auth_review_burst)},
+      {"auth-client-review-qps", std::to_string(static_cast<int64_t>(d.auth_client_review_qps))},
+      {"auth-client-review-burst", std::to_string(d.auth_client_review_burst)},
       {"auth", d.auth},
       {"token-audience", d.token_audience},
       {"kube-api-qps", std::to_string(static_cast<int64_t>(d.kube_api_qps))},

@@ -30,7 +30,21 @@ struct ServiceFlags {
   std::string inventory_advertise_url;
   std::string inventory_tls_cert_file;
   std::string inventory_tls_key_file;
+  // Limits of the inventory API (README, section Reliability).
   size_t max_request_bytes = 8 * 1024 * 1024;
+  size_t max_decoded_bytes = 96 * 1024 * 1024;
+  size_t inventory_max_connections = 1024;
+  size_t inventory_max_connections_per_client = 64;
+  size_t inventory_max_inflight_body_bytes = 32 * 1024 * 1024;
+  std::chrono::milliseconds inventory_header_timeout{10'000};
+  std::chrono::milliseconds inventory_body_timeout{60'000};
+  std::chrono::milliseconds inventory_idle_timeout{90'000};
+  // Budgets of TokenReview/SubjectAccessReview calls (cache misses).
+  double auth_review_qps = 20;
+  int auth_review_burst = 40;
+  double auth_client_review_qps = 1;
+  int auth_client_review_burst = 10;
+  bool allow_unbound_node_pools = false;
   std::string auth = "tokenreview";  // tokenreview | none
   std::string token_audience = "resourceslice-controller";
   double kube_api_qps = 50;

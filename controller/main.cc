@@ -144,6 +144,13 @@ int run(const controller::ServiceFlags& flags) {
   };
   auto api = client::RestKubeApi::create(**transport, clock, api_options);
   if (!api.ok()) return usageError(api.status().message());
+  // Token and access reviews get a client and a rate limit of their own, so
+  // that callers with invented tokens cannot spend the publishing budget.
+  client::RestKubeApiOptions auth_api_options = api_options;
+  auth_api_options.qps = flags.auth_review_qps;
+  auth_api_options.burst = flags.auth_review_burst;
+  auto auth_api = client::RestKubeApi::create(**transport, clock, auth_api_options);
+  if (!auth_api.ok()) return usageError(auth_api.status().message());
 
   if (flags.cleanup) return runCleanup(**api);
 
@@ -192,7 +199,16 @@ int run(const controller::ServiceFlags& flags) {
   } else {
     inv::TokenReviewAuthenticatorOptions aopts;
     aopts.audience = flags.token_audience;
-    authenticator = std::make_unique<inv::TokenReviewAuthenticator>(**api, clock, aopts);
+    aopts.review_qps = flags.auth_review_qps;
+    aopts.review_burst = flags.auth_review_burst;
+    aopts.client_review_qps = flags.auth_client_review_qps;
+    aopts.client_review_burst = flags.auth_client_review_burst;
+    aopts.on_refused = [&inventory_metrics](inv::AuthRefusal refusal) {
+      inventory_metrics.refused(refusal == inv::AuthRefusal::kClientRate ? "auth_client_rate"
+                                                                         : "auth_review_rate");
+    };
+    aopts.on_rejected = [&inventory_metrics] { inventory_metrics.refused("token_rejected"); };
+    authenticator = std::make_unique<inv::TokenReviewAuthenticator>(**auth_api, clock, aopts);
   }
 
   // The inventory API.
@@ -200,6 +216,9 @@ int run(const controller::ServiceFlags& flags) {
   hopts.store = &store;
   hopts.authenticator = authenticator.get();
   hopts.clock = &clock;
+  hopts.max_body_bytes = flags.max_request_bytes;
+  hopts.max_decoded_bytes = flags.max_decoded_bytes;
+  hopts.allow_unbound_node_pools = flags.allow_unbound_node_pools;
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };
@@ -212,6 +231,17 @@ int run(const controller::ServiceFlags& flags) {
   inv::HttpServerOptions iopts;
   iopts.bind_address = flags.inventory_bind_address;
   iopts.max_request_bytes = flags.max_request_bytes;
+  iopts.max_connections = flags.inventory_max_connections;
+  iopts.max_connections_per_client = flags.inventory_max_connections_per_client;
+  iopts.max_inflight_body_bytes = flags.inventory_max_inflight_body_bytes;
+  iopts.header_timeout = flags.inventory_header_timeout;
+  iopts.body_timeout = flags.inventory_body_timeout;
+  iopts.idle_timeout = flags.inventory_idle_timeout;
+  // Authentication and authorization before any body is read.
+  iopts.admit = endpoint.admitHandler();
+  iopts.on_refused = [&inventory_metrics](inv::Refusal refusal) {
+    inventory_metrics.refused(inv::refusalName(refusal));
+  };
   iopts.tls_cert_file = flags.inventory_tls_cert_file;
   iopts.tls_key_file = flags.inventory_tls_key_file;
   iopts.clock = &clock;

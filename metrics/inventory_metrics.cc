@@ -7,7 +7,7 @@ namespace rsc::metrics {
 namespace {
 
 // The codes the inventory API answers a push with (DESIGN.md section 4).
-constexpr std::array kKnownPushCodes = {200, 202, 400, 401, 403, 404, 409, 413, 422, 500, 503};
+constexpr std::array kKnownPushCodes = {200, 202, 400, 401, 403, 404, 409, 413, 422, 429, 500, 503};
 
 }  // namespace
 
@@ -16,7 +16,23 @@ InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t m
                   .Name("resourceslice_controller_pushes_total")
                   .Help("Inventory push requests, by driver and HTTP status code.")
                   .Register(registry)),
-      max_drivers_(max_drivers) {}
+      refusals_(prometheus::BuildCounter()
+                    .Name("resourceslice_controller_inventory_refusals_total")
+                    .Help("Connections and requests the inventory API refused at one of its "
+                          "limits, by reason.")
+                    .Register(registry)),
+      max_drivers_(max_drivers) {
+  for (std::string_view reason : kRefusalReasons) {
+    refusal_counters_[reason] = &refusals_.Add({{"reason", std::string(reason)}});
+  }
+  refusal_counters_["other"] = &refusals_.Add({{"reason", "other"}});
+}
+
+void InventoryMetrics::refused(std::string_view reason) {
+  auto it = refusal_counters_.find(reason);
+  if (it == refusal_counters_.end()) it = refusal_counters_.find("other");
+  it->second->Increment();
+}
 
 prometheus::Counter& InventoryMetrics::counterLocked(const std::string& driver, int http_code) {
   auto& codes = drivers_[driver];

@@ -1,12 +1,13 @@
-// InventoryMetrics: what the inventory HTTP API reports, one counter of pushes
-// by driver and HTTP status code. Built once by main and passed by reference to
-// the request handler. Thread-safe: every connection's handler calls it.
+// InventoryMetrics: what the inventory HTTP API reports: a counter of pushes
+// by driver and HTTP status code, and one of what its limits refused. Built once by main and passed
+// by reference to the request handler. Thread-safe: every connection's handler calls it.
 #pragma once
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/registry.h>
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -36,10 +37,24 @@ class InventoryMetrics {
   // are created at 0, so error-ratio alerts have a denominator from the start.
   void push(std::string_view driver, int http_code);
 
+  // The reasons the API refuses work before a handler sees it: the HTTP
+  // server's limits (named as HttpServer's refusalName gives them) and the
+  // authenticator's. Created at 0 so that rate() alerts work from the start.
+  static constexpr std::array<std::string_view, 12> kRefusalReasons = {
+      "connections",  "client_connections", "evicted",          "header_timeout",
+      "body_timeout", "headers_too_large",  "body_too_large",   "inflight_bodies",
+      "malformed",    "auth_client_rate",   "auth_review_rate", "token_rejected"};
+  // Counts one refusal; `reason` is one of kRefusalReasons (others are a
+  // programmer error and counted as "other").
+  void refused(std::string_view reason);
+
  private:
   prometheus::Counter& counterLocked(const std::string& driver, int http_code);
 
   prometheus::Family<prometheus::Counter>& pushes_;
+  prometheus::Family<prometheus::Counter>& refusals_;
+  // One counter per reason, fixed at construction: no lock needed.
+  std::map<std::string_view, prometheus::Counter*> refusal_counters_;
   const std::size_t max_drivers_;
 
   std::mutex mu_;

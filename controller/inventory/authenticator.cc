@@ -138,7 +138,58 @@ class TokenReviewAuthenticator::Cache {
   std::unordered_map<std::string, typename std::list<Entry>::iterator> index_;
 };
 
-StatusOr<Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>) {
+// A token bucket per client address, for as many addresses as fit; the least
+// recently seen address is forgotten first. Thread-safe.
+class TokenReviewAuthenticator::ClientLimits {
+ public:
+  ClientLimits(Clock& clock, double qps, int burst, size_t max_clients)
+      : clock_(clock),
+        qps_(qps),
+        burst_(std::max(burst, 1)),
+        max_(std::max<size_t>(max_clients, 1)) {}
+
+  // Takes one token of `client`'s bucket; false when it is empty.
+  bool take(std::string_view client) {
+    if (qps_ <= 0) return true;
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = clock_.now();
+    auto it = index_.find(std::string(client));
+    if (it == index_.end()) {
+      if (index_.size() >= max_) {
+        index_.erase(order_.back().client);
+        order_.pop_back();
+      }
+      order_.push_front({std::string(client), static_cast<double>(burst_), now});
+      it = index_.emplace(order_.front().client, order_.begin()).first;
+    } else {
+      order_.splice(order_.begin(), order_, it->second);
+    }
+    Bucket& bucket = *it->second;
+    const double earned = std::chrono::duration<double>(now - bucket.last).count() * qps_;
+    bucket.tokens = std::min<double>(burst_, bucket.tokens + earned);
+    bucket.last = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+ private:
+  struct Bucket {
+    std::string client;
+    double tokens;
+    Clock::TimePoint last;
+  };
+  Clock& clock_;
+  const double qps_;
+  const int burst_;
+  const size_t max_;
+  std::mutex mu_;
+  std::list<Bucket> order_;  // most recently seen first
+  std::unordered_map<std::string, std::list<Bucket>::iterator> index_;
+};
+
+StatusOr<Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>,
+                                                   std::string_view) {
   Caller caller;
   caller.user.username = "system:anonymous";
   caller.unrestricted = true;
@@ -156,13 +207,42 @@ TokenReviewAuthenticator::TokenReviewAuthenticator(client::KubeApi& api, Clock& 
       options_(std::move(options)),
       tokens_(std::make_unique<Cache<StatusOr<Caller>>>(clock_, options_.cache_ttl,
                                                         options_.max_cache_entries)),
-      decisions_(std::make_unique<Cache<Status>>(clock_, options_.cache_ttl,
-                                                 options_.max_cache_entries)) {}
+      decisions_(
+          std::make_unique<Cache<Status>>(clock_, options_.cache_ttl, options_.max_cache_entries)),
+      clients_(std::make_unique<ClientLimits>(clock_, options_.client_review_qps,
+                                              options_.client_review_burst, options_.max_clients)),
+      reviews_(options_.review_qps, options_.review_burst, clock_),
+      throttle_(clock_) {}
 
 TokenReviewAuthenticator::~TokenReviewAuthenticator() = default;
 
+Status TokenReviewAuthenticator::takeReview(std::string_view client) {
+  const auto refuse = [&](AuthRefusal refusal, Status status) {
+    if (options_.on_refused) options_.on_refused(refusal);
+    const std::string_view reason =
+        refusal == AuthRefusal::kClientRate ? "client_rate" : "review_rate";
+    if (std::optional<uint64_t> held = throttle_.allow(reason)) {
+      log::warning("Refused to review a token: too many new tokens",
+                   {{"reason", reason},
+                    {"client", client},
+                    {"alsoRefusedSinceLastLine", static_cast<int64_t>(*held)}});
+    }
+    return status;
+  };
+  if (!client.empty() && !clients_->take(client)) {
+    return refuse(AuthRefusal::kClientRate,
+                  Status(StatusCode::kResourceExhausted,
+                         "too many new tokens from this client; retry later"));
+  }
+  if (!reviews_.tryAcquire()) {
+    return refuse(AuthRefusal::kReviewRate,
+                  unavailable("too many new tokens to check right now; retry"));
+  }
+  return okStatus();
+}
+
 StatusOr<Caller> TokenReviewAuthenticator::authenticate(
-    std::optional<std::string_view> authorization) {
+    std::optional<std::string_view> authorization, std::string_view client) {
   if (!authorization) {
     return Status(StatusCode::kUnauthenticated,
                   "missing credentials: send Authorization: Bearer <service account token>");
@@ -175,6 +255,7 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
 
   const std::string key = sha256Hex(*token);
   if (std::optional<StatusOr<Caller>> cached = tokens_->get(key)) return *cached;
+  RETURN_IF_ERROR(takeReview(client));
 
   client::TokenReview review;
   review.token = std::string(*token);
@@ -189,7 +270,13 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
 
   StatusOr<Caller> result = Status(StatusCode::kUnauthenticated, "invalid bearer token");
   if (!reviewed->authenticated) {
-    log::debug(2, "Token rejected", {{"error", reviewed->error}});
+    if (options_.on_rejected) options_.on_rejected();
+    if (std::optional<uint64_t> held = throttle_.allow("rejected")) {
+      log::warning("Token rejected by TokenReview",
+                   {{"client", client},
+                    {"error", reviewed->error},
+                    {"alsoRejectedSinceLastLine", static_cast<int64_t>(*held)}});
+    }
   } else if (!options_.audience.empty() &&
              std::find(reviewed->status_audiences.begin(), reviewed->status_audiences.end(),
                        options_.audience) == reviewed->status_audiences.end()) {
@@ -212,6 +299,8 @@ Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_vie
                                            std::string_view driver) {
   const std::string key = decisionKey(caller, verb, driver);
   if (std::optional<Status> cached = decisions_->get(key)) return *cached;
+  // Only authenticated callers get here; they share the global budget.
+  RETURN_IF_ERROR(takeReview(""));
 
   client::SubjectAccessReview review;
   review.user = caller.user;

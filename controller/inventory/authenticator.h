@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,7 +15,9 @@
 
 #include "client/kube_api.h"
 #include "client/objects.h"
+#include "client/token_bucket.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/status.h"
 
 namespace rsc::controller::inventory {
@@ -48,9 +51,12 @@ class Authenticator {
   virtual ~Authenticator() = default;
 
   // Authenticates the request's Authorization header value (nullopt when the
-  // header is absent). Fails with Unauthenticated (HTTP 401) for a missing or
-  // rejected token, Unavailable (503) when the token cannot be checked.
-  virtual StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) = 0;
+  // header is absent) sent from address `client`. Fails with Unauthenticated
+  // (HTTP 401) for a missing or rejected token, ResourceExhausted (429) when
+  // the client sends too many new tokens, Unavailable (503) when the token
+  // cannot be checked now.
+  virtual StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
+                                        std::string_view client) = 0;
 
   // Decides whether `caller` may do `verb` on `driver` (empty: every driver).
   // Fails with PermissionDenied (403) or Unavailable (503).
@@ -61,8 +67,16 @@ class Authenticator {
 // Allows everything, as an unrestricted caller. For --auth=none only.
 class NoAuthAuthenticator final : public Authenticator {
  public:
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override;
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
+                                std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
+};
+
+// Why TokenReviewAuthenticator refused to ask the API server; the label of
+// its refusals metric.
+enum class AuthRefusal {
+  kClientRate,  // one client sent too many tokens that were not cached
+  kReviewRate,  // every client together did
 };
 
 struct TokenReviewAuthenticatorOptions {
@@ -77,6 +91,25 @@ struct TokenReviewAuthenticatorOptions {
   Clock::Duration cache_ttl = std::chrono::seconds(10);
   // Bounds memory against callers that send many distinct tokens.
   size_t max_cache_entries = 4096;
+  // TokenReviews and SubjectAccessReviews (cache misses) per second, over
+  // every client, and their burst (--auth-review-qps/-burst). Past it a
+  // request is answered 503 at once instead of queueing, so that a flood of
+  // invented tokens neither waits on nor spends the API budget of publishing
+  // (the reviews go through their own client, see main).
+  double review_qps = 20;
+  int review_burst = 40;
+  // TokenReviews per second that one client address may cause, and their
+  // burst (--auth-client-review-qps/-burst); past it: 429. A node's drivers
+  // present a few tokens an hour, each checked once per cache_ttl.
+  double client_review_qps = 1;
+  int client_review_burst = 10;
+  // Client addresses tracked for the per-client limit; the least recently
+  // seen is forgotten past it.
+  size_t max_clients = 4096;
+  // Counts each refusal, for a metric. Optional.
+  std::function<void(AuthRefusal)> on_refused = nullptr;
+  // Counts each token rejected by the API server, for a metric. Optional.
+  std::function<void()> on_rejected = nullptr;
 };
 
 // Checks bearer tokens with TokenReview and access with SubjectAccessReview
@@ -89,7 +122,8 @@ class TokenReviewAuthenticator final : public Authenticator {
                            TokenReviewAuthenticatorOptions options);
   ~TokenReviewAuthenticator() override;
 
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override;
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
+                                std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
 
   // The number of cached answers (tokens plus access decisions).
@@ -98,12 +132,20 @@ class TokenReviewAuthenticator final : public Authenticator {
  private:
   template <typename V>
   class Cache;
+  class ClientLimits;
+
+  // Takes one review from the budget of `client` (empty: none) and the
+  // global one; the refusal when either is spent.
+  Status takeReview(std::string_view client);
 
   client::KubeApi& api_;
   Clock& clock_;
   const TokenReviewAuthenticatorOptions options_;
   std::unique_ptr<Cache<StatusOr<Caller>>> tokens_;
   std::unique_ptr<Cache<Status>> decisions_;
+  std::unique_ptr<ClientLimits> clients_;
+  client::TokenBucket reviews_;
+  log::Throttle throttle_;
 };
 
 }  // namespace rsc::controller::inventory

@@ -167,6 +167,39 @@ HttpServer::Handler InventoryEndpoint::httpHandler() {
   };
 }
 
+std::function<void(const HttpRequest&, std::function<void(Admission)>)>
+InventoryEndpoint::admitHandler() {
+  return [impl = impl_](const HttpRequest& head, std::function<void(Admission)> decide) {
+    {
+      std::lock_guard lock(impl->mu);
+      if (!impl->stopping) {
+        asio::post(impl->pool, [raw = impl.get(), head, decide = std::move(decide)] {
+          Admission admission;
+          try {
+            admission = raw->handler.admit(head);
+          } catch (const std::exception& e) {
+            log::error("Inventory admission threw", internalError(e.what()),
+                       {{"method", head.method}, {"target", head.target}});
+            admission.refusal = errorResponse(internalError("internal error"));
+          }
+          if (admission.refusal) {
+            log::debug(3, "Inventory request refused before its body",
+                       {{"method", head.method},
+                        {"target", head.target},
+                        {"code", admission.refusal->status},
+                        {"remote", head.remote_address}});
+          }
+          decide(std::move(admission));
+        });
+        return;
+      }
+    }
+    Admission refused;
+    refused.refusal = errorResponse(unavailable("the inventory API is shutting down"));
+    decide(std::move(refused));
+  };
+}
+
 void InventoryEndpoint::poolStatusChanged(const PoolKey& key) {
   {
     std::lock_guard lock(impl_->mu);

@@ -33,6 +33,10 @@ class InventoryEndpoint {
 
   // The handler to give HttpServer.
   HttpServer::Handler httpHandler();
+  // The admission step to give HttpServer (HttpServerOptions::admit): runs
+  // InventoryHandler::admit on the worker threads, so that authentication
+  // happens before the server reads a body, without blocking the I/O thread.
+  std::function<void(const HttpRequest&, std::function<void(Admission)>)> admitHandler();
 
   // Tells held pushes of `key` to look again. Cheap; any thread, also the
   // store's listener thread.

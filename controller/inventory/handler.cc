@@ -1,8 +1,10 @@
 #include "controller/inventory/handler.h"
 
 #include <algorithm>
+#include <any>
 #include <map>
 #include <set>
+#include <variant>
 
 #include "controller/inventory/names.h"
 #include "controller/inventory/openapi.h"
@@ -75,6 +77,8 @@ std::string_view reasonForCode(int code) {
       return "UnsupportedMediaType";
     case 422:
       return "Invalid";
+    case 429:
+      return "TooManyRequests";
     case 431:
       return "RequestHeaderFieldsTooLarge";
     case 503:
@@ -101,6 +105,8 @@ int httpCodeFor(StatusCode code) {
       return 413;
     case StatusCode::kUnprocessable:
       return 422;
+    case StatusCode::kResourceExhausted:
+      return 429;
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
       return 503;
@@ -127,26 +133,74 @@ bool isJsonContentType(std::optional<std::string_view> header) {
 
 bool isWrite(const std::string& method) { return method != "GET"; }
 
+// The client's address without its port ("10.0.0.7", "::1").
+std::string_view clientHost(const HttpRequest& request) {
+  std::string_view remote = request.remote_address;
+  if (remote.starts_with("[")) return remote.substr(1, remote.find(']') - 1);
+  return remote.substr(0, remote.rfind(':'));
+}
+
 std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-// Returns why `caller` may not write a pool placed by `selection`, or nullopt.
-// A token bound to a node writes only that node's pools; any other token
-// writes only pools that are not node-local (their nodes could be anyone's).
-std::optional<std::string> nodeRestriction(const Caller& caller, const NodeSelection& selection) {
+// Returns why `caller` may not write `pool`, naming the field that places
+// it, or nullopt. The restriction covers every node the pool can land on: the
+// pool's nodeName, nodeSelector or allNodes, and with perDeviceNodeSelection
+// each device's. A token bound to a node writes only pools whose devices are
+// all on that node. A token bound to no node writes pools placed by selector
+// or on all nodes, and node-bound ones only with --allow-unbound-node-pools.
+std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool,
+                                          bool allow_unbound) {
   if (caller.unrestricted) return std::nullopt;
-  if (caller.node_name) {
-    if (selection.node_name == caller.node_name) return std::nullopt;
-    if (selection.node_name) {
-      return "the token is bound to node " + inQuotes(*caller.node_name) +
-             " and may not publish pools of node " + inQuotes(*selection.node_name);
+  // Checks one placement: the node it names, or none for selector/all nodes.
+  const auto check = [&](const std::string& field,
+                         const std::optional<std::string>& node) -> std::optional<FieldError> {
+    if (caller.node_name) {
+      if (node == caller.node_name) return std::nullopt;
+      if (node) {
+        return FieldError{field, "the token is bound to node " + inQuotes(*caller.node_name) +
+                                     " and may not publish devices of node " + inQuotes(*node)};
+      }
+      return FieldError{field, "the token is bound to node " + inQuotes(*caller.node_name) +
+                                   " and may publish only devices of that node, not devices "
+                                   "that a node selector or allNodes makes available elsewhere"};
     }
-    return "the token is bound to node " + inQuotes(*caller.node_name) +
-           " and may publish only pools with nodeName " + inQuotes(*caller.node_name);
-  }
-  if (selection.node_name) {
-    return "the node-local pool of node " + inQuotes(*selection.node_name) +
-           " may only be published with a token bound to that node (the service account "
-           "token of a pod running there)";
+    if (node && !allow_unbound) {
+      return FieldError{field, "devices of node " + inQuotes(*node) +
+                                   " may only be published with a token bound to that node (the "
+                                   "service account token of a pod running there), or when the "
+                                   "controller runs with --allow-unbound-node-pools"};
+    }
+    return std::nullopt;
+  };
+  const NodeSelection& selection = pool.selection;
+  if (selection.node_name) return check("nodeName", selection.node_name);
+  if (selection.node_selector) return check("nodeSelector", std::nullopt);
+  if (selection.all_nodes) return check("allNodes", std::nullopt);
+  if (!selection.per_device_node_selection) return std::nullopt;
+  const auto check_devices =
+      [&](const std::string& base,
+          const std::vector<client::Device>& devices) -> std::optional<FieldError> {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      const client::Device& d = devices[i];
+      const std::string at = base + "devices[" + std::to_string(i) + "].";
+      std::optional<FieldError> denied;
+      if (d.node_name) {
+        denied = check(at + "nodeName", d.node_name);
+      } else if (d.node_selector) {
+        denied = check(at + "nodeSelector", std::nullopt);
+      } else if (d.all_nodes.value_or(false)) {
+        denied = check(at + "allNodes", std::nullopt);
+      }
+      if (denied) return denied;
+    }
+    return std::nullopt;
+  };
+  if (auto denied = check_devices("", pool.devices)) return denied;
+  if (pool.slices) {
+    for (size_t i = 0; i < pool.slices->size(); ++i) {
+      const std::string base = "slices[" + std::to_string(i) + "].";
+      if (auto denied = check_devices(base, (*pool.slices)[i].devices)) return denied;
+    }
   }
   return std::nullopt;
 }
@@ -161,6 +215,16 @@ std::string keyPath(std::string_view base, std::string_view key) {
 }
 
 }  // namespace
+
+// What admission found out from a request's headers; carried to handle() in
+// HttpRequest::admission.
+struct InventoryHandler::Admitted {
+  size_t route = 0;
+  std::string driver;
+  std::string pool;
+  std::optional<Clock::Duration> wait;
+  Caller caller;
+};
 
 struct InventoryHandler::Context {
   const HttpRequest& request;
@@ -217,18 +281,53 @@ std::string InventoryHandler::leaderIdentity() const {
   return identity ? identity() : std::string();
 }
 
+Admission InventoryHandler::admit(const HttpRequest& head) {
+  PushInfo push;
+  std::variant<HttpResponse, Admitted> admitted = admitRequest(head, push);
+  Admission admission;
+  if (HttpResponse* refusal = std::get_if<HttpResponse>(&admitted)) {
+    countPush(push, *refusal);
+    admission.refusal = std::move(*refusal);
+    return admission;
+  }
+  const Admitted& a = std::get<Admitted>(admitted);
+  // Only the two PUTs carry a pool; anything else needs no body.
+  const bool has_body = head.method == "PUT" && (a.route == kDriver || a.route == kPoolRoute);
+  admission.max_body_bytes = has_body ? options_.max_body_bytes : kMaxBodylessBytes;
+  admission.state = std::move(std::get<Admitted>(admitted));
+  return admission;
+}
+
 HandlerResult InventoryHandler::handle(const HttpRequest& request) {
   PushInfo push;
-  HandlerResult result = handleRequest(request, push);
-  // Every answered push is counted, refused ones too (their ratio is what
-  // alerts watch); a held push is counted when it is answered.
-  if (push.driver && !push.forwarded && !result.wait && options_.on_push) {
-    options_.on_push(*push.driver, result.response.status);
+  HandlerResult result;
+  if (const Admitted* admitted = std::any_cast<Admitted>(&request.admission)) {
+    if (isWrite(request.method) && admitted->route != kDrivers) push.driver = admitted->driver;
+    result = serve(request, *admitted, push);
+  } else {
+    // Not admitted by the server (a direct call): admit here.
+    std::variant<HttpResponse, Admitted> decided = admitRequest(request, push);
+    if (HttpResponse* refusal = std::get_if<HttpResponse>(&decided)) {
+      result.response = std::move(*refusal);
+    } else {
+      result = serve(request, std::get<Admitted>(decided), push);
+    }
   }
+  // A held push is counted when it is answered.
+  if (!result.wait) countPush(push, result.response);
   return result;
 }
 
-HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushInfo& push) {
+void InventoryHandler::countPush(const PushInfo& push, const HttpResponse& response) {
+  // Every answered push is counted, refused ones too (their ratio is what
+  // alerts watch); a forwarded one is counted by the leader.
+  if (push.driver && !push.forwarded && options_.on_push) {
+    options_.on_push(*push.driver, response.status);
+  }
+}
+
+std::variant<HttpResponse, InventoryHandler::Admitted> InventoryHandler::admitRequest(
+    const HttpRequest& request, PushInfo& push) {
   // Route.
   const auto [path, query] = splitTarget(request.target);
   const std::vector<std::string_view> segments = splitPath(path);
@@ -260,7 +359,7 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
   if (malformed_param) return {errorResponse(400, "malformed %-escape in the path")};
 
   // Query.
-  Context ctx{request, params["driver"], params["pool"], std::nullopt, {}, std::nullopt};
+  Admitted ctx{route, params["driver"], params["pool"], std::nullopt, {}};
   const std::optional<std::vector<std::pair<std::string, std::string>>> query_params =
       parseQuery(query);
   if (!query_params) return {errorResponse(400, "malformed %-escape in the query")};
@@ -281,30 +380,13 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
     }
   }
 
-  if (route == kOpenApi) {
-    HttpResponse response;
-    response.content_type = std::string(kJson);
-    response.body = std::string(openApiDocument());
-    return {std::move(response)};
-  }
+  // The OpenAPI document is public.
+  if (route == kOpenApi) return ctx;
 
-  // Leadership: only the leader's store is reconciled.
-  const LeaderHooks leader = hooks();
-  if (leader.is_leader && !leader.is_leader()) {
-    if (leader.forward) {
-      if (std::optional<HttpResponse> forwarded = leader.forward(request)) {
-        push.forwarded = true;  // the leader counts it
-        return {std::move(*forwarded)};
-      }
-    }
-    HttpResponse response =
-        errorResponse(503, "this replica is not the leader and cannot forward the request; retry");
-    response.headers.emplace_back("Retry-After", "1");
-    return {std::move(response)};
-  }
-
-  // Authentication.
-  StatusOr<Caller> caller = options_.authenticator->authenticate(request.header("authorization"));
+  // Authentication, from the headers alone: nothing of the body is read for
+  // a caller without valid credentials.
+  StatusOr<Caller> caller =
+      options_.authenticator->authenticate(request.header("authorization"), clientHost(request));
   if (!caller.ok()) return {errorResponse(caller.status())};
   ctx.caller = std::move(*caller);
 
@@ -328,8 +410,37 @@ HandlerResult InventoryHandler::handleRequest(const HttpRequest& request, PushIn
       isWrite(request.method) ? kVerbPublish : (route == kDrivers ? kVerbList : kVerbGet);
   Status allowed = options_.authenticator->authorize(ctx.caller, verb, ctx.driver);
   if (!allowed.ok()) return {errorResponse(allowed)};
+  return ctx;
+}
 
-  HttpResponse response = dispatch(ctx, route, request.method);
+HandlerResult InventoryHandler::serve(const HttpRequest& request, const Admitted& admitted,
+                                      PushInfo& push) {
+  if (admitted.route == kOpenApi) {
+    HttpResponse response;
+    response.content_type = std::string(kJson);
+    response.body = std::string(openApiDocument());
+    return {std::move(response)};
+  }
+
+  // Leadership: only the leader's store is reconciled. The caller was
+  // authenticated here already; the leader checks it again (from its cache).
+  const LeaderHooks leader = hooks();
+  if (leader.is_leader && !leader.is_leader()) {
+    if (leader.forward) {
+      if (std::optional<HttpResponse> forwarded = leader.forward(request)) {
+        push.forwarded = true;  // the leader counts it
+        return {std::move(*forwarded)};
+      }
+    }
+    HttpResponse response =
+        errorResponse(503, "this replica is not the leader and cannot forward the request; retry");
+    response.headers.emplace_back("Retry-After", "1");
+    return {std::move(response)};
+  }
+
+  Context ctx{request,       admitted.driver, admitted.pool,
+              admitted.wait, admitted.caller, std::nullopt};
+  HttpResponse response = dispatch(ctx, admitted.route, request.method);
   return {std::move(response), std::move(ctx.pending)};
 }
 
@@ -372,7 +483,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   if (!isJsonContentType(ctx.request.header("content-type"))) {
     return errorResponse(415, "Content-Type must be application/json");
   }
-  StatusOr<Json> body = parseJsonBody(ctx.request.body);
+  StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
   Pool pool = decodePool(*body, "", problems);
@@ -383,12 +494,11 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
     std::lock_guard lock(write_mu_);
     // Node restriction, for the pool as pushed and the pool it replaces.
     std::vector<FieldError> denied;
-    if (auto why = nodeRestriction(ctx.caller, pool.selection)) {
-      denied.push_back({pool.selection.node_name ? "nodeName" : "", *why});
-    }
+    const bool unbound = options_.allow_unbound_node_pools;
+    if (auto why = nodeRestriction(ctx.caller, pool, unbound)) denied.push_back(*why);
     if (auto existing = options_.store->get(ctx.key())) {
-      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
-        denied.push_back({"", "the pool exists and " + *why});
+      if (auto why = nodeRestriction(ctx.caller, existing->pool, unbound)) {
+        denied.push_back({"", "the pool exists and " + why->message});
       }
     }
     if (!denied.empty()) {
@@ -408,8 +518,10 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
   {
     std::lock_guard lock(write_mu_);
     if (auto existing = options_.store->get(ctx.key())) {
-      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
-        return errorResponse(Status(StatusCode::kPermissionDenied, *why, {{"", *why}}));
+      if (auto why =
+              nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
+        return errorResponse(
+            Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
       }
       options_.store->remove(ctx.key());
     } else {
@@ -437,8 +549,9 @@ HttpResponse InventoryHandler::renewPool(Context& ctx) {
       return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                     inQuotes(ctx.driver) + " is not known; push it with PUT"));
     }
-    if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
-      return errorResponse(Status(StatusCode::kPermissionDenied, *why, {{"", *why}}));
+    if (auto why = nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
+      return errorResponse(
+          Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
     }
     options_.store->renew(ctx.key());
     version = existing->version;
@@ -454,7 +567,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   if (!isJsonContentType(ctx.request.header("content-type"))) {
     return errorResponse(415, "Content-Type must be application/json");
   }
-  StatusOr<Json> body = parseJsonBody(ctx.request.body);
+  StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
   std::map<std::string, Pool> pools = decodeDriverPools(*body, problems);
@@ -466,10 +579,10 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
     std::lock_guard lock(write_mu_);
     // Node restriction for every pool pushed, replaced or withdrawn.
     std::vector<FieldError> denied;
+    const bool unbound = options_.allow_unbound_node_pools;
     for (const auto& [name, pool] : pools) {
-      if (auto why = nodeRestriction(ctx.caller, pool.selection)) {
-        denied.push_back(
-            {keyPath("pools", name) + (pool.selection.node_name ? ".nodeName" : ""), *why});
+      if (auto why = nodeRestriction(ctx.caller, pool, unbound)) {
+        denied.push_back({keyPath("pools", name) + "." + why->field, why->message});
       }
     }
     for (const PoolKey& key : options_.store->keys(ctx.driver)) {
@@ -477,11 +590,11 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
       const bool kept = pools.contains(key.pool);
       if (!kept) withdrawn.push_back(key.pool);
       if (!existing) continue;
-      if (auto why = nodeRestriction(ctx.caller, existing->pool.selection)) {
+      if (auto why = nodeRestriction(ctx.caller, existing->pool, unbound)) {
         denied.push_back({keyPath("pools", key.pool), (kept ? "the pool exists and "
                                                             : "leaving the pool out withdraws it, "
                                                               "but ") +
-                                                          *why});
+                                                          why->message});
       }
     }
     if (!denied.empty()) {
@@ -638,7 +751,7 @@ HttpResponse errorResponse(const Status& status) {
   if (code == 401) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"resourceslice-controller\"");
   }
-  if (code == 503) response.headers.emplace_back("Retry-After", "1");
+  if (code == 503 || code == 429) response.headers.emplace_back("Retry-After", "1");
   return response;
 }
 

@@ -12,12 +12,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/http.h"
+#include "controller/inventory/pool_json.h"
 #include "controller/reconcile/desired_store.h"
 
 namespace rsc::controller::inventory {
@@ -25,6 +27,12 @@ namespace rsc::controller::inventory {
 // The longest ?wait= honoured; longer values are cut to it. Long enough for a
 // reconcile of a large pool, short enough for proxies' idle timeouts.
 inline constexpr Clock::Duration kDefaultMaxWait = std::chrono::seconds(60);
+// The default of --max-request-bytes, the body limit of the two PUTs: a full
+// pool of 128-device slices is a few MiB of JSON; 8 MiB leaves room for a
+// whole driver.
+inline constexpr size_t kDefaultMaxBodyBytes = 8 * 1024 * 1024;
+// Every other request needs no body; a few bytes ("{}") are tolerated.
+inline constexpr size_t kMaxBodylessBytes = 4096;
 
 // One route of the API: a path template and the methods it serves. The table
 // drives routing, the Allow header of 405 answers and the OpenAPI test.
@@ -73,6 +81,13 @@ struct InventoryHandlerOptions {
   Authenticator* authenticator = nullptr;  // required
   Clock* clock = nullptr;                  // required
   Clock::Duration max_wait = kDefaultMaxWait;
+  // Body limit of PUT pool and PUT driver (--max-request-bytes).
+  size_t max_body_bytes = kDefaultMaxBodyBytes;
+  // What a body may occupy once parsed (--max-decoded-bytes).
+  size_t max_decoded_bytes = kDefaultMaxDecodedBytes;
+  // Lets a token bound to no node publish devices bound to a node
+  // (--allow-unbound-node-pools); off: only that node's own token may.
+  bool allow_unbound_node_pools = false;
   // Counts each answered push (PUT, DELETE, renew) by driver and HTTP code,
   // for resourceslice_controller_pushes_total. Optional.
   std::function<void(std::string_view driver, int code)> on_push = nullptr;
@@ -88,8 +103,15 @@ class InventoryHandler {
   // Replaces the leadership hooks; safe while requests run.
   void setLeaderHooks(LeaderHooks hooks);
 
-  // Answers one request. May block on the Authenticator (cached API calls)
-  // and the forward hook; never waits for publication.
+  // Decides on a request from its headers alone (route, query,
+  // authentication, authorization) and sets its body limit; for
+  // HttpServerOptions::admit. May block on the Authenticator.
+  Admission admit(const HttpRequest& head);
+
+  // Answers one request: one that admit() let in (its decision in
+  // request.admission), or any other, which is admitted first. May block on
+  // the Authenticator (cached API calls) and the forward hook; never waits
+  // for publication.
   HandlerResult handle(const HttpRequest& request);
 
   // True when what `wait` waits for has happened.
@@ -100,13 +122,18 @@ class InventoryHandler {
  private:
   explicit InventoryHandler(InventoryHandlerOptions options) : options_(std::move(options)) {}
 
+  struct Admitted;
   struct Context;
   // What the push counter needs to know about a request.
   struct PushInfo {
     std::optional<std::string> driver;  // set for writes to a driver's path
     bool forwarded = false;
   };
-  HandlerResult handleRequest(const HttpRequest& request, PushInfo& push);
+  // Routing, query, authentication and authorization: a refusal, or what
+  // serve() needs.
+  std::variant<HttpResponse, Admitted> admitRequest(const HttpRequest& request, PushInfo& push);
+  HandlerResult serve(const HttpRequest& request, const Admitted& admitted, PushInfo& push);
+  void countPush(const PushInfo& push, const HttpResponse& response);
   HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
   HttpResponse getPool(Context& ctx);
   HttpResponse putPool(Context& ctx);

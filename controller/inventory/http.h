@@ -4,6 +4,7 @@
 // Plain values: not synchronised.
 #pragma once
 
+#include <any>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +21,9 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;
   std::string body;
   std::string remote_address;  // "127.0.0.1:51234", for logs
+  // What the server's admission step decided from the headers (the
+  // authenticated caller, say); empty when the server has none.
+  std::any admission;
 
   // Returns the value of header `name` (any case), if present.
   std::optional<std::string_view> header(std::string_view name) const;
@@ -33,6 +37,17 @@ struct HttpResponse {
 
   // Returns the value of header `name` (any case) among `headers`, if present.
   std::optional<std::string_view> header(std::string_view name) const;
+};
+
+// What the admission step decides about a request from its headers alone.
+struct Admission {
+  // Set: answer this and never read the body.
+  std::optional<HttpResponse> refusal = std::nullopt;
+  // The largest body accepted for this request (413 past it); at most the
+  // server's max_request_bytes.
+  size_t max_body_bytes = 0;
+  // Given to the handler in HttpRequest::admission.
+  std::any state = {};
 };
 
 // Returns the standard reason phrase of an HTTP status ("Not Found").

@@ -39,6 +39,15 @@ HttpResponse plainError(int status, std::string_view message) {
   return response;
 }
 
+// The client's address without its port: the key of the per-client limit.
+std::string hostText(const asio::ip::address& address) {
+  // An IPv4 client of a dual-stack socket arrives as ::ffff:a.b.c.d.
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return address.to_v6().to_v4().to_string();
+  }
+  return address.to_string();
+}
+
 std::string endpointText(const tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
   std::string host = address.to_string();
@@ -90,6 +99,30 @@ StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_f
 
 }  // namespace
 
+std::string_view refusalName(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::kConnections:
+      return "connections";
+    case Refusal::kClientConnections:
+      return "client_connections";
+    case Refusal::kEvicted:
+      return "evicted";
+    case Refusal::kHeaderTimeout:
+      return "header_timeout";
+    case Refusal::kBodyTimeout:
+      return "body_timeout";
+    case Refusal::kHeadersTooLarge:
+      return "headers_too_large";
+    case Refusal::kBodyTooLarge:
+      return "body_too_large";
+    case Refusal::kInflightBodies:
+      return "inflight_bodies";
+    case Refusal::kMalformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
 StatusOr<std::pair<std::string, uint16_t>> parseBindAddress(std::string_view address) {
   const auto bad = [&] {
     return invalidArgument("bind address must be host:port, :port or [v6]:port, not \"" +
@@ -129,6 +162,11 @@ class ConnectionBase {
   // after the response in flight.
   virtual void closeIfIdle() = 0;
   virtual void forceClose() = 0;
+  // True while the connection waits for a request or its headers: closing
+  // it loses no admitted work, so it may make room for a new connection.
+  virtual bool evictable() const = 0;
+  // The client's address without port.
+  virtual const std::string& client() const = 0;
 };
 
 // Everything the I/O thread owns. Members are touched only on the I/O thread,
@@ -142,7 +180,8 @@ class HttpServer::Impl {
         work_(asio::make_work_guard(*ioc_)),
         acceptor_(*ioc_),
         retry_timer_(*ioc_),
-        grace_timer_(*ioc_) {
+        grace_timer_(*ioc_),
+        throttle_(options_.clock != nullptr ? *options_.clock : RealClock::instance()) {
     if (!options_.error_response) options_.error_response = plainError;
     if (options_.clock == nullptr) options_.clock = &RealClock::instance();
   }
@@ -154,9 +193,36 @@ class HttpServer::Impl {
 
   // Called by connections.
   void remove(uint64_t id) {
-    connections_.erase(id);
+    auto it = connections_.find(id);
+    if (it == connections_.end()) return;
+    auto client = per_client_.find(it->second->client());
+    if (client != per_client_.end() && --client->second == 0) per_client_.erase(client);
+    connections_.erase(it);
     connection_count_ = connections_.size();
     if (stopping_ && connections_.empty()) grace_timer_.cancel();
+  }
+  // Reserves `bytes` of the in-flight body budget; false when it does not fit.
+  bool reserveBody(size_t bytes) {
+    if (bytes > options_.max_inflight_body_bytes -
+                    std::min(inflight_body_bytes_, options_.max_inflight_body_bytes)) {
+      return false;
+    }
+    inflight_body_bytes_ += bytes;
+    return true;
+  }
+  void releaseBody(size_t bytes) { inflight_body_bytes_ -= std::min(bytes, inflight_body_bytes_); }
+  // Counts a refusal and logs it, at most one line per reason every 10 s.
+  void refused(Refusal refusal, std::string_view remote) {
+    ++refusals_;
+    if (options_.on_refused) options_.on_refused(refusal);
+    if (std::optional<uint64_t> held = throttle_.allow(refusalName(refusal))) {
+      log::warning("Refused a connection or request",
+                   {{"server", options_.name},
+                    {"reason", refusalName(refusal)},
+                    {"remote", remote},
+                    {"connections", static_cast<int64_t>(connections_.size())},
+                    {"alsoRefusedSinceLastLine", static_cast<int64_t>(*held)}});
+    }
   }
   bool stopping() const { return stopping_; }
   const HttpServerOptions& options() const { return options_; }
@@ -165,12 +231,16 @@ class HttpServer::Impl {
 
   std::atomic<size_t> connection_count_{0};
   std::atomic<size_t> tls_loads_{0};
+  std::atomic<size_t> refusals_{0};
   tcp::endpoint bound_;
 
  private:
   void doAccept();
   void onAccept(const boost::system::error_code& ec, tcp::socket socket);
-  void reject(tcp::socket socket);
+  void reject(tcp::socket socket, Refusal refusal, const std::string& client);
+  // Closes the connection that has waited longest for a request's headers;
+  // false when no connection is waiting.
+  bool evictOne();
   // Returns the TLS context for a new connection, re-reading the files when
   // they changed (checked at most once per interval).
   std::shared_ptr<ssl::context> tlsContext();
@@ -185,7 +255,11 @@ class HttpServer::Impl {
   asio::steady_timer grace_timer_;
   bool stopping_ = false;
   uint64_t next_id_ = 1;
+  // By id, so the oldest connection comes first.
   std::map<uint64_t, std::shared_ptr<ConnectionBase>> connections_;
+  std::map<std::string, size_t> per_client_;  // open connections by client address
+  size_t inflight_body_bytes_ = 0;
+  log::Throttle throttle_;
 
   bool tls_enabled_ = false;
   std::shared_ptr<ssl::context> tls_;
@@ -203,8 +277,12 @@ class Connection final : public ConnectionBase,
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
   Connection(HttpServer::Impl* server, uint64_t id, Stream stream,
-             std::shared_ptr<ssl::context> tls)
-      : server_(server), id_(id), tls_(std::move(tls)), stream_(std::move(stream)) {
+             std::shared_ptr<ssl::context> tls, std::string client)
+      : server_(server),
+        id_(id),
+        tls_(std::move(tls)),
+        stream_(std::move(stream)),
+        client_(std::move(client)) {
     boost::system::error_code ec;
     const tcp::endpoint remote = lowest().socket().remote_endpoint(ec);
     if (!ec) remote_ = endpointText(remote);
@@ -219,6 +297,9 @@ class Connection final : public ConnectionBase,
                                 if (ec) {
                                   log::debug(3, "TLS handshake failed",
                                              {{"remote", self->remote_}, {"error", ec.message()}});
+                                  if (ec == beast::error::timeout) {
+                                    self->server_->refused(Refusal::kHeaderTimeout, self->remote_);
+                                  }
                                   self->close();
                                   return;
                                 }
@@ -235,8 +316,16 @@ class Connection final : public ConnectionBase,
 
   void forceClose() override { close(); }
 
+  bool evictable() const override {
+    return state_ == State::kIdle || (state_ == State::kReading && !reading_body_);
+  }
+
+  const std::string& client() const override { return client_; }
+
  private:
-  enum class State { kIdle, kReading, kHandling, kWriting, kClosed };
+  // kReading covers headers, then (reading_body_) the body; kAdmitting waits
+  // for the admission step between the two.
+  enum class State { kIdle, kReading, kAdmitting, kHandling, kWriting, kClosed };
 
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
@@ -255,19 +344,26 @@ class Connection final : public ConnectionBase,
     }
     lowest().expires_after(first ? server_->options().header_timeout
                                  : server_->options().idle_timeout);
-    stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
-                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) {
-                                self->close();
-                                return;
-                              }
-                              self->buffer_.commit(n);
-                              self->readHeader();
-                            });
+    stream_.async_read_some(
+        buffer_.prepare(kFirstReadBytes),
+        [self = this->shared_from_this(), first](beast::error_code ec, size_t n) {
+          if (ec) {
+            // A kept-alive connection timing out is normal.
+            if (first && ec == beast::error::timeout) {
+              self->server_->refused(Refusal::kHeaderTimeout, self->remote_);
+            }
+            self->close();
+            return;
+          }
+          self->buffer_.commit(n);
+          self->readHeader();
+        });
   }
 
   void readHeader() {
     state_ = State::kReading;
+    reading_body_ = false;
+    admission_.reset();
     parser_.emplace();
     parser_->header_limit(
         static_cast<uint32_t>(std::min<size_t>(server_->options().max_header_bytes, UINT32_MAX)));
@@ -280,18 +376,20 @@ class Connection final : public ConnectionBase,
 
   void onHeader(beast::error_code ec) {
     if (ec == http::error::header_limit) {
+      server_->refused(Refusal::kHeadersTooLarge, remote_);
       sendError(431, "request headers too large");
       return;
     }
     // The parser compares a Content-Length with the limit as soon as the
     // headers are in, before any of the body is read.
     if (ec == http::error::body_limit) {
+      server_->refused(Refusal::kBodyTooLarge, remote_);
       sendError(413, "request body exceeds the limit of " +
                          std::to_string(server_->options().max_request_bytes) + " bytes");
       return;
     }
     if (ec == beast::error::timeout) {
-      log::debug(3, "Request headers timed out", {{"remote", remote_}});
+      server_->refused(Refusal::kHeaderTimeout, remote_);
       close();
       return;
     }
@@ -301,9 +399,74 @@ class Connection final : public ConnectionBase,
       return;
     }
     if (ec) {
+      server_->refused(Refusal::kMalformed, remote_);
       sendError(400, "malformed request: " + ec.message());
       return;
     }
+    admit();
+  }
+
+  // Asks the admission step about the request's headers before any of its
+  // body is read.
+  void admit() {
+    ++sequence_;
+    const auto& admit_hook = server_->options().admit;
+    if (!admit_hook) {
+      Admission admission;
+      admission.max_body_bytes = server_->options().max_request_bytes;
+      onAdmitted(sequence_, std::move(admission));
+      return;
+    }
+    state_ = State::kAdmitting;
+    // The admission step answers in its own time; the client waits for it.
+    lowest().expires_never();
+    std::function<void(Admission)> decide = [weak = this->weak_from_this(), ioc = server_->ioc(),
+                                             sequence = sequence_](Admission admission) {
+      asio::post(*ioc, [weak, sequence, admission = std::move(admission)]() mutable {
+        if (auto self = weak.lock()) self->onAdmitted(sequence, std::move(admission));
+      });
+    };
+    try {
+      admit_hook(head(), std::move(decide));
+    } catch (const std::exception& e) {
+      log::error("HTTP admission threw", internalError(e.what()),
+                 {{"server", server_->options().name}});
+      sendError(500, "internal error");
+    }
+  }
+
+  void onAdmitted(uint64_t sequence, Admission admission) {
+    if (state_ != State::kAdmitting && !(state_ == State::kReading && !reading_body_)) return;
+    if (sequence != sequence_) return;
+    if (admission.refusal) {
+      state_ = State::kHandling;
+      head_request_ = false;
+      keep_alive_ = false;
+      sendResponse(sequence_, std::move(*admission.refusal), true);
+      return;
+    }
+    body_limit_ = std::min(admission.max_body_bytes, server_->options().max_request_bytes);
+    const auto length = parser_->content_length();
+    if (length && *length > body_limit_) {
+      server_->refused(Refusal::kBodyTooLarge, remote_);
+      sendError(413, "request body exceeds the limit of " + std::to_string(body_limit_) +
+                         " bytes for this request");
+      return;
+    }
+    // Reserve what the body may take before reading it: its length, or the
+    // whole limit when it is chunked.
+    const size_t need =
+        parser_->is_done() ? 0 : (length ? static_cast<size_t>(*length) : body_limit_);
+    if (!server_->reserveBody(need)) {
+      server_->refused(Refusal::kInflightBodies, remote_);
+      sendError(503, "too many request bodies in flight; retry");
+      return;
+    }
+    reserved_ = need;
+    admission_ = std::move(admission.state);
+    parser_->body_limit(body_limit_);
+    state_ = State::kReading;
+    reading_body_ = true;
     const auto expect = parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
       auto response =
@@ -331,16 +494,20 @@ class Connection final : public ConnectionBase,
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (ec == http::error::body_limit) {
-                         self->sendError(
-                             413, "request body exceeds the limit of " +
-                                      std::to_string(self->server_->options().max_request_bytes) +
-                                      " bytes");
+                         self->server_->refused(Refusal::kBodyTooLarge, self->remote_);
+                         self->sendError(413, "request body exceeds the limit of " +
+                                                  std::to_string(self->body_limit_) +
+                                                  " bytes for this request");
                          return;
                        }
                        if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
                            ec == http::error::bad_transfer_encoding) {
+                         self->server_->refused(Refusal::kMalformed, self->remote_);
                          self->sendError(400, "malformed request body: " + ec.message());
                          return;
+                       }
+                       if (ec == beast::error::timeout) {
+                         self->server_->refused(Refusal::kBodyTimeout, self->remote_);
                        }
                        if (ec) {
                          self->close();
@@ -350,14 +517,9 @@ class Connection final : public ConnectionBase,
                      });
   }
 
-  void onRequest() {
-    state_ = State::kHandling;
-    ++sequence_;
-    lowest().expires_never();
-    http::request<http::string_body> message = parser_->release();
-    keep_alive_ = message.keep_alive();
-    head_request_ = message.method() == http::verb::head;
-
+  // The request as far as its headers go.
+  HttpRequest head() {
+    const http::request<http::string_body>& message = parser_->get();
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -366,8 +528,19 @@ class Connection final : public ConnectionBase,
       auto [it, inserted] = request.headers.try_emplace(std::move(name), toStd(field.value()));
       if (!inserted) it->second += ", " + std::string(toStd(field.value()));
     }
-    request.body = std::move(message.body());
     request.remote_address = remote_;
+    return request;
+  }
+
+  void onRequest() {
+    state_ = State::kHandling;
+    lowest().expires_never();
+    HttpRequest request = head();
+    http::request<http::string_body> message = parser_->release();
+    keep_alive_ = message.keep_alive();
+    head_request_ = message.method() == http::verb::head;
+    request.body = std::move(message.body());
+    request.admission = std::move(admission_);
 
     // The responder may outlive the connection and the server: it holds the
     // I/O context alive and finds the connection through a weak pointer.
@@ -391,13 +564,24 @@ class Connection final : public ConnectionBase,
     head_request_ = false;
     ++sequence_;
     keep_alive_ = false;
-    sendResponse(sequence_, server_->options().error_response(status, message), true);
+    HttpResponse response = server_->options().error_response(status, message);
+    if (status == 503 && !response.header("Retry-After")) {
+      response.headers.emplace_back("Retry-After", "1");
+    }
+    sendResponse(sequence_, std::move(response), true);
+  }
+
+  // Gives back this request's share of the in-flight body budget.
+  void releaseBody() {
+    server_->releaseBody(reserved_);
+    reserved_ = 0;
   }
 
   void sendResponse(uint64_t sequence, HttpResponse response, bool close_after) {
     // Only the first answer to the request in progress counts.
     if (state_ != State::kHandling || sequence != sequence_) return;
     state_ = State::kWriting;
+    releaseBody();
     auto message = std::make_shared<http::response<http::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
@@ -460,6 +644,7 @@ class Connection final : public ConnectionBase,
     state_ = State::kClosed;
     // The server's map may hold the last reference.
     auto self = this->shared_from_this();
+    releaseBody();
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().close();
@@ -471,8 +656,15 @@ class Connection final : public ConnectionBase,
   // Kept alive while the stream uses it, across a reload of the files.
   const std::shared_ptr<ssl::context> tls_;
   Stream stream_;
+  const std::string client_;
   std::string remote_;
   beast::flat_buffer buffer_;
+  // The current request: its body limit, its share of the in-flight budget,
+  // whether its body is being read, and what admission decided.
+  size_t body_limit_ = 0;
+  size_t reserved_ = 0;
+  bool reading_body_ = false;
+  std::any admission_;
   std::optional<http::request_parser<http::string_body>> parser_;
   State state_ = State::kIdle;
   bool keep_alive_ = true;
@@ -520,6 +712,9 @@ Status HttpServer::Impl::open() {
     return invalidArgument("TLS needs both a certificate file and a key file");
   }
   if (options_.max_connections == 0) return invalidArgument("max_connections must be positive");
+  if (options_.max_connections_per_client == 0) {
+    return invalidArgument("max_connections_per_client must be positive");
+  }
   tls_enabled_ = !options_.tls_cert_file.empty();
   if (tls_enabled_) {
     RETURN_IF_ERROR(loadTls());
@@ -585,8 +780,14 @@ void HttpServer::Impl::onAccept(const boost::system::error_code& ec, tcp::socket
     });
     return;
   }
-  if (connections_.size() >= options_.max_connections) {
-    reject(std::move(socket));
+  boost::system::error_code remote_ec;
+  const tcp::endpoint remote = socket.remote_endpoint(remote_ec);
+  std::string client = remote_ec ? std::string() : hostText(remote.address());
+  if (auto it = per_client_.find(client);
+      it != per_client_.end() && it->second >= options_.max_connections_per_client) {
+    reject(std::move(socket), Refusal::kClientConnections, client);
+  } else if (connections_.size() >= options_.max_connections && !evictOne()) {
+    reject(std::move(socket), Refusal::kConnections, client);
   } else {
     const uint64_t id = next_id_++;
     std::shared_ptr<ConnectionBase> connection;
@@ -594,11 +795,12 @@ void HttpServer::Impl::onAccept(const boost::system::error_code& ec, tcp::socket
       std::shared_ptr<ssl::context> context = tlsContext();
       using TlsStream = beast::ssl_stream<beast::tcp_stream>;
       connection = std::make_shared<Connection<TlsStream>>(
-          this, id, TlsStream(beast::tcp_stream(std::move(socket)), *context), context);
+          this, id, TlsStream(beast::tcp_stream(std::move(socket)), *context), context, client);
     } else {
       connection = std::make_shared<Connection<beast::tcp_stream>>(
-          this, id, beast::tcp_stream(std::move(socket)), nullptr);
+          this, id, beast::tcp_stream(std::move(socket)), nullptr, client);
     }
+    ++per_client_[client];
     connections_[id] = connection;
     connection_count_ = connections_.size();
     connection->start();
@@ -606,7 +808,20 @@ void HttpServer::Impl::onAccept(const boost::system::error_code& ec, tcp::socket
   doAccept();
 }
 
-void HttpServer::Impl::reject(tcp::socket socket) {
+bool HttpServer::Impl::evictOne() {
+  for (const auto& [id, connection] : connections_) {
+    if (!connection->evictable()) continue;
+    // close() removes it from the map; keep it alive until then.
+    std::shared_ptr<ConnectionBase> victim = connection;
+    refused(Refusal::kEvicted, victim->client());
+    victim->forceClose();
+    return true;
+  }
+  return false;
+}
+
+void HttpServer::Impl::reject(tcp::socket socket, Refusal refusal, const std::string& client) {
+  refused(refusal, client);
   boost::system::error_code ec;
   if (!tls_enabled_) {
     // A short answer fits the empty send buffer of a fresh socket; the
@@ -630,7 +845,6 @@ void HttpServer::Impl::reject(tcp::socket socket) {
   }
   socket.shutdown(tcp::socket::shutdown_both, ec);
   socket.close(ec);
-  log::debug(1, "Rejected a connection: too many", {{"server", options_.name}});
 }
 
 void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
@@ -701,5 +915,7 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
 size_t HttpServer::connectionCount() const { return impl_->connection_count_; }
 
 size_t HttpServer::tlsLoadCount() const { return impl_->tls_loads_; }
+
+size_t HttpServer::refusalCount() const { return impl_->refusals_; }
 
 }  // namespace rsc::controller::inventory

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -19,6 +20,21 @@
 #include "controller/inventory/http.h"
 
 namespace rsc::controller::inventory {
+
+// Why the server refused a connection or a request itself; the label of the
+// refusals metric.
+enum class Refusal {
+  kConnections,        // max_connections reached and nothing to evict
+  kClientConnections,  // max_connections_per_client reached
+  kEvicted,            // an idle or slow connection closed to make room
+  kHeaderTimeout,      // headers (or the TLS handshake) too slow
+  kBodyTimeout,        // body too slow
+  kHeadersTooLarge,    // 431
+  kBodyTooLarge,       // 413
+  kInflightBodies,     // max_inflight_body_bytes reached
+  kMalformed,          // 400 from the HTTP parser
+};
+std::string_view refusalName(Refusal refusal);
 
 struct HttpServerOptions {
   // "host:port", ":port" (every interface) or "[::1]:port"; port 0 picks a
@@ -38,8 +54,18 @@ struct HttpServerOptions {
   // A kept-alive connection waiting for its next request is closed after it.
   std::chrono::milliseconds idle_timeout{90'000};
   std::chrono::milliseconds write_timeout{60'000};
-  // Connections past this are answered 503 and closed at once.
+  // Past this many open connections, the one that has waited longest for a
+  // request's headers (idle or slow) is closed to make room; when none is
+  // waiting, the new connection is answered 503 and closed at once.
   size_t max_connections = 1024;
+  // Connections from one client address past this are answered 503 at once,
+  // so that one client cannot hold every slot.
+  size_t max_connections_per_client = 64;
+  // Bytes of request bodies being read or handled at once, over every
+  // connection. A request whose body (its Content-Length, or its limit when
+  // chunked) does not fit is answered 503 with Retry-After before any of it
+  // is read, so that slow uploads cannot hold many times the body limit.
+  size_t max_inflight_body_bytes = 32 * 1024 * 1024;
   // TLS when both are set (PEM files). The files are checked for changes on
   // new connections, at most once per tls_reload_interval, and re-read when
   // they changed (cert-manager and kubelet rotate them in place).
@@ -53,6 +79,15 @@ struct HttpServerOptions {
   std::function<HttpResponse(int status, std::string_view message)> error_response = nullptr;
   // Names the server in logs ("inventory", "metrics").
   std::string name = "http";
+  // Decides on each request from its method, target and headers, before the
+  // body is read (authentication, say). Called on the I/O thread; it must not
+  // block, and calls `decide` once, from any thread. Unset: every request is
+  // admitted with max_request_bytes.
+  std::function<void(const HttpRequest& head, std::function<void(Admission)> decide)> admit =
+      nullptr;
+  // Counts each refusal (for a metric); called on the I/O thread. The server
+  // also logs refusals, at most one line per reason every 10 s.
+  std::function<void(Refusal)> on_refused = nullptr;
 };
 
 class HttpServer {
@@ -86,6 +121,8 @@ class HttpServer {
   size_t connectionCount() const;
   // How many times the TLS files were loaded (1 after start); for tests.
   size_t tlsLoadCount() const;
+  // How many connections and requests the server refused itself; for tests.
+  size_t refusalCount() const;
 
   // The server's state on its I/O thread (http_server.cc).
   class Impl;

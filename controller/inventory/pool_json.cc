@@ -39,8 +39,14 @@ std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; 
 // Collects problems of one kind.
 class Problems {
  public:
-  explicit Problems(std::vector<FieldError>& out) : out_(out) {}
+  Problems(std::vector<FieldError>& out, size_t& omitted) : out_(out), omitted_(omitted) {}
+  // Keeps the first kMaxProblemDetails problems and counts the rest, so that
+  // a body of a million bad values costs a counter, not a million messages.
   void add(std::string field, std::string message) {
+    if (out_.size() >= kMaxProblemDetails) {
+      ++omitted_;
+      return;
+    }
     out_.push_back({std::move(field), std::move(message)});
   }
   // Adds `error` (a name-rule message) when set.
@@ -55,10 +61,12 @@ class Problems {
     }
     for (const FieldError& e : status.details()) add(e.field, e.message);
   }
-  size_t size() const { return out_.size(); }
+  // Every problem found, the omitted ones included.
+  size_t size() const { return out_.size() + omitted_; }
 
  private:
   std::vector<FieldError>& out_;
+  size_t& omitted_;
 };
 
 // ---- Decoding ---------------------------------------------------------------
@@ -345,6 +353,9 @@ void validateNodeSelector(const Json& selector, const std::string& path, Problem
             bad.add(op_path, "must be In or NotIn for matchFields");
           } else if (values.size() != 1) {
             bad.add(values_path, "must have exactly one value for matchFields");
+          } else {
+            // The API server checks the value as a node name.
+            bad.check(indexPath(values_path, 0), nodeNameError(values.front()));
           }
           continue;
         }
@@ -552,6 +563,11 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     const std::string at = indexPath(taints_path, i);
     bad.check(fieldPath(at, "key"), labelKeyError(taint.key));
     bad.check(fieldPath(at, "value"), labelValueError(taint.value));
+    if (taint.time_added && !client::rfc3339Seconds(*taint.time_added)) {
+      bad.add(fieldPath(at, "timeAdded"),
+              "must be an RFC 3339 time such as 2026-12-01T10:00:00Z, not " +
+                  inQuotes(*taint.time_added));
+    }
     if (taint.effect != "None" && taint.effect != "NoSchedule" && taint.effect != "NoExecute") {
       bad.add(fieldPath(at, "effect"),
               taint.effect.empty()
@@ -789,51 +805,113 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
 }
 
 Pool decodeAndValidate(const Json& body, const std::string& prefix, BodyProblems& problems) {
-  Problems malformed(problems.malformed);
-  Problems invalid(problems.invalid);
+  Problems malformed(problems.malformed, problems.malformed_omitted);
+  Problems invalid(problems.invalid, problems.invalid_omitted);
   const size_t before = malformed.size();
   RawPool raw = decodeRawPool(body, prefix, malformed);
   if (malformed.size() == before) validateRawPool(raw, prefix, invalid);
   return std::move(raw.pool);
 }
 
-// Returns the nesting depth of a JSON text, counting brackets outside strings.
-// Runs before the parser so that a hostile body cannot exhaust the stack.
-size_t jsonDepth(std::string_view text) {
-  size_t depth = 0;
-  size_t max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
+// A first pass over a body, before any value is built: checks the syntax and
+// the nesting depth, and estimates what the parsed document would occupy, so
+// that a body of two-byte values ("{},{},...") is refused before it becomes
+// tens of bytes of heap per input byte. nlohmann's SAX parser keeps its own
+// stack on the heap, so deep input cannot exhaust the thread's stack here.
+class JsonCost {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  explicit JsonCost(size_t budget) : budget_(budget) {}
+
+  bool null() { return value(0); }
+  bool boolean(bool) { return value(0); }
+  bool number_integer(number_integer_t) { return value(0); }
+  bool number_unsigned(number_unsigned_t) { return value(0); }
+  bool number_float(number_float_t, const string_t&) { return value(0); }
+  bool string(string_t& s) { return value(kStringBytes + heapBytes(s.size())); }
+  bool binary(binary_t&) { return value(0); }
+  bool key(string_t& k) { return charge(kMemberBytes + heapBytes(k.size())); }
+  bool start_object(size_t) { return open(true, kObjectBytes); }
+  bool end_object() { return close(); }
+  bool start_array(size_t) { return open(false, kArrayBytes); }
+  bool end_array() { return close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    error_ = invalidArgument(std::string("request body is not JSON: ") + e.what());
+    return false;
   }
-  return max_depth;
-}
+
+  // Set when the pass stopped early.
+  const Status& error() const { return error_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  // What libstdc++ and the allocator spend per value of nlohmann::json, on a
+  // 64-bit machine: a member is a tree node holding the key and the value; an
+  // array element is a 16-byte slot, counted twice for the vector's growth;
+  // containers and long strings are separate allocations.
+  static constexpr size_t kMemberBytes = 96;
+  static constexpr size_t kElementBytes = 32;
+  static constexpr size_t kObjectBytes = 64;
+  static constexpr size_t kArrayBytes = 40;
+  static constexpr size_t kStringBytes = 48;
+  static size_t heapBytes(size_t length) { return length > 15 ? length + 17 : 0; }
+
+  bool value(size_t own) {
+    const bool in_array = !in_object_.empty() && !in_object_.back();
+    return charge(own + (in_array ? kElementBytes : 0));
+  }
+  bool open(bool object, size_t own) {
+    if (!value(own)) return false;
+    in_object_.push_back(object);
+    if (in_object_.size() > kMaxJsonDepth) {
+      error_ = invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
+                               " levels");
+      return false;
+    }
+    return true;
+  }
+  bool close() {
+    if (!in_object_.empty()) in_object_.pop_back();
+    return true;
+  }
+  bool charge(size_t n) {
+    bytes_ += n;
+    if (bytes_ <= budget_) return true;
+    error_ = Status(StatusCode::kTooLarge,
+                    "request body decodes to more than " + std::to_string(budget_) +
+                        " bytes of JSON values (flag --max-decoded-bytes); split it into "
+                        "smaller requests");
+    return false;
+  }
+
+  const size_t budget_;
+  size_t bytes_ = 0;
+  std::vector<bool> in_object_;
+  Status error_ = okStatus();
+};
 
 std::string phaseOf(const PoolStatus& status) { return std::string(poolPhaseName(status.phase)); }
 
 }  // namespace
 
-StatusOr<Json> parseJsonBody(std::string_view body) {
-  if (jsonDepth(body) > kMaxJsonDepth) {
-    return Status(StatusCode::kInvalidArgument,
-                  "request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  }
+size_t decodedJsonBytes(std::string_view body) {
+  JsonCost cost(SIZE_MAX);
+  Json::sax_parse(body.begin(), body.end(), &cost);
+  return cost.bytes();
+}
+
+StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
   try {
+    JsonCost cost(max_decoded_bytes);
+    if (!Json::sax_parse(body.begin(), body.end(), &cost)) {
+      if (!cost.error().ok()) return cost.error();
+      return invalidArgument("request body is not JSON");
+    }
     return Json::parse(body.begin(), body.end());
   } catch (const Json::parse_error& e) {
     // The library's message names the byte offset and what it expected.
@@ -851,8 +929,8 @@ Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& probl
 
 std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
   std::map<std::string, Pool> pools;
-  Problems malformed(problems.malformed);
-  Problems invalid(problems.invalid);
+  Problems malformed(problems.malformed, problems.malformed_omitted);
+  Problems invalid(problems.invalid, problems.invalid_omitted);
   if (!body.is_object()) {
     malformed.add(
         "", "must be an object {\"pools\": {name: Pool}}, not " + std::string(typeName(body)));
@@ -884,21 +962,30 @@ std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& pr
 }
 
 Status problemsStatus(const BodyProblems& problems) {
-  const auto summary = [](const std::vector<FieldError>& list, std::string_view what) {
-    std::string message =
-        std::to_string(list.size()) + " " + std::string(what) + (list.size() == 1 ? "" : "s");
+  // The message counts every problem; the details list the first
+  // kMaxProblemDetails and say how many more there are.
+  const auto status = [](StatusCode code, const std::vector<FieldError>& list, size_t omitted,
+                         std::string_view what) {
+    const size_t total = list.size() + omitted;
+    std::string message = std::to_string(total) + " " + std::string(what) + (total == 1 ? "" : "s");
     const FieldError& first = list.front();
     message += ": " + (first.field.empty() ? first.message : first.field + ": " + first.message);
-    if (list.size() > 1) message += " (and " + std::to_string(list.size() - 1) + " more)";
-    return message;
+    if (total > 1) message += " (and " + std::to_string(total - 1) + " more)";
+    std::vector<FieldError> details = list;
+    if (omitted > 0) {
+      details.push_back({"", std::to_string(omitted) + " more problem" + (omitted == 1 ? "" : "s") +
+                                 " not listed (at most " + std::to_string(kMaxProblemDetails) +
+                                 " are)"});
+    }
+    return Status(code, std::move(message), std::move(details));
   };
   if (!problems.malformed.empty()) {
-    return Status(StatusCode::kInvalidArgument, summary(problems.malformed, "malformed field"),
-                  problems.malformed);
+    return status(StatusCode::kInvalidArgument, problems.malformed, problems.malformed_omitted,
+                  "malformed field");
   }
   if (!problems.invalid.empty()) {
-    return Status(StatusCode::kUnprocessable, summary(problems.invalid, "invalid field"),
-                  problems.invalid);
+    return status(StatusCode::kUnprocessable, problems.invalid, problems.invalid_omitted,
+                  "invalid field");
   }
   return okStatus();
 }

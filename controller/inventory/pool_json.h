@@ -42,14 +42,31 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // The problems found in a request body, in document order. `malformed` are
 // shape errors (HTTP 400): not JSON, wrong types, unknown fields of the Pool
 // body. `invalid` are ResourceSlice validation failures (HTTP 422).
+// Each list keeps at most kMaxProblemDetails entries and counts the others, so
+// that an answer stays small whatever the body.
+inline constexpr size_t kMaxProblemDetails = 100;
 struct BodyProblems {
   std::vector<FieldError> malformed;
   std::vector<FieldError> invalid;
+  size_t malformed_omitted = 0;
+  size_t invalid_omitted = 0;
   bool empty() const { return malformed.empty() && invalid.empty(); }
 };
 
-// Parses `body` as JSON, refusing nesting beyond kMaxJsonDepth. Never throws.
-StatusOr<Json> parseJsonBody(std::string_view body);
+// The default of --max-decoded-bytes: what one request body may occupy once
+// parsed (estimated before parsing). Ordinary pool JSON takes about eight
+// times its text, so the default admits an 8 MiB body of devices; a body of
+// empty objects or one-digit numbers takes 30-50 times its text and is refused.
+inline constexpr size_t kDefaultMaxDecodedBytes = 96 * 1024 * 1024;
+
+// Parses `body` as JSON after a first pass that refuses nesting beyond
+// kMaxJsonDepth (InvalidArgument) and a document estimated to occupy more
+// than `max_decoded_bytes` (TooLarge) without building anything. Never throws.
+StatusOr<Json> parseJsonBody(std::string_view body,
+                             size_t max_decoded_bytes = kDefaultMaxDecodedBytes);
+
+// The estimate parseJsonBody compares with its limit; for tests and sizing.
+size_t decodedJsonBytes(std::string_view body);
 
 // Decodes and validates one Pool object. `prefix` is the field path of the
 // object ("" for a request body, "pools[\"node-a\"]" inside a driver body).

@@ -1,9 +1,11 @@
 #include "common/log.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "test/fakes/fake_clock.h"
 
 namespace rsc::log {
 namespace {
@@ -48,6 +50,22 @@ TEST_F(LogTest, DebugHonoursVerbosity) {
 
 TEST_F(LogTest, QuoteEscapesControlCharacters) {
   EXPECT_EQ(quote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+}
+
+// A line a client can provoke passes once per interval per key, and the one
+// that passes says how many were held back.
+TEST(Throttle, PassesOneLinePerKeyAndIntervalAndCountsTheRest) {
+  testing::FakeClock clock;
+  Throttle throttle(clock, std::chrono::seconds(10));
+  EXPECT_EQ(throttle.allow("connections"), 0U);
+  EXPECT_EQ(throttle.allow("connections"), std::nullopt);
+  EXPECT_EQ(throttle.allow("connections"), std::nullopt);
+  EXPECT_EQ(throttle.allow("evicted"), 0U);  // keys are independent
+  clock.advance(std::chrono::seconds(9));
+  EXPECT_EQ(throttle.allow("connections"), std::nullopt);
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_EQ(throttle.allow("connections"), 3U);
+  EXPECT_EQ(throttle.allow("connections"), std::nullopt);
 }
 
 }  // namespace

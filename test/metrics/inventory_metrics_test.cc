@@ -26,17 +26,36 @@ TEST(InventoryMetrics, CountsPushesByDriverAndCode) {
   EXPECT_EQ(snap.sum(kPushes, {}), 4.0);
 }
 
+TEST(InventoryMetrics, CountsRefusalsByReasonFromZero) {
+  constexpr char kRefusals[] = "resourceslice_controller_inventory_refusals_total";
+  auto registry = newRegistry();
+  InventoryMetrics metrics(*registry);
+  {
+    const Snapshot snap(*registry);
+    EXPECT_EQ(snap.seriesCount(kRefusals), InventoryMetrics::kRefusalReasons.size() + 1);
+    EXPECT_EQ(snap.value(kRefusals, {{"reason", "evicted"}}), 0.0);
+  }
+  metrics.refused("evicted");
+  metrics.refused("evicted");
+  metrics.refused("auth_review_rate");
+  metrics.refused("no-such-reason");
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kRefusals, {{"reason", "evicted"}}), 2.0);
+  EXPECT_EQ(snap.value(kRefusals, {{"reason", "auth_review_rate"}}), 1.0);
+  EXPECT_EQ(snap.value(kRefusals, {{"reason", "other"}}), 1.0);
+}
+
 TEST(InventoryMetrics, FirstPushPreinitialisesTheApiCodes) {
   auto registry = newRegistry();
   InventoryMetrics metrics(*registry);
   metrics.push("gpu.example.com", 200);
   const Snapshot snap(*registry);
   for (const char* code :
-       {"200", "202", "400", "401", "403", "404", "409", "413", "422", "500", "503"}) {
+       {"200", "202", "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"}) {
     ASSERT_TRUE(snap.value(kPushes, {{"driver", "gpu.example.com"}, {"code", code}})) << code;
   }
   EXPECT_EQ(snap.value(kPushes, {{"driver", "gpu.example.com"}, {"code", "503"}}), 0.0);
-  EXPECT_EQ(snap.seriesCount(kPushes), 11u);
+  EXPECT_EQ(snap.seriesCount(kPushes), 12u);
 }
 
 TEST(InventoryMetrics, UnlistedCodeGetsItsOwnSeries) {
@@ -62,7 +81,7 @@ TEST(InventoryMetrics, DriversPastTheLimitShareOneSeries) {
   EXPECT_EQ(snap.value(kPushes, {{"driver", "_other"}, {"code", "401"}}), 50.0);
   EXPECT_FALSE(snap.value(kPushes, {{"driver", "invented-0"}, {"code", "401"}}));
   // Two drivers with their preinitialised codes, plus one overflow series.
-  EXPECT_EQ(snap.seriesCount(kPushes), 2u * 11u + 1u);
+  EXPECT_EQ(snap.seriesCount(kPushes), 2u * 12u + 1u);
 }
 
 }  // namespace

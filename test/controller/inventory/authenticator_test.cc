@@ -16,6 +16,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr char kAudience[] = "resourceslice-controller";
+constexpr char kClient[] = "10.0.0.7";
 
 client::UserInfo podUser(const std::string& node) {
   client::UserInfo user;
@@ -68,16 +69,18 @@ class TokenReviewAuthenticatorTest : public ::testing::Test {
 };
 
 TEST_F(TokenReviewAuthenticatorTest, MissingOrMalformedHeaderIsRejectedWithoutAReview) {
-  EXPECT_EQ(auth_.authenticate(std::nullopt).status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth_.authenticate(std::nullopt, kClient).status().code(),
+            StatusCode::kUnauthenticated);
   for (const char* header :
        {"", "Bearer", "Bearer ", "Basic dXNlcjpwYXNz", "Bearertoken", "Bearer a b"}) {
-    EXPECT_EQ(auth_.authenticate(header).status().code(), StatusCode::kUnauthenticated) << header;
+    EXPECT_EQ(auth_.authenticate(header, kClient).status().code(), StatusCode::kUnauthenticated)
+        << header;
   }
   EXPECT_EQ(tokenReviews(), 0U);
 }
 
 TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
-  StatusOr<Caller> caller = auth_.authenticate("Bearer node-a");
+  StatusOr<Caller> caller = auth_.authenticate("Bearer node-a", kClient);
   ASSERT_TRUE(caller.ok()) << caller.status().toString();
   EXPECT_EQ(caller->node_name, "node-a");
   EXPECT_EQ(caller->user.username, "system:serviceaccount:dra:plugin");
@@ -87,44 +90,47 @@ TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
   EXPECT_THAT(reviews_[0].audiences, ElementsAre(kAudience));
 
   // The scheme is case-insensitive.
-  StatusOr<Caller> central = auth_.authenticate("bearer central");
+  StatusOr<Caller> central = auth_.authenticate("bearer central", kClient);
   ASSERT_TRUE(central.ok());
   EXPECT_FALSE(central->node_name.has_value());
 }
 
 TEST_F(TokenReviewAuthenticatorTest, RejectsInvalidTokensAndOtherAudiences) {
-  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
-  StatusOr<Caller> other = auth_.authenticate("Bearer other-audience");
+  EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
+            StatusCode::kUnauthenticated);
+  StatusOr<Caller> other = auth_.authenticate("Bearer other-audience", kClient);
   EXPECT_EQ(other.status().code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(other.status().message(), HasSubstr(kAudience));
 }
 
 TEST_F(TokenReviewAuthenticatorTest, CachesTokenReviewsForTheTtl) {
-  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
-  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
-  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
-  EXPECT_EQ(auth_.authenticate("Bearer forged").status().code(), StatusCode::kUnauthenticated);
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a", kClient).ok());
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a", kClient).ok());
+  EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
+            StatusCode::kUnauthenticated);
   EXPECT_EQ(tokenReviews(), 2U);  // one per token, rejections cached too
 
   clock_.advance(std::chrono::seconds(9));
-  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a", kClient).ok());
   EXPECT_EQ(tokenReviews(), 2U);
   clock_.advance(std::chrono::seconds(1));
-  ASSERT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  ASSERT_TRUE(auth_.authenticate("Bearer node-a", kClient).ok());
   EXPECT_EQ(tokenReviews(), 3U);
 }
 
 TEST_F(TokenReviewAuthenticatorTest, FailedReviewsAreUnavailableAndNotCached) {
   api_.prependReactor("create", "tokenreviews",
                       [](testing::FakeKubeApi::Request&) { return unavailable("apiserver down"); });
-  EXPECT_EQ(auth_.authenticate("Bearer node-a").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(auth_.authenticate("Bearer node-a", kClient).status().code(), StatusCode::kUnavailable);
   api_.clearReactors();
-  EXPECT_TRUE(auth_.authenticate("Bearer node-a").ok());
+  EXPECT_TRUE(auth_.authenticate("Bearer node-a", kClient).ok());
   EXPECT_EQ(tokenReviews(), 2U);
 }
 
 TEST_F(TokenReviewAuthenticatorTest, AuthorizesWithSubjectAccessReview) {
-  const Caller caller = *auth_.authenticate("Bearer node-a");
+  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
   Status denied = auth_.authorize(caller, kVerbPublish, "nic.example.com");
   EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
@@ -140,7 +146,7 @@ TEST_F(TokenReviewAuthenticatorTest, AuthorizesWithSubjectAccessReview) {
 }
 
 TEST_F(TokenReviewAuthenticatorTest, CachesDecisionsPerUserVerbAndDriver) {
-  const Caller caller = *auth_.authenticate("Bearer node-a");
+  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
     EXPECT_FALSE(auth_.authorize(caller, kVerbPublish, "nic.example.com").ok());
@@ -158,7 +164,7 @@ TEST_F(TokenReviewAuthenticatorTest, CachesDecisionsPerUserVerbAndDriver) {
 }
 
 TEST_F(TokenReviewAuthenticatorTest, FailedAccessReviewsAreUnavailable) {
-  const Caller caller = *auth_.authenticate("Bearer node-a");
+  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   api_.prependReactor("create", "subjectaccessreviews",
                       [](testing::FakeKubeApi::Request&) { return unavailable("down"); });
   EXPECT_EQ(auth_.authorize(caller, kVerbPublish, "gpu.example.com").code(),
@@ -176,14 +182,16 @@ TEST(TokenReviewAuthenticatorCache, IsBounded) {
     answer.user.username = "user-" + review.token;
     return answer;
   });
-  TokenReviewAuthenticator auth(api, clock, {.audience = "", .max_cache_entries = 3});
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(auth.authenticate("Bearer t" + std::to_string(i)).ok());
+  TokenReviewAuthenticator auth(api, clock,
+                                {.audience = "", .max_cache_entries = 3, .client_review_qps = 0});
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(auth.authenticate("Bearer t" + std::to_string(i), kClient).ok());
   EXPECT_LE(auth.cacheSizeForTest(), 3U);
   // The newest entries are kept, the oldest went.
   const size_t before = api.countActions("create", "tokenreviews");
-  ASSERT_TRUE(auth.authenticate("Bearer t9").ok());
+  ASSERT_TRUE(auth.authenticate("Bearer t9", kClient).ok());
   EXPECT_EQ(api.countActions("create", "tokenreviews"), before);
-  ASSERT_TRUE(auth.authenticate("Bearer t0").ok());
+  ASSERT_TRUE(auth.authenticate("Bearer t0", kClient).ok());
   EXPECT_EQ(api.countActions("create", "tokenreviews"), before + 1);
 }
 
@@ -199,13 +207,83 @@ TEST(TokenReviewAuthenticatorAudience, EmptyAudienceUsesTheServersOwn) {
     return answer;
   });
   TokenReviewAuthenticator auth(api, clock, {});
-  EXPECT_TRUE(auth.authenticate("Bearer any").ok());
+  EXPECT_TRUE(auth.authenticate("Bearer any", kClient).ok());
   EXPECT_TRUE(sent.empty());
+}
+
+// A flood of invented tokens: each is a cache miss. One client is cut off at
+// its own burst with 429 without a review; many clients together at the global
+// budget with 503. A token already cached passes through both.
+class TokenReviewBudgetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.setTokenReviewer([](const client::TokenReview& review) {
+      client::TokenReview answer = review;
+      answer.authenticated = review.token == "good";
+      answer.user.username = "driver";
+      return answer;
+    });
+  }
+  size_t reviews() const { return api_.countActions("create", "tokenreviews"); }
+
+  testing::FakeClock clock_;
+  testing::FakeKubeApi api_{clock_};
+  std::vector<AuthRefusal> refusals_;
+  TokenReviewAuthenticator auth_{api_,
+                                 clock_,
+                                 {.audience = "",
+                                  .review_qps = 10,
+                                  .review_burst = 20,
+                                  .client_review_qps = 1,
+                                  .client_review_burst = 5,
+                                  .on_refused = [this](AuthRefusal r) { refusals_.push_back(r); }}};
+};
+
+TEST_F(TokenReviewBudgetTest, OneClientIsLimitedWith429) {
+  ASSERT_TRUE(auth_.authenticate("Bearer good", "10.0.0.9").ok());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(auth_.authenticate("Bearer bad" + std::to_string(i), "10.0.0.9").status().code(),
+              StatusCode::kUnauthenticated);
+  }
+  EXPECT_EQ(reviews(), 5U);
+  StatusOr<Caller> refused = auth_.authenticate("Bearer bad-more", "10.0.0.9");
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(reviews(), 5U);
+  EXPECT_THAT(refusals_, ElementsAre(AuthRefusal::kClientRate));
+  // The cached good token still passes, and another client is not affected.
+  EXPECT_TRUE(auth_.authenticate("Bearer good", "10.0.0.9").ok());
+  EXPECT_EQ(auth_.authenticate("Bearer other", "10.0.0.10").status().code(),
+            StatusCode::kUnauthenticated);
+  // The client's budget refills with time.
+  clock_.advance(std::chrono::seconds(1));
+  EXPECT_EQ(auth_.authenticate("Bearer later", "10.0.0.9").status().code(),
+            StatusCode::kUnauthenticated);
+}
+
+TEST_F(TokenReviewBudgetTest, ManyClientsShareTheGlobalBudgetWithoutWaiting) {
+  ASSERT_TRUE(auth_.authenticate("Bearer good", "10.0.1.1").ok());
+  for (int i = 0; i < 19; ++i) {
+    const std::string client = "10.0.2." + std::to_string(i);
+    EXPECT_EQ(auth_.authenticate("Bearer bad", client).status().code(),
+              StatusCode::kUnauthenticated);
+  }
+  // The bad token is cached as rejected: no review for it after the first.
+  EXPECT_EQ(reviews(), 2U);
+  for (int i = 0; i < 30; ++i) {
+    const std::string client = "10.0.3." + std::to_string(i);
+    (void)auth_.authenticate("Bearer invented-" + std::to_string(i), client);
+  }
+  EXPECT_EQ(reviews(), 20U);
+  StatusOr<Caller> refused = auth_.authenticate("Bearer one-more", "10.0.4.1");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(reviews(), 20U);
+  // Refusing never waited on the clock, and the cached token still passes.
+  EXPECT_TRUE(auth_.authenticate("Bearer good", "10.0.1.1").ok());
 }
 
 TEST(NoAuthAuthenticator, AllowsEverythingUnrestricted) {
   NoAuthAuthenticator auth;
-  StatusOr<Caller> caller = auth.authenticate(std::nullopt);
+  StatusOr<Caller> caller = auth.authenticate(std::nullopt, kClient);
   ASSERT_TRUE(caller.ok());
   EXPECT_TRUE(caller->unrestricted);
   EXPECT_TRUE(auth.authorize(*caller, kVerbPublish, "any.example.com").ok());

@@ -53,7 +53,8 @@ class FakeAuthenticator final : public Authenticator {
     return checks_;
   }
 
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization) override {
+  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
+                                std::string_view) override {
     std::lock_guard lock(mu_);
     if (unavailable_) return unavailable("TokenReview failed");
     if (!authorization) return Status(StatusCode::kUnauthenticated, "missing credentials");

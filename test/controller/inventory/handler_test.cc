@@ -478,7 +478,43 @@ INSTANTIATE_TEST_SUITE_P(
          "node-a",
          "application/json",
          403,
-         {"", ""}},
+         {"allNodes", ""}},
+        {"NodeTokenNodeSelectorPool",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/selected",
+         R"({"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone",
+            "operator": "In", "values": ["a"]}]}]}, "devices": [{"name": "nic-0"}]})",
+         "node-a",
+         "application/json",
+         403,
+         {"nodeSelector"}},
+        {"PerDeviceNodeOfAnotherNode",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/spread",
+         R"({"perDeviceNodeSelection": true, "devices": [{"name": "gpu-0", "nodeName": "node-a"},
+            {"name": "gpu-1", "nodeName": "node-b"}]})",
+         "node-a",
+         "application/json",
+         403,
+         {"devices[1].nodeName"}},
+        {"CentralTokenPerDeviceNodes",
+         "PUT",
+         "/v1/drivers/gpu.example.com/pools/spread",
+         R"({"perDeviceNodeSelection": true, "slices": [{"devices": [{"name": "gpu-0",
+            "allNodes": true}, {"name": "gpu-1", "nodeName": "node-b"}]}]})",
+         "admin",
+         "application/json",
+         403,
+         {"slices[0].devices[1].nodeName"}},
+        {"DriverPerDeviceNodeOfAnotherNode",
+         "PUT",
+         "/v1/drivers/nic.example.com",
+         R"({"pools": {"p": {"perDeviceNodeSelection": true, "devices": [{"name": "nic-0",
+            "nodeName": "node-b"}]}}})",
+         "admin",
+         "application/json",
+         403,
+         {"pools[\"p\"].devices[0].nodeName"}},
         {"RbacDenied",
          "PUT",
          "/v1/drivers/denied.example.com/pools/p",
@@ -612,6 +648,72 @@ INSTANTIATE_TEST_SUITE_P(
          {"pools[\"P\"]"}},
     }),
     [](const auto& info) { return info.param.name; });
+
+// A body of a million bad values is answered with a bounded list.
+TEST_F(InventoryHandlerTest, ErrorAnswersListAtMostAHundredProblems) {
+  std::string devices = "[1";
+  for (int i = 1; i < 5000; ++i) devices += ",1";
+  devices += "]";
+  HandlerResult result =
+      call("PUT", kPoolA, R"({"nodeName": "node-a", "devices": )" + devices + "}", "node-a");
+  EXPECT_EQ(result.response.status, 400);
+  const Json error = bodyOf(result.response);
+  ASSERT_EQ(error.at("details").size(), kMaxProblemDetails + 1);
+  EXPECT_EQ(error.at("details").back().at("message"),
+            "4900 more problems not listed (at most 100 are)");
+  EXPECT_THAT(error.at("message").get<std::string>(), ::testing::StartsWith("5000 malformed"));
+  EXPECT_LT(result.response.body.size(), 20'000U);
+}
+
+// What the parsed body would occupy is estimated before parsing: a body of
+// empty objects is refused with 413 before it becomes a document.
+TEST_F(InventoryHandlerTest, BodiesThatDecodeTooLargeAre413) {
+  InventoryHandlerOptions options;
+  options.store = &store_;
+  options.authenticator = &auth_;
+  options.clock = &clock_;
+  options.max_decoded_bytes = 64 * 1024;
+  auto handler = InventoryHandler::create(options);
+  ASSERT_TRUE(handler.ok());
+  std::string objects = "[{}";
+  for (int i = 1; i < 1000; ++i) objects += ",{}";
+  objects += "]";
+  HandlerResult result = (*handler)->handle(
+      request("PUT", kPoolA, R"({"nodeName": "node-a", "devices": )" + objects + "}", "node-a"));
+  EXPECT_EQ(result.response.status, 413);
+  EXPECT_THAT(bodyOf(result.response).at("message").get<std::string>(),
+              ::testing::HasSubstr("--max-decoded-bytes"));
+  // An ordinary pool of the same text size passes.
+  EXPECT_EQ(
+      (*handler)->handle(request("PUT", kPoolA, gpuPool("node-a", 40), "node-a")).response.status,
+      202);
+}
+
+// admit() decides from the headers: credentials, route and query, and the
+// body limit of the route.
+TEST_F(InventoryHandlerTest, AdmitDecidesFromTheHeadersAlone) {
+  HttpRequest head = request("PUT", kPoolA, "", "stolen");
+  Admission refused = handler_->admit(head);
+  ASSERT_TRUE(refused.refusal.has_value());
+  EXPECT_EQ(refused.refusal->status, 401);
+  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 401));
+
+  Admission put = handler_->admit(request("PUT", kPoolA, "", "node-a"));
+  ASSERT_FALSE(put.refusal.has_value());
+  EXPECT_EQ(put.max_body_bytes, kDefaultMaxBodyBytes);
+  Admission get = handler_->admit(request("GET", kPoolA, "", "node-a", ""));
+  ASSERT_FALSE(get.refusal.has_value());
+  EXPECT_EQ(get.max_body_bytes, kMaxBodylessBytes);
+  EXPECT_EQ(handler_->admit(request("PUT", kPoolA + std::string("?bogus=1"), "", "node-a"))
+                .refusal->status,
+            400);
+
+  // The admitted request is served with the caller admission found.
+  HttpRequest full = request("PUT", kPoolA, gpuPool("node-a"), "node-a");
+  full.admission = std::move(put.state);
+  full.headers["authorization"] = "Bearer stolen";  // not looked at again
+  EXPECT_EQ(handler_->handle(full).response.status, 202);
+}
 
 TEST_F(InventoryHandlerTest, MethodNotAllowedNamesTheAllowedMethods) {
   HandlerResult result = call("POST", "/v1/drivers/gpu.example.com/pools/node-a");

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <any>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -180,19 +181,24 @@ TEST(HttpServer, AnswersContinueBeforeTheBody) {
   EXPECT_EQ(calls, 1);
 }
 
-TEST(HttpServer, TooManyConnectionsAre503) {
-  auto server = startServer({.max_connections = 1}, echoHandler());
-  ASSERT_NE(server, nullptr);
-  TestHttpClient first(server->port());
-  ASSERT_EQ(first.send("GET", "/").status, 200);  // accepted and kept
-  TestHttpClient second(server->port());
-  TestResponse busy = second.read();
-  EXPECT_EQ(busy.status, 503);
-  EXPECT_EQ(busy.headers.at("retry-after"), "1");
-  EXPECT_TRUE(second.closedByPeer());
-  // The first connection still works.
-  EXPECT_EQ(first.send("GET", "/").status, 200);
-}
+// Records the server's refusals, which it reports on its I/O thread.
+class Refusals {
+ public:
+  std::function<void(Refusal)> callback() {
+    return [this](Refusal r) {
+      std::lock_guard lock(mu_);
+      seen_.push_back(r);
+    };
+  }
+  std::vector<Refusal> seen() const {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Refusal> seen_;
+};
 
 // Holds every request until the test answers it.
 class HeldRequests {
@@ -226,6 +232,146 @@ class HeldRequests {
   std::vector<HttpServer::Responder> held_;
   std::vector<std::promise<std::string>> arrived_;
 };
+
+TEST(HttpServer, TooManyBusyConnectionsAre503) {
+  HeldRequests held(1);
+  Refusals refusals;
+  auto server =
+      startServer({.max_connections = 1, .on_refused = refusals.callback()}, held.handler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient first(server->port());
+  first.writeRaw("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(held.waitFor(0), "/busy");  // being handled: not evictable
+  TestHttpClient second(server->port());
+  TestResponse busy = second.read();
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.headers.at("retry-after"), "1");
+  EXPECT_TRUE(second.closedByPeer());
+  // The first connection still gets its answer.
+  held.answer(0, 200);
+  EXPECT_EQ(first.read().status, 200);
+  EXPECT_EQ(server->refusalCount(), 1U);
+  EXPECT_THAT(refusals.seen(), ::testing::ElementsAre(Refusal::kConnections));
+}
+
+// Slow-header clients cannot crowd out a real one: when every slot is taken,
+// the connection that has waited longest for its headers makes room.
+TEST(HttpServer, EvictsTheConnectionWaitingLongestForHeaders) {
+  HeldRequests held(1);
+  auto server = startServer({.max_connections = 3}, held.handler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient slow(server->port());
+  slow.writeRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // never finishes its headers
+  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  TestHttpClient busy(server->port());
+  busy.writeRaw("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_EQ(held.waitFor(0), "/busy");
+  TestHttpClient silent(server->port());  // never sends anything
+  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 3; }));
+
+  TestHttpClient newcomer(server->port());
+  EXPECT_TRUE(slow.closedByPeer());  // the oldest one waiting for headers
+  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 3; }));
+  held.answer(0, 200);
+  EXPECT_EQ(busy.read().status, 200);
+  // The newcomer is served (held, as every request of this handler).
+  newcomer.writeRaw("GET /new HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(server->refusalCount(), 1U);  // the eviction
+}
+
+TEST(HttpServer, LimitsConnectionsPerClient) {
+  Refusals refusals;
+  auto server = startServer({.max_connections_per_client = 2, .on_refused = refusals.callback()},
+                            echoHandler());
+  ASSERT_NE(server, nullptr);
+  auto one = std::make_unique<TestHttpClient>(server->port());
+  TestHttpClient two(server->port());
+  ASSERT_EQ(one->send("GET", "/").status, 200);
+  ASSERT_EQ(two.send("GET", "/").status, 200);
+  TestHttpClient three(server->port());
+  EXPECT_EQ(three.read().status, 503);
+  EXPECT_THAT(refusals.seen(), ::testing::ElementsAre(Refusal::kClientConnections));
+  // A slot freed is a slot again.
+  one.reset();
+  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  TestHttpClient four(server->port());
+  EXPECT_EQ(four.send("GET", "/").status, 200);
+}
+
+// The admission step sees the headers first: a refused request's body is
+// never read, and an admitted one carries the decision to the handler.
+TEST(HttpServer, AdmissionDecidesBeforeTheBodyIsRead) {
+  std::atomic<int> calls = 0;
+  HttpServerOptions options;
+  options.admit = [](const HttpRequest& head, std::function<void(Admission)> decide) {
+    Admission admission;
+    if (!head.header("x-token")) {
+      HttpResponse refusal;
+      refusal.status = 401;
+      refusal.body = "who are you";
+      admission.refusal = std::move(refusal);
+    } else {
+      admission.max_body_bytes = 16;
+      admission.state = std::string("caller-") + std::string(*head.header("x-token"));
+    }
+    // Decided later, from another thread, as authentication does.
+    std::thread([decide = std::move(decide), admission = std::move(admission)]() mutable {
+      decide(std::move(admission));
+    }).detach();
+  };
+  auto server = startServer(options, [&](HttpRequest request, HttpServer::Responder respond) {
+    ++calls;
+    HttpResponse response;
+    response.body = std::any_cast<std::string>(request.admission) + " " + request.body;
+    respond(std::move(response));
+  });
+  ASSERT_NE(server, nullptr);
+  {
+    // Announces 8 MiB and sends none of it: answered at once.
+    TestHttpClient client(server->port());
+    client.writeRaw("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\n");
+    TestResponse refused = client.read();
+    EXPECT_EQ(refused.status, 401);
+    EXPECT_EQ(refused.body, "who are you");
+    EXPECT_FALSE(refused.keep_alive);
+  }
+  {
+    TestHttpClient client(server->port());
+    TestResponse ok = client.send("PUT", "/", "sixteen bytes!!!", {{"X-Token", "a"}});
+    EXPECT_EQ(ok.status, 200);
+    EXPECT_EQ(ok.body, "caller-a sixteen bytes!!!");
+    // The admission's limit, not the server's.
+    EXPECT_EQ(client.send("PUT", "/", "seventeen bytes!!", {{"X-Token", "a"}}).status, 413);
+  }
+  EXPECT_EQ(calls, 1);
+}
+
+// Bodies in flight share one budget: a body that does not fit is refused
+// before it is read, and the budget comes back when the answer is sent.
+TEST(HttpServer, BoundsTheBodiesInFlight) {
+  Refusals refusals;
+  auto server = startServer({.max_inflight_body_bytes = 1000, .on_refused = refusals.callback()},
+                            echoHandler());
+  ASSERT_NE(server, nullptr);
+  TestHttpClient slow(server->port());
+  slow.writeRaw(
+      "PUT /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 800\r\nExpect: 100-continue\r\n\r\n");
+  ASSERT_EQ(slow.read().status, 100);  // its 800 bytes are reserved now
+  slow.writeRaw(std::string(400, 'x'));
+
+  TestHttpClient other(server->port());
+  TestResponse busy = other.send("PUT", "/other", std::string(300, 'y'));
+  EXPECT_EQ(busy.status, 503);
+  EXPECT_EQ(busy.headers.at("retry-after"), "1");
+  TestHttpClient small(server->port());
+  EXPECT_EQ(small.send("PUT", "/small", std::string(200, 'z')).status, 200);
+
+  slow.writeRaw(std::string(400, 'x'));
+  EXPECT_EQ(slow.read().status, 200);
+  TestHttpClient again(server->port());
+  EXPECT_EQ(again.send("PUT", "/other", std::string(300, 'y')).status, 200);
+  EXPECT_THAT(refusals.seen(), ::testing::ElementsAre(Refusal::kInflightBodies));
+}
 
 TEST(HttpServer, HandlersMayAnswerLaterFromAnotherThread) {
   HeldRequests held(1);

@@ -269,6 +269,14 @@ std::vector<Case> invalidCases() {
                      {{{"key", "spec.unschedulable"}, {"operator", "In"}, {"values", {"x"}}}}}}})}},
        StatusCode::kUnprocessable,
        {"nodeSelector.nodeSelectorTerms[0].matchFields[0].key"}},
+      // The API server checks a matchFields value as a node name; a pool it
+      // would refuse must be refused here, before the published one is touched.
+      {"SelectorMatchFieldsNotANodeName",
+       {{"nodeSelector",
+         selector({{{"matchFields",
+                     {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"N_021"}}}}}}})}},
+       StatusCode::kUnprocessable,
+       {"nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]"}},
       {"SelectorTypo",
        {{"nodeSelector", {{"nodeSelectorTerms", {fabricTerm()}}, {"nodeSelectorTerm", 1}}}},
        StatusCode::kUnprocessable,
@@ -389,6 +397,12 @@ std::vector<Case> invalidCases() {
        nodePool({deviceWith("taints", {{{"key", "k"}, {"effect", "NoRun"}}})}),
        StatusCode::kUnprocessable,
        {"devices[0].taints[0].effect"}},
+      {"TaintTimeNotRfc3339",
+       nodePool({deviceWith(
+           "taints", {{{"key", "k"}, {"effect", "NoSchedule"}, {"timeAdded", "yesterday"}}})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].taints[0].timeAdded"},
+       "RFC 3339"},
       {"TaintBadKeyAndValue",
        nodePool({deviceWith("taints", {{{"key", "-k"}, {"value", "a b"}, {"effect", "None"}}})}),
        StatusCode::kUnprocessable,

@@ -1,0 +1,377 @@
+// The inventory API under attack, as an attacker or a buggy driver would try it against the
+// service binary on the real API server: huge bodies of bad values, bodies sent without
+// credentials, floods of invented tokens, more slow sockets than the server has slots, and
+// pools placed on another node by per-device node names. Each test reports the controller's
+// peak memory (VmHWM) and checks it stays under the chart's 512 MiB limit.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "test/integration/service_env.h"
+
+namespace rsc::testing {
+namespace {
+
+const auto* const kCluster = ClusterEnvironment::install();
+
+using std::chrono::seconds;
+
+constexpr char kAudience[] = "resourceslice-hardening";
+constexpr char kDriver[] = "hard.example.com";
+// The chart's default memory limit.
+constexpr double kChartLimitMiB = 512;
+
+// A line of /proc/PID/status ("VmHWM:", "VmRSS:") in MiB; NaN when absent.
+double statusMiB(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(key)) return std::stod(line.substr(key.size())) / 1024.0;
+  }
+  return std::nan("");
+}
+
+// A plain TCP connection from a chosen loopback address (all of 127/8 is
+// local), for what an HTTP library would not do: stop halfway, send slowly,
+// never read.
+class RawConnection {
+ public:
+  RawConnection(int port, const std::string& source = "127.0.0.1") {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) return;
+    timeval timeout{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+        connect(fd_, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+
+  // Sends everything; false when the peer closed or the send timed out.
+  bool send(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // Reads one answer's status code and, when it has a Content-Length, its
+  // body; 0 when the connection closed or timed out first.
+  std::pair<int, std::string> readAnswer() {
+    std::string in;
+    char buf[4096];
+    size_t header_end = std::string::npos;
+    while (header_end == std::string::npos) {
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return {0, ""};
+      in.append(buf, static_cast<size_t>(n));
+      header_end = in.find("\r\n\r\n");
+    }
+    const int code = std::atoi(in.c_str() + 9);
+    size_t length = 0;
+    const size_t cl = in.find("Content-Length: ");
+    if (cl != std::string::npos && cl < header_end) length = std::stoul(in.substr(cl + 16));
+    while (in.size() < header_end + 4 + length) {
+      const ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      in.append(buf, static_cast<size_t>(n));
+    }
+    return {code, in.substr(header_end + 4)};
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string putHead(const std::string& target, size_t length, const std::string& token = "") {
+  std::string head = "PUT " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+  if (!token.empty()) head += "Authorization: Bearer " + token + "\r\n";
+  return head + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+
+Json gpuPool(const std::string& node, int devices, const std::string& model = "A100") {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i) {
+    pool["devices"].push_back(
+        {{"name", "gpu-" + std::to_string(i)}, {"attributes", {{"model", {{"string", model}}}}}});
+  }
+  return pool;
+}
+
+// A body of `value` repeated in the devices list, just under `size` bytes.
+std::string floodBody(const std::string& value, size_t size) {
+  std::string body = R"({"nodeName": "node-a", "devices": [)" + value;
+  const std::string more = "," + value;
+  while (body.size() + more.size() + 2 < size) body += more;
+  return body + "]}";
+}
+
+class HardeningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_.ensureNamespace("drivers");
+    token_ = env_.podToken("drivers", "hard-driver", "hard-driver-a", "node-a", kAudience);
+    env_.grantPublish("drivers", "hard-driver", {kDriver});
+  }
+
+  ControllerProcess start(const std::string& name, std::vector<std::string> args = {}) {
+    args.push_back("--auth=tokenreview");
+    args.push_back(std::string("--token-audience=") + kAudience);
+    return env_.startController(name, args);
+  }
+
+  std::string poolPath(const std::string& pool, const std::string& query = "") {
+    return "/v1/drivers/" + std::string(kDriver) + "/pools/" + pool + query;
+  }
+
+  // Reports and checks the controller's peak memory so far.
+  void expectPeakUnderTheChartLimit(const ControllerProcess& c, const std::string& attack) {
+    const double peak = statusMiB(c.process->pid(), "VmHWM:");
+    const double now = statusMiB(c.process->pid(), "VmRSS:");
+    std::cout << "[ memory ] " << attack << ": peak RSS " << peak << " MiB, now " << now
+              << " MiB\n";
+    RecordProperty(attack + " peak MiB", std::to_string(peak));
+    EXPECT_LT(peak, kChartLimitMiB) << attack;
+  }
+
+  // SIGTERM, and the exit code of a clean shutdown.
+  static void stopCleanly(ControllerProcess& c) {
+    c.process->signal(SIGTERM);
+    EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  }
+
+  // A token of the ServiceAccount bound to nothing (a central component).
+  std::string unboundToken(const std::string& sa) {
+    env_.ensureServiceAccount("drivers", sa);
+    const HttpAnswer token =
+        env_.kube("POST", "/api/v1/namespaces/drivers/serviceaccounts/" + sa + "/token",
+                  {{"apiVersion", "authentication.k8s.io/v1"},
+                   {"kind", "TokenRequest"},
+                   {"spec", {{"audiences", {kAudience}}, {"expirationSeconds", 3600}}}});
+    EXPECT_EQ(token.code, 201) << token.body;
+    return token.json()["status"]["token"].get<std::string>();
+  }
+
+  ServiceEnv env_;
+  std::string token_;
+};
+
+// Finding 1: 8 MiB of bad values was answered with a 305 MB error after 29 s
+// and took the process to 3.4 GiB. Now the answer lists at most 100 problems,
+// a body that would parse into too much memory is refused before parsing, and
+// the process stays far below the chart's limit.
+TEST_F(HardeningTest, HugeBodiesOfBadValuesGetSmallAnswersAndBoundedMemory) {
+  ControllerProcess c = start("amplify");
+  const std::string url = c.inventoryUrl() + poolPath("node-a");
+  for (const std::string value : {"1", "{}", R"({"name": 1})"}) {
+    const HttpAnswer a = env_.http("PUT", url, floodBody(value, 8 * 1024 * 1024), token_);
+    EXPECT_TRUE(a.code == 400 || a.code == 413 || a.code == 422) << a.code << " for " << value;
+    EXPECT_LT(a.body.size(), 64U * 1024) << value;
+    expectPeakUnderTheChartLimit(c, "8 MiB of " + value);
+  }
+  // A smaller one is parsed and validated: 400 with 100 problems and a count.
+  const HttpAnswer a = env_.http("PUT", url, floodBody("1", 1024 * 1024), token_);
+  ASSERT_EQ(a.code, 400) << a.body;
+  EXPECT_EQ(a.json()["details"].size(), 101U);
+  // And a real push still works afterwards.
+  EXPECT_EQ(env_.http("PUT", url + "?wait=30s", gpuPool("node-a", 8).dump(), token_).code, 200);
+  stopCleanly(c);
+}
+
+// Finding 2: 64 connections without a token, each sending 8 MiB, took the
+// process from 27 to 539 MiB. Now each is answered 401 from its headers and
+// its body is never buffered.
+TEST_F(HardeningTest, BodiesWithoutCredentialsAreNeverRead) {
+  ControllerProcess c = start("unauthenticated");
+  const double before = statusMiB(c.process->pid(), "VmRSS:");
+  constexpr int kConnections = 64;
+  constexpr size_t kBody = 8 * 1024 * 1024;
+  // Each connection sends its headers and its whole body at once, as fast as
+  // the server takes it, and then reads the answer.
+  std::atomic<int> refused{0};
+  std::vector<std::thread> clients;
+  const std::string chunk(1024 * 1024, 'x');
+  for (int i = 0; i < kConnections; ++i) {
+    clients.emplace_back([&, i] {
+      RawConnection connection(c.inventory_port, "127.0.1." + std::to_string(1 + i % 32));
+      if (!connection.ok() || !connection.send(putHead(poolPath("node-a"), kBody))) return;
+      for (size_t sent = 0; sent < kBody && connection.send(chunk); sent += chunk.size()) {
+      }
+      if (connection.readAnswer().first == 401) ++refused;
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(refused, kConnections);
+  std::cout << "[ memory ] RSS before " << before << " MiB\n";
+  expectPeakUnderTheChartLimit(c, "64 unauthenticated 8 MiB bodies");
+  EXPECT_LT(statusMiB(c.process->pid(), "VmHWM:"), before + 64);
+  EXPECT_GE(env_.metric(c, "resourceslice_controller_pushes_total{code=\"401\",driver=\"" +
+                               std::string(kDriver) + "\"}"),
+            kConnections);
+  stopCleanly(c);
+}
+
+// Finding 3: 500 concurrent requests with random tokens caused 2,728
+// TokenReviews on the publishing client and a real driver's push took 20.3 s.
+// Now the reviews have a budget and a client of their own, refusals are
+// immediate, counted and logged, and the driver's push is not held up.
+TEST_F(HardeningTest, TokenFloodDoesNotDelayARealDriver) {
+  ControllerProcess c = start("tokenflood");
+  const std::string url = c.inventoryUrl() + poolPath("node-a", "?wait=30s");
+  ASSERT_EQ(env_.http("PUT", url, gpuPool("node-a", 4).dump(), token_).code, 200);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::atomic<int> limited{0};
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 256; ++t) {
+    flood.emplace_back([&, t] {
+      std::mt19937_64 random(static_cast<uint64_t>(t));
+      for (int i = 0; !stop; ++i) {
+        RawConnection connection(c.inventory_port,
+                                 "127.0.2." + std::to_string(1 + (t + 256 * i) % 250));
+        const std::string body = "{}";
+        if (!connection.send(
+                putHead(poolPath("node-a"), body.size(), "invented-" + std::to_string(random())) +
+                body)) {
+          continue;
+        }
+        const int code = connection.readAnswer().first;
+        ++answered;
+        if (code == 429 || code == 503) ++limited;
+      }
+    });
+  }
+  while (answered < 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  const auto start_push = std::chrono::steady_clock::now();
+  const HttpAnswer a = env_.http("PUT", url, gpuPool("node-a", 4, "H100").dump(), token_);
+  const double push_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_push).count();
+  while (answered < 500) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stop = true;
+  for (std::thread& t : flood) t.join();
+
+  std::cout << "[ flood ] " << answered << " invented tokens, " << limited
+            << " refused at a review budget; the driver's push-and-publish took " << push_seconds
+            << " s\n";
+  EXPECT_EQ(a.code, 200) << a.body;
+  EXPECT_LT(push_seconds, 3.0);
+  EXPECT_GT(limited, 0);
+  const double refusals =
+      env_.metric(
+          c, "resourceslice_controller_inventory_refusals_total{reason=\"auth_review_rate\"}") +
+      env_.metric(c,
+                  "resourceslice_controller_inventory_refusals_total{reason=\"auth_client_rate\"}");
+  EXPECT_GT(refusals, 0);
+  EXPECT_NE(c.process->log().find("Refused to review a token"), std::string::npos);
+  expectPeakUnderTheChartLimit(c, "token flood");
+  stopCleanly(c);
+}
+
+// Finding 4: 1,100 sockets sending their headers slowly made a normal request
+// get 503 for 5-35 s. Now slow sockets are evicted for newcomers, one client
+// address cannot hold more than its share, and refusals are counted and logged.
+TEST_F(HardeningTest, SlowSocketsDoNotLockOutADriver) {
+  ControllerProcess c = start("slowloris");
+  const std::string url = c.inventoryUrl() + poolPath("node-a", "?wait=30s");
+  ASSERT_EQ(env_.http("PUT", url, gpuPool("node-a", 2).dump(), token_).code, 200);
+
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 1100; ++i) {
+    auto connection =
+        std::make_unique<RawConnection>(c.inventory_port, "127.0.3." + std::to_string(1 + i % 50));
+    if (connection->ok()) connection->send("PUT /v1/drivers/x/pools/y HTTP/1.1\r\nHost: x\r\n");
+    slow.push_back(std::move(connection));
+  }
+  for (int round = 0; round < 5; ++round) {
+    // Headers trickle on every slow socket; the driver still gets through.
+    for (auto& connection : slow) connection->send("X-Slow: 1\r\n");
+    const auto start_push = std::chrono::steady_clock::now();
+    const HttpAnswer a =
+        env_.http("PUT", url, gpuPool("node-a", 2, "M" + std::to_string(round)).dump(), token_);
+    const double push_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_push).count();
+    EXPECT_EQ(a.code, 200) << "round " << round << ": " << a.body;
+    EXPECT_LT(push_seconds, 5.0) << "round " << round;
+  }
+  // One address may hold at most its share.
+  std::vector<std::unique_ptr<RawConnection>> greedy;
+  int refused_greedy = 0;
+  for (int i = 0; i < 70; ++i) {
+    greedy.push_back(std::make_unique<RawConnection>(c.inventory_port, "127.0.4.1"));
+  }
+  // The first 64 are accepted and wait for their requests; the rest are not.
+  for (size_t i = 64; i < greedy.size(); ++i) {
+    if (greedy[i]->ok() && greedy[i]->readAnswer().first == 503) ++refused_greedy;
+  }
+  EXPECT_EQ(refused_greedy, 6);
+  EXPECT_GT(env_.metric(c, "resourceslice_controller_inventory_refusals_total{reason=\"evicted\"}"),
+            0);
+  EXPECT_NE(c.process->log().find("Refused a connection or request"), std::string::npos);
+  expectPeakUnderTheChartLimit(c, "1,100 slow sockets");
+  slow.clear();
+  greedy.clear();
+  stopCleanly(c);
+}
+
+// Finding 7: a granted token bound to no node published a
+// perDeviceNodeSelection pool whose devices named node-b. The restriction now
+// covers every node a pool can land on.
+TEST_F(HardeningTest, NodeRestrictionCoversPerDeviceNodes) {
+  env_.ensureNode("node-b");
+  const std::string central = unboundToken("hard-central");
+  env_.grantPublish("drivers", "hard-central", {kDriver});
+  ControllerProcess c = start("perdevice");
+  const auto spread = [](const std::string& node) {
+    return Json({{"perDeviceNodeSelection", true},
+                 {"devices", {{{"name", "gpu-0"}, {"nodeName", node}}}}})
+        .dump();
+  };
+  const std::string url = c.inventoryUrl() + poolPath("spread", "?wait=30s");
+  HttpAnswer a = env_.http("PUT", url, spread("node-b"), central);
+  EXPECT_EQ(a.code, 403) << "an unbound token published node-b's devices: " << a.body;
+  a = env_.http("PUT", url, spread("node-b"), token_);
+  EXPECT_EQ(a.code, 403) << "node-a's token published node-b's devices: " << a.body;
+  EXPECT_TRUE(env_.poolSlices(kDriver, "spread").empty());
+  a = env_.http("PUT", url, spread("node-a"), token_);
+  EXPECT_EQ(a.code, 200) << a.body;
+  stopCleanly(c);
+
+  // With --allow-unbound-node-pools, the central token may.
+  ControllerProcess allowed = start("perdevice-allowed", {"--allow-unbound-node-pools"});
+  a = env_.http("PUT", allowed.inventoryUrl() + poolPath("spread-b", "?wait=30s"), spread("node-b"),
+                central);
+  EXPECT_EQ(a.code, 200) << a.body;
+  stopCleanly(allowed);
+}
+
+}  // namespace
+}  // namespace rsc::testing
