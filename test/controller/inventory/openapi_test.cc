@@ -151,7 +151,7 @@ TEST(OpenApi, ErrorSchemaNamesEveryFieldWrittenAndEveryReason) {
             keysOf(schema.at("properties")));
   std::set<std::string> reasons;
   for (const Json& r : schema.at("properties").at("reason").at("enum")) reasons.insert(r);
-  for (int code : {400, 401, 403, 404, 405, 409, 413, 415, 422, 431, 500, 503}) {
+  for (int code : {400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 431, 500, 503}) {
     const Json body = Json::parse(errorResponse(code, "m").body);
     EXPECT_TRUE(reasons.contains(body.at("reason"))) << code << " " << body.at("reason");
   }
