@@ -37,6 +37,10 @@ struct ServiceFlags {
   int kube_api_burst = 100;
   int workers = 4;
   std::chrono::milliseconds adoption_grace{120'000};
+  // How long shutdown after SIGTERM may take in all: below the chart's
+  // terminationGracePeriodSeconds (30 s), so that the process exits on its own
+  // and releases the Lease instead of being killed.
+  std::chrono::milliseconds shutdown_timeout{25'000};
   log::Format log_format = log::Format::kText;
   int verbosity = 0;
   bool cleanup = false;

@@ -1,17 +1,21 @@
 // resourceslice-controller: flag parsing and wiring only. See DESIGN.md for
 // what each part does; this file builds them, starts them in order, and
 // stops them in the reverse order on SIGTERM: stop accepting pushes, let
-// in-flight writes finish, release the leader Lease, exit 0.
+// in-flight writes finish, release the leader Lease, exit 0. Signals are taken
+// from the first instant, and shutdown is bounded by --shutdown-timeout.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 
 #include "client/config.h"
@@ -54,8 +58,97 @@ namespace inv = controller::inventory;
 
 // The annotation of the leader Lease that carries the leader's inventory URL.
 constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
-// How long SIGTERM waits for held ?wait= pushes and in-flight requests.
-constexpr auto kShutdownGrace = std::chrono::seconds(10);
+
+// The signals that stop the service; main() blocks them in every thread.
+sigset_t stopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+// Takes SIGTERM and SIGINT on a thread of its own from the first instant, so
+// that a stop is requested however long start-up blocks (an API server that
+// cannot be reached). The first signal requests the stop; a second signal, or
+// a shutdown that outlasts --shutdown-timeout, ends the process at once with
+// code 1. Threading: the signal thread and, once a stop is requested, a
+// watchdog thread; every public method is thread-safe.
+class ShutdownSignals {
+ public:
+  explicit ShutdownSignals(std::chrono::milliseconds timeout)
+      : timeout_(timeout), thread_([this] { takeSignals(); }) {}
+
+  // Called when shutdown has finished: ends the watchdog, and wakes the
+  // signal thread with a signal aimed at it alone.
+  ~ShutdownSignals() {
+    {
+      std::lock_guard lock(mu_);
+      finished_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+    pthread_kill(thread_.native_handle(), SIGTERM);
+    thread_.join();
+  }
+
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // Requested on the first signal, or by requestStop().
+  std::stop_token token() const { return stop_.get_token(); }
+
+  // Stops the service as a signal would (e.g. after the Lease was lost), and
+  // starts the shutdown watchdog.
+  void requestStop() {
+    std::lock_guard lock(mu_);
+    if (!stop_.request_stop()) return;
+    cv_.notify_all();
+    watchdog_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, timeout_, [this] { return finished_; })) return;
+      log::error("Shutdown did not finish in time; exiting at once",
+                 deadlineExceeded("flag --shutdown-timeout passed"),
+                 {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
+      std::_Exit(1);
+    });
+  }
+
+  // Blocks until a stop is requested.
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return stop_.stop_requested(); });
+  }
+
+ private:
+  void takeSignals() {
+    const sigset_t signals = stopSignals();
+    for (int received = 0;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      {
+        std::lock_guard lock(mu_);
+        if (finished_) return;
+      }
+      const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+      if (++received > 1) {
+        log::error("Second signal during shutdown; exiting at once",
+                   cancelled("stopped by a second signal"), {{"signal", name}});
+        std::_Exit(1);
+      }
+      log::info("Shutting down", {{"signal", name}});
+      requestStop();
+    }
+  }
+
+  const std::chrono::milliseconds timeout_;
+  std::stop_source stop_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;  // guarded by mu_
+  std::thread watchdog_;   // started under mu_
+  std::thread thread_;     // last: starts after the members it uses
+};
 
 int usageError(const std::string& message) {
   std::cerr << "resourceslice-controller: " << message << "\n";
@@ -118,6 +211,9 @@ inv::HttpResponse textResponse(int status, std::string body,
 
 int run(const controller::ServiceFlags& flags) {
   Clock& clock = RealClock::instance();
+  // Before anything that may block: SIGTERM is honoured from here on.
+  ShutdownSignals signals(flags.shutdown_timeout);
+  const std::stop_token stopping = signals.token();
 
   // Connect to the API server.
   StatusOr<client::ClientConfig> config = client::loadConfig(flags.kubeconfig);
@@ -290,7 +386,6 @@ int run(const controller::ServiceFlags& flags) {
 
   // Leadership: only the leader writes; the others forward pushes to it.
   std::atomic<int> exit_code{0};
-  std::atomic<bool> shutting_down{false};
   std::unique_ptr<controller::LeaderElector> elector;
   std::unique_ptr<controller::LeaderForwarder> forwarder;
   std::stop_source election_stop;
@@ -317,12 +412,12 @@ int run(const controller::ServiceFlags& flags) {
     };
     lopts.on_stopped_leading = [&] {
       leader_metrics.setLeader(false);
-      if (!shutting_down.load()) {
+      if (!stopping.stop_requested()) {
         // Another replica leads now; a fresh process is the safe way back.
         log::error("Lost leadership; exiting so that a fresh process can campaign again",
                    failedPrecondition("leader lease lost"));
         exit_code = 1;
-        kill(getpid(), SIGTERM);
+        signals.requestStop();
       }
     };
     auto made = controller::LeaderElector::create(lopts);
@@ -346,25 +441,18 @@ int run(const controller::ServiceFlags& flags) {
     election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
   } else {
     leader_metrics.setLeader(true);
-    std::stop_source never;
-    if (!ctrl->waitForCacheSync(never.get_token())) return 1;
-    ctrl->startLeading();
+    // A signal ends the wait: the API server may be out of reach.
+    if (ctrl->waitForCacheSync(stopping)) ctrl->startLeading();
   }
 
-  // Wait for SIGTERM or SIGINT (blocked in every thread; see main()).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  int sig = 0;
-  sigwait(&signals, &sig);
-  shutting_down = true;
-  log::info("Shutting down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+  // Wait for SIGTERM or SIGINT, or a stop after the Lease was lost.
+  signals.wait();
 
-  // Stop accepting pushes, answer held ones, finish in-flight writes, then
-  // give the Lease up so that a standby takes over at once.
+  // Stop accepting pushes, answer held ones (for half the shutdown budget),
+  // finish in-flight writes, then give the Lease up so that a standby takes
+  // over at once.
   endpoint.stop();
-  (*inventory_server)->stop(std::chrono::duration_cast<std::chrono::milliseconds>(kShutdownGrace));
+  (*inventory_server)->stop(flags.shutdown_timeout / 2);
   ctrl->stop();
   if (election.joinable()) {
     election_stop.request_stop();
@@ -397,12 +485,9 @@ int main(int argc, char** argv) {
   }
   rsc::log::configure(flags->log_format, flags->verbosity);
 
-  // Signals are taken by sigwait in run(); every thread started from here
-  // inherits the mask, so none of them is interrupted by SIGTERM.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  // Signals are taken by ShutdownSignals' thread in run(); every thread
+  // started from here inherits the mask, so none of them is interrupted.
+  const sigset_t signals = rsc::stopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A peer closing a socket must not kill the process.
   signal(SIGPIPE, SIG_IGN);
