@@ -30,6 +30,7 @@
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
+#include "controller/leader/write_fence.h"
 #include "controller/observers.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
@@ -227,6 +228,18 @@ int run(const controller::ServiceFlags& flags) {
   metrics::RestClientMetrics rest_metrics(*registry);
   auto transport = client::CpprestTransport::create(*config, clock);
   if (!transport.ok()) return usageError(transport.status().message());
+  // With leader election, slice writes pass only while this replica holds the
+  // lease (set once the elector exists); every attempt is checked, retries
+  // included, so none leaves after the renew deadline.
+  std::atomic<const controller::LeaderElector*> lease_holder{nullptr};
+  auto holds_lease = [&lease_holder] {
+    const controller::LeaderElector* e = lease_holder.load();
+    return e != nullptr && e->holdsLease();
+  };
+  const bool fenced = flags.leader_elect && !flags.cleanup;
+  controller::WriteFence fence(**transport, holds_lease);
+  client::HttpTransport& api_transport =
+      fenced ? fence : static_cast<client::HttpTransport&>(**transport);
   client::RestKubeApiOptions api_options;
   api_options.qps = flags.kube_api_qps;
   api_options.burst = flags.kube_api_burst;
@@ -238,7 +251,7 @@ int run(const controller::ServiceFlags& flags) {
     }
     rest_metrics.observe(r.verb, r.host, code, r.duration);
   };
-  auto api = client::RestKubeApi::create(**transport, clock, api_options);
+  auto api = client::RestKubeApi::create(api_transport, clock, api_options);
   if (!api.ok()) return usageError(api.status().message());
 
   if (flags.cleanup) return runCleanup(**api);
@@ -301,6 +314,23 @@ int run(const controller::ServiceFlags& flags) {
   };
   auto handler = inv::InventoryHandler::create(hopts);
   if (!handler.ok()) return usageError(handler.status().message());
+  // With leader election the hooks are in place before the server accepts a
+  // request: until the elector and the forwarder exist, this replica does not
+  // lead and cannot forward (503), so no push is taken by a follower.
+  std::atomic<controller::LeaderForwarder*> leader_forwarder{nullptr};
+  if (flags.leader_elect) {
+    inv::LeaderHooks hooks;
+    hooks.is_leader = holds_lease;
+    hooks.leader_identity = [&lease_holder] {
+      const controller::LeaderElector* e = lease_holder.load();
+      return e != nullptr ? e->leader() : std::string();
+    };
+    hooks.forward = [&leader_forwarder](const inv::HttpRequest& req) {
+      controller::LeaderForwarder* f = leader_forwarder.load();
+      return f != nullptr ? f->forward(req) : std::nullopt;
+    };
+    (*handler)->setLeaderHooks(hooks);
+  }
   inv::InventoryEndpoint endpoint(**handler, clock);
   store.setStatusListener(
       [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
@@ -386,13 +416,30 @@ int run(const controller::ServiceFlags& flags) {
 
   // Leadership: only the leader writes; the others forward pushes to it.
   std::atomic<int> exit_code{0};
+  std::unique_ptr<client::HttpTransport> lease_transport;
+  std::unique_ptr<client::KubeApi> lease_api;
   std::unique_ptr<controller::LeaderElector> elector;
   std::unique_ptr<controller::LeaderForwarder> forwarder;
   std::stop_source election_stop;
   std::thread election;
   if (flags.leader_elect) {
+    // Lease calls get a client of their own, as client-go's leader election
+    // does: one attempt each, bounded well inside the renew deadline, and
+    // never queued behind slice writes in the shared rate limiter.
+    auto made_transport = client::CpprestTransport::create(*config, clock);
+    if (!made_transport.ok()) return usageError(made_transport.status().message());
+    lease_transport = std::move(*made_transport);
+    client::RestKubeApiOptions lease_api_options = api_options;
+    lease_api_options.qps = 0;
+    lease_api_options.max_retries = 0;
+    lease_api_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        flags.leader_elect_renew_deadline / 2);
+    auto made_api = client::RestKubeApi::create(*lease_transport, clock, lease_api_options);
+    if (!made_api.ok()) return usageError(made_api.status().message());
+    lease_api = std::move(*made_api);
+
     controller::LeaderElectionOptions lopts;
-    lopts.api = api->get();
+    lopts.api = lease_api.get();
     lopts.clock = &clock;
     lopts.lease_namespace = flags.leader_election_namespace.empty()
                                 ? envOr("POD_NAMESPACE", config->namespace_)
@@ -405,12 +452,14 @@ int run(const controller::ServiceFlags& flags) {
     lopts.renew_deadline = flags.leader_elect_renew_deadline;
     lopts.retry_period = flags.leader_elect_retry_period;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
-    lopts.on_started_leading = [&] {
+    // On its own thread: the elector keeps renewing while the cache syncs.
+    lopts.on_started_leading = [&](std::stop_token leading) {
       leader_metrics.setLeader(true);
-      if (!ctrl->waitForCacheSync(election_stop.get_token())) return;
-      ctrl->startLeading();
+      if (ctrl->waitForCacheSync(leading)) ctrl->startLeading(leading);
     };
     lopts.on_stopped_leading = [&] {
+      // Before anything else: no reconcile starts after this returns.
+      ctrl->stopLeading();
       leader_metrics.setLeader(false);
       if (!stopping.stop_requested()) {
         // Another replica leads now; a fresh process is the safe way back.
@@ -432,12 +481,8 @@ int run(const controller::ServiceFlags& flags) {
     fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
     if (tls) fopts.ca_pem = readFile(flags.inventory_tls_cert_file);
     forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
-    controller::LeaderForwarder* f = forwarder.get();
-    inv::LeaderHooks hooks;
-    hooks.is_leader = [e] { return e->isLeader(); };
-    hooks.leader_identity = [e] { return e->leader(); };
-    hooks.forward = [f](const inv::HttpRequest& req) { return f->forward(req); };
-    (*handler)->setLeaderHooks(hooks);
+    lease_holder = e;
+    leader_forwarder = forwarder.get();
     election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
   } else {
     leader_metrics.setLeader(true);
@@ -462,6 +507,9 @@ int run(const controller::ServiceFlags& flags) {
     Status released = elector->release();
     if (!released.ok()) log::error("Releasing the leader lease failed", released);
   }
+  // Nothing may reach the elector or the forwarder while they are destroyed.
+  lease_holder = nullptr;
+  leader_forwarder = nullptr;
   if (metrics_server) metrics_server->stop();
   if (health_server) health_server->stop();
   log::info("Stopped");
