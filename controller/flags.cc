@@ -112,6 +112,16 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.inventory_tls_key_file);
        }},
+      {"inventory-ca-file",
+       "PEM CA bundle that the leader's inventory certificate must chain to when a push is "
+       "forwarded to it; re-read when it changes. Unset: --inventory-tls-cert-file.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_ca_file); }},
+      {"inventory-server-name",
+       "Name the leader's inventory certificate is verified against when a push is forwarded "
+       "(the Service's DNS name). Unset: the host of the leader's advertised URL.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_server_name); }},
       {"max-request-bytes", "Largest accepted inventory request body (413 past it).", false,
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<size_t>(v, &f.max_request_bytes, 1024);

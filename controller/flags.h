@@ -30,6 +30,14 @@ struct ServiceFlags {
   std::string inventory_advertise_url;
   std::string inventory_tls_cert_file;
   std::string inventory_tls_key_file;
+  // PEM bundle a follower verifies the leader's inventory certificate with
+  // when it forwards a push; re-read when the file changes. Empty: the
+  // replica's own --inventory-tls-cert-file (a self-signed certificate that
+  // every replica shares).
+  std::string inventory_ca_file;
+  // The name the leader's certificate is checked against when forwarding
+  // (the Service's DNS name); empty: the host of the leader's URL.
+  std::string inventory_server_name;
   size_t max_request_bytes = 8 * 1024 * 1024;
   std::string auth = "tokenreview";  // tokenreview | none
   std::string token_audience = "resourceslice-controller";

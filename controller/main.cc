@@ -10,11 +10,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <stop_token>
 #include <thread>
 
@@ -165,13 +163,6 @@ std::string hostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "resourceslice-controller";
   return buf;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // "--cleanup": deletes every managed slice and exits, for the chart's
@@ -479,7 +470,12 @@ int run(const controller::ServiceFlags& flags) {
     fopts.own_url = own_url;
     controller::LeaderElector* e = elector.get();
     fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
-    if (tls) fopts.ca_pem = readFile(flags.inventory_tls_cert_file);
+    // The leader is checked against an explicit CA bundle (the chart's), or,
+    // without one, against this replica's own certificate (shared by all).
+    fopts.ca_file = !flags.inventory_ca_file.empty() ? flags.inventory_ca_file
+                    : tls                            ? flags.inventory_tls_cert_file
+                                                     : "";
+    fopts.tls_server_name = flags.inventory_server_name;
     forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
