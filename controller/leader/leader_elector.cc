@@ -187,12 +187,14 @@ Clock::Duration LeaderElector::jittered(Clock::Duration d) {
 }
 
 bool LeaderElector::sleep(Clock::Duration d, const std::stop_token& stop) {
-  // In short steps, so that a stop request is not held up by a whole period.
+  // In short steps, so that a stop request is not held up by a whole period,
+  // and until a time on the clock, so that a process that was frozen
+  // meanwhile checks its renew deadline as soon as it runs again.
   const Clock::Duration step = std::chrono::milliseconds(100);
-  while (d > Clock::Duration::zero() && !stop.stop_requested()) {
-    const Clock::Duration s = std::min(d, step);
-    options_.clock->sleepFor(s);
-    d -= s;
+  const Clock::TimePoint until = options_.clock->now() + d;
+  for (Clock::TimePoint now = options_.clock->now(); now < until && !stop.stop_requested();
+       now = options_.clock->now()) {
+    options_.clock->sleepFor(std::min<Clock::Duration>(until - now, step));
   }
   return !stop.stop_requested();
 }
