@@ -1,15 +1,21 @@
-// Leadership of two controller processes on the real API server. The leader
-// is frozen (SIGSTOP) past its lease; the other replica takes over and
+// Leadership of controller processes on the real API server. The leader is
+// frozen (SIGSTOP) past its lease; the other replica takes over and
 // publishes a newer version of a pool the frozen one had published, and a
 // push queues on the frozen one. Resumed (SIGCONT), the old leader holds a
 // stale copy of the pool and its informer sees the new leader's write as a
 // foreign change to revert: it must write nothing, must not take the queued
-// push as leader, and must exit with code 1 to campaign anew.
+// push as leader, and must exit with code 1 to campaign anew. And a follower
+// forwards pushes to the leader over TLS, verified with --inventory-ca-file
+// for --inventory-server-name.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 
+#include <fstream>
 #include <future>
 
+#include "test/controller/inventory/test_http_client.h"
+#include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -49,12 +55,11 @@ class LeadershipTest : public ::testing::Test {
     StatusOr<client::Lease> l = env_.api().getLease("default", lease);
     return l.ok() ? l->spec.holder_identity.value_or("") : "";
   }
-  ControllerProcess replica(const std::string& id, const std::string& lease) {
-    return env_.startController(
-        id,
-        {"--auth=none", "--leader-elect", "--leader-election-namespace=default",
-         "--leader-election-id=" + lease, "--leader-elect-lease-duration=4s",
-         "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s", "--identity=" + id});
+  ControllerProcess replica(const std::string& id, const std::string& lease,
+                            const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = leaderFlags(id, lease);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return env_.startController(id, args);
   }
 
   ServiceEnv env_;
@@ -106,6 +111,63 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
 
   next_leader.process->signal(SIGTERM);
   EXPECT_EQ(next_leader.process->wait(seconds(20)), 0) << next_leader.process->log();
+}
+
+TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName) {
+  env_.ensureNode("node-c");
+  // One certificate for every replica, for localhost and 127.0.0.1; it is
+  // its own CA. The test, as a driver, trusts it too.
+  controller::inventory::TempDir dir;
+  const auto cert = controller::inventory::TestCertificate::make("replicas");
+  cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
+  const std::string ca = (dir.path() / "ca.crt").string();
+  std::ofstream(ca) << cert.cert_pem;
+  setenv("SSL_CERT_FILE", ca.c_str(), 1);
+  auto with = [&](const std::string& server_name) {
+    return std::vector<std::string>{
+        "--inventory-tls-cert-file=" + (dir.path() / "tls.crt").string(),
+        "--inventory-tls-key-file=" + (dir.path() / "tls.key").string(),
+        "--inventory-ca-file=" + ca, "--inventory-server-name=" + server_name};
+  };
+  auto httpsPool = [](const ControllerProcess& c) {
+    return "https://127.0.0.1:" + std::to_string(c.inventory_port) + "/v1/drivers/" + kDriver +
+           "/pools/node-c?wait=20s";
+  };
+
+  const std::string lease = "le-tls";
+  ControllerProcess r1 = replica("tls-1", lease, with("localhost"));
+  ControllerProcess r2 = replica("tls-2", lease, with("localhost"));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return !holder(lease).empty(); }));
+  const std::string leader_id = holder(lease);
+  ControllerProcess& leader = leader_id == "tls-1" ? r1 : r2;
+  ControllerProcess& follower = leader_id == "tls-1" ? r2 : r1;
+  // The follower forwards to https://127.0.0.1:<port>, checking the leader's
+  // certificate for "localhost" against the CA file.
+  HttpAnswer a;
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump());
+    return a.code == 200;
+  })) << a.code
+      << " " << a.body << "\n"
+      << follower.process->log();
+  EXPECT_EQ(a.json()["leader"], leader_id);
+
+  // A replica that checks the leader for a name its certificate lacks does
+  // not forward to it.
+  ControllerProcess r3 = replica("tls-3", lease, with("resourceslice-controller.default.svc"));
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    return r3.process->log().find("leader=\"" + leader_id + "\"") != std::string::npos;
+  })) << r3.process->log();
+  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump());
+  EXPECT_EQ(a.code, 503) << a.body;
+  EXPECT_NE(r3.process->log().find("Forwarding to the leader failed"), std::string::npos)
+      << r3.process->log();
+  EXPECT_EQ(snapshot(env_, "node-c").second, 1U);
+
+  for (ControllerProcess* c : {&r3, &follower, &leader}) {
+    c->process->signal(SIGTERM);
+    EXPECT_EQ(c->process->wait(seconds(20)), 0) << c->process->log();
+  }
 }
 
 }  // namespace
