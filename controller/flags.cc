@@ -123,6 +123,16 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.inventory_tls_key_file);
        }},
+      {"inventory-ca-file",
+       "PEM CA bundle that the leader's inventory certificate must chain to when a push is "
+       "forwarded to it; re-read when it changes. Unset: --inventory-tls-cert-file.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_ca_file); }},
+      {"inventory-server-name",
+       "Name the leader's inventory certificate is verified against when a push is forwarded "
+       "(the Service's DNS name). Unset: the host of the leader's advertised URL.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_server_name); }},
       {"max-request-bytes",
        "Largest body of PUT pool and PUT driver (413 past it; other requests take at most "
        "4 KiB).",
@@ -231,6 +241,17 @@ const std::vector<FlagSpec>& specs() {
        false,
        [](ServiceFlags& f, const std::string& v) {
          return parseDurationInto(v, &f.adoption_grace);
+       }},
+      {"shutdown-timeout",
+       "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
+       "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
+       "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (auto err = parseDurationInto(v, &f.shutdown_timeout)) return err;
+         if (f.shutdown_timeout < std::chrono::seconds(1))
+           return std::string("must be at least 1s");
+         return std::nullopt;
        }},
       {"log-format", "text (klog-like) or json.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
@@ -351,6 +372,7 @@ std::string flagsUsage() {
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
       {"workers", std::to_string(d.workers)},
       {"adoption-grace", formatDuration(d.adoption_grace)},
+      {"shutdown-timeout", formatDuration(d.shutdown_timeout)},
       {"log-format", "text"},
       {"v", std::to_string(d.verbosity)},
   };

@@ -30,6 +30,14 @@ struct ServiceFlags {
   std::string inventory_advertise_url;
   std::string inventory_tls_cert_file;
   std::string inventory_tls_key_file;
+  // PEM bundle a follower verifies the leader's inventory certificate with
+  // when it forwards a push; re-read when the file changes. Empty: the
+  // replica's own --inventory-tls-cert-file (a self-signed certificate that
+  // every replica shares).
+  std::string inventory_ca_file;
+  // The name the leader's certificate is checked against when forwarding
+  // (the Service's DNS name); empty: the host of the leader's URL.
+  std::string inventory_server_name;
   // Limits of the inventory API (README, section Reliability).
   size_t max_request_bytes = 8 * 1024 * 1024;
   size_t max_decoded_bytes = 96 * 1024 * 1024;
@@ -51,6 +59,10 @@ struct ServiceFlags {
   int kube_api_burst = 100;
   int workers = 4;
   std::chrono::milliseconds adoption_grace{120'000};
+  // How long shutdown after SIGTERM may take in all: below the chart's
+  // terminationGracePeriodSeconds (30 s), so that the process exits on its own
+  // and releases the Lease instead of being killed.
+  std::chrono::milliseconds shutdown_timeout{25'000};
   log::Format log_format = log::Format::kText;
   int verbosity = 0;
   bool cleanup = false;

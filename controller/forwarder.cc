@@ -1,13 +1,54 @@
 #include "controller/forwarder.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "client/config.h"
 #include "common/log.h"
 
 namespace rsc::controller {
+namespace {
+
+StatusOr<std::string> readPem(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return unavailable("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return invalidArgument(path + " holds no PEM certificate");
+  }
+  return ss.str();
+}
+
+}  // namespace
 
 // The header a forwarded request carries, so that a leader that lost its
 // lease meanwhile does not send the request around again.
 constexpr char kForwardedHeader[] = "x-resourceslice-forwarded";
+
+size_t LeaderForwarder::caLoadsForTest() const {
+  std::lock_guard lock(mu_);
+  return ca_loads_;
+}
+
+void LeaderForwarder::refreshCaLocked() {
+  if (options_.ca_file.empty()) return;
+  const Clock::TimePoint now = options_.clock->now();
+  if (ca_checked_at_ && now - *ca_checked_at_ < options_.ca_reload_interval) return;
+  ca_checked_at_ = now;
+  StatusOr<std::string> pem = readPem(options_.ca_file);
+  if (!pem.ok()) {
+    log::error("Cannot read the CA bundle for forwarding to the leader; keeping the last one",
+               pem.status(), {{"file", options_.ca_file}});
+    return;
+  }
+  if (*pem == ca_pem_) return;
+  if (ca_loads_ > 0)
+    log::info("Reloaded the CA bundle for forwarding", {{"file", options_.ca_file}});
+  ca_pem_ = std::move(*pem);
+  ++ca_loads_;
+  transport_.reset();
+}
 
 std::optional<inventory::HttpResponse> LeaderForwarder::forward(
     const inventory::HttpRequest& request) {
@@ -18,10 +59,11 @@ std::optional<inventory::HttpResponse> LeaderForwarder::forward(
   std::shared_ptr<client::HttpTransport> transport;
   {
     std::lock_guard lock(mu_);
+    refreshCaLocked();
     if (url != url_ || transport_ == nullptr) {
       client::ClientConfig config;
       config.server = url;
-      config.ca_pem = options_.ca_pem;
+      config.ca_pem = ca_pem_;
       config.tls_server_name = options_.tls_server_name;
       config.qps = 0;
       auto made = client::CpprestTransport::create(config, *options_.clock);

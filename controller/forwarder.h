@@ -2,9 +2,13 @@
 // request on to the leader (whose URL the leader publishes in the Lease) and
 // returns the leader's answer, so that a driver may push to any replica.
 // The driver's own Authorization header goes along: the leader checks it.
+// Over https the leader's certificate must chain to the CA bundle in
+// `ca_file` (re-read as it rotates) and name `tls_server_name` (the Service's
+// DNS name) when that is set, else the host of the leader's URL.
 // Thread-safe; forward() blocks its caller (an inventory worker thread).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,8 +27,11 @@ struct LeaderForwarderOptions {
   std::function<std::string()> leader_url;
   // Returns this replica's own URL, never forwarded to.
   std::string own_url;
-  // PEM bundle that the leader's certificate must chain to (for https).
-  std::string ca_pem;
+  // PEM file with the bundle that the leader's certificate must chain to (for
+  // https). Checked at most once per ca_reload_interval; a changed bundle is
+  // used from the next forward on, an unreadable one keeps the last good one.
+  std::string ca_file;
+  std::chrono::milliseconds ca_reload_interval{5'000};
   // The name the leader's certificate is checked against, if not its host.
   std::string tls_server_name;
 };
@@ -37,11 +44,20 @@ class LeaderForwarder {
   // or it cannot be reached (the caller answers 503).
   std::optional<inventory::HttpResponse> forward(const inventory::HttpRequest& request);
 
+  // How many times the CA bundle was (re)loaded; for tests.
+  size_t caLoadsForTest() const;
+
  private:
+  // Re-reads ca_file when due; drops the transport when the bundle changed.
+  void refreshCaLocked();
+
   LeaderForwarderOptions options_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::string url_;                                   // guarded by mu_
   std::shared_ptr<client::HttpTransport> transport_;  // guarded by mu_
+  std::string ca_pem_;                                // guarded by mu_
+  std::optional<Clock::TimePoint> ca_checked_at_;     // guarded by mu_
+  size_t ca_loads_ = 0;                               // guarded by mu_
 };
 
 }  // namespace rsc::controller

@@ -1,17 +1,19 @@
 // resourceslice-controller: flag parsing and wiring only. See DESIGN.md for
 // what each part does; this file builds them, starts them in order, and
 // stops them in the reverse order on SIGTERM: stop accepting pushes, let
-// in-flight writes finish, release the leader Lease, exit 0.
+// in-flight writes finish, release the leader Lease, exit 0. Signals are taken
+// from the first instant, and shutdown is bounded by --shutdown-timeout.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
+#include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "client/config.h"
@@ -26,6 +28,7 @@
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
+#include "controller/leader/write_fence.h"
 #include "controller/observers.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
@@ -54,8 +57,97 @@ namespace inv = controller::inventory;
 
 // The annotation of the leader Lease that carries the leader's inventory URL.
 constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
-// How long SIGTERM waits for held ?wait= pushes and in-flight requests.
-constexpr auto kShutdownGrace = std::chrono::seconds(10);
+
+// The signals that stop the service; main() blocks them in every thread.
+sigset_t stopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+// Takes SIGTERM and SIGINT on a thread of its own from the first instant, so
+// that a stop is requested however long start-up blocks (an API server that
+// cannot be reached). The first signal requests the stop; a second signal, or
+// a shutdown that outlasts --shutdown-timeout, ends the process at once with
+// code 1. Threading: the signal thread and, once a stop is requested, a
+// watchdog thread; every public method is thread-safe.
+class ShutdownSignals {
+ public:
+  explicit ShutdownSignals(std::chrono::milliseconds timeout)
+      : timeout_(timeout), thread_([this] { takeSignals(); }) {}
+
+  // Called when shutdown has finished: ends the watchdog, and wakes the
+  // signal thread with a signal aimed at it alone.
+  ~ShutdownSignals() {
+    {
+      std::lock_guard lock(mu_);
+      finished_ = true;
+    }
+    cv_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+    pthread_kill(thread_.native_handle(), SIGTERM);
+    thread_.join();
+  }
+
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // Requested on the first signal, or by requestStop().
+  std::stop_token token() const { return stop_.get_token(); }
+
+  // Stops the service as a signal would (e.g. after the Lease was lost), and
+  // starts the shutdown watchdog.
+  void requestStop() {
+    std::lock_guard lock(mu_);
+    if (!stop_.request_stop()) return;
+    cv_.notify_all();
+    watchdog_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, timeout_, [this] { return finished_; })) return;
+      log::error("Shutdown did not finish in time; exiting at once",
+                 deadlineExceeded("flag --shutdown-timeout passed"),
+                 {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
+      std::_Exit(1);
+    });
+  }
+
+  // Blocks until a stop is requested.
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return stop_.stop_requested(); });
+  }
+
+ private:
+  void takeSignals() {
+    const sigset_t signals = stopSignals();
+    for (int received = 0;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0) continue;
+      {
+        std::lock_guard lock(mu_);
+        if (finished_) return;
+      }
+      const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+      if (++received > 1) {
+        log::error("Second signal during shutdown; exiting at once",
+                   cancelled("stopped by a second signal"), {{"signal", name}});
+        std::_Exit(1);
+      }
+      log::info("Shutting down", {{"signal", name}});
+      requestStop();
+    }
+  }
+
+  const std::chrono::milliseconds timeout_;
+  std::stop_source stop_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool finished_ = false;  // guarded by mu_
+  std::thread watchdog_;   // started under mu_
+  std::thread thread_;     // last: starts after the members it uses
+};
 
 int usageError(const std::string& message) {
   std::cerr << "resourceslice-controller: " << message << "\n";
@@ -71,13 +163,6 @@ std::string hostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "resourceslice-controller";
   return buf;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // "--cleanup": deletes every managed slice and exits, for the chart's
@@ -118,6 +203,9 @@ inv::HttpResponse textResponse(int status, std::string body,
 
 int run(const controller::ServiceFlags& flags) {
   Clock& clock = RealClock::instance();
+  // Before anything that may block: SIGTERM is honoured from here on.
+  ShutdownSignals signals(flags.shutdown_timeout);
+  const std::stop_token stopping = signals.token();
 
   // Connect to the API server.
   StatusOr<client::ClientConfig> config = client::loadConfig(flags.kubeconfig);
@@ -131,6 +219,18 @@ int run(const controller::ServiceFlags& flags) {
   metrics::RestClientMetrics rest_metrics(*registry);
   auto transport = client::CpprestTransport::create(*config, clock);
   if (!transport.ok()) return usageError(transport.status().message());
+  // With leader election, slice writes pass only while this replica holds the
+  // lease (set once the elector exists); every attempt is checked, retries
+  // included, so none leaves after the renew deadline.
+  std::atomic<const controller::LeaderElector*> lease_holder{nullptr};
+  auto holds_lease = [&lease_holder] {
+    const controller::LeaderElector* e = lease_holder.load();
+    return e != nullptr && e->holdsLease();
+  };
+  const bool fenced = flags.leader_elect && !flags.cleanup;
+  controller::WriteFence fence(**transport, holds_lease);
+  client::HttpTransport& api_transport =
+      fenced ? fence : static_cast<client::HttpTransport&>(**transport);
   client::RestKubeApiOptions api_options;
   api_options.qps = flags.kube_api_qps;
   api_options.burst = flags.kube_api_burst;
@@ -142,7 +242,7 @@ int run(const controller::ServiceFlags& flags) {
     }
     rest_metrics.observe(r.verb, r.host, code, r.duration);
   };
-  auto api = client::RestKubeApi::create(**transport, clock, api_options);
+  auto api = client::RestKubeApi::create(api_transport, clock, api_options);
   if (!api.ok()) return usageError(api.status().message());
   // Token and access reviews get a client and a rate limit of their own, so
   // that callers with invented tokens cannot spend the publishing budget.
@@ -224,6 +324,23 @@ int run(const controller::ServiceFlags& flags) {
   };
   auto handler = inv::InventoryHandler::create(hopts);
   if (!handler.ok()) return usageError(handler.status().message());
+  // With leader election the hooks are in place before the server accepts a
+  // request: until the elector and the forwarder exist, this replica does not
+  // lead and cannot forward (503), so no push is taken by a follower.
+  std::atomic<controller::LeaderForwarder*> leader_forwarder{nullptr};
+  if (flags.leader_elect) {
+    inv::LeaderHooks hooks;
+    hooks.is_leader = holds_lease;
+    hooks.leader_identity = [&lease_holder] {
+      const controller::LeaderElector* e = lease_holder.load();
+      return e != nullptr ? e->leader() : std::string();
+    };
+    hooks.forward = [&leader_forwarder](const inv::HttpRequest& req) {
+      controller::LeaderForwarder* f = leader_forwarder.load();
+      return f != nullptr ? f->forward(req) : std::nullopt;
+    };
+    (*handler)->setLeaderHooks(hooks);
+  }
   inv::InventoryEndpoint endpoint(**handler, clock);
   store.setStatusListener(
       [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
@@ -320,14 +437,30 @@ int run(const controller::ServiceFlags& flags) {
 
   // Leadership: only the leader writes; the others forward pushes to it.
   std::atomic<int> exit_code{0};
-  std::atomic<bool> shutting_down{false};
+  std::unique_ptr<client::HttpTransport> lease_transport;
+  std::unique_ptr<client::KubeApi> lease_api;
   std::unique_ptr<controller::LeaderElector> elector;
   std::unique_ptr<controller::LeaderForwarder> forwarder;
   std::stop_source election_stop;
   std::thread election;
   if (flags.leader_elect) {
+    // Lease calls get a client of their own, as client-go's leader election
+    // does: one attempt each, bounded well inside the renew deadline, and
+    // never queued behind slice writes in the shared rate limiter.
+    auto made_transport = client::CpprestTransport::create(*config, clock);
+    if (!made_transport.ok()) return usageError(made_transport.status().message());
+    lease_transport = std::move(*made_transport);
+    client::RestKubeApiOptions lease_api_options = api_options;
+    lease_api_options.qps = 0;
+    lease_api_options.max_retries = 0;
+    lease_api_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        flags.leader_elect_renew_deadline / 2);
+    auto made_api = client::RestKubeApi::create(*lease_transport, clock, lease_api_options);
+    if (!made_api.ok()) return usageError(made_api.status().message());
+    lease_api = std::move(*made_api);
+
     controller::LeaderElectionOptions lopts;
-    lopts.api = api->get();
+    lopts.api = lease_api.get();
     lopts.clock = &clock;
     lopts.lease_namespace = flags.leader_election_namespace.empty()
                                 ? envOr("POD_NAMESPACE", config->namespace_)
@@ -340,19 +473,21 @@ int run(const controller::ServiceFlags& flags) {
     lopts.renew_deadline = flags.leader_elect_renew_deadline;
     lopts.retry_period = flags.leader_elect_retry_period;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
-    lopts.on_started_leading = [&] {
+    // On its own thread: the elector keeps renewing while the cache syncs.
+    lopts.on_started_leading = [&](std::stop_token leading) {
       leader_metrics.setLeader(true);
-      if (!ctrl->waitForCacheSync(election_stop.get_token())) return;
-      ctrl->startLeading();
+      if (ctrl->waitForCacheSync(leading)) ctrl->startLeading(leading);
     };
     lopts.on_stopped_leading = [&] {
+      // Before anything else: no reconcile starts after this returns.
+      ctrl->stopLeading();
       leader_metrics.setLeader(false);
-      if (!shutting_down.load()) {
+      if (!stopping.stop_requested()) {
         // Another replica leads now; a fresh process is the safe way back.
         log::error("Lost leadership; exiting so that a fresh process can campaign again",
                    failedPrecondition("leader lease lost"));
         exit_code = 1;
-        kill(getpid(), SIGTERM);
+        signals.requestStop();
       }
     };
     auto made = controller::LeaderElector::create(lopts);
@@ -365,36 +500,30 @@ int run(const controller::ServiceFlags& flags) {
     fopts.own_url = own_url;
     controller::LeaderElector* e = elector.get();
     fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
-    if (tls) fopts.ca_pem = readFile(flags.inventory_tls_cert_file);
+    // The leader is checked against an explicit CA bundle (the chart's), or,
+    // without one, against this replica's own certificate (shared by all).
+    fopts.ca_file = !flags.inventory_ca_file.empty() ? flags.inventory_ca_file
+                    : tls                            ? flags.inventory_tls_cert_file
+                                                     : "";
+    fopts.tls_server_name = flags.inventory_server_name;
     forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
-    controller::LeaderForwarder* f = forwarder.get();
-    inv::LeaderHooks hooks;
-    hooks.is_leader = [e] { return e->isLeader(); };
-    hooks.leader_identity = [e] { return e->leader(); };
-    hooks.forward = [f](const inv::HttpRequest& req) { return f->forward(req); };
-    (*handler)->setLeaderHooks(hooks);
+    lease_holder = e;
+    leader_forwarder = forwarder.get();
     election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
   } else {
     leader_metrics.setLeader(true);
-    std::stop_source never;
-    if (!ctrl->waitForCacheSync(never.get_token())) return 1;
-    ctrl->startLeading();
+    // A signal ends the wait: the API server may be out of reach.
+    if (ctrl->waitForCacheSync(stopping)) ctrl->startLeading();
   }
 
-  // Wait for SIGTERM or SIGINT (blocked in every thread; see main()).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  int sig = 0;
-  sigwait(&signals, &sig);
-  shutting_down = true;
-  log::info("Shutting down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+  // Wait for SIGTERM or SIGINT, or a stop after the Lease was lost.
+  signals.wait();
 
-  // Stop accepting pushes, answer held ones, finish in-flight writes, then
-  // give the Lease up so that a standby takes over at once.
+  // Stop accepting pushes, answer held ones (for half the shutdown budget),
+  // finish in-flight writes, then give the Lease up so that a standby takes
+  // over at once.
   endpoint.stop();
-  (*inventory_server)->stop(std::chrono::duration_cast<std::chrono::milliseconds>(kShutdownGrace));
+  (*inventory_server)->stop(flags.shutdown_timeout / 2);
   ctrl->stop();
   if (election.joinable()) {
     election_stop.request_stop();
@@ -404,6 +533,9 @@ int run(const controller::ServiceFlags& flags) {
     Status released = elector->release();
     if (!released.ok()) log::error("Releasing the leader lease failed", released);
   }
+  // Nothing may reach the elector or the forwarder while they are destroyed.
+  lease_holder = nullptr;
+  leader_forwarder = nullptr;
   if (metrics_server) metrics_server->stop();
   if (health_server) health_server->stop();
   log::info("Stopped");
@@ -427,12 +559,9 @@ int main(int argc, char** argv) {
   }
   rsc::log::configure(flags->log_format, flags->verbosity);
 
-  // Signals are taken by sigwait in run(); every thread started from here
-  // inherits the mask, so none of them is interrupted by SIGTERM.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
+  // Signals are taken by ShutdownSignals' thread in run(); every thread
+  // started from here inherits the mask, so none of them is interrupted.
+  const sigset_t signals = rsc::stopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A peer closing a socket must not kill the process.
   signal(SIGPIPE, SIG_IGN);

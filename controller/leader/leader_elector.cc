@@ -1,6 +1,7 @@
 #include "controller/leader/leader_elector.h"
 
 #include <cstdio>
+#include <thread>
 
 #include "common/log.h"
 
@@ -186,14 +187,46 @@ Clock::Duration LeaderElector::jittered(Clock::Duration d) {
 }
 
 bool LeaderElector::sleep(Clock::Duration d, const std::stop_token& stop) {
-  // In short steps, so that a stop request is not held up by a whole period.
+  // In short steps, so that a stop request is not held up by a whole period,
+  // and until a time on the clock, so that a process that was frozen
+  // meanwhile checks its renew deadline as soon as it runs again.
   const Clock::Duration step = std::chrono::milliseconds(100);
-  while (d > Clock::Duration::zero() && !stop.stop_requested()) {
-    const Clock::Duration s = std::min(d, step);
-    options_.clock->sleepFor(s);
-    d -= s;
+  const Clock::TimePoint until = options_.clock->now() + d;
+  for (Clock::TimePoint now = options_.clock->now(); now < until && !stop.stop_requested();
+       now = options_.clock->now()) {
+    options_.clock->sleepFor(std::min<Clock::Duration>(until - now, step));
   }
   return !stop.stop_requested();
+}
+
+bool LeaderElector::holdsLease() const {
+  if (!leading_.load()) return false;
+  std::lock_guard lock(mu_);
+  return leader_ == options_.identity &&
+         options_.clock->now() < renewed_at_ + options_.renew_deadline;
+}
+
+void LeaderElector::setRenewedAt(Clock::TimePoint sent) {
+  std::lock_guard lock(mu_);
+  renewed_at_ = sent;
+}
+
+bool LeaderElector::renew(const std::stop_token& stop) {
+  while (sleep(options_.retry_period, stop)) {
+    Clock::TimePoint deadline;
+    {
+      std::lock_guard lock(mu_);
+      deadline = renewed_at_ + options_.renew_deadline;
+    }
+    // A renewal counts only if it was sent, and answered, before the
+    // deadline: past it holdsLease() is already false.
+    const Clock::TimePoint sent = options_.clock->now();
+    if (sent >= deadline) return false;
+    const bool renewed = tryAcquireOrRenew();
+    if (options_.clock->now() >= deadline) return false;
+    if (renewed) setRenewedAt(sent);
+  }
+  return true;
 }
 
 void LeaderElector::run(std::stop_token stop) {
@@ -202,36 +235,35 @@ void LeaderElector::run(std::stop_token stop) {
             {{"lease", options_.lease_namespace + "/" + options_.lease_name},
              {"identity", options_.identity}});
   while (!stop.stop_requested()) {
-    if (tryAcquireOrRenew()) break;
+    const Clock::TimePoint sent = options_.clock->now();
+    if (tryAcquireOrRenew()) {
+      setRenewedAt(sent);
+      break;
+    }
     if (!sleep(jittered(options_.retry_period), stop)) return;
   }
   if (stop.stop_requested()) return;
   leading_ = true;
   log::info("Became the leader", {{"identity", options_.identity}});
-  if (options_.on_started_leading) options_.on_started_leading();
 
-  // Renew every retry period; give up when no renewal succeeds within the
-  // renew deadline.
-  while (!stop.stop_requested()) {
-    const Clock::TimePoint deadline = options_.clock->now() + options_.renew_deadline;
-    bool renewed = false;
-    while (!stop.stop_requested() && options_.clock->now() < deadline) {
-      if (tryAcquireOrRenew()) {
-        renewed = true;
-        break;
-      }
-      if (!sleep(options_.retry_period, stop)) break;
-    }
-    if (stop.stop_requested()) break;
-    if (!renewed) {
-      leading_ = false;
-      log::error("Lost the leader lease", deadlineExceeded("no renewal within the renew deadline"),
-                 {{"identity", options_.identity}});
-      break;
-    }
-    if (!sleep(options_.retry_period, stop)) break;
+  // Lead on a thread of its own, so that renewals go on while it works.
+  std::stop_source leadership;
+  std::thread started;
+  if (options_.on_started_leading) {
+    started = std::thread(
+        [this, leading = leadership.get_token()] { options_.on_started_leading(leading); });
   }
+
+  if (!renew(stop)) {
+    leading_ = false;
+    log::error("Lost the leader lease", deadlineExceeded("no renewal within the renew deadline"),
+               {{"identity", options_.identity}});
+  }
+  // Stop the guarded work before anything else, then wait for the thread
+  // that started it.
+  leadership.request_stop();
   if (options_.on_stopped_leading) options_.on_stopped_leading();
+  if (started.joinable()) started.join();
 }
 
 }  // namespace rsc::controller

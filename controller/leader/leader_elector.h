@@ -1,11 +1,11 @@
 // LeaderElector: leader election on a coordination.k8s.io/v1 Lease with
 // client-go's timings and semantics (lease 15 s, renew deadline 10 s, retry
-// 2 s). Only the local observation time of a lease record is used, never the
-// other replica's timestamps, so clock skew between replicas does not matter.
-// Like client-go it is not a fence: a paused leader may act briefly after
-// losing the lease, which is why every slice write carries a resourceVersion.
-// Threading: run() blocks on its caller's thread and calls the callbacks
-// there; isLeader() and leader() are thread-safe.
+// 2 s), judged by local observation times only, so clock skew between
+// replicas does not matter. holdsLease() turns false at the renew deadline by
+// the clock alone, even while run() is held up: slice writes check it
+// (write_fence.h). Threading: run() blocks its caller and calls the callbacks
+// there, except on_started_leading, which gets a thread of its own; the
+// accessors are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -38,9 +38,14 @@ struct LeaderElectionOptions {
   Clock::Duration lease_duration = std::chrono::seconds(15);
   Clock::Duration renew_deadline = std::chrono::seconds(10);
   Clock::Duration retry_period = std::chrono::seconds(2);
-  // Called once when this process becomes the leader, and once when it stops
-  // leading (lost the lease or asked to stop).
-  std::function<void()> on_started_leading;
+  // Called once, on a thread of its own, when this process becomes the
+  // leader; `leading` is requested when leadership ends. May block (e.g. to
+  // wait for a cache): renewals go on meanwhile.
+  std::function<void(std::stop_token leading)> on_started_leading;
+  // Called once on run()'s thread when leadership ends (the lease was lost, or
+  // run() was asked to stop), before anything else: it must stop the work the
+  // lease guards before it returns. Then on_started_leading's thread is
+  // joined.
   std::function<void()> on_stopped_leading;
   // Called whenever the observed leader changes (empty: none).
   std::function<void(const std::string& identity)> on_new_leader;
@@ -53,9 +58,11 @@ class LeaderElector {
  public:
   static StatusOr<std::unique_ptr<LeaderElector>> create(LeaderElectionOptions options);
 
-  // Campaigns until elected, then renews until the lease is lost or `stop` is
-  // requested. Returns after on_stopped_leading (if it led). Does not release
-  // the lease: call release() once the work the lease guards has stopped.
+  // Campaigns until elected, then renews every retry period until `stop` is
+  // requested or no renewal has succeeded within the renew deadline of the
+  // last one (the lease is lost). Returns after on_stopped_leading (if it
+  // led). Does not release the lease: call release() once the work the lease
+  // guards has stopped.
   void run(std::stop_token stop);
 
   // One attempt to acquire or renew the lease; true if we hold it now.
@@ -66,6 +73,10 @@ class LeaderElector {
   Status release();
 
   bool isLeader() const { return leading_.load(); }
+  // True while this process leads and its last successful renewal (counted
+  // from when it was sent) is younger than the renew deadline. Writes the
+  // lease guards are allowed only while this holds.
+  bool holdsLease() const;
   // The identity of the current leader as last observed ("" if none).
   std::string leader() const;
   // An annotation of the Lease as last observed ("" if absent), e.g. the
@@ -76,6 +87,10 @@ class LeaderElector {
  private:
   explicit LeaderElector(LeaderElectionOptions options);
   bool sleep(Clock::Duration d, const std::stop_token& stop);
+  // Renews until the lease is lost (returns false) or `stop` is requested
+  // (returns true).
+  bool renew(const std::stop_token& stop);
+  void setRenewedAt(Clock::TimePoint sent);
   Clock::Duration jittered(Clock::Duration d);
   void observe(const client::Lease& lease);
   // Writes holder_annotations into a lease we are about to hold.
@@ -91,6 +106,8 @@ class LeaderElector {
   mutable std::mutex mu_;
   std::string leader_;                              // guarded by mu_
   std::map<std::string, std::string> annotations_;  // guarded by mu_
+  // When the last successful acquisition or renewal was sent.
+  Clock::TimePoint renewed_at_{};  // guarded by mu_
 };
 
 // Returns "<name>_<16 random hex digits>", the identity convention of

@@ -131,7 +131,10 @@ bool Controller::waitForCacheSync(std::stop_token stop) { return informer_->wait
 
 bool Controller::hasSynced() const { return informer_->hasSynced(); }
 
-void Controller::startLeading() {
+void Controller::startLeading(std::stop_token stop) {
+  // Under mu_, so that stopLeading() either sees the workers or prevents them.
+  std::lock_guard lock(mu_);
+  if (stop.stop_requested() || stopped_leading_) return;
   if (leading_.exchange(true)) return;
   reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
   // Every pool we know of, desired or live, gets a look.
@@ -142,9 +145,24 @@ void Controller::startLeading() {
              {"adoptionGraceSeconds",
               std::chrono::duration_cast<std::chrono::seconds>(options_.adoption_grace).count()}});
   if (options_.manual_for_test) return;
-  std::lock_guard lock(mu_);
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { workerLoop(); });
   if (options_.observer != nullptr) options_.observer->activeWorkers(0);
+}
+
+void Controller::stopLeading() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(mu_);
+    stopped_leading_ = true;
+    leading_ = false;
+    // Wakes the workers blocked in get(); a worker that gets a key now sees
+    // leading_ false and gives it back untouched.
+    queue_->shutDown();
+    workers.swap(workers_);
+  }
+  for (std::thread& t : workers) t.join();
+  log::info("Stopped leading: workers stopped",
+            {{"workers", static_cast<int64_t>(workers.size())}});
 }
 
 void Controller::stop() {
@@ -168,9 +186,14 @@ bool Controller::processNextItemForTest() { return processNextItem(false); }
 SliceCache& Controller::cacheForTest() { return *cache_; }
 
 bool Controller::processNextItem(bool block) {
-  if (!block && queue_->len() == 0) return false;
+  if (!leading_ || (!block && queue_->len() == 0)) return false;
   std::optional<PoolKey> key = queue_->get();
   if (!key) return false;
+  if (!leading_) {
+    // Leadership ended while this worker waited: no reconcile may start.
+    queue_->done(*key);
+    return false;
+  }
   const int active = ++active_workers_;
   if (options_.observer != nullptr) options_.observer->activeWorkers(active);
 

@@ -96,9 +96,16 @@ class Controller {
   bool waitForCacheSync(std::stop_token stop);
   bool hasSynced() const;
   // Starts reconciling: adopts the live slices (the grace period starts now)
-  // and enqueues every known pool.
-  void startLeading();
+  // and enqueues every known pool. Does nothing once `stop` is requested or
+  // stopLeading() has run, so that a leader that lost its lease while it
+  // waited for the cache never starts workers.
+  void startLeading(std::stop_token stop = {});
   bool leading() const { return leading_.load(); }
+  // Ends leadership for good, at once: workers take no further key (the keys
+  // still queued are left alone) and are joined before this returns; a
+  // reconcile in flight ends first (its writes are refused once the lease is
+  // gone). The informer keeps running. For a lost lease.
+  void stopLeading();
   // Stops taking new work, lets in-flight reconciles finish, then stops the
   // workers, the informer and the housekeeping thread.
   void stop();
@@ -130,7 +137,8 @@ class Controller {
   std::atomic<bool> leading_{false};
   std::atomic<int> active_workers_{0};
   std::mutex mu_;
-  std::vector<std::thread> workers_;
+  bool stopped_leading_ = false;      // guarded by mu_
+  std::vector<std::thread> workers_;  // guarded by mu_
   std::jthread housekeeping_;
 };
 

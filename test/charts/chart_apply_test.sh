@@ -54,7 +54,7 @@ pod="$deploy | .spec.template.spec"
 container="$pod | .containers[0]"
 check "two replicas" 2 "$(q default "$deploy | .spec.replicas")"
 check "the controller's flags" \
-  '["--leader-elect=true","--leader-election-namespace=rsc-system","--leader-election-id=rsc-resourceslice-controller","--metrics-bind-address=:8080","--health-probe-bind-address=:8081","--inventory-bind-address=:8082","--auth=tokenreview","--token-audience=resourceslice-controller","--log-format=json","-v=0"]' \
+  '["--leader-elect=true","--leader-election-namespace=rsc-system","--leader-election-id=rsc-resourceslice-controller","--metrics-bind-address=:8080","--health-probe-bind-address=:8081","--inventory-bind-address=:8082","--auth=tokenreview","--token-audience=resourceslice-controller","--shutdown-timeout=25s","--log-format=json","-v=0"]' \
   "$(q default "$container | .args")"
 check "image tag defaults to appVersion" '"ghcr.io/resourceslice-controller/resourceslice-controller:0.1.0"' \
   "$(q default "$container | .image")"
@@ -133,7 +133,7 @@ container="$pod | .containers[0]"
 check "all: namespaceOverride places the Deployment" '"rsc-all"' "$(q all "$deploy | .metadata.namespace")"
 check "all: image by tag and digest" "\"$image\"" "$(q all "$container | .image")"
 check "all: the controller's flags" \
-  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--log-format=text","-v=4","--some-future-flag=value"]' \
+  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
   "$(q all "$container | .args")"
 check "all: TLS Secret mounted read-only" \
   '[{"name":"inventory-tls","secret":{"defaultMode":420,"secretName":"rsc-inventory-tls"}},{"mountPath":"/etc/resourceslice-controller/tls","name":"inventory-tls","readOnly":true}]' \

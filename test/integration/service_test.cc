@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -35,17 +36,6 @@ Json gpuPool(const std::string& node, int devices, int lease_seconds = 0,
 std::string poolUrl(const ControllerProcess& c, const std::string& driver, const std::string& pool,
                     const std::string& query = "") {
   return c.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
-}
-
-std::vector<std::string> leaderFlags(const std::string& id, const std::string& lease) {
-  return {"--auth=none",
-          "--leader-elect",
-          "--leader-election-namespace=default",
-          "--leader-election-id=" + lease,
-          "--leader-elect-lease-duration=4s",
-          "--leader-elect-renew-deadline=3s",
-          "--leader-elect-retry-period=1s",
-          "--identity=" + id};
 }
 
 class ServiceTest : public ::testing::Test {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
@@ -12,14 +16,17 @@ using std::chrono::seconds;
 
 class LeaderElectorTest : public ::testing::Test {
  protected:
-  std::unique_ptr<LeaderElector> make(const std::string& identity) {
+  LeaderElectionOptions options(const std::string& identity) {
     LeaderElectionOptions o;
     o.api = &api_;
     o.clock = &clock_;
     o.lease_namespace = "kube-system";
     o.lease_name = "resourceslice-controller";
     o.identity = identity;
-    auto e = LeaderElector::create(o);
+    return o;
+  }
+  std::unique_ptr<LeaderElector> make(const std::string& identity) {
+    auto e = LeaderElector::create(options(identity));
     EXPECT_TRUE(e.ok()) << e.status().toString();
     return std::move(*e);
   }
@@ -68,17 +75,15 @@ TEST_F(LeaderElectorTest, TakeoverWaitsForTheLeaseDurationFromLocalObservation) 
 }
 
 TEST_F(LeaderElectorTest, ReleaseLetsTheNextCandidateInAtOnce) {
-  auto a = make("a");
-  auto b = make("b");
-  ASSERT_TRUE(a->tryAcquireOrRenew());
-  EXPECT_FALSE(b->tryAcquireOrRenew());
-  // release() only gives up a lease that run() made us lead with; emulate
-  // by running a's loop until it leads, then stopping it.
+  // release() only gives up a lease that run() made us lead with: a leads,
+  // and stops as soon as it has started leading.
   std::stop_source stop;
-  std::thread runner([&] { a->run(stop.get_token()); });
-  while (!a->isLeader()) std::this_thread::yield();
-  stop.request_stop();
-  runner.join();
+  LeaderElectionOptions o = options("a");
+  o.on_started_leading = [&](std::stop_token) { stop.request_stop(); };
+  auto a = std::move(*LeaderElector::create(o));
+  auto b = make("b");
+  a->run(stop.get_token());
+  EXPECT_FALSE(b->tryAcquireOrRenew());
   ASSERT_TRUE(a->release().ok());
   EXPECT_EQ(lease().spec.holder_identity, "");
   EXPECT_EQ(lease().spec.lease_duration_seconds, 1);
@@ -99,29 +104,124 @@ TEST_F(LeaderElectorTest, LosingTheUpdateRaceIsNotLeading) {
   EXPECT_EQ(lease().spec.holder_identity, "a");
 }
 
-TEST_F(LeaderElectorTest, RunStopsLeadingWhenRenewalsFail) {
-  int started = 0;
+TEST_F(LeaderElectorTest, LeaderWhoseRenewalsSucceedKeepsLeadingOverManyRenewDeadlines) {
+  LeaderElectionOptions o = options("a");
+  std::atomic<int> started = 0;
   int stopped = 0;
-  LeaderElectionOptions o;
-  o.api = &api_;
-  o.clock = &clock_;
-  o.lease_namespace = "kube-system";
-  o.lease_name = "resourceslice-controller";
-  o.identity = "a";
-  o.on_started_leading = [&] {
-    ++started;
-    // From now on the API server refuses every lease write.
-    api_.prependReactor("update", "leases",
-                        [](testing::FakeKubeApi::Request&) { return unavailable("injected"); });
-  };
+  o.on_started_leading = [&](std::stop_token) { ++started; };
   o.on_stopped_leading = [&] { ++stopped; };
   auto e = std::move(*LeaderElector::create(o));
-  // The fake clock advances as run() sleeps, so this returns once the renew
-  // deadline has passed without a renewal.
-  e->run(std::stop_token());
+  // The lease does not exist, so the first acquisition is a create; every
+  // update is a renewal, seen here on run()'s thread. The fake clock moves
+  // only as run() sleeps.
+  std::stop_source stop;
+  int renewals = 0;
+  int renewals_without_lease = 0;
+  Clock::TimePoint first{};
+  api_.prependReactor("update", "leases", [&](testing::FakeKubeApi::Request&) {
+    if (!e->isLeader() || !e->holdsLease()) ++renewals_without_lease;
+    if (++renewals == 1) first = clock_.now();
+    if (clock_.now() - first >= 5 * o.renew_deadline) stop.request_stop();
+    return okStatus();
+  });
+  e->run(stop.get_token());
+  EXPECT_TRUE(stop.stop_requested())
+      << "run() returned after " << renewals << " renewals, before five renew deadlines passed";
+  EXPECT_GE(renewals, 25);
+  EXPECT_EQ(renewals_without_lease, 0);
   EXPECT_EQ(started, 1);
   EXPECT_EQ(stopped, 1);
+  // Asked to stop, not lost: the lease is still ours to release.
+  EXPECT_TRUE(e->isLeader());
+  EXPECT_EQ(lease().spec.holder_identity, "a");
+  EXPECT_TRUE(e->release().ok());
+  EXPECT_EQ(lease().spec.holder_identity, "");
+}
+
+TEST_F(LeaderElectorTest, LeaderWhoseRenewalsFailStopsLeadingAtTheRenewDeadline) {
+  LeaderElectionOptions o = options("a");
+  Clock::TimePoint acquired{};
+  api_.prependReactor("create", "leases", [&](testing::FakeKubeApi::Request&) {
+    acquired = clock_.now();
+    return okStatus();
+  });
+  // From the first renewal on, the API server refuses every lease write. At
+  // each attempt the fence must be open exactly while the deadline is ahead.
+  LeaderElector* self = nullptr;
+  std::vector<Clock::Duration> attempts;
+  int fence_wrong = 0;
+  api_.prependReactor("update", "leases", [&](testing::FakeKubeApi::Request&) {
+    const Clock::Duration since = clock_.now() - acquired;
+    attempts.push_back(since);
+    if (self->holdsLease() != (since < o.renew_deadline)) ++fence_wrong;
+    return unavailable("injected");
+  });
+  // What main() does: the work starts on its own thread and runs until
+  // leadership ends; on_stopped_leading stops it and waits for it.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  bool working = false;
+  o.on_started_leading = [&](std::stop_token leading) {
+    std::unique_lock lock(mu);
+    working = true;
+    cv.notify_all();
+    cv.wait(lock, leading, [] { return false; });
+    working = false;
+    cv.notify_all();
+  };
+  Clock::Duration stopped_after{};
+  bool fence_open_at_stop = true;
+  bool leading_requested_stop = false;
+  o.on_stopped_leading = [&] {
+    stopped_after = clock_.now() - acquired;
+    fence_open_at_stop = self->holdsLease();
+    std::unique_lock lock(mu);
+    // The work's stop was requested before this callback: it ends now.
+    leading_requested_stop = cv.wait_for(lock, std::chrono::seconds(30), [&] { return !working; });
+  };
+  auto e = std::move(*LeaderElector::create(o));
+  self = e.get();
+  e->run(std::stop_token());
+
+  EXPECT_EQ(stopped_after, o.renew_deadline)
+      << "a leader gives up exactly at the renew deadline, not before and not after";
+  EXPECT_FALSE(fence_open_at_stop);
+  EXPECT_TRUE(leading_requested_stop);
   EXPECT_FALSE(e->isLeader());
+  EXPECT_FALSE(e->holdsLease());
+  EXPECT_EQ(fence_wrong, 0);
+  // One attempt per retry period, up to the deadline.
+  ASSERT_FALSE(attempts.empty());
+  EXPECT_EQ(attempts.front(), o.retry_period);
+  EXPECT_LT(attempts.back(), o.renew_deadline);
+  // Not lost for good on the server: nobody else took it, so release() is a
+  // no-op and the lease simply runs out.
+  EXPECT_TRUE(e->release().ok());
+}
+
+TEST_F(LeaderElectorTest, StartedLeadingRunsOnItsOwnThreadWhileRenewalsGoOn) {
+  LeaderElectionOptions o = options("a");
+  std::stop_source stop;
+  int renewals = 0;
+  api_.prependReactor("update", "leases", [&](testing::FakeKubeApi::Request&) {
+    // Enough renewals to cover three renew deadlines, while
+    // on_started_leading still blocks.
+    if (++renewals == 20) stop.request_stop();
+    return okStatus();
+  });
+  std::atomic<bool> released_by_stop = false;
+  o.on_started_leading = [&](std::stop_token leading) {
+    // Blocks like a wait for the informer cache that never syncs.
+    std::mutex mu;
+    std::condition_variable_any cv;
+    std::unique_lock lock(mu);
+    cv.wait(lock, leading, [] { return false; });
+    released_by_stop = leading.stop_requested();
+  };
+  auto e = std::move(*LeaderElector::create(o));
+  e->run(stop.get_token());
+  EXPECT_EQ(renewals, 20);
+  EXPECT_TRUE(released_by_stop);
 }
 
 TEST_F(LeaderElectorTest, RejectsTimingsClientGoWouldReject) {

@@ -192,5 +192,75 @@ TEST_F(ControllerTest, HousekeepingCountsPoolsSlicesAndDevices) {
   EXPECT_EQ(c.devices, 130);
 }
 
+TEST_F(ControllerTest, AfterStopLeadingNoKeyIsReconciledAndLeadingNeverRestarts) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(3));
+  clock_.advance(std::chrono::seconds(1));
+  controller_->queueForTest().releaseDueForTest();
+  ASSERT_EQ(controller_->queueForTest().len(), 1U);
+  // The lease is lost with the key queued: it is left alone.
+  controller_->stopLeading();
+  EXPECT_FALSE(controller_->leading());
+  EXPECT_FALSE(controller_->processNextItemForTest());
+  controller_->startLeading();
+  EXPECT_FALSE(controller_->leading()) << "a replica that lost its lease leads again only anew";
+  EXPECT_EQ(drain(), 0);
+  EXPECT_EQ(api_.countWrites(), 0U);
+}
+
+TEST_F(ControllerTest, LeadershipThatEndedDuringTheCacheWaitNeverStartsWorkers) {
+  std::stop_source leading;
+  leading.request_stop();
+  controller_->startLeading(leading.get_token());
+  EXPECT_FALSE(controller_->leading());
+  store_.put(kNodeA, nodePool(3));
+  EXPECT_EQ(drain(), 0);
+  EXPECT_EQ(api_.countWrites(), 0U);
+}
+
+// With real worker threads: once stopLeading() returns, no worker is left to
+// write, however busy they were.
+TEST(ControllerWorkersTest, StopLeadingReturnsOnlyWhenNoWorkerCanWrite) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api{clock};
+  DesiredStore store{clock};
+  ControllerOptions o;
+  o.api = &api;
+  o.clock = &clock;
+  o.store = &store;
+  o.workers = 4;
+  o.batch_window = Clock::Duration::zero();
+  auto made = Controller::create(o);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  Controller& controller = **made;
+  controller.start();
+  ASSERT_TRUE(controller.waitForCacheSync(std::stop_token()));
+  controller.startLeading();
+
+  std::atomic<bool> stopped{false};
+  std::atomic<int> writes_after_stop{0};
+  std::atomic<int> writes{0};
+  api.prependReactor("create", "resourceslices", [&](testing::FakeKubeApi::Request&) {
+    ++writes;
+    if (stopped) ++writes_after_stop;
+    return okStatus();
+  });
+  for (int i = 0; i < 40; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    api.addNode(node);
+    Pool p = nodePool(2);
+    p.selection.node_name = node;
+    store.put({"gpu.example.com", node}, p);
+  }
+  controller.stopLeading();
+  stopped = true;
+  // More work arrives; nobody takes it.
+  store.put(kNodeA, nodePool(1));
+  controller.stop();
+  EXPECT_EQ(writes_after_stop, 0);
+  EXPECT_FALSE(controller.leading());
+  RecordProperty("writes_before_stop", writes.load());
+}
+
 }  // namespace
 }  // namespace rsc::controller

@@ -1,0 +1,174 @@
+// Leadership of controller processes on the real API server. The leader is
+// frozen (SIGSTOP) past its lease; the other replica takes over and
+// publishes a newer version of a pool the frozen one had published, and a
+// push queues on the frozen one. Resumed (SIGCONT), the old leader holds a
+// stale copy of the pool and its informer sees the new leader's write as a
+// foreign change to revert: it must write nothing, must not take the queued
+// push as leader, and must exit with code 1 to campaign anew. And a follower
+// forwards pushes to the leader over TLS, verified with --inventory-ca-file
+// for --inventory-server-name.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <future>
+
+#include "test/controller/inventory/test_http_client.h"
+#include "test/integration/leader_flags.h"
+#include "test/integration/service_env.h"
+
+namespace rsc::testing {
+namespace {
+
+const auto* const kCluster = ClusterEnvironment::install();
+
+using std::chrono::seconds;
+
+constexpr char kDriver[] = "frozen.example.com";
+
+Json nodePool(const std::string& node, int devices) {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i)
+    pool["devices"].push_back({{"name", "dev-" + std::to_string(i)}});
+  return pool;
+}
+
+std::string poolUrl(const ControllerProcess& c, const std::string& pool) {
+  return c.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + "?wait=20s";
+}
+
+// name -> resourceVersion of the pool's slices, and the number of devices.
+std::pair<std::map<std::string, std::string>, size_t> snapshot(ServiceEnv& env,
+                                                               const std::string& pool) {
+  std::pair<std::map<std::string, std::string>, size_t> out;
+  for (const client::ResourceSlice& s : env.poolSlices(kDriver, pool)) {
+    out.first[s.metadata.name] = s.metadata.resource_version;
+    out.second += s.spec.devices.size();
+  }
+  return out;
+}
+
+class LeadershipTest : public ::testing::Test {
+ protected:
+  std::string holder(const std::string& lease) {
+    StatusOr<client::Lease> l = env_.api().getLease("default", lease);
+    return l.ok() ? l->spec.holder_identity.value_or("") : "";
+  }
+  ControllerProcess replica(const std::string& id, const std::string& lease,
+                            const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = leaderFlags(id, lease);
+    args.insert(args.end(), extra.begin(), extra.end());
+    return env_.startController(id, args);
+  }
+
+  ServiceEnv env_;
+};
+
+TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
+  env_.ensureNode("node-a");
+  env_.ensureNode("node-b");
+  const std::string lease = "le-frozen";
+  ControllerProcess r1 = replica("fz-1", lease);
+  ControllerProcess r2 = replica("fz-2", lease);
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return !holder(lease).empty(); }));
+  ControllerProcess& old_leader = holder(lease) == "fz-1" ? r1 : r2;
+  ControllerProcess& next_leader = holder(lease) == "fz-1" ? r2 : r1;
+
+  // The leader publishes the first version of the pool.
+  HttpAnswer a = env_.http("PUT", poolUrl(old_leader, "node-a"), nodePool("node-a", 2).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+
+  // Frozen past its lease: the other replica takes over.
+  old_leader.process->signal(SIGSTOP);
+  ASSERT_TRUE(
+      ServiceEnv::eventually([&] { return holder(lease) == next_leader.identity; }, seconds(20)));
+  // The driver pushes a newer version to the new leader, which publishes it.
+  a = env_.http("PUT", poolUrl(next_leader, "node-a"), nodePool("node-a", 3).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  const auto published = snapshot(env_, "node-a");
+  ASSERT_EQ(published.second, 3U);
+
+  // A push of another pool waits in the frozen replica's socket.
+  auto queued = std::async(std::launch::async, [&] {
+    return env_.http("PUT", poolUrl(old_leader, "node-b"), nodePool("node-b", 1).dump());
+  });
+  ASSERT_EQ(queued.wait_for(seconds(1)), std::future_status::timeout);
+
+  // Resumed: it must notice at once that it no longer leads.
+  old_leader.process->signal(SIGCONT);
+  EXPECT_EQ(old_leader.process->wait(seconds(30)), 1) << old_leader.process->log();
+  const HttpAnswer answer = queued.get();
+  const Json status = answer.json();
+  const std::string answered_for = status.is_object() ? status.value("leader", "") : "";
+  EXPECT_TRUE(answer.code == 503 || answered_for == next_leader.identity)
+      << "the old leader took the push itself: " << answer.code << " " << answer.body;
+
+  // Not one write from the old leader: the new leader's version stands as it
+  // was written.
+  EXPECT_EQ(snapshot(env_, "node-a"), published) << old_leader.process->log();
+  EXPECT_EQ(holder(lease), next_leader.identity);
+
+  next_leader.process->signal(SIGTERM);
+  EXPECT_EQ(next_leader.process->wait(seconds(20)), 0) << next_leader.process->log();
+}
+
+TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName) {
+  env_.ensureNode("node-c");
+  // One certificate for every replica, for localhost and 127.0.0.1; it is
+  // its own CA. The test, as a driver, trusts it too.
+  controller::inventory::TempDir dir;
+  const auto cert = controller::inventory::TestCertificate::make("replicas");
+  cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
+  const std::string ca = (dir.path() / "ca.crt").string();
+  std::ofstream(ca) << cert.cert_pem;
+  setenv("SSL_CERT_FILE", ca.c_str(), 1);
+  auto with = [&](const std::string& server_name) {
+    return std::vector<std::string>{
+        "--inventory-tls-cert-file=" + (dir.path() / "tls.crt").string(),
+        "--inventory-tls-key-file=" + (dir.path() / "tls.key").string(),
+        "--inventory-ca-file=" + ca, "--inventory-server-name=" + server_name};
+  };
+  auto httpsPool = [](const ControllerProcess& c) {
+    return "https://127.0.0.1:" + std::to_string(c.inventory_port) + "/v1/drivers/" + kDriver +
+           "/pools/node-c?wait=20s";
+  };
+
+  const std::string lease = "le-tls";
+  ControllerProcess r1 = replica("tls-1", lease, with("localhost"));
+  ControllerProcess r2 = replica("tls-2", lease, with("localhost"));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return !holder(lease).empty(); }));
+  const std::string leader_id = holder(lease);
+  ControllerProcess& leader = leader_id == "tls-1" ? r1 : r2;
+  ControllerProcess& follower = leader_id == "tls-1" ? r2 : r1;
+  // The follower forwards to https://127.0.0.1:<port>, checking the leader's
+  // certificate for "localhost" against the CA file.
+  HttpAnswer a;
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump());
+    return a.code == 200;
+  })) << a.code
+      << " " << a.body << "\n"
+      << follower.process->log();
+  EXPECT_EQ(a.json()["leader"], leader_id);
+
+  // A replica that checks the leader for a name its certificate lacks does
+  // not forward to it.
+  ControllerProcess r3 = replica("tls-3", lease, with("resourceslice-controller.default.svc"));
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    return r3.process->log().find("leader=\"" + leader_id + "\"") != std::string::npos;
+  })) << r3.process->log();
+  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump());
+  EXPECT_EQ(a.code, 503) << a.body;
+  EXPECT_NE(r3.process->log().find("Forwarding to the leader failed"), std::string::npos)
+      << r3.process->log();
+  EXPECT_EQ(snapshot(env_, "node-c").second, 1U);
+
+  for (ControllerProcess* c : {&r3, &follower, &leader}) {
+    c->process->signal(SIGTERM);
+    EXPECT_EQ(c->process->wait(seconds(20)), 0) << c->process->log();
+  }
+}
+
+}  // namespace
+}  // namespace rsc::testing
