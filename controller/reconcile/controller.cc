@@ -15,7 +15,9 @@ std::string poolIndexKey(const std::string& driver, const std::string& pool) {
 
 // The reconciler's view of the informer's store, which also remembers the
 // resourceVersions of our own writes so that their watch events do not cost a
-// reconcile.
+// reconcile. The event of a write may arrive before the write's answer has
+// been recorded; an event for a pool being reconciled therefore waits until
+// the reconcile ends, and is checked against the writes recorded by then.
 class Controller::StoreCache : public SliceCache {
  public:
   explicit StoreCache(client::ResourceSliceStore& store) : store_(store) {}
@@ -33,25 +35,59 @@ class Controller::StoreCache : public SliceCache {
     std::lock_guard lock(mu_);
     own_deletes_.insert(last.metadata.name);
   }
-  // True for the watch event of a write of ours (seen once).
-  bool ownWrite(const client::ResourceSlice& s) {
+  // True when the watch event of `s` needs no reconcile now: it is the
+  // event of a write (or delete) of ours, seen once, or its pool is being
+  // reconciled and the event waits for endReconcile().
+  bool settled(const client::ResourceSlice& s, bool deleted) {
     std::lock_guard lock(mu_);
-    auto it = own_writes_.find(s.metadata.name);
-    if (it == own_writes_.end() || it->second != s.metadata.resource_version) return false;
-    own_writes_.erase(it);
+    Event event{s.metadata.name, s.metadata.resource_version, deleted};
+    if (ownLocked(event)) return true;
+    const PoolKey key{s.spec.driver, s.spec.pool.name};
+    if (!reconciling_.contains(key)) return false;
+    deferred_[key].push_back(std::move(event));
     return true;
   }
-  bool ownDelete(const client::ResourceSlice& s) {
+  // Called by the worker before and after it reconciles `key`. endReconcile
+  // returns true when an event that arrived meanwhile was not our own.
+  void beginReconcile(const PoolKey& key) {
     std::lock_guard lock(mu_);
-    own_writes_.erase(s.metadata.name);
-    return own_deletes_.erase(s.metadata.name) > 0;
+    reconciling_.insert(key);
+  }
+  bool endReconcile(const PoolKey& key) {
+    std::lock_guard lock(mu_);
+    reconciling_.erase(key);
+    auto it = deferred_.find(key);
+    if (it == deferred_.end()) return false;
+    bool foreign = false;
+    for (const Event& event : it->second) foreign = !ownLocked(event) || foreign;
+    deferred_.erase(it);
+    return foreign;
   }
 
  private:
+  struct Event {
+    std::string name;
+    std::string resource_version;
+    bool deleted = false;
+  };
+  // Consumes the record of our own write or delete that `event` reports.
+  bool ownLocked(const Event& event) {
+    if (event.deleted) {
+      own_writes_.erase(event.name);
+      return own_deletes_.erase(event.name) > 0;
+    }
+    auto it = own_writes_.find(event.name);
+    if (it == own_writes_.end() || it->second != event.resource_version) return false;
+    own_writes_.erase(it);
+    return true;
+  }
+
   client::ResourceSliceStore& store_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> own_writes_;  // name -> resourceVersion
   std::set<std::string> own_deletes_;
+  std::set<PoolKey> reconciling_;
+  std::map<PoolKey, std::vector<Event>> deferred_;
 };
 
 StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions options) {
@@ -73,17 +109,17 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   Controller* self = c.get();
   client::InformerHandlers handlers;
   handlers.on_add = [self](const client::ResourceSlice& s) {
-    if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
+    if (!self->cache_->settled(s, false)) self->enqueueSlice(s);
   };
   handlers.on_update = [self](const client::ResourceSlice& old, const client::ResourceSlice& s) {
     // A slice moved to another pool leaves its old pool one short.
     if (old.spec.driver != s.spec.driver || old.spec.pool.name != s.spec.pool.name) {
       self->enqueueSlice(old);
     }
-    if (!self->cache_->ownWrite(s)) self->enqueueSlice(s);
+    if (!self->cache_->settled(s, false)) self->enqueueSlice(s);
   };
   handlers.on_delete = [self](const client::ResourceSlice& s) {
-    if (!self->cache_->ownDelete(s)) self->enqueueSlice(s);
+    if (!self->cache_->settled(s, true)) self->enqueueSlice(s);
   };
   ASSIGN_OR_RETURN(c->informer_, client::Informer::create(*options.api, *options.clock,
                                                           informer_options, handlers));
@@ -198,7 +234,11 @@ bool Controller::processNextItem(bool block) {
   if (options_.observer != nullptr) options_.observer->activeWorkers(active);
 
   const Clock::TimePoint start = options_.clock->now();
+  cache_->beginReconcile(*key);
   const ReconcileResult result = reconciler_->reconcile(*key);
+  // A foreign change that arrived meanwhile needs another look (the key is
+  // still processing, so the queue hands it out again after done()).
+  if (cache_->endReconcile(*key)) queue_->add(*key);
   const Clock::Duration took = options_.clock->now() - start;
 
   std::string_view outcome = "success";
