@@ -52,6 +52,19 @@ struct PoolStatus {
   std::optional<Clock::SystemTime> last_push;
   // Fields the API server dropped (features disabled there), as field paths.
   std::vector<std::string> dropped_fields;
+
+  // The reconciler's memory of the pool (not part of the API's answer):
+  // The content last published in full; put back when the API server
+  // refuses a newer one.
+  std::shared_ptr<const DesiredPool> published_pool;
+  // The desired version whose writes the API server refused (400, 403, 413,
+  // 422): not written again, and the pool not bumped again, until the
+  // content changes. 0: none.
+  uint64_t rejected_version = 0;
+  // Every slice of the pool this process has seen or written, so that one
+  // that lost the managed-by label (and so left the label-selected cache) is
+  // found again by name and taken back rather than duplicated.
+  std::vector<std::string> known_slices;
 };
 
 class DesiredStore {

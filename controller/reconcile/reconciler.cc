@@ -1,6 +1,8 @@
 #include "controller/reconcile/reconciler.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <set>
 
 #include "common/log.h"
@@ -39,6 +41,33 @@ std::vector<client::OwnerReference> desiredOwners(const std::optional<client::No
 bool hasManagedLabel(const client::ObjectMeta& meta) {
   auto it = meta.labels.find(kManagedByLabel);
   return it != meta.labels.end() && it->second == kManagedByValue;
+}
+
+// Generations saturate at the largest int64: a pool there that needs a bump
+// is rewritten at that generation, so that no slice is ever published below
+// one the scheduler has seen (an increment would wrap to the lowest value).
+constexpr int64_t kMaxGeneration = std::numeric_limits<int64_t>::max();
+
+int64_t nextGeneration(int64_t generation) {
+  return generation == kMaxGeneration ? generation : generation + 1;
+}
+
+// Whether the API server (or an admission policy) refused a write for its
+// content, so that sending the same content again cannot succeed. Conflicts,
+// 429, 5xx, a slice that vanished and our own credentials (401) are retried.
+// A 403 is most often an admission policy judging the content; one from
+// missing RBAC is treated the same, and the pool is written again with its
+// next change (or after a restart).
+bool refusedContent(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:   // 400
+    case StatusCode::kPermissionDenied:  // 403
+    case StatusCode::kTooLarge:          // 413
+    case StatusCode::kUnprocessable:     // 422
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The result label of a slice write for metrics.
@@ -121,8 +150,47 @@ StatusOr<client::ResourceSlice> Reconciler::createSlice(const PoolKey& key,
   return stored;
 }
 
-ReconcileResult Reconciler::withdraw(const PoolKey& key, const std::vector<SlicePtr>& live) {
-  const std::optional<PoolStatus> status = options_.store->status(key);
+struct Reconciler::Applied {
+  // OK, or the error of the write that failed (nothing was written after it).
+  Status status;
+  int64_t generation = 0;
+  int64_t count = 0;
+  // The name of each planned slice, in index order (complete on success).
+  std::vector<std::string> names;
+  // Fields the server dropped from what we wrote.
+  std::vector<std::string> dropped;
+  size_t writes = 0;
+  // The pool's slices after this attempt: those seen, plus those created,
+  // minus those deleted.
+  std::vector<std::string> known;
+};
+
+StatusOr<std::vector<SlicePtr>> Reconciler::liveSlices(const PoolKey& key,
+                                                       const std::optional<PoolStatus>& status) {
+  std::vector<SlicePtr> live = options_.cache->slicesOfPool(key);
+  if (!status || status->known_slices.empty()) return live;
+  std::set<std::string> cached;
+  for (const SlicePtr& s : live) cached.insert(s->metadata.name);
+  for (const std::string& name : status->known_slices) {
+    if (cached.contains(name)) continue;
+    // Gone from the cache: deleted, or no longer labelled as ours. Only the
+    // server can tell; a slice of this pool that still exists is taken back
+    // (relabelled by the update that follows), never duplicated.
+    StatusOr<client::ResourceSlice> got = options_.api->getResourceSlice(name);
+    if (got.status().code() == StatusCode::kNotFound) continue;
+    if (!got.ok()) return got.status();  // the client names the call and the slice
+    if (got->spec.driver != key.driver || got->spec.pool.name != key.pool) continue;
+    if (!hasManagedLabel(got->metadata)) {
+      log::info("Taking back a slice of the pool that lost its managed-by label",
+                {{"driver", key.driver}, {"pool", key.pool}, {"slice", name}});
+    }
+    live.push_back(std::make_shared<const client::ResourceSlice>(std::move(*got)));
+  }
+  return live;
+}
+
+ReconcileResult Reconciler::withdraw(const PoolKey& key, const std::vector<SlicePtr>& live,
+                                     const std::optional<PoolStatus>& status) {
   const bool withdrawn = status && status->phase == PoolPhase::kWithdrawing;
   if (live.empty()) {
     if (withdrawn || !status) options_.store->eraseStatus(key);
@@ -148,11 +216,17 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, const std::vector<Slice
   return {};
 }
 
-ReconcileResult Reconciler::reconcile(const PoolKey& key) {
-  const std::shared_ptr<const DesiredPool> desired = options_.store->get(key);
-  std::vector<SlicePtr> live = options_.cache->slicesOfPool(key);
-  if (desired == nullptr) return withdraw(key, live);
-  const Pool& pool = desired->pool;
+Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
+                                      std::vector<SlicePtr> live,
+                                      const std::optional<PoolStatus>& status) {
+  Applied out;
+  std::set<std::string> known;
+  for (const SlicePtr& s : live) known.insert(s->metadata.name);
+  auto stop = [&](Status error) {
+    out.status = std::move(error);
+    out.known.assign(known.begin(), known.end());
+    return std::move(out);
+  };
 
   // Slices on another node cannot be moved (spec.nodeName is immutable):
   // they are replaced.
@@ -172,11 +246,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   std::optional<client::Node> node;
   if (pool.selection.node_name) {
     StatusOr<client::Node> got = options_.api->getNode(*pool.selection.node_name);
-    if (!got.ok()) {
-      Status s = got.status();  // the client names the call and the node
-      fail(key, s);
-      return {s, std::nullopt};
-    }
+    if (!got.ok()) return stop(got.status());  // the client names the call and the node
     node = std::move(*got);
   }
   const std::vector<client::OwnerReference> owners = desiredOwners(node);
@@ -193,9 +263,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     live_generation = std::max(live_generation, s->spec.pool.generation);
   }
   std::set<std::string> known_dropped;
-  if (const std::optional<PoolStatus> status = options_.store->status(key)) {
-    known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
-  }
+  if (status) known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
   size_t changed = 0;
   size_t added = 0;
   std::vector<bool> differs(plan.slices.size(), false);
@@ -227,24 +295,18 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       ++changed;
     }
   }
-  const bool bump =
-      !consistent || added > 0 || changed > 1 || live_generation < pool.generation || live.empty();
-  const int64_t generation =
-      bump ? std::max({live_generation + 1, pool.generation, int64_t{1}}) : live_generation;
+  // Never below what this process published: a generation lowered by
+  // someone else, or slices the cache cannot see, must not make the
+  // scheduler see an older generation as the newest.
+  const int64_t published = status ? status->published_generation : 0;
+  const bool bump = !consistent || added > 0 || changed > 1 || live_generation < pool.generation ||
+                    live_generation < published || live.empty();
+  const int64_t generation = bump ? std::max({nextGeneration(std::max(live_generation, published)),
+                                              pool.generation, int64_t{1}})
+                                  : live_generation;
+  out.generation = generation;
+  out.count = count;
 
-  // Delete obsolete slices first, so that a bumped pool never has more
-  // slices at the new generation than it should.
-  for (const SlicePtr& slice : plan.obsolete) {
-    Status s = deleteSlice(key, slice);
-    if (!s.ok()) {
-      fail(key, s);
-      return {s, std::nullopt};
-    }
-  }
-
-  // Then update, then create.
-  std::vector<std::string> names(plan.slices.size());
-  std::vector<std::string> dropped;
   auto build = [&](size_t i) {
     client::ResourceSlice slice;
     if (plan.slices[i].live != nullptr) {
@@ -265,31 +327,109 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     client::ResourceSliceSpec want = specs[i];
     want.pool = stored.spec.pool;
     client::semanticEqual(want, stored.spec, &d);
-    dropped.insert(dropped.end(), d.begin(), d.end());
+    out.dropped.insert(out.dropped.end(), d.begin(), d.end());
   };
-  size_t writes = plan.obsolete.size();
-  for (size_t i = 0; i < plan.slices.size(); ++i) {
-    if (plan.slices[i].live == nullptr) continue;
-    names[i] = plan.slices[i].live->metadata.name;
-    if (!bump && !differs[i]) continue;
-    StatusOr<client::ResourceSlice> stored = updateSlice(key, build(i));
-    if (!stored.ok()) {
-      fail(key, stored.status());
-      return {stored.status(), std::nullopt};
-    }
+  auto write = [&](size_t i) -> Status {
+    const bool create = plan.slices[i].live == nullptr;
+    StatusOr<client::ResourceSlice> stored =
+        create ? createSlice(key, build(i)) : updateSlice(key, build(i));
+    if (!stored.ok()) return stored.status();
+    out.names[i] = stored->metadata.name;
+    known.insert(stored->metadata.name);
     noteDropped(i, *stored);
-    ++writes;
+    ++out.writes;
+    return okStatus();
+  };
+
+  // Write the new generation before anything goes, so that a write the
+  // server refuses leaves the published generation whole for the scheduler:
+  // new content first (the writes the server may refuse: creates, then
+  // changed slices), then slices that only take the new generation and
+  // count, and obsolete slices last. Obsolete slices keep their older
+  // generation, so the new one never has more slices than it should.
+  out.names.resize(plan.slices.size());
+  for (size_t i = 0; i < plan.slices.size(); ++i) {
+    if (plan.slices[i].live != nullptr) out.names[i] = plan.slices[i].live->metadata.name;
   }
-  for (size_t i = 0; i < plan.slices.size(); ++i) {
-    if (plan.slices[i].live != nullptr) continue;
-    StatusOr<client::ResourceSlice> stored = createSlice(key, build(i));
-    if (!stored.ok()) {
-      fail(key, stored.status());
-      return {stored.status(), std::nullopt};
+  auto writeEach = [&](const std::function<bool(size_t)>& wanted) {
+    for (size_t i = 0; i < plan.slices.size(); ++i) {
+      if (!wanted(i)) continue;
+      if (Status s = write(i); !s.ok()) return s;
     }
-    names[i] = stored->metadata.name;
-    noteDropped(i, *stored);
-    ++writes;
+    return okStatus();
+  };
+  for (const auto& wanted : std::initializer_list<std::function<bool(size_t)>>{
+           [&](size_t i) { return plan.slices[i].live == nullptr; },
+           [&](size_t i) { return plan.slices[i].live != nullptr && differs[i]; },
+           [&](size_t i) { return plan.slices[i].live != nullptr && !differs[i] && bump; },
+       }) {
+    if (Status s = writeEach(wanted); !s.ok()) return stop(std::move(s));
+  }
+  for (const SlicePtr& slice : plan.obsolete) {
+    if (Status s = deleteSlice(key, slice); !s.ok()) return stop(std::move(s));
+    known.erase(slice->metadata.name);
+    ++out.writes;
+  }
+  return stop(okStatus());
+}
+
+ReconcileResult Reconciler::keepPublished(const PoolKey& key, std::vector<SlicePtr> live,
+                                          const PoolStatus& status) {
+  // Nothing was published that could be kept.
+  if (status.published_pool == nullptr) return {};
+  const Applied applied = apply(key, status.published_pool->pool, std::move(live), status);
+  options_.store->updateStatus(key, [&](PoolStatus& s) {
+    s.known_slices = applied.known;
+    if (applied.status.ok()) {
+      s.published_generation = applied.generation;
+      s.slice_names = applied.names;
+    }
+  });
+  if (!applied.status.ok()) return {applied.status, std::nullopt};
+  if (applied.writes > 0) {
+    log::info("Put the published pool back after the API server refused its new content",
+              {{"driver", key.driver},
+               {"pool", key.pool},
+               {"generation", applied.generation},
+               {"writes", static_cast<int64_t>(applied.writes)}});
+  }
+  return {};
+}
+
+ReconcileResult Reconciler::reconcile(const PoolKey& key) {
+  const std::shared_ptr<const DesiredPool> desired = options_.store->get(key);
+  const std::optional<PoolStatus> status = options_.store->status(key);
+  StatusOr<std::vector<SlicePtr>> live = liveSlices(key, status);
+  if (!live.ok()) {
+    fail(key, live.status());
+    return {live.status(), std::nullopt};
+  }
+  if (desired == nullptr) return withdraw(key, *live, status);
+
+  // The server refused this content already: it is not written again (nor
+  // the pool bumped again) until the driver pushes something else.
+  if (status && status->rejected_version == desired->version) {
+    return keepPublished(key, std::move(*live), *status);
+  }
+
+  const Applied applied = apply(key, desired->pool, std::move(*live), status);
+  if (!applied.status.ok()) {
+    const bool refused = refusedContent(applied.status);
+    options_.store->updateStatus(key, [&](PoolStatus& s) {
+      s.phase = PoolPhase::kFailed;
+      s.last_error = applied.status;
+      s.known_slices = applied.known;
+      if (refused) s.rejected_version = desired->version;
+    });
+    if (refused) {
+      log::error("API server refused the pool's content; keeping what is published", applied.status,
+                 {{"driver", key.driver}, {"pool", key.pool}});
+      // Put back what an earlier write of this attempt changed, at once.
+      const std::optional<PoolStatus> now = options_.store->status(key);
+      StatusOr<std::vector<SlicePtr>> after = liveSlices(key, now);
+      if (after.ok() && now) (void)keepPublished(key, std::move(*after), *now);
+    }
+    return {applied.status, std::nullopt};
   }
 
   // Record the outcome.
@@ -298,12 +438,15 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     previously_published = s.published_version;
     s.phase = PoolPhase::kPublished;
     s.published_version = std::max(s.published_version, desired->version);
-    s.published_generation = generation;
-    s.slice_names = names;
+    s.published_generation = applied.generation;
+    s.slice_names = applied.names;
     s.last_error = okStatus();
+    s.published_pool = desired;
+    s.rejected_version = 0;
+    s.known_slices = applied.known;
     // Kept as a union: a write to one slice must not forget what the server
     // dropped from the others.
-    for (const std::string& field : dropped) {
+    for (const std::string& field : applied.dropped) {
       if (std::find(s.dropped_fields.begin(), s.dropped_fields.end(), field) ==
           s.dropped_fields.end()) {
         s.dropped_fields.push_back(field);
@@ -314,17 +457,17 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     if (options_.observer != nullptr) {
       options_.observer->published(key.driver, options_.clock->now() - desired->pushed_at);
     }
-    if (writes > 0) {
+    if (applied.writes > 0) {
       log::info("Published pool", {{"driver", key.driver},
                                    {"pool", key.pool},
-                                   {"generation", generation},
-                                   {"slices", count},
-                                   {"writes", static_cast<int64_t>(writes)}});
+                                   {"generation", applied.generation},
+                                   {"slices", applied.count},
+                                   {"writes", static_cast<int64_t>(applied.writes)}});
     }
   }
-  if (!dropped.empty()) {
+  if (!applied.dropped.empty()) {
     log::warning("API server dropped fields of the pool (features disabled there)",
-                 {{"driver", key.driver}, {"pool", key.pool}, {"fields", dropped.front()}});
+                 {{"driver", key.driver}, {"pool", key.pool}, {"fields", applied.dropped.front()}});
   }
   return {};
 }

@@ -1,7 +1,9 @@
 // Reconciler: brings the live ResourceSlices of one pool to the desired state
-// with the fewest writes: delete obsolete slices, then update, then create;
-// keep the pool generation when exactly one existing slice changes and none is
-// added or removed, otherwise bump it and rewrite every slice. It holds
+// with the fewest writes: keep the pool generation when exactly one existing
+// slice changes and none is added or removed, otherwise bump it and rewrite
+// every slice, writing the new generation before deleting obsolete slices.
+// Content the API server refuses is not written again, and what was published
+// stays (or is put back) until the driver pushes something else. It holds
 // business logic only and returns a result; retries and backoff belong to the
 // controller loop. reconcile() is called by one worker per key at a time (the
 // work queue guarantees it); different keys may run concurrently.
@@ -81,9 +83,24 @@ class Reconciler {
   void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
 
  private:
+  // The outcome of writing one pool's content.
+  struct Applied;
+
   explicit Reconciler(ReconcilerOptions options) : options_(options) {}
 
-  ReconcileResult withdraw(const PoolKey& key, const std::vector<SlicePtr>& live);
+  // The pool's slices in the cache, plus known slices the cache lost because
+  // their managed-by label was removed or changed (read back by name).
+  StatusOr<std::vector<SlicePtr>> liveSlices(const PoolKey& key,
+                                             const std::optional<PoolStatus>& status);
+  // Writes `pool` over `live`. Writes nothing else after the first failure.
+  Applied apply(const PoolKey& key, const Pool& pool, std::vector<SlicePtr> live,
+                const std::optional<PoolStatus>& status);
+  // After the API server refused the desired content: keeps the content
+  // last published, writing it back if a refused attempt changed the pool.
+  ReconcileResult keepPublished(const PoolKey& key, std::vector<SlicePtr> live,
+                                const PoolStatus& status);
+  ReconcileResult withdraw(const PoolKey& key, const std::vector<SlicePtr>& live,
+                           const std::optional<PoolStatus>& status);
   Status deleteSlice(const PoolKey& key, const SlicePtr& slice);
   StatusOr<client::ResourceSlice> updateSlice(const PoolKey& key, client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> createSlice(const PoolKey& key,

@@ -482,6 +482,16 @@ class Scenario {
       }
     }
     for (const auto& [key, m] : model_) checkPool(key, m.pool, live[key], bad);
+    // A slice of ours that lost its label still claims its pool for the
+    // scheduler: once the controller knew it, it must be taken back (or
+    // deleted with its pool). One that loses its label before the controller
+    // ever reconciled its pool leaves the label-selected cache unseen.
+    for (const ResourceSlice& s : api_.resourceSlices()) {
+      if (!isManaged(s) && unlabelled_known_.contains(s.metadata.name)) {
+        bad({s.spec.driver, s.spec.pool.name},
+            "the unlabelled slice " + s.metadata.name + " was neither taken back nor deleted");
+      }
+    }
 
     // Slices without our label are never touched.
     const auto foreign = api_.resourceSlice(foreign_.metadata.name);
@@ -754,10 +764,16 @@ class Scenario {
         edit("drop owner references",
              [](ResourceSlice& s) { s.metadata.owner_references.clear(); });
         break;
-      case 11:
-        edit("drop the managed-by label",
+      case 11: {
+        const auto status = store_.status({target.spec.driver, target.spec.pool.name});
+        const bool known =
+            status && std::find(status->known_slices.begin(), status->known_slices.end(), name) !=
+                          status->known_slices.end();
+        if (known) unlabelled_known_.insert(name);
+        edit(std::string("drop the managed-by label") + (known ? " of a known slice" : ""),
              [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); });
         break;
+      }
       case 12: {
         const std::string pool = rng_.pick(kPoolNames);
         edit("move to pool " + pool, [&](ResourceSlice& s) { s.spec.pool.name = pool; });
@@ -1022,8 +1038,8 @@ class Scenario {
         bad(key, n + " repeats index " + std::to_string(index));
       }
     }
-    // A foreign edit of the generation of a one-slice pool leaves it
-    // consistent, so it is kept (as upstream does), even 0.
+    // A foreign edit that lowers the generation of a one-slice pool leaves
+    // it consistent, but below what was published: it is raised again.
     if (generation < pool.generation) {
       bad(key, "generation " + std::to_string(generation) + " below the asked " +
                    std::to_string(pool.generation));
@@ -1164,6 +1180,8 @@ class Scenario {
   std::map<PoolKey, ModelPool> model_;
   std::vector<std::string> ops_;
   std::vector<std::string> early_violations_;
+  // Slices whose label a foreign edit dropped after the controller knew them.
+  std::set<std::string> unlabelled_known_;
   // Last: stopped and destroyed before everything it uses.
   std::unique_ptr<Controller> controller_;
 };

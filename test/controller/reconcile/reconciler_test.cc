@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -70,6 +73,16 @@ Pool nodePool(int devices, const std::string& node = "node-a") {
   return p;
 }
 
+// The device names of each slice of the pool, by slice name.
+std::map<std::string, std::vector<std::string>> deviceNames(
+    const std::vector<ResourceSlice>& slices) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const ResourceSlice& s : slices) {
+    for (const client::Device& d : s.spec.devices) out[s.metadata.name].push_back(d.name);
+  }
+  return out;
+}
+
 class ReconcilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -116,6 +129,49 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   size_t writes(std::string_view verb) { return api_.countActions(verb, "resourceslices"); }
+
+  // The verbs of the slice writes since the last clearActions(), in order.
+  std::vector<std::string> writeVerbs() {
+    std::vector<std::string> verbs;
+    for (const auto& a : api_.actions()) {
+      if (a.resource == "resourceslices" && a.verb != "get" && a.verb != "list")
+        verbs.push_back(a.verb);
+    }
+    return verbs;
+  }
+
+  // Publishes nodePool(200) on node-a: two slices at generation 1. Returns
+  // the device names of each slice.
+  std::map<std::string, std::vector<std::string>> publishTwoSlices() {
+    store_.put(kNodeA, nodePool(200));
+    sync();
+    expectComplete(1, 2);
+    return deviceNames(poolSlices());
+  }
+
+  // Makes the fake refuse every create and update of a slice that `bad`
+  // matches with 422 Invalid and `message`, as the API server's validation
+  // would.
+  void refuse(std::function<bool(const ResourceSlice&)> bad, const std::string& message) {
+    api_.prependReactor("*", "resourceslices", [bad, message](testing::FakeKubeApi::Request& req) {
+      if (!req.slice || !bad(*req.slice)) return okStatus();
+      return Status(StatusCode::kUnprocessable,
+                    "ResourceSlice.resource.k8s.io is invalid: " + message, {{"spec", message}},
+                    "Invalid");
+    });
+  }
+
+  // After a refused push: the pool is Failed with the server's message, and
+  // retries succeed without writing anything.
+  void expectRefusedAndNotRetried(const std::string& message) {
+    EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
+    EXPECT_NE(store_.status(kNodeA)->last_error.message().find(message), std::string::npos)
+        << store_.status(kNodeA)->last_error.toString();
+    const size_t before = api_.countWrites();
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(reconciler_->reconcile(kNodeA).status.ok());
+    EXPECT_EQ(api_.countWrites(), before) << "a retry wrote again";
+    EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
+  }
 
   testing::FakeClock clock_;
   testing::FakeKubeApi api_{clock_};
@@ -187,21 +243,27 @@ TEST_F(ReconcilerTest, GrowingBeyondASliceBumpsAndRewritesEverySlice) {
   expectComplete(2, 2);
 }
 
-TEST_F(ReconcilerTest, ShrinkingDeletesFirstAndBumps) {
+// Obsolete slices go last: until every slice of the new generation is
+// written, the published generation stays whole (and usable if the server
+// refuses one of the new slices).
+TEST_F(ReconcilerTest, ShrinkingBumpsAndDeletesObsoleteSlicesLast) {
   store_.put(kNodeA, nodePool(300));
   sync();
   api_.clearActions();
   store_.put(kNodeA, nodePool(100));
   sync();
-  std::vector<std::string> verbs;
-  for (const auto& a : api_.actions()) {
-    if (a.resource == "resourceslices" && a.verb != "get" && a.verb != "list")
-      verbs.push_back(a.verb);
-  }
-  ASSERT_FALSE(verbs.empty());
-  EXPECT_EQ(verbs.front(), "delete") << "obsolete slices go first";
-  EXPECT_EQ(writes("delete"), 2U);
+  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"update", "delete", "delete"}));
   expectComplete(2, 1);
+}
+
+TEST_F(ReconcilerTest, GrowingCreatesNewSlicesBeforeRewritingTheOthers) {
+  store_.put(kNodeA, nodePool(128));
+  sync();
+  api_.clearActions();
+  store_.put(kNodeA, nodePool(300));
+  sync();
+  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"create", "create", "update"}));
+  expectComplete(2, 3);
 }
 
 TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
@@ -479,6 +541,227 @@ TEST_F(ReconcilerTest, ServerRejectingOnePoolDoesNotStopOthers) {
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
   EXPECT_EQ(store_.status(kNodeA)->last_error.reason(), "Invalid");
   EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
+}
+
+// ---- A push the server rejects never destroys what is published ------------
+
+bool anyDevice(const ResourceSlice& slice, const std::function<bool(const client::Device&)>& f) {
+  return std::any_of(slice.spec.devices.begin(), slice.spec.devices.end(), f);
+}
+
+// A node-local pool re-pushed with a node selector the server refuses: the
+// old slice used to be deleted before the new one was refused (0 slices).
+TEST_F(ReconcilerTest, ARejectedNodeSelectionKeepsThePublishedSlice) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  const std::vector<ResourceSlice> before = poolSlices();
+  ASSERT_EQ(before.size(), 1U);
+  refuse([](const ResourceSlice& s) { return s.spec.node_selector.has_value(); },
+         "spec.nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]: Invalid value: "
+         "\"N_021\"");
+  Pool moved = nodePool(3);
+  moved.selection.node_name.reset();
+  client::NodeSelector selector;
+  selector.value = client::Json::parse(
+      R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["N_021"]}]}]})");
+  moved.selection.node_selector = selector;
+  store_.put(kNodeA, moved);
+  api_.clearActions();
+
+  const ReconcileResult r = reconciler_->reconcile(kNodeA);
+  EXPECT_EQ(r.status.code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(writes("delete"), 0U) << "the published slice was deleted";
+  const std::vector<ResourceSlice> after = poolSlices();
+  ASSERT_EQ(after.size(), 1U);
+  EXPECT_EQ(after[0].metadata.resource_version, before[0].metadata.resource_version);
+  // Retries write nothing until the driver pushes something else.
+  expectRefusedAndNotRetried("N_021");
+
+  // Back on its node with one more device: one update, nothing was bumped.
+  store_.put(kNodeA, nodePool(4));
+  sync();
+  expectComplete(1, 1);
+  EXPECT_EQ(poolSlices()[0].spec.devices.size(), 4U);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// A two-slice pool re-pushed with a taint the server refuses: the taint
+// moves its device to a new slice (64 devices at most with taints), so the
+// pool is bumped; the refused slice is written first and nothing else is.
+TEST_F(ReconcilerTest, ARejectedBumpWritesNothingElseAndIsNotRetried) {
+  const auto published = publishTwoSlices();
+  refuse(
+      [](const ResourceSlice& s) {
+        return anyDevice(s, [](const client::Device& d) {
+          return !d.taints.empty() && d.taints[0].time_added == "yesterday";
+        });
+      },
+      "spec.devices[22].taints[0].timeAdded: Invalid value: \"yesterday\"");
+  Pool changed = nodePool(200);
+  client::DeviceTaint taint;
+  taint.key = "example.com/unhealthy";
+  taint.effect = "NoSchedule";
+  taint.time_added = "yesterday";
+  changed.devices[150].taints.push_back(taint);
+  store_.put(kNodeA, changed);
+  api_.clearActions();
+
+  const ReconcileResult r = reconciler_->reconcile(kNodeA);
+  EXPECT_EQ(r.status.code(), StatusCode::kUnprocessable);
+  EXPECT_EQ(api_.countWrites(), 1U) << "only the refused write";
+  expectComplete(1, 2);
+  EXPECT_EQ(deviceNames(poolSlices()), published);
+  expectRefusedAndNotRetried("yesterday");
+  expectComplete(1, 2);
+
+  changed.devices[150].taints[0].time_added.reset();
+  store_.put(kNodeA, changed);
+  sync();
+  expectComplete(2, 3);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// Both slices of a pool change and the second one is refused after the first
+// was written at the new generation: the pool used to stay incomplete, and
+// every retry bumped it again (generation 15, 16, ...). Now the published
+// content is written back at a newer generation, once.
+TEST_F(ReconcilerTest, ARejectedSecondWriteRestoresThePublishedContentOnce) {
+  const auto published = publishTwoSlices();
+  refuse(
+      [](const ResourceSlice& s) {
+        return anyDevice(s, [](const client::Device& d) {
+          auto it = d.attributes.find("firmware");
+          return it != d.attributes.end() && it->second.version_value == "v1";
+        });
+      },
+      "spec.devices[22].attributes[firmware].version: Invalid value: \"v1\": must be a "
+      "semantic version");
+  Pool changed = nodePool(200);
+  changed.devices[10].attributes["model"].string_value = "H100";
+  changed.devices[150].attributes["firmware"].version_value = "v1";
+  store_.put(kNodeA, changed);
+
+  const ReconcileResult r = reconciler_->reconcile(kNodeA);
+  EXPECT_EQ(r.status.code(), StatusCode::kUnprocessable);
+  const std::vector<ResourceSlice> after = poolSlices();
+  ASSERT_EQ(after.size(), 2U);
+  const int64_t generation = after[0].spec.pool.generation;
+  expectComplete(generation, 2);
+  EXPECT_EQ(deviceNames(after), published);
+  for (const ResourceSlice& s : after) {
+    for (const client::Device& d : s.spec.devices) {
+      EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
+      EXPECT_FALSE(d.attributes.contains("firmware")) << d.name;
+    }
+  }
+  EXPECT_EQ(store_.status(kNodeA)->published_generation, generation);
+  expectRefusedAndNotRetried("semantic version");
+  expectComplete(generation, 2);
+
+  changed.devices[150].attributes["firmware"].version_value = "1.0.0";
+  store_.put(kNodeA, changed);
+  sync();
+  expectComplete(generation + 1, 2);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// Failures the server may recover from (409, 429, 5xx) are retried as before.
+TEST_F(ReconcilerTest, ATransientFailureIsStillRetried) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  int failures = 1;
+  api_.prependReactor("update", "resourceslices", [&](testing::FakeKubeApi::Request&) {
+    if (failures-- > 0) return unavailable("injected: 500 Internal Server Error");
+    return okStatus();
+  });
+  store_.put(kNodeA, nodePool(4));
+  EXPECT_EQ(reconciler_->reconcile(kNodeA).status.code(), StatusCode::kUnavailable);
+  sync();
+  EXPECT_EQ(poolSlices()[0].spec.devices.size(), 4U);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// ---- Generations ------------------------------------------------------------
+
+// A pool at the largest generation that needs a bump used to be published at
+// generation 1 (the increment overflowed), below its old slices.
+TEST_F(ReconcilerTest, GenerationSaturatesAtTheLargestValue) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Pool pool = nodePool(128);
+  pool.generation = kMax;
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(kMax, 1);
+  store_.put(kNodeA, nodePool(129));
+  sync();
+  expectComplete(kMax, 2);
+  EXPECT_EQ(store_.status(kNodeA)->published_generation, kMax);
+  store_.put(kNodeA, nodePool(5));
+  sync();
+  expectComplete(kMax, 1);
+}
+
+// A generation lowered by someone else goes back up, never below what was
+// published.
+TEST_F(ReconcilerTest, AForeignlyLoweredGenerationIsRaisedAgain) {
+  Pool pool = nodePool(3);
+  pool.generation = 5;
+  store_.put(kNodeA, pool);
+  sync();
+  expectComplete(5, 1);
+  ASSERT_TRUE(api_.editResourceSlice(poolSlices()[0].metadata.name,
+                                     [](ResourceSlice& s) { s.spec.pool.generation = 1; })
+                  .ok());
+  sync();
+  expectComplete(6, 1);
+}
+
+// ---- Pool integrity against foreign edits -------------------------------------
+
+// `kubectl label resourceslice <slice> app.kubernetes.io/managed-by-`: the
+// slice leaves the label-selected cache. It used to be replaced by a new
+// slice at the same generation (2 slices at generation 1, count 1, forever).
+TEST_F(ReconcilerTest, ASliceThatLostItsLabelIsRelabelledNotDuplicated) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  expectComplete(1, 2);
+  const std::string name = poolSlices()[1].metadata.name;
+  ASSERT_TRUE(api_.editResourceSlice(
+                      name, [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); })
+                  .ok());
+  api_.clearActions();
+  sync();
+  EXPECT_EQ(writes("create"), 0U);
+  EXPECT_EQ(writes("update"), 1U);
+  expectComplete(1, 2);
+  for (const ResourceSlice& s : poolSlices()) {
+    EXPECT_EQ(s.metadata.labels.at(kManagedByLabel), kManagedByValue) << s.metadata.name;
+  }
+}
+
+TEST_F(ReconcilerTest, ASliceWithAForeignManagerLabelIsTakenBack) {
+  store_.put(kNodeA, nodePool(3));
+  sync();
+  const std::string name = poolSlices()[0].metadata.name;
+  ASSERT_TRUE(
+      api_.editResourceSlice(
+              name, [](ResourceSlice& s) { s.metadata.labels[kManagedByLabel] = "someone-else"; })
+          .ok());
+  sync();
+  expectComplete(1, 1);
+  EXPECT_EQ(poolSlices()[0].metadata.labels.at(kManagedByLabel), kManagedByValue);
+}
+
+TEST_F(ReconcilerTest, AWithdrawnPoolTakesItsUnlabelledSlicesWithIt) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  const std::string name = poolSlices()[0].metadata.name;
+  ASSERT_TRUE(api_.editResourceSlice(
+                      name, [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); })
+                  .ok());
+  ASSERT_TRUE(store_.remove(kNodeA));
+  sync();
+  EXPECT_TRUE(poolSlices().empty());
 }
 
 }  // namespace
