@@ -1,0 +1,210 @@
+// Pool integrity on the real API server, with the service binary as a
+// process: a managed slice whose managed-by label someone removes is taken
+// back (not duplicated at the same generation), and a push the API server
+// refuses leaves the published slices whole and is not retried with a new
+// generation until the driver pushes something else.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "test/integration/service_env.h"
+
+namespace rsc::testing {
+namespace {
+
+const auto* const kCluster = ClusterEnvironment::install();
+
+using std::chrono::seconds;
+
+constexpr char kManagedBy[] = "app.kubernetes.io/managed-by";
+
+Json gpuPool(const std::string& node, int devices) {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i) {
+    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
+                               {"attributes", {{"model", {{"string", "A100"}}}}},
+                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  return pool;
+}
+
+class PoolIntegrityTest : public ::testing::Test {
+ protected:
+  std::string poolUrl(const std::string& driver, const std::string& pool,
+                      const std::string& query = "") {
+    return controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
+  }
+
+  void SetUp() override {
+    controller_ = env_.startController(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), {"--auth=none"});
+  }
+  void TearDown() override {
+    controller_.process->signal(SIGTERM);
+    EXPECT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
+  }
+
+  // Every slice that claims the pool, labelled or not: what the scheduler
+  // sees.
+  std::vector<client::ResourceSlice> claimingSlices(const std::string& driver,
+                                                    const std::string& pool) {
+    client::ListOptions o;
+    o.field_selector = "spec.driver=" + driver;
+    StatusOr<client::ResourceSliceList> list = env_.api().listResourceSlices(o);
+    EXPECT_TRUE(list.ok()) << list.status().toString();
+    std::vector<client::ResourceSlice> out;
+    if (!list.ok()) return out;
+    for (client::ResourceSlice& s : list->items) {
+      if (s.spec.pool.name == pool) out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  // Exactly `count` slices claim the pool, all at one generation, all saying
+  // `count`, all labelled as ours.
+  bool whole(const std::string& driver, const std::string& pool, size_t count) {
+    const auto all = claimingSlices(driver, pool);
+    if (all.size() != count) return false;
+    for (const client::ResourceSlice& s : all) {
+      if (s.spec.pool.generation != all[0].spec.pool.generation) return false;
+      if (s.spec.pool.resource_slice_count != static_cast<int64_t>(count)) return false;
+      auto it = s.metadata.labels.find(kManagedBy);
+      if (it == s.metadata.labels.end() || it->second != "resourceslice-controller") return false;
+    }
+    return true;
+  }
+
+  // Publishes `devices` GPUs on `node` (a new Node) as pool `node`, and
+  // checks that it is whole with `slices` slices.
+  void publish(const std::string& driver, const std::string& node, int devices, size_t slices) {
+    env_.ensureNode(node);
+    const HttpAnswer a =
+        env_.http("PUT", poolUrl(driver, node, "?wait=30s"), gpuPool(node, devices).dump());
+    ASSERT_EQ(a.code, 200) << a.body;
+    ASSERT_TRUE(whole(driver, node, slices));
+  }
+
+  Json status(const std::string& driver, const std::string& pool) {
+    return env_.http("GET", poolUrl(driver, pool)).json();
+  }
+
+  // The resourceVersions of the pool's slices: equal when nothing was
+  // written.
+  std::vector<std::string> versions(const std::string& driver, const std::string& pool) {
+    std::vector<std::string> out;
+    for (const auto& s : claimingSlices(driver, pool)) out.push_back(s.metadata.resource_version);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // After a push the API server refuses (`answer` accepted it), or that the
+  // inventory's own validation refused: the pool ends Failed with the
+  // server's message (containing `message`).
+  void expectRefused(const std::string& driver, const std::string& pool, const HttpAnswer& answer,
+                     const std::string& message) {
+    if (answer.code != 200 && answer.code != 202) {
+      EXPECT_TRUE(answer.code == 400 || answer.code == 422) << answer.body;
+      return;
+    }
+    EXPECT_TRUE(ServiceEnv::eventually([&] {
+      const Json s = status(driver, pool);
+      return s["phase"] == "Failed" && s.contains("lastError") &&
+             s["lastError"]["message"].get<std::string>().find(message) != std::string::npos;
+    })) << status(driver, pool).dump();
+  }
+
+  ServiceEnv env_;
+  ControllerProcess controller_;
+};
+
+// `kubectl label resourceslice <slice> app.kubernetes.io/managed-by-` used to
+// leave two slices at generation 1 with resourceSliceCount 1, forever.
+TEST_F(PoolIntegrityTest, ASliceWhoseLabelIsRemovedIsTakenBack) {
+  const std::string driver = "integrity.example.com";
+  for (const auto& [node, devices, slices] :
+       {std::tuple{"node-a", 3, size_t{1}}, std::tuple{"node-b", 200, size_t{2}}}) {
+    SCOPED_TRACE(node);
+    publish(driver, node, devices, slices);
+
+    // A real update that removes the label.
+    const std::string name = claimingSlices(driver, node).back().metadata.name;
+    StatusOr<client::ResourceSlice> got = env_.api().getResourceSlice(name);
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    got->metadata.labels.erase(kManagedBy);
+    StatusOr<client::ResourceSlice> unlabelled = env_.api().updateResourceSlice(*got);
+    ASSERT_TRUE(unlabelled.ok()) << unlabelled.status().toString();
+    ASSERT_FALSE(unlabelled->metadata.labels.contains(kManagedBy));
+
+    EXPECT_TRUE(ServiceEnv::eventually([&] {
+      const auto all = claimingSlices(driver, node);
+      return whole(driver, node, slices) && std::any_of(all.begin(), all.end(), [&](const auto& s) {
+               return s.metadata.name == name &&
+                      s.metadata.resource_version != unlabelled->metadata.resource_version;
+             });
+    })) << controller_.process->log();
+    // Relabelled in place: the same slices, no bump.
+    for (const auto& s : claimingSlices(driver, node)) EXPECT_EQ(s.spec.pool.generation, 1);
+    EXPECT_EQ(status(driver, node)["phase"], "Published");
+  }
+}
+
+// A node-local pool re-pushed with a node selector the API server refuses
+// (matchFields metadata.name "N_021" is no node name) used to lose its slice
+// and get none.
+TEST_F(PoolIntegrityTest, ARefusedNodeSelectorKeepsThePublishedSlice) {
+  const std::string driver = "refused.example.com";
+  publish(driver, "node-c", 3, 1);
+  const std::vector<std::string> published = versions(driver, "node-c");
+
+  Json moved = gpuPool("node-c", 3);
+  moved.erase("nodeName");
+  moved["nodeSelector"] = Json::parse(
+      R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["N_021"]}]}]})");
+  expectRefused(driver, "node-c", env_.http("PUT", poolUrl(driver, "node-c"), moved.dump()),
+                "N_021");
+  // Retries (with backoff) write nothing.
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(versions(driver, "node-c"), published);
+  EXPECT_TRUE(whole(driver, "node-c", 1));
+}
+
+// A two-slice pool re-pushed with a change in each slice and a taint whose
+// timeAdded the API server refuses used to be left incomplete, and every
+// retry bumped its generation again.
+TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
+  const std::string driver = "taint.example.com";
+  // 128 + 62 devices: a taint keeps its device in the second slice (at most
+  // 64 with taints), so the second write of the bump is the refused one.
+  publish(driver, "node-d", 190, 2);
+
+  Json changed = gpuPool("node-d", 190);
+  changed["devices"][10]["attributes"]["model"]["string"] = "H100";
+  changed["devices"][150]["taints"] = Json::parse(
+      R"([{"key":"example.com/unhealthy","effect":"NoSchedule","timeAdded":"yesterday"}])");
+  expectRefused(driver, "node-d", env_.http("PUT", poolUrl(driver, "node-d"), changed.dump()),
+                "yesterday");
+  // Whole, with the published content, and not bumped again.
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return whole(driver, "node-d", 2); }));
+  const std::vector<std::string> kept = versions(driver, "node-d");
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(versions(driver, "node-d"), kept) << "the pool was written again";
+  EXPECT_TRUE(whole(driver, "node-d", 2));
+  for (const auto& s : claimingSlices(driver, "node-d")) {
+    for (const auto& d : s.spec.devices) {
+      EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
+      EXPECT_TRUE(d.taints.empty()) << d.name;
+    }
+  }
+
+  // The driver fixes its push: published.
+  changed["devices"][150]["taints"][0].erase("timeAdded");
+  const HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-d", "?wait=30s"), changed.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["phase"], "Published");
+  EXPECT_TRUE(whole(driver, "node-d", 2));
+}
+
+}  // namespace
+}  // namespace rsc::testing
