@@ -1,12 +1,15 @@
 // Pool integrity on the real API server, with the service binary as a
 // process: a managed slice whose managed-by label someone removes is taken
-// back (not duplicated at the same generation), and a push the API server
+// back (not duplicated at the same generation), a push the API server
 // refuses leaves the published slices whole and is not retried with a new
-// generation until the driver pushes something else.
+// generation until the driver pushes something else, and a generation at
+// the int64 limit never goes down.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <thread>
 
 #include "test/integration/service_env.h"
@@ -204,6 +207,28 @@ TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   EXPECT_TRUE(whole(driver, "node-d", 2));
+}
+
+// A pool pushed at generation 2^63-1 and then grown past one slice used to
+// be published at generation 1, below what the scheduler had seen.
+TEST_F(PoolIntegrityTest, AGenerationAtTheLimitNeverGoesDown) {
+  const std::string driver = "limit.example.com";
+  env_.ensureNode("node-e");
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Json pool = gpuPool("node-e", 128);
+  pool["generation"] = kMax;
+  HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-e", "?wait=30s"), pool.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(whole(driver, "node-e", 1));
+  EXPECT_EQ(claimingSlices(driver, "node-e")[0].spec.pool.generation, kMax);
+
+  a = env_.http("PUT", poolUrl(driver, "node-e", "?wait=30s"), gpuPool("node-e", 129).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["publishedGeneration"], kMax);
+  EXPECT_TRUE(whole(driver, "node-e", 2));
+  for (const auto& s : claimingSlices(driver, "node-e")) {
+    EXPECT_EQ(s.spec.pool.generation, kMax) << s.metadata.name;
+  }
 }
 
 }  // namespace
