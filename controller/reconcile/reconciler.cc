@@ -189,9 +189,17 @@ StatusOr<std::vector<SlicePtr>> Reconciler::liveSlices(const PoolKey& key,
   return live;
 }
 
-ReconcileResult Reconciler::withdraw(const PoolKey& key, const std::vector<SlicePtr>& live,
+ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> live,
                                      const std::optional<PoolStatus>& status) {
   const bool withdrawn = status && status->phase == PoolPhase::kWithdrawing;
+  // A pool nobody desires owns only the slices labelled as ours or known to
+  // be ours; someone else's slices of that driver and pool are not ours to
+  // delete (a cache without the label selector holds them too).
+  std::erase_if(live, [&](const SlicePtr& s) {
+    return !hasManagedLabel(s->metadata) &&
+           !(status && std::find(status->known_slices.begin(), status->known_slices.end(),
+                                 s->metadata.name) != status->known_slices.end());
+  });
   if (live.empty()) {
     if (withdrawn || !status) options_.store->eraseStatus(key);
     return {};
@@ -404,7 +412,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     fail(key, live.status());
     return {live.status(), std::nullopt};
   }
-  if (desired == nullptr) return withdraw(key, *live, status);
+  if (desired == nullptr) return withdraw(key, std::move(*live), status);
 
   // The server refused this content already: it is not written again (nor
   // the pool bumped again) until the driver pushes something else.

@@ -99,7 +99,7 @@ class Reconciler {
   // last published, writing it back if a refused attempt changed the pool.
   ReconcileResult keepPublished(const PoolKey& key, std::vector<SlicePtr> live,
                                 const PoolStatus& status);
-  ReconcileResult withdraw(const PoolKey& key, const std::vector<SlicePtr>& live,
+  ReconcileResult withdraw(const PoolKey& key, std::vector<SlicePtr> live,
                            const std::optional<PoolStatus>& status);
   Status deleteSlice(const PoolKey& key, const SlicePtr& slice);
   StatusOr<client::ResourceSlice> updateSlice(const PoolKey& key, client::ResourceSlice slice);

@@ -20,6 +20,8 @@ const PoolKey kNodeA{"gpu.example.com", "node-a"};
 
 // Reads the fake's current state: the cache is exact, so assume* have
 // nothing to do (the informer's mutation cache is tested with the informer).
+// Like the controller's informer, it selects the managed-by label, unless
+// `labelled_only` is cleared (a cache of every slice).
 class ListingSliceCache : public SliceCache {
  public:
   explicit ListingSliceCache(testing::FakeKubeApi& api) : api_(api) {}
@@ -27,7 +29,8 @@ class ListingSliceCache : public SliceCache {
     std::vector<SlicePtr> out;
     for (const ResourceSlice& s : api_.resourceSlices()) {
       auto it = s.metadata.labels.find(kManagedByLabel);
-      if (it == s.metadata.labels.end() || it->second != kManagedByValue) continue;
+      const bool labelled = it != s.metadata.labels.end() && it->second == kManagedByValue;
+      if (labelled_only && !labelled) continue;
       if (s.spec.driver == key.driver && s.spec.pool.name == key.pool) {
         out.push_back(std::make_shared<ResourceSlice>(s));
       }
@@ -36,6 +39,8 @@ class ListingSliceCache : public SliceCache {
   }
   void assumeWritten(const ResourceSlice& /*stored*/) override {}
   void assumeDeleted(const ResourceSlice& /*last*/) override {}
+
+  bool labelled_only = true;
 
  private:
   testing::FakeKubeApi& api_;
@@ -507,14 +512,22 @@ TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
   EXPECT_EQ(counter_slices, 1);
 }
 
-TEST_F(ReconcilerTest, ForeignUnmanagedSliceOfTheSameDriverIsLeftAlone) {
+// A slice someone else made by hand for node-a's pool, without our label or
+// an index in its name, claiming generation 5.
+ResourceSlice handmadeSlice() {
   ResourceSlice foreign;
   foreign.metadata.name = "handmade-node-a";
   foreign.spec.driver = kNodeA.driver;
   foreign.spec.pool = {kNodeA.pool, 5, 1};
   foreign.spec.node_name = "node-a";
   foreign.spec.devices.push_back(gpu("other"));
-  auto added = api_.addResourceSlice(foreign);
+  return foreign;
+}
+
+// With the label-selected cache, such a slice is invisible (see
+// WithEverySliceCachedAForeignSliceClaimingThePoolIsReplaced).
+TEST_F(ReconcilerTest, ForeignUnmanagedSliceOfTheSameDriverIsLeftAlone) {
+  auto added = api_.addResourceSlice(handmadeSlice());
   ASSERT_TRUE(added.ok());
   store_.put(kNodeA, nodePool(2));
   sync();
@@ -762,6 +775,42 @@ TEST_F(ReconcilerTest, AWithdrawnPoolTakesItsUnlabelledSlicesWithIt) {
   ASSERT_TRUE(store_.remove(kNodeA));
   sync();
   EXPECT_TRUE(poolSlices().empty());
+}
+
+// With a cache of every slice (no label selector), a slice that claims a
+// desired pool belongs to it: adopted if it has an index, deleted otherwise,
+// and the pool's generation goes above the one it claimed.
+TEST_F(ReconcilerTest, WithEverySliceCachedAForeignSliceClaimingThePoolIsReplaced) {
+  cache_.labelled_only = false;
+  ASSERT_TRUE(api_.addResourceSlice(handmadeSlice()).ok());
+  store_.put(kNodeA, nodePool(2));
+  sync();
+  expectComplete(6, 1);
+  EXPECT_FALSE(api_.resourceSlice("handmade-node-a").has_value());
+  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"create", "delete"}));
+}
+
+// ... but a pool nobody desires owns only the slices labelled as ours (or
+// known to be ours): someone else's slices of that driver and pool stay.
+TEST_F(ReconcilerTest, WithEverySliceCachedWithdrawingDeletesOnlyOurSlices) {
+  cache_.labelled_only = false;
+  const PoolKey key{"gpu.example.com", "node-b"};
+  ResourceSlice ours;
+  ours.metadata.generate_name = sliceGenerateName(0, key);
+  ours.metadata.labels[kManagedByLabel] = kManagedByValue;
+  ours.spec.driver = key.driver;
+  ours.spec.pool = {key.pool, 1, 1};
+  ours.spec.node_name = "node-b";
+  ASSERT_TRUE(api_.addResourceSlice(ours).ok());
+  ResourceSlice theirs = ours;
+  theirs.metadata.labels.clear();
+  ASSERT_TRUE(api_.addResourceSlice(theirs).ok());
+  ASSERT_EQ(poolSlices(key).size(), 2U);
+
+  sync(key);  // no desired pool, adoption grace over: withdrawn
+  const std::vector<ResourceSlice> left = poolSlices(key);
+  ASSERT_EQ(left.size(), 1U);
+  EXPECT_FALSE(left[0].metadata.labels.contains(kManagedByLabel));
 }
 
 }  // namespace
