@@ -729,6 +729,18 @@ TEST_F(ReconcilerTest, AForeignlyLoweredGenerationIsRaisedAgain) {
   expectComplete(6, 1);
 }
 
+// A resourceSliceCount changed by someone else makes the pool look
+// incomplete to the scheduler: the pool is rewritten at a new generation.
+TEST_F(ReconcilerTest, AForeignResourceSliceCountIsRepaired) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  ASSERT_TRUE(api_.editResourceSlice(poolSlices()[0].metadata.name,
+                                     [](ResourceSlice& s) { s.spec.pool.resource_slice_count = 3; })
+                  .ok());
+  sync();
+  expectComplete(2, 2);
+}
+
 // ---- Pool integrity against foreign edits -------------------------------------
 
 // `kubectl label resourceslice <slice> app.kubernetes.io/managed-by-`: the
