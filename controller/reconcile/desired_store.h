@@ -54,8 +54,8 @@ struct PoolStatus {
   std::vector<std::string> dropped_fields;
 
   // The reconciler's memory of the pool (not part of the API's answer):
-  // The content last published in full; put back when the API server
-  // refuses a newer one.
+  // The content last published in full (or, after a restart, the pool as
+  // it was live); put back when the API server refuses a newer one.
   std::shared_ptr<const DesiredPool> published_pool;
   // The desired version whose writes the API server refused (400, 403, 413,
   // 422): not written again, and the pool not bumped again, until the

@@ -70,6 +70,41 @@ bool refusedContent(const Status& status) {
   }
 }
 
+// The live slices of a pool as a pool of explicit slices in index order, if
+// they form one whole generation (each at the same generation, as many as
+// each says, with one node selection); null otherwise. This is what to put
+// back after a refused write when this process has published nothing of
+// the pool (after a restart or failover).
+std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<SlicePtr> live) {
+  if (live.empty()) return nullptr;
+  const client::ResourceSliceSpec& first = live.front()->spec;
+  for (const SlicePtr& s : live) {
+    const client::ResourceSliceSpec& spec = s->spec;
+    if (spec.pool.generation != first.pool.generation ||
+        spec.pool.resource_slice_count != static_cast<int64_t>(live.size()) ||
+        spec.node_name != first.node_name || spec.node_selector != first.node_selector ||
+        spec.all_nodes != first.all_nodes ||
+        spec.per_device_node_selection != first.per_device_node_selection) {
+      return nullptr;
+    }
+  }
+  auto desired = std::make_shared<DesiredPool>();
+  desired->key = key;
+  NodeSelection& selection = desired->pool.selection;
+  selection.node_name = first.node_name;
+  selection.node_selector = first.node_selector;
+  selection.all_nodes = first.all_nodes.value_or(false);
+  selection.per_device_node_selection = first.per_device_node_selection.value_or(false);
+  std::sort(live.begin(), live.end(), [](const SlicePtr& a, const SlicePtr& b) {
+    const int64_t ia = sliceIndexFromName(a->metadata.name);
+    const int64_t ib = sliceIndexFromName(b->metadata.name);
+    return ia != ib ? ia < ib : a->metadata.name < b->metadata.name;
+  });
+  std::vector<DesiredSlice>& slices = desired->pool.slices.emplace();
+  for (const SlicePtr& s : live) slices.push_back({s->spec.devices, s->spec.shared_counters});
+  return desired;
+}
+
 // The result label of a slice write for metrics.
 std::string_view writeResult(const Status& status) {
   if (status.ok()) return "success";
@@ -420,6 +455,10 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
     return keepPublished(key, std::move(*live), *status);
   }
 
+  // What to put back if the server refuses this content and nothing was
+  // published by this process.
+  std::vector<SlicePtr> before;
+  if (!status || status->published_pool == nullptr) before = *live;
   const Applied applied = apply(key, desired->pool, std::move(*live), status);
   if (!applied.status.ok()) {
     const bool refused = refusedContent(applied.status);
@@ -427,7 +466,9 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       s.phase = PoolPhase::kFailed;
       s.last_error = applied.status;
       s.known_slices = applied.known;
-      if (refused) s.rejected_version = desired->version;
+      if (!refused) return;
+      s.rejected_version = desired->version;
+      if (s.published_pool == nullptr) s.published_pool = wholePoolOf(key, std::move(before));
     });
     if (refused) {
       log::error("API server refused the pool's content; keeping what is published", applied.status,

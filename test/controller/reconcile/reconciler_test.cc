@@ -88,6 +88,10 @@ std::map<std::string, std::vector<std::string>> deviceNames(
   return out;
 }
 
+bool anyDevice(const ResourceSlice& slice, const std::function<bool(const client::Device&)>& f) {
+  return std::any_of(slice.spec.devices.begin(), slice.spec.devices.end(), f);
+}
+
 class ReconcilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -145,6 +149,19 @@ class ReconcilerTest : public ::testing::Test {
     return verbs;
   }
 
+  // A reconciler as a restarted process has it: a fresh desired store, the
+  // same API server and cache.
+  std::unique_ptr<Reconciler> restartedWith(DesiredStore& store,
+                                            Clock::TimePoint adoption_grace_until = {}) {
+    ReconcilerOptions o;
+    o.api = &api_;
+    o.clock = &clock_;
+    o.store = &store;
+    o.cache = &cache_;
+    o.adoption_grace_until = adoption_grace_until;
+    return std::move(*Reconciler::create(o));
+  }
+
   // Publishes nodePool(200) on node-a: two slices at generation 1. Returns
   // the device names of each slice.
   std::map<std::string, std::vector<std::string>> publishTwoSlices() {
@@ -164,6 +181,45 @@ class ReconcilerTest : public ::testing::Test {
                     "ResourceSlice.resource.k8s.io is invalid: " + message, {{"spec", message}},
                     "Invalid");
     });
+  }
+
+  // The pool is whole, with the devices of `published` (nodePool(200) as
+  // first published) in the same slices. Returns its generation.
+  int64_t expectPublishedContent(const std::map<std::string, std::vector<std::string>>& published) {
+    const std::vector<ResourceSlice> now = poolSlices();
+    if (now.empty()) {
+      ADD_FAILURE() << "no slices";
+      return 0;
+    }
+    const int64_t generation = now[0].spec.pool.generation;
+    expectComplete(generation, published.size());
+    EXPECT_EQ(deviceNames(now), published);
+    for (const ResourceSlice& s : now) {
+      for (const client::Device& d : s.spec.devices) {
+        EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
+        EXPECT_FALSE(d.attributes.contains("firmware")) << d.name;
+      }
+    }
+    return generation;
+  }
+
+  // Makes the server refuse a firmware version "v1" and pushes nodePool(200)
+  // to `store` with a change in each slice, the second one such a version.
+  Pool refusedInTheSecondSlice(DesiredStore& store) {
+    refuse(
+        [](const ResourceSlice& s) {
+          return anyDevice(s, [](const client::Device& d) {
+            auto it = d.attributes.find("firmware");
+            return it != d.attributes.end() && it->second.version_value == "v1";
+          });
+        },
+        "spec.devices[22].attributes[firmware].version: Invalid value: \"v1\": must be a "
+        "semantic version");
+    Pool changed = nodePool(200);
+    changed.devices[10].attributes["model"].string_value = "H100";
+    changed.devices[150].attributes["firmware"].version_value = "v1";
+    store.put(kNodeA, changed);
+    return changed;
   }
 
   // After a refused push: the pool is Failed with the server's message, and
@@ -313,13 +369,8 @@ TEST_F(ReconcilerTest, AdoptedSlicesWaitForTheGracePeriod) {
   sync();
   // A restarted controller: nothing desired yet, slices live.
   DesiredStore fresh(clock_);
-  ReconcilerOptions o;
-  o.api = &api_;
-  o.clock = &clock_;
-  o.store = &fresh;
-  o.cache = &cache_;
-  o.adoption_grace_until = clock_.now() + std::chrono::minutes(2);
-  auto restarted = std::move(*Reconciler::create(o));
+  const Clock::TimePoint grace = clock_.now() + std::chrono::minutes(2);
+  auto restarted = restartedWith(fresh, grace);
   api_.clearActions();
 
   ReconcileResult r = restarted->reconcile(kNodeA);
@@ -337,8 +388,7 @@ TEST_F(ReconcilerTest, AdoptedSlicesWaitForTheGracePeriod) {
 
   // A pool no one pushes again goes after the grace.
   DesiredStore empty(clock_);
-  o.store = &empty;
-  auto later = std::move(*Reconciler::create(o));
+  auto later = restartedWith(empty, grace);
   clock_.advance(std::chrono::minutes(3));
   r = later->reconcile(kNodeA);
   ASSERT_TRUE(r.status.ok());
@@ -558,10 +608,6 @@ TEST_F(ReconcilerTest, ServerRejectingOnePoolDoesNotStopOthers) {
 
 // ---- A push the server rejects never destroys what is published ------------
 
-bool anyDevice(const ResourceSlice& slice, const std::function<bool(const client::Device&)>& f) {
-  return std::any_of(slice.spec.devices.begin(), slice.spec.devices.end(), f);
-}
-
 // A node-local pool re-pushed with a node selector the server refuses: the
 // old slice used to be deleted before the new one was refused (0 slices).
 TEST_F(ReconcilerTest, ARejectedNodeSelectionKeepsThePublishedSlice) {
@@ -640,33 +686,11 @@ TEST_F(ReconcilerTest, ARejectedBumpWritesNothingElseAndIsNotRetried) {
 // content is written back at a newer generation, once.
 TEST_F(ReconcilerTest, ARejectedSecondWriteRestoresThePublishedContentOnce) {
   const auto published = publishTwoSlices();
-  refuse(
-      [](const ResourceSlice& s) {
-        return anyDevice(s, [](const client::Device& d) {
-          auto it = d.attributes.find("firmware");
-          return it != d.attributes.end() && it->second.version_value == "v1";
-        });
-      },
-      "spec.devices[22].attributes[firmware].version: Invalid value: \"v1\": must be a "
-      "semantic version");
-  Pool changed = nodePool(200);
-  changed.devices[10].attributes["model"].string_value = "H100";
-  changed.devices[150].attributes["firmware"].version_value = "v1";
-  store_.put(kNodeA, changed);
+  Pool changed = refusedInTheSecondSlice(store_);
 
   const ReconcileResult r = reconciler_->reconcile(kNodeA);
   EXPECT_EQ(r.status.code(), StatusCode::kUnprocessable);
-  const std::vector<ResourceSlice> after = poolSlices();
-  ASSERT_EQ(after.size(), 2U);
-  const int64_t generation = after[0].spec.pool.generation;
-  expectComplete(generation, 2);
-  EXPECT_EQ(deviceNames(after), published);
-  for (const ResourceSlice& s : after) {
-    for (const client::Device& d : s.spec.devices) {
-      EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
-      EXPECT_FALSE(d.attributes.contains("firmware")) << d.name;
-    }
-  }
+  const int64_t generation = expectPublishedContent(published);
   EXPECT_EQ(store_.status(kNodeA)->published_generation, generation);
   expectRefusedAndNotRetried("semantic version");
   expectComplete(generation, 2);
@@ -676,6 +700,22 @@ TEST_F(ReconcilerTest, ARejectedSecondWriteRestoresThePublishedContentOnce) {
   sync();
   expectComplete(generation + 1, 2);
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// After a restart or failover this process has published nothing: what it
+// puts back is the pool as it was live before the refused attempt.
+TEST_F(ReconcilerTest, ARejectedSecondWriteAfterARestartRestoresTheLivePool) {
+  const auto published = publishTwoSlices();
+  DesiredStore fresh(clock_);
+  auto restarted = restartedWith(fresh);
+  refusedInTheSecondSlice(fresh);
+
+  EXPECT_EQ(restarted->reconcile(kNodeA).status.code(), StatusCode::kUnprocessable);
+  const int64_t generation = expectPublishedContent(published);
+  const size_t writes = api_.countWrites();
+  EXPECT_TRUE(restarted->reconcile(kNodeA).status.ok());
+  EXPECT_EQ(api_.countWrites(), writes) << "a retry wrote again";
+  expectComplete(generation, 2);
 }
 
 // Failures the server may recover from (409, 429, 5xx) are retried as before.
