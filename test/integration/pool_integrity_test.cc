@@ -1,7 +1,8 @@
 // Pool integrity on the real API server, with the service binary as a
 // process: a managed slice whose managed-by label someone removes is taken
 // back (not duplicated at the same generation), a push the API server
-// refuses leaves the published slices whole and is not retried with a new
+// refuses (or an admission policy, which the inventory's validation cannot
+// foresee) leaves the published slices whole and is not retried with a new
 // generation until the driver pushes something else, and a generation at
 // the int64 limit never goes down.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <thread>
 
 #include "test/integration/service_env.h"
@@ -207,6 +209,74 @@ TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   EXPECT_TRUE(whole(driver, "node-d", 2));
+}
+
+// The inventory's validation cannot know every rule of the server: here an
+// admission policy refuses (422) any slice of this driver with a device named
+// "refused-0". A two-slice pool re-pushed with a change in each slice, the
+// second one such a device, has its first slice written at the new
+// generation before the second is refused: the published content is put
+// back once, and nothing is written again until the driver pushes again.
+TEST_F(PoolIntegrityTest, ASliceRefusedByAnAdmissionPolicyLeavesThePoolWhole) {
+  const std::string driver = "policy.example.com";
+  const std::string policies = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+  const std::string bindings =
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+  env_.ensure(policies, Json::parse(R"json({
+      "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+      "metadata": {"name": "refuse-device"},
+      "spec": {"failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["resource.k8s.io"],
+          "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+          "resources": ["resourceslices"]}]},
+        "validations": [{"reason": "Invalid", "message": "device refused-0 refused by policy",
+          "expression": "object.spec.driver != 'policy.example.com' || !has(object.spec.devices) || object.spec.devices.all(d, d.name != 'refused-0')"}]}})json"));
+  env_.ensure(bindings, Json::parse(R"json({
+      "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+      "metadata": {"name": "refuse-device"},
+      "spec": {"policyName": "refuse-device", "validationActions": ["Deny"]}})json"));
+  // The policy takes effect once the server has loaded it.
+  client::ResourceSlice probe;
+  probe.metadata.name = "policy-probe";
+  probe.spec.driver = driver;
+  probe.spec.pool = {"probe", 1, 1};
+  probe.spec.all_nodes = true;
+  probe.spec.devices.emplace_back().name = "refused-0";
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    StatusOr<client::ResourceSlice> created = env_.api().createResourceSlice(probe);
+    if (created.ok()) (void)env_.api().deleteResourceSlice(probe.metadata.name, {});
+    return created.status().code() == StatusCode::kUnprocessable;
+  }));
+
+  publish(driver, "node-f", 190, 2);
+  Json changed = gpuPool("node-f", 190);
+  changed["devices"][10]["attributes"]["model"]["string"] = "H100";
+  changed["devices"][150]["name"] = "refused-0";
+  HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-f"), changed.dump());
+  ASSERT_EQ(a.code, 202) << a.body;
+  expectRefused(driver, "node-f", a, "refused by policy");
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return whole(driver, "node-f", 2); }));
+  const std::vector<std::string> kept = versions(driver, "node-f");
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(versions(driver, "node-f"), kept) << "the pool was written again";
+  EXPECT_TRUE(whole(driver, "node-f", 2));
+  std::set<std::string> names;
+  for (const auto& s : claimingSlices(driver, "node-f")) {
+    EXPECT_GE(s.spec.pool.generation, 3) << "the published content was not written back";
+    for (const auto& d : s.spec.devices) {
+      EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
+      names.insert(d.name);
+    }
+  }
+  EXPECT_TRUE(names.contains("gpu-150"));
+  EXPECT_FALSE(names.contains("refused-0"));
+
+  changed["devices"][150]["name"] = "gpu-150";
+  a = env_.http("PUT", poolUrl(driver, "node-f", "?wait=30s"), changed.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json()["phase"], "Published");
+  env_.kube("DELETE", bindings + "/refuse-device");
+  env_.kube("DELETE", policies + "/refuse-device");
 }
 
 // A pool pushed at generation 2^63-1 and then grown past one slice used to
