@@ -700,6 +700,11 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
 
   // Generation and lease.
   if (pool.generation < 0) bad.add(fieldPath(prefix, "generation"), "must not be negative");
+  if (pool.generation > kMaxPushedGeneration) {
+    bad.add(fieldPath(prefix, "generation"),
+            "must be at most 2^62 (" + std::to_string(kMaxPushedGeneration) +
+                "), so that the pool can still be bumped; generations never go down");
+  }
   if (pool.lease.count() < 0) {
     bad.add(fieldPath(prefix, "leaseSeconds"), "must not be negative");
   } else if (pool.lease.count() > kMaxLeaseSeconds) {

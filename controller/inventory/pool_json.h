@@ -35,6 +35,10 @@ inline constexpr size_t kMaxCapacityValidValues = 10;
 // A lease longer than a year is surely a unit mistake (milliseconds sent as
 // seconds); the bound also keeps deadline arithmetic far from overflow.
 inline constexpr int64_t kMaxLeaseSeconds = 365LL * 24 * 3600;
+// A pushed generation above this is refused: the reconciler bumps from it and
+// saturates at INT64_MAX rather than wrapping, and a pool must never get
+// there in practice.
+inline constexpr int64_t kMaxPushedGeneration = int64_t{1} << 62;
 // JSON nesting deeper than this is refused before parsing: a Pool needs about
 // ten levels, and the JSON library recurses once per level.
 inline constexpr size_t kMaxJsonDepth = 64;

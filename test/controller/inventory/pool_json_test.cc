@@ -397,6 +397,11 @@ std::vector<Case> invalidCases() {
        nodePool({deviceWith("taints", {{{"key", "k"}, {"effect", "NoRun"}}})}),
        StatusCode::kUnprocessable,
        {"devices[0].taints[0].effect"}},
+      {"GenerationTooCloseToTheEnd",
+       {{"nodeName", "node-a"}, {"generation", int64_t{1} << 62 | 1}, {"devices", Json::array()}},
+       StatusCode::kUnprocessable,
+       {"generation"},
+       "at most 2^62"},
       {"TaintTimeNotRfc3339",
        nodePool({deviceWith(
            "taints", {{{"key", "k"}, {"effect", "NoSchedule"}, {"timeAdded", "yesterday"}}})}),
