@@ -317,6 +317,29 @@ TEST_F(ReconcilerTest, ShrinkingBumpsAndDeletesObsoleteSlicesLast) {
   expectComplete(2, 1);
 }
 
+// Every delete names the uid and resourceVersion of the slice it decided
+// on, so that a slice someone changed or re-created meanwhile is not deleted
+// blindly (the server answers 409 and the pool is looked at again).
+TEST_F(ReconcilerTest, DeletesCarryUidAndResourceVersionPreconditions) {
+  store_.put(kNodeA, nodePool(300));
+  sync();
+  std::map<std::string, ResourceSlice> before;
+  for (const ResourceSlice& s : poolSlices()) before[s.metadata.name] = s;
+  std::vector<testing::FakeKubeApi::Request> deletes;
+  api_.prependReactor("delete", "resourceslices", [&](testing::FakeKubeApi::Request& r) {
+    deletes.push_back(r);
+    return okStatus();
+  });
+  store_.put(kNodeA, nodePool(100));
+  sync();
+  ASSERT_EQ(deletes.size(), 2U);
+  for (const testing::FakeKubeApi::Request& d : deletes) {
+    const ResourceSlice& seen = before.at(d.name);
+    EXPECT_EQ(d.preconditions.uid, seen.metadata.uid) << d.name;
+    EXPECT_EQ(d.preconditions.resource_version, seen.metadata.resource_version) << d.name;
+  }
+}
+
 TEST_F(ReconcilerTest, GrowingCreatesNewSlicesBeforeRewritingTheOthers) {
   store_.put(kNodeA, nodePool(128));
   sync();
