@@ -101,7 +101,10 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   const HttpAnswer answer = queued.get();
   const Json status = answer.json();
   const std::string answered_for = status.is_object() ? status.value("leader", "") : "";
-  EXPECT_TRUE(answer.code == 503 || answered_for == next_leader.identity)
+  // Three answers are right: 503, the new leader's answer (forwarded), or
+  // none at all, when the exiting process closes the connection before it
+  // read the request (the driver retries). Wrong is an answer of its own.
+  EXPECT_TRUE(answer.code == 0 || answer.code == 503 || answered_for == next_leader.identity)
       << "the old leader took the push itself: " << answer.code << " " << answer.body;
 
   // Not one write from the old leader: the new leader's version stands as it
