@@ -239,20 +239,22 @@ const std::vector<FlagSpec>& specs() {
       {"adoption-grace",
        "After start or failover, how long slices of pools no driver has pushed yet are kept.",
        false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.adoption_grace);
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) { return parseDurationInto(v, &f.adoption_grace); }},
       {"shutdown-timeout",
        "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
        "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
        "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.shutdown_timeout)) return err;
-         if (f.shutdown_timeout < std::chrono::seconds(1))
-           return std::string("must be at least 1s");
-         return std::nullopt;
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) -> std::
+                                    optional<std::string> {
+                                      if (auto err = parseDurationInto(v, &f.shutdown_timeout))
+                                        return err;
+                                      if (f.shutdown_timeout < std::chrono::seconds(1))
+                                        return std::string("must be at least 1s");
+                                      return std::nullopt;
+                                    }},
       {"log-format", "text (klog-like) or json.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          if (v == "text") {
