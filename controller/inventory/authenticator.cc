@@ -143,49 +143,40 @@ class TokenReviewAuthenticator::Cache {
 class TokenReviewAuthenticator::ClientLimits {
  public:
   ClientLimits(Clock& clock, double qps, int burst, size_t max_clients)
-      : clock_(clock),
-        qps_(qps),
-        burst_(std::max(burst, 1)),
-        max_(std::max<size_t>(max_clients, 1)) {}
+      : clock_(clock), qps_(qps), burst_(burst), max_(std::max<size_t>(max_clients, 1)) {}
 
   // Takes one token of `client`'s bucket; false when it is empty.
   bool take(std::string_view client) {
     if (qps_ <= 0) return true;
     std::lock_guard lock(mu_);
-    const Clock::TimePoint now = clock_.now();
     auto it = index_.find(std::string(client));
     if (it == index_.end()) {
       if (index_.size() >= max_) {
         index_.erase(order_.back().client);
         order_.pop_back();
       }
-      order_.push_front({std::string(client), static_cast<double>(burst_), now});
+      order_.push_front(
+          {std::string(client), std::make_unique<client::TokenBucket>(qps_, burst_, clock_)});
       it = index_.emplace(order_.front().client, order_.begin()).first;
     } else {
       order_.splice(order_.begin(), order_, it->second);
     }
-    Bucket& bucket = *it->second;
-    const double earned = std::chrono::duration<double>(now - bucket.last).count() * qps_;
-    bucket.tokens = std::min<double>(burst_, bucket.tokens + earned);
-    bucket.last = now;
-    if (bucket.tokens < 1) return false;
-    bucket.tokens -= 1;
-    return true;
+    // Under the lock: an eviction by another caller would free the bucket.
+    return it->second->bucket->tryAcquire();
   }
 
  private:
-  struct Bucket {
+  struct Entry {
     std::string client;
-    double tokens;
-    Clock::TimePoint last;
+    std::unique_ptr<client::TokenBucket> bucket;
   };
   Clock& clock_;
   const double qps_;
   const int burst_;
   const size_t max_;
   std::mutex mu_;
-  std::list<Bucket> order_;  // most recently seen first
-  std::unordered_map<std::string, std::list<Bucket>::iterator> index_;
+  std::list<Entry> order_;  // most recently seen first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
 StatusOr<Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>,

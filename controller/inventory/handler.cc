@@ -133,13 +133,6 @@ bool isJsonContentType(std::optional<std::string_view> header) {
 
 bool isWrite(const std::string& method) { return method != "GET"; }
 
-// The client's address without its port ("10.0.0.7", "::1").
-std::string_view clientHost(const HttpRequest& request) {
-  std::string_view remote = request.remote_address;
-  if (remote.starts_with("[")) return remote.substr(1, remote.find(']') - 1);
-  return remote.substr(0, remote.rfind(':'));
-}
-
 std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 // Returns why `caller` may not write `pool`, naming the field that places
@@ -386,7 +379,7 @@ std::variant<HttpResponse, InventoryHandler::Admitted> InventoryHandler::admitRe
   // Authentication, from the headers alone: nothing of the body is read for
   // a caller without valid credentials.
   StatusOr<Caller> caller =
-      options_.authenticator->authenticate(request.header("authorization"), clientHost(request));
+      options_.authenticator->authenticate(request.header("authorization"), request.client_address);
   if (!caller.ok()) return {errorResponse(caller.status())};
   ctx.caller = std::move(*caller);
 

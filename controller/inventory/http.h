@@ -21,6 +21,7 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;
   std::string body;
   std::string remote_address;  // "127.0.0.1:51234", for logs
+  std::string client_address;  // "127.0.0.1", the key of per-client limits
   // What the server's admission step decided from the headers (the
   // authenticated caller, say); empty when the server has none.
   std::any admission;

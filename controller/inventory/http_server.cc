@@ -529,6 +529,7 @@ class Connection final : public ConnectionBase,
       if (!inserted) it->second += ", " + std::string(toStd(field.value()));
     }
     request.remote_address = remote_;
+    request.client_address = client_;
     return request;
   }
 
