@@ -55,16 +55,7 @@ class PoolIntegrityTest : public ::testing::Test {
   // sees.
   std::vector<client::ResourceSlice> claimingSlices(const std::string& driver,
                                                     const std::string& pool) {
-    client::ListOptions o;
-    o.field_selector = "spec.driver=" + driver;
-    StatusOr<client::ResourceSliceList> list = env_.api().listResourceSlices(o);
-    EXPECT_TRUE(list.ok()) << list.status().toString();
-    std::vector<client::ResourceSlice> out;
-    if (!list.ok()) return out;
-    for (client::ResourceSlice& s : list->items) {
-      if (s.spec.pool.name == pool) out.push_back(std::move(s));
-    }
-    return out;
+    return env_.poolSlices(driver, pool, /*managed_only=*/false);
   }
 
   // Exactly `count` slices claim the pool, all at one generation, all saying

@@ -163,9 +163,10 @@ void ServiceEnv::grantPublish(const std::string& ns, const std::string& sa,
 }
 
 std::vector<client::ResourceSlice> ServiceEnv::poolSlices(const std::string& driver,
-                                                          const std::string& pool) {
+                                                          const std::string& pool,
+                                                          bool managed_only) {
   client::ListOptions o;
-  o.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
+  if (managed_only) o.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
   o.field_selector = "spec.driver=" + driver;
   StatusOr<client::ResourceSliceList> list = api_->listResourceSlices(o);
   EXPECT_TRUE(list.ok()) << list.status().toString();

@@ -76,7 +76,9 @@ class ServiceEnv {
                     const std::vector<std::string>& drivers);
 
   // The managed slices of one pool, as the API server has them.
-  std::vector<client::ResourceSlice> poolSlices(const std::string& driver, const std::string& pool);
+  // With `managed_only` false, also slices without the controller's label.
+  std::vector<client::ResourceSlice> poolSlices(const std::string& driver, const std::string& pool,
+                                                bool managed_only = true);
   // True when the pool's slices have one generation, `slices` of them, and
   // each says so in resourceSliceCount.
   bool poolComplete(const std::string& driver, const std::string& pool, size_t slices);
