@@ -70,38 +70,6 @@ Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_vi
   return okStatus();
 }
 
-// The typed reads run the value codecs with a decoder of their own.
-template <typename Codec>
-Status readWith(const Json& v, const FieldPath& at, typename Codec::Type* out) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  codec::Problems problems;
-  codec::Decoder decoder(problems, codec::Unknown::kCapture);
-  Codec::decode(v, *out, at, decoder);
-  return problems.status();
-}
-
-Status readString(const Json& v, const FieldPath& at, std::string* out) {
-  return readWith<codec::Str>(v, at, out);
-}
-Status readBool(const Json& v, const FieldPath& at, bool* out) {
-  return readWith<codec::Bool>(v, at, out);
-}
-Status readInt64(const Json& v, const FieldPath& at, int64_t* out) {
-  return readWith<codec::Int64>(v, at, out);
-}
-Status readStringList(const Json& v, const FieldPath& at, std::vector<std::string>* out) {
-  return readWith<codec::Strings>(v, at, out);
-}
-
-Status expectObject(const Json& v, const FieldPath& at) {
-  if (v.is_object()) {
-    return okStatus();
-  }
-  return fieldError(at, "must be an object");
-}
-
 namespace codec {
 
 void Problems::add(Class c, const FieldPath& at, std::string_view message) {

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/api_features.h"
 #include "client/quantity.h"
 #include "common/status.h"
 
@@ -61,31 +62,6 @@ Status fieldError(const FieldPath& at, std::string_view message);
 // Checks a top-level object's apiVersion and kind where present (list items
 // carry neither): "apiVersion: must be resource.k8s.io/v1, not ...".
 Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_view kind);
-
-// Typed reads of one JSON value, for the decoders not yet on tables. Each
-// fails with fieldError(at, "must be a string") and the like. A JSON null
-// reads as absent (OK, *out unchanged), as the API server's Go decoder treats it.
-Status readString(const Json& v, const FieldPath& at, std::string* out);
-Status readBool(const Json& v, const FieldPath& at, bool* out);
-Status readInt64(const Json& v, const FieldPath& at, int64_t* out);
-Status readStringList(const Json& v, const FieldPath& at, std::vector<std::string>* out);
-// OK when `v` is a JSON object (null is not).
-Status expectObject(const Json& v, const FieldPath& at);
-
-// Reads an optional field with one of the readers above; null leaves it unset.
-template <typename T>
-Status readOptional(const Json& v, const FieldPath& at, std::optional<T>* out,
-                    Status (*read)(const Json&, const FieldPath&, T*)) {
-  if (v.is_null()) {
-    return {};
-  }
-  T value{};
-  Status status = read(v, at, &value);
-  if (status.ok()) {
-    *out = std::move(value);
-  }
-  return status;
-}
 
 namespace codec {
 
@@ -170,9 +146,11 @@ struct Field {
   Access access;          // a member pointer, or a function of the owner returning a reference
   Codec codec;            // the value codec
   Omit omit = Omit::kEmpty;
+  Feature feature = Feature::kNone;  // gated, or newer than the oldest supported release
 };
 
 constexpr void applyOption(auto& f, Omit omit) { f.omit = omit; }
+constexpr void applyOption(auto& f, Feature feature) { f.feature = feature; }
 
 template <typename Access, typename Codec, typename... Options>
 constexpr auto field(std::string_view name, Access access, Codec codec, Options... options) {
@@ -480,6 +458,61 @@ bool isEmptyObject(const OwnerOf<T>& value) {
       [&](const auto&... f) {
         return (std::remove_cvref_t<decltype(f.codec)>::isEmpty(std::invoke(f.access, value)) &&
                 ...);
+      },
+      TableInfo<T>::kFields);
+}
+
+// Calls visitor.object<T>(value) for `value` and, parents first, for every
+// object nested in it.
+template <typename T, typename Visitor>
+void visitObjects(const OwnerOf<T>& value, Visitor& visitor);
+
+namespace detail {
+
+template <typename Codec>
+struct Children {  // values without objects inside
+  template <typename Visitor>
+  static void visit(const typename Codec::Type& /*unused*/, Visitor& /*unused*/) {}
+};
+template <typename T>
+struct Children<Obj<T>> {
+  template <typename Visitor>
+  static void visit(const OwnerOf<T>& value, Visitor& visitor) {
+    visitObjects<T>(value, visitor);
+  }
+};
+template <typename V>
+struct Children<Opt<V>> {
+  template <typename Visitor>
+  static void visit(const typename Opt<V>::Type& value, Visitor& visitor) {
+    if (value) Children<V>::visit(*value, visitor);
+  }
+};
+template <typename V>
+struct Children<ListOf<V>> {
+  template <typename Visitor>
+  static void visit(const typename ListOf<V>::Type& list, Visitor& visitor) {
+    for (const auto& item : list) Children<V>::visit(item, visitor);
+  }
+};
+template <typename V>
+struct Children<MapOf<V>> {
+  template <typename Visitor>
+  static void visit(const typename MapOf<V>::Type& map, Visitor& visitor) {
+    for (const auto& [key, item] : map) Children<V>::visit(item, visitor);
+  }
+};
+
+}  // namespace detail
+
+template <typename T, typename Visitor>
+void visitObjects(const OwnerOf<T>& value, Visitor& visitor) {
+  visitor.template object<T>(value);
+  std::apply(
+      [&](const auto&... f) {
+        (detail::Children<std::remove_cvref_t<decltype(f.codec)>>::visit(
+             std::invoke(f.access, value), visitor),
+         ...);
       },
       TableInfo<T>::kFields);
 }
