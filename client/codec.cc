@@ -123,10 +123,10 @@ void Int64::decode(const Json& v, int64_t& out, const FieldPath& at, Decoder& d)
 }
 
 void Int32::decode(const Json& v, int32_t& out, const FieldPath& at, Decoder& d) {
-  const size_t before = d.problems().count(Problems::Class::kMalformed);
+  const size_t before = d.failures();
   int64_t value = 0;
   Int64::decode(v, value, at, d);
-  if (d.problems().count(Problems::Class::kMalformed) != before) {
+  if (d.failures() != before) {
     return;
   }
   if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {

@@ -114,6 +114,8 @@ class Decoder {
 
   Unknown unknown() const { return unknown_; }
   Problems& problems() { return problems_; }
+  // How many shape problems so far: a value decoded without adding any is good.
+  size_t failures() const { return problems_.count(Problems::Class::kMalformed); }
   // A shape problem (HTTP 400): wrong type, bad quantity, unknown field.
   void fail(const FieldPath& at, std::string_view message) {
     problems_.add(Problems::Class::kMalformed, at, message);
@@ -135,8 +137,9 @@ class Decoder {
 //   };
 // Fields are listed in byte order of their JSON names (checked when used).
 // Top-level kinds add kApiVersion and kKind: checked on decoding, written on
-// encoding. A tag type whose Owner is another type describes a nested JSON
-// object whose fields live in that type (a TokenReview's "spec").
+// encoding. kUnknownHint, where a table has one, follows "unknown field; ". A tag type whose Owner
+// is another type describes a nested JSON object whose fields live in that type (a TokenReview's
+// "spec").
 template <typename T>
 struct Table;
 
@@ -288,8 +291,10 @@ struct ListOf {
         continue;
       }
       typename V::Type item{};  // not decoded in place: std::vector<bool> has no element addresses
+      const size_t before = d.failures();
       V::decode(v[i], item, at.index(i), d);
-      out.push_back(std::move(item));
+      // A bad element is left out: a list of a million bad ones costs no memory.
+      if (d.failures() == before) out.push_back(std::move(item));
     }
   }
   static bool isEmpty(const Type& list) { return list.empty(); }
@@ -349,13 +354,13 @@ struct MapOf {
     for (const auto& [key, value] : v.items()) {
       FieldPath item_path = at.key(key);
       typename V::Type item{};
+      const size_t before = d.failures();
       if (!value.is_null()) {
         V::decode(value, item, item_path, d);
       } else if constexpr (!requires { V::kNullIsEmpty; }) {
         d.fail(item_path, "must not be null");
-        continue;
       }
-      out.emplace_hint(out.end(), key, std::move(item));
+      if (d.failures() == before) out.emplace_hint(out.end(), key, std::move(item));
     }
   }
   static bool isEmpty(const Type& map) { return map.empty(); }
@@ -410,7 +415,11 @@ void decodeObject(const Json& j, OwnerOf<T>& out, const FieldPath& at, Decoder& 
         if (key == "apiVersion" || key == "kind") continue;  // checked by decode<T>
       }
       if (d.unknown() == Unknown::kRefuse) {
-        d.fail(at.field(key), "unknown field");
+        if constexpr (requires { Table<T>::kUnknownHint; }) {
+          d.fail(at.field(key), "unknown field; " + std::string(Table<T>::kUnknownHint));
+        } else {
+          d.fail(at.field(key), "unknown field");
+        }
       } else if constexpr (Info::kCaptures) {
         if (d.unknown() == Unknown::kCapture) (out.*Table<T>::kUnknown)[key] = value;
       }

@@ -31,6 +31,23 @@ struct NodeSelector {
   friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
 };
 
+// The shape of a core/v1 NodeSelector, by which pushed selectors are decoded
+// strictly and validated; NodeSelector itself stays JSON.
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string operator_;  // "operator"
+  std::vector<std::string> values;
+};
+
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+  std::vector<NodeSelectorRequirement> match_fields;
+};
+
+struct NodeSelectorShape {
+  std::optional<std::vector<NodeSelectorTerm>> node_selector_terms;
+};
+
 // Exactly one member is set in a valid attribute. List forms ("ints",
 // "bools", "strings", "versions") exist from Kubernetes 1.36 (DRAListTypeAttributes).
 struct DeviceAttribute {
@@ -193,6 +210,46 @@ std::optional<int64_t> rfc3339Seconds(std::string_view s);
 namespace codec {
 
 template <>
+struct Table<NodeSelectorRequirement> {
+  using Owner = NodeSelectorRequirement;
+  static constexpr auto kFields = std::tuple{
+      field("key", &NodeSelectorRequirement::key, Str{}, Omit::kNever),
+      field("operator", &NodeSelectorRequirement::operator_, Str{}, Omit::kNever),
+      field("values", &NodeSelectorRequirement::values, Strings{}),
+  };
+};
+
+template <>
+struct Table<NodeSelectorTerm> {
+  using Owner = NodeSelectorTerm;
+  static constexpr auto kFields = std::tuple{
+      field("matchExpressions", &NodeSelectorTerm::match_expressions,
+            ListOf<Obj<NodeSelectorRequirement>>{}),
+      field("matchFields", &NodeSelectorTerm::match_fields, ListOf<Obj<NodeSelectorRequirement>>{}),
+  };
+};
+
+template <>
+struct Table<NodeSelectorShape> {
+  using Owner = NodeSelectorShape;
+  static constexpr auto kFields = std::tuple{
+      field("nodeSelectorTerms", &NodeSelectorShape::node_selector_terms,
+            Opt<ListOf<Obj<NodeSelectorTerm>>>{}),
+  };
+};
+
+// A NodeSelector kept as JSON; decoded strictly, its shape is checked too.
+struct Selector : RawObject<NodeSelector> {
+  static void decode(const Json& v, NodeSelector& out, const FieldPath& at, Decoder& d) {
+    RawObject<NodeSelector>::decode(v, out, at, d);
+    if (d.unknown() == Unknown::kRefuse && v.is_object()) {
+      NodeSelectorShape shape;
+      decodeObject<NodeSelectorShape>(v, shape, at, d);
+    }
+  }
+};
+
+template <>
 struct Table<DeviceAttribute> {
   using Owner = DeviceAttribute;
   static constexpr auto kFields = std::tuple{
@@ -303,7 +360,7 @@ struct Table<Device> {
             Feature::kPartitionableDevices),
       field("name", &Device::name, Str{}, Omit::kNever),
       field("nodeName", &Device::node_name, Opt<Str>{}, Feature::kPartitionableDevices),
-      field("nodeSelector", &Device::node_selector, Opt<RawObject<NodeSelector>>{},
+      field("nodeSelector", &Device::node_selector, Opt<Selector>{},
             Feature::kPartitionableDevices),
       field("taints", &Device::taints, ListOf<Obj<DeviceTaint>>{}, Feature::kDeviceTaints),
   };
@@ -329,7 +386,7 @@ struct Table<ResourceSliceSpec> {
       field("devices", &ResourceSliceSpec::devices, ListOf<Obj<Device>>{}),
       field("driver", &ResourceSliceSpec::driver, Str{}, Omit::kNever),
       field("nodeName", &ResourceSliceSpec::node_name, Opt<Str>{}),
-      field("nodeSelector", &ResourceSliceSpec::node_selector, Opt<RawObject<NodeSelector>>{}),
+      field("nodeSelector", &ResourceSliceSpec::node_selector, Opt<Selector>{}),
       field("perDeviceNodeSelection", &ResourceSliceSpec::per_device_node_selection, Opt<Bool>{},
             Feature::kPartitionableDevices),
       field("pool", &ResourceSliceSpec::pool, Obj<ResourcePool>{}, Omit::kNever),
