@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/codec.h"
 #include "common/status.h"
 
 namespace rsc::client {
@@ -27,6 +28,7 @@ struct OwnerReference {
   std::string uid;
   std::optional<bool> controller;
   std::optional<bool> block_owner_deletion;
+  Json unknown = nullptr;  // fields of newer API versions, written back unchanged
   friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
@@ -43,7 +45,7 @@ struct ObjectMeta {
   std::map<std::string, std::string> annotations;
   std::vector<OwnerReference> owner_references;
   std::vector<std::string> finalizers;
-  Json unknown = Json::object();  // managedFields and anything newer
+  Json unknown = nullptr;  // managedFields and anything newer; null when there is none
   friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
@@ -54,14 +56,14 @@ struct LeaseSpec {
   std::optional<std::string> acquire_time;  // MicroTime, RFC 3339 with microseconds
   std::optional<std::string> renew_time;    // MicroTime
   std::optional<int32_t> lease_transitions;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const LeaseSpec&, const LeaseSpec&) = default;
 };
 
 struct Lease {
   ObjectMeta metadata;
   LeaseSpec spec;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
@@ -69,7 +71,7 @@ struct Lease {
 // references); the rest is kept verbatim.
 struct Node {
   ObjectMeta metadata;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
 };
 
 // authentication.k8s.io/v1 TokenReview.
@@ -78,6 +80,7 @@ struct UserInfo {
   std::string uid;
   std::vector<std::string> groups;
   std::map<std::string, std::vector<std::string>> extra;
+  Json unknown = nullptr;
   friend bool operator==(const UserInfo&, const UserInfo&) = default;
 };
 
@@ -132,8 +135,9 @@ struct Event {
   ObjectReference regarding;
 };
 
-// JSON conversions. Decoding fails with InvalidArgument naming the field
-// ("metadata.labels: must be an object") and never throws.
+// JSON conversions, by the field tables below and in objects.cc. Decoding fails
+// with InvalidArgument naming every bad field ("metadata.labels: must be an
+// object") and never throws.
 Json toJson(const ObjectMeta& meta);
 StatusOr<ObjectMeta> objectMetaFromJson(const Json& j);
 Json toJson(const Lease& lease);
@@ -145,67 +149,42 @@ Json toJson(const SubjectAccessReview& review);
 StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j);
 Json toJson(const Event& event);
 
-// Building blocks of the decoders above and in resource_slice.h, for any code
-// of this project that decodes Kubernetes-shaped JSON with field-path errors.
-//
-// A FieldPath names the field being decoded. Children are made on the stack
-// as decoding descends and refer to their parent, so a path must not outlive
-// the path it was made from; the text ("spec.devices[3].attributes[\"model\"]")
-// is only built when an error is reported.
-class FieldPath {
- public:
-  // A root: "" for the object itself, or a prefix such as "devices[3]".
-  explicit FieldPath(std::string_view root) : text_(root) {}
+// The tables of the types other files nest in theirs.
+namespace codec {
 
-  FieldPath field(std::string_view name) const { return {this, Kind::kField, name, 0}; }
-  FieldPath index(size_t i) const { return {this, Kind::kIndex, {}, i}; }
-  FieldPath key(std::string_view map_key) const { return {this, Kind::kKey, map_key, 0}; }
-
-  std::string toString() const;
-
- private:
-  enum class Kind { kRoot, kField, kIndex, kKey };
-  FieldPath(const FieldPath* parent, Kind kind, std::string_view text, size_t index)
-      : parent_(parent), kind_(kind), text_(text), index_(index) {}
-  void appendTo(std::string& out) const;
-
-  const FieldPath* parent_ = nullptr;
-  Kind kind_ = Kind::kRoot;
-  std::string_view text_;
-  size_t index_ = 0;
+template <>
+struct Table<OwnerReference> {
+  using Owner = OwnerReference;
+  static constexpr auto kFields = std::tuple{
+      field("apiVersion", &OwnerReference::api_version, Str{}, Omit::kNever),
+      field("blockOwnerDeletion", &OwnerReference::block_owner_deletion, Opt<Bool>{}),
+      field("controller", &OwnerReference::controller, Opt<Bool>{}),
+      field("kind", &OwnerReference::kind, Str{}, Omit::kNever),
+      field("name", &OwnerReference::name, Str{}, Omit::kNever),
+      field("uid", &OwnerReference::uid, Str{}, Omit::kNever),
+  };
+  static constexpr Json OwnerReference::*kUnknown = &OwnerReference::unknown;
 };
 
-// InvalidArgument "<path>: <message>", with the same pair as its one detail.
-Status fieldError(const FieldPath& at, std::string_view message);
+template <>
+struct Table<ObjectMeta> {
+  using Owner = ObjectMeta;
+  static constexpr auto kFields = std::tuple{
+      field("annotations", &ObjectMeta::annotations, StringMap{}),
+      field("creationTimestamp", &ObjectMeta::creation_timestamp, Str{}),
+      field("deletionTimestamp", &ObjectMeta::deletion_timestamp, Opt<Str>{}),
+      field("finalizers", &ObjectMeta::finalizers, Strings{}),
+      field("generateName", &ObjectMeta::generate_name, Str{}),
+      field("generation", &ObjectMeta::generation, Int64{}),
+      field("labels", &ObjectMeta::labels, StringMap{}),
+      field("name", &ObjectMeta::name, Str{}),
+      field("namespace", &ObjectMeta::namespace_, Str{}),
+      field("ownerReferences", &ObjectMeta::owner_references, ListOf<Obj<OwnerReference>>{}),
+      field("resourceVersion", &ObjectMeta::resource_version, Str{}),
+      field("uid", &ObjectMeta::uid, Str{}),
+  };
+  static constexpr Json ObjectMeta::*kUnknown = &ObjectMeta::unknown;
+};
 
-// Typed reads of one JSON value. Each fails with fieldError(at, "must be a
-// string") and the like. A JSON null reads as absent (OK, *out unchanged),
-// as the API server's Go decoder treats it.
-Status readString(const Json& v, const FieldPath& at, std::string* out);
-Status readBool(const Json& v, const FieldPath& at, bool* out);
-Status readInt64(const Json& v, const FieldPath& at, int64_t* out);
-Status readInt32(const Json& v, const FieldPath& at, int32_t* out);
-Status readStringList(const Json& v, const FieldPath& at, std::vector<std::string>* out);
-Status readStringMap(const Json& v, const FieldPath& at, std::map<std::string, std::string>* out);
-// OK when `v` is a JSON object (null is not).
-Status expectObject(const Json& v, const FieldPath& at);
-// Checks a top-level object's apiVersion and kind where present (list items
-// carry neither): "apiVersion: must be resource.k8s.io/v1, not ...".
-Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_view kind);
-
-// Reads an optional field with one of the readers above; null leaves it unset.
-template <typename T>
-Status readOptional(const Json& v, const FieldPath& at, std::optional<T>* out,
-                    Status (*read)(const Json&, const FieldPath&, T*)) {
-  if (v.is_null()) {
-    return {};
-  }
-  T value{};
-  Status status = read(v, at, &value);
-  if (status.ok()) {
-    *out = std::move(value);
-  }
-  return status;
-}
-
+}  // namespace codec
 }  // namespace rsc::client

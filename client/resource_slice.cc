@@ -1,7 +1,7 @@
 #include "client/resource_slice.h"
 
-#include <array>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -9,410 +9,6 @@
 
 namespace rsc::client {
 namespace {
-
-// ---- Decoding ---------------------------------------------------------------
-
-// A quantity is a string on the wire; the API server also accepts a bare
-// JSON number, so a driver may send one.
-Status readQuantity(const Json& v, const FieldPath& at, Quantity* out) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  StatusOr<Quantity> parsed = [&]() -> StatusOr<Quantity> {
-    if (v.is_string()) {
-      return Quantity::parse(v.get_ref<const std::string&>());
-    }
-    if (v.is_number()) {
-      return Quantity::parse(v.dump());
-    }
-    return invalidArgument("must be a quantity string such as \"40Gi\"");
-  }();
-  if (!parsed.ok()) {
-    return fieldError(at, parsed.status().message());
-  }
-  *out = std::move(parsed).value();
-  return okStatus();
-}
-
-Status readNodeSelector(const Json& v, const FieldPath& at, NodeSelector* out) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  RETURN_IF_ERROR(expectObject(v, at));
-  out->value = v;
-  return okStatus();
-}
-
-template <typename T>
-using ElementReader = Status (*)(const Json&, const FieldPath&, T*);
-
-// Reads a JSON list, each element with `read`.
-template <typename T>
-Status readList(const Json& v, const FieldPath& at, std::vector<T>* out, ElementReader<T> read) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  if (!v.is_array()) {
-    return fieldError(at, "must be a list");
-  }
-  out->clear();
-  out->reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i].is_null()) {
-      return fieldError(at.index(i), "must not be null");
-    }
-    T item{};  // not read in place: std::vector<bool> has no element addresses
-    RETURN_IF_ERROR(read(v[i], at.index(i), &item));
-    out->push_back(std::move(item));
-  }
-  return okStatus();
-}
-
-template <typename T>
-Status readOptionalList(const Json& v, const FieldPath& at, std::optional<std::vector<T>>* out,
-                        ElementReader<T> read) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  std::vector<T> items;
-  RETURN_IF_ERROR(readList(v, at, &items, read));
-  *out = std::move(items);
-  return okStatus();
-}
-
-// Reads a JSON object keyed by name, each value with `read`.
-template <typename T>
-Status readMap(const Json& v, const FieldPath& at, std::map<std::string, T>* out,
-               ElementReader<T> read) {
-  if (v.is_null()) {
-    return okStatus();
-  }
-  if (!v.is_object()) {
-    return fieldError(at, "must be an object");
-  }
-  out->clear();
-  for (const auto& [key, value] : v.items()) {
-    FieldPath item_path = at.key(key);
-    if (value.is_null()) {
-      return fieldError(item_path, "must not be null");
-    }
-    T item{};
-    RETURN_IF_ERROR(read(value, item_path, &item));
-    out->emplace_hint(out->end(), key, std::move(item));
-  }
-  return okStatus();
-}
-
-Status readStrictBool(const Json& v, const FieldPath& at, bool* out) {
-  if (!v.is_boolean()) {
-    return fieldError(at, "must be a boolean");
-  }
-  *out = v.get<bool>();
-  return okStatus();
-}
-
-Status readStrictString(const Json& v, const FieldPath& at, std::string* out) {
-  if (!v.is_string()) {
-    return fieldError(at, "must be a string");
-  }
-  *out = v.get_ref<const std::string&>();
-  return okStatus();
-}
-
-Status readCounter(const Json& j, const FieldPath& at, Counter* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  if (auto it = j.find("value"); it != j.end()) {
-    RETURN_IF_ERROR(readQuantity(*it, at.field("value"), &out->value));
-  }
-  return okStatus();
-}
-
-Status readAttribute(const Json& j, const FieldPath& at, DeviceAttribute* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "int") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->int_value, readInt64));
-    } else if (key == "bool") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->bool_value, readBool));
-    } else if (key == "string") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->string_value, readString));
-    } else if (key == "version") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->version_value, readString));
-    } else if (key == "ints") {
-      RETURN_IF_ERROR(readOptionalList<int64_t>(value, f, &out->ints, readInt64));
-    } else if (key == "bools") {
-      RETURN_IF_ERROR(readOptionalList<bool>(value, f, &out->bools, readStrictBool));
-    } else if (key == "strings") {
-      RETURN_IF_ERROR(readOptionalList<std::string>(value, f, &out->strings, readStrictString));
-    } else if (key == "versions") {
-      RETURN_IF_ERROR(readOptionalList<std::string>(value, f, &out->versions, readStrictString));
-    } else {
-      out->unknown[key] = value;
-    }
-  }
-  return okStatus();
-}
-
-Status readRange(const Json& j, const FieldPath& at, CapacityRequestPolicyRange* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "min") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->min, readQuantity));
-    } else if (key == "max") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->max, readQuantity));
-    } else if (key == "step") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->step, readQuantity));
-    }
-  }
-  return okStatus();
-}
-
-Status readRequestPolicy(const Json& j, const FieldPath& at, CapacityRequestPolicy* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "default") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->default_value, readQuantity));
-    } else if (key == "validValues") {
-      RETURN_IF_ERROR(readList<Quantity>(value, f, &out->valid_values, readQuantity));
-    } else if (key == "validRange") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->valid_range, readRange));
-    } else {
-      out->unknown[key] = value;
-    }
-  }
-  return okStatus();
-}
-
-Status readCapacity(const Json& j, const FieldPath& at, DeviceCapacity* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "value") {
-      RETURN_IF_ERROR(readQuantity(value, f, &out->value));
-    } else if (key == "requestPolicy") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->request_policy, readRequestPolicy));
-    } else {
-      out->unknown[key] = value;
-    }
-  }
-  return okStatus();
-}
-
-Status readConsumption(const Json& j, const FieldPath& at, DeviceCounterConsumption* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "counterSet") {
-      RETURN_IF_ERROR(readString(value, f, &out->counter_set));
-    } else if (key == "counters") {
-      RETURN_IF_ERROR(readMap<Counter>(value, f, &out->counters, readCounter));
-    }
-  }
-  return okStatus();
-}
-
-Status readTaint(const Json& j, const FieldPath& at, DeviceTaint* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "key") {
-      RETURN_IF_ERROR(readString(value, f, &out->key));
-    } else if (key == "value") {
-      RETURN_IF_ERROR(readString(value, f, &out->value));
-    } else if (key == "effect") {
-      RETURN_IF_ERROR(readString(value, f, &out->effect));
-    } else if (key == "timeAdded") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->time_added, readString));
-    }
-  }
-  return okStatus();
-}
-
-Status readDevice(const Json& j, const FieldPath& at, Device* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "name") {
-      RETURN_IF_ERROR(readString(value, f, &out->name));
-    } else if (key == "attributes") {
-      RETURN_IF_ERROR(readMap<DeviceAttribute>(value, f, &out->attributes, readAttribute));
-    } else if (key == "capacity") {
-      RETURN_IF_ERROR(readMap<DeviceCapacity>(value, f, &out->capacity, readCapacity));
-    } else if (key == "consumesCounters") {
-      RETURN_IF_ERROR(
-          readList<DeviceCounterConsumption>(value, f, &out->consumes_counters, readConsumption));
-    } else if (key == "nodeName") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->node_name, readString));
-    } else if (key == "nodeSelector") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->node_selector, readNodeSelector));
-    } else if (key == "allNodes") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->all_nodes, readBool));
-    } else if (key == "taints") {
-      RETURN_IF_ERROR(readList<DeviceTaint>(value, f, &out->taints, readTaint));
-    } else if (key == "bindsToNode") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->binds_to_node, readBool));
-    } else if (key == "bindingConditions") {
-      RETURN_IF_ERROR(readStringList(value, f, &out->binding_conditions));
-    } else if (key == "bindingFailureConditions") {
-      RETURN_IF_ERROR(readStringList(value, f, &out->binding_failure_conditions));
-    } else if (key == "allowMultipleAllocations") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->allow_multiple_allocations, readBool));
-    } else {
-      out->unknown[key] = value;
-    }
-  }
-  return okStatus();
-}
-
-Status readCounterSet(const Json& j, const FieldPath& at, CounterSet* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "name") {
-      RETURN_IF_ERROR(readString(value, f, &out->name));
-    } else if (key == "counters") {
-      RETURN_IF_ERROR(readMap<Counter>(value, f, &out->counters, readCounter));
-    }
-  }
-  return okStatus();
-}
-
-Status readPool(const Json& j, const FieldPath& at, ResourcePool* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "name") {
-      RETURN_IF_ERROR(readString(value, f, &out->name));
-    } else if (key == "generation") {
-      RETURN_IF_ERROR(readInt64(value, f, &out->generation));
-    } else if (key == "resourceSliceCount") {
-      RETURN_IF_ERROR(readInt64(value, f, &out->resource_slice_count));
-    }
-  }
-  return okStatus();
-}
-
-Status readSpec(const Json& j, const FieldPath& at, ResourceSliceSpec* out) {
-  RETURN_IF_ERROR(expectObject(j, at));
-  for (const auto& [key, value] : j.items()) {
-    FieldPath f = at.field(key);
-    if (key == "driver") {
-      RETURN_IF_ERROR(readString(value, f, &out->driver));
-    } else if (key == "pool") {
-      if (!value.is_null()) {
-        RETURN_IF_ERROR(readPool(value, f, &out->pool));
-      }
-    } else if (key == "nodeName") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->node_name, readString));
-    } else if (key == "nodeSelector") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->node_selector, readNodeSelector));
-    } else if (key == "allNodes") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->all_nodes, readBool));
-    } else if (key == "perDeviceNodeSelection") {
-      RETURN_IF_ERROR(readOptional(value, f, &out->per_device_node_selection, readBool));
-    } else if (key == "devices") {
-      RETURN_IF_ERROR(readList<Device>(value, f, &out->devices, readDevice));
-    } else if (key == "sharedCounters") {
-      RETURN_IF_ERROR(readList<CounterSet>(value, f, &out->shared_counters, readCounterSet));
-    } else {
-      out->unknown[key] = value;
-    }
-  }
-  return okStatus();
-}
-
-// ---- Encoding ---------------------------------------------------------------
-// Field by field as the API's Go types marshal them: omitempty fields are
-// left out when empty or unset; required ones are always written.
-
-Json startWith(const Json& unknown) { return unknown.is_object() ? unknown : Json::object(); }
-
-Json counterMapToJson(const std::map<std::string, Counter>& counters) {
-  Json j = Json::object();
-  for (const auto& [name, counter] : counters) {
-    j[name] = {{"value", counter.value.text()}};
-  }
-  return j;
-}
-
-Json attributeToJson(const DeviceAttribute& a) {
-  Json j = startWith(a.unknown);
-  if (a.int_value) {
-    j["int"] = *a.int_value;
-  }
-  if (a.bool_value) {
-    j["bool"] = *a.bool_value;
-  }
-  if (a.string_value) {
-    j["string"] = *a.string_value;
-  }
-  if (a.version_value) {
-    j["version"] = *a.version_value;
-  }
-  if (a.ints && !a.ints->empty()) {
-    j["ints"] = *a.ints;
-  }
-  if (a.bools && !a.bools->empty()) {
-    j["bools"] = *a.bools;
-  }
-  if (a.strings && !a.strings->empty()) {
-    j["strings"] = *a.strings;
-  }
-  if (a.versions && !a.versions->empty()) {
-    j["versions"] = *a.versions;
-  }
-  return j;
-}
-
-Json requestPolicyToJson(const CapacityRequestPolicy& p) {
-  Json j = startWith(p.unknown);
-  // "default" has no omitempty in the Go type: unset is written as null.
-  j["default"] = p.default_value ? Json(p.default_value->text()) : Json(nullptr);
-  if (!p.valid_values.empty()) {
-    Json values = Json::array();
-    for (const Quantity& q : p.valid_values) {
-      values.push_back(q.text());
-    }
-    j["validValues"] = std::move(values);
-  }
-  if (p.valid_range) {
-    Json range = Json::object();
-    if (p.valid_range->min) {
-      range["min"] = p.valid_range->min->text();
-    }
-    if (p.valid_range->max) {
-      range["max"] = p.valid_range->max->text();
-    }
-    if (p.valid_range->step) {
-      range["step"] = p.valid_range->step->text();
-    }
-    j["validRange"] = std::move(range);
-  }
-  return j;
-}
-
-Json capacityToJson(const DeviceCapacity& c) {
-  Json j = startWith(c.unknown);
-  j["value"] = c.value.text();
-  if (c.request_policy) {
-    j["requestPolicy"] = requestPolicyToJson(*c.request_policy);
-  }
-  return j;
-}
-
-Json taintToJson(const DeviceTaint& t) {
-  Json j = {{"key", t.key}, {"effect", t.effect}};
-  if (!t.value.empty()) {
-    j["value"] = t.value;
-  }
-  if (t.time_added) {
-    j["timeAdded"] = *t.time_added;
-  }
-  return j;
-}
 
 // ---- Semantic comparison ----------------------------------------------------
 
@@ -490,149 +86,88 @@ bool timeEqual(const std::string& a, const std::string& b) {
   return sa && sb && *sa == *sb;
 }
 
-// Fields the API server drops when their feature gate is off.
-enum class Gated : unsigned {
-  kSharedCounters,
-  kPerDeviceNodeSelection,
-  kConsumesCounters,
-  kDeviceNodeName,
-  kDeviceNodeSelector,
-  kDeviceAllNodes,
-  kTaints,
-  kBindsToNode,
-  kBindingConditions,
-  kBindingFailureConditions,
-  kAllowMultipleAllocations,
-  kRequestPolicy,
-  kInts,
-  kBools,
-  kStrings,
-  kVersions,
-};
-
-// Where an unknown field sits, for the same purpose.
-enum class Level { kSpec, kDevice, kAttribute, kCapacity, kRequestPolicy };
-
-// What the live slice carries anywhere, worked out on first use: a field that
-// desired sets and live lacks counts as dropped only when live carries none
-// of that field at all, since the server drops a gated field from the whole
-// slice or not at all.
-class LivePresence {
+// What a slice carries anywhere: the tagged fields that are set, and the
+// names of captured unknown fields, each by the table (type) that has it.
+class Presence {
  public:
-  explicit LivePresence(const ResourceSliceSpec& live) : live_(live) {}
+  // Called by codec::visitObjects for the spec and every object in it.
+  template <typename T>
+  void object(const codec::OwnerOf<T>& value) {
+    using Info = codec::TableInfo<T>;
+    size_t row = 0;
+    std::apply([&](const auto&... f) { (note<T>(f, value, row++), ...); }, Info::kFields);
+    if constexpr (Info::kCaptures) {
+      const Json& unknown = value.*codec::Table<T>::kUnknown;
+      if (unknown.is_object()) {
+        for (const auto& [key, member] : unknown.items()) {
+          unknown_.emplace(type<T>(), key);
+        }
+      }
+    }
+  }
 
-  bool has(Gated field) {
-    scan();
-    return (bits_ >> static_cast<unsigned>(field)) & 1U;
+  template <typename T>
+  bool has(std::string_view name) const {
+    const size_t row = codec::TableInfo<T>::find(name);
+    if (row == codec::TableInfo<T>::kSize) {
+      std::abort();  // a comparer naming a field its table does not have
+    }
+    return fields_.contains({type<T>(), row});
   }
-  bool hasUnknown(Level level, const std::string& key) {
-    scan();
-    return unknown_[static_cast<size_t>(level)].contains(key);
+
+  template <typename T>
+  bool hasUnknown(const std::string& key) const {
+    return unknown_.contains({type<T>(), key});
   }
+
+  FeatureSet features() const { return features_; }
 
  private:
-  void set(Gated field) { bits_ |= 1U << static_cast<unsigned>(field); }
-  void addUnknown(Level level, const Json& unknown) {
-    if (!unknown.is_object()) {
-      return;
-    }
-    for (const auto& [key, value] : unknown.items()) {
-      unknown_[static_cast<size_t>(level)].insert(key);
+  // One address per table stands for its type.
+  template <typename T>
+  static const void* type() {
+    return &codec::TableInfo<T>::kNames;
+  }
+
+  template <typename T, typename Row>
+  void note(const Row& f, const codec::OwnerOf<T>& value, size_t row) {
+    using Codec = std::remove_cvref_t<decltype(f.codec)>;
+    if (f.feature != Feature::kNone && !Codec::isEmpty(std::invoke(f.access, value))) {
+      fields_.emplace(type<T>(), row);
+      features_.set(static_cast<size_t>(f.feature));
     }
   }
 
-  void scan() {
-    if (scanned_) {
-      return;
-    }
-    scanned_ = true;
-    if (!live_.shared_counters.empty()) {
-      set(Gated::kSharedCounters);
-    }
-    if (live_.per_device_node_selection) {
-      set(Gated::kPerDeviceNodeSelection);
-    }
-    addUnknown(Level::kSpec, live_.unknown);
-    for (const Device& d : live_.devices) {
-      if (!d.consumes_counters.empty()) {
-        set(Gated::kConsumesCounters);
-      }
-      if (d.node_name) {
-        set(Gated::kDeviceNodeName);
-      }
-      if (d.node_selector) {
-        set(Gated::kDeviceNodeSelector);
-      }
-      if (d.all_nodes) {
-        set(Gated::kDeviceAllNodes);
-      }
-      if (!d.taints.empty()) {
-        set(Gated::kTaints);
-      }
-      if (d.binds_to_node) {
-        set(Gated::kBindsToNode);
-      }
-      if (!d.binding_conditions.empty()) {
-        set(Gated::kBindingConditions);
-      }
-      if (!d.binding_failure_conditions.empty()) {
-        set(Gated::kBindingFailureConditions);
-      }
-      if (d.allow_multiple_allocations) {
-        set(Gated::kAllowMultipleAllocations);
-      }
-      addUnknown(Level::kDevice, d.unknown);
-      for (const auto& [name, a] : d.attributes) {
-        if (a.ints && !a.ints->empty()) {
-          set(Gated::kInts);
-        }
-        if (a.bools && !a.bools->empty()) {
-          set(Gated::kBools);
-        }
-        if (a.strings && !a.strings->empty()) {
-          set(Gated::kStrings);
-        }
-        if (a.versions && !a.versions->empty()) {
-          set(Gated::kVersions);
-        }
-        addUnknown(Level::kAttribute, a.unknown);
-      }
-      for (const auto& [name, c] : d.capacity) {
-        if (c.request_policy) {
-          set(Gated::kRequestPolicy);
-          addUnknown(Level::kRequestPolicy, c.request_policy->unknown);
-        }
-        addUnknown(Level::kCapacity, c.unknown);
-      }
-    }
-  }
-
-  const ResourceSliceSpec& live_;
-  bool scanned_ = false;
-  unsigned bits_ = 0;
-  std::array<std::set<std::string, std::less<>>, 5> unknown_;
+  std::set<std::pair<const void*, size_t>> fields_;
+  std::set<std::pair<const void*, std::string>> unknown_;
+  FeatureSet features_;
 };
 
 // Compares desired with live, collecting the paths of dropped fields. Every
 // method returns false at the first genuine difference.
 class SemanticComparer {
  public:
-  explicit SemanticComparer(const ResourceSliceSpec& live) : presence_(live) {}
+  explicit SemanticComparer(const ResourceSliceSpec& live) : live_(live) {}
 
   std::vector<std::string>& dropped() { return dropped_; }
 
   bool spec(const ResourceSliceSpec& d, const ResourceSliceSpec& l) {
     FieldPath at("spec");
-    if (d.driver != l.driver || d.pool != l.pool || d.node_name != l.node_name ||
-        !nodeSelectorEqual(d.node_selector, l.node_selector) || d.all_nodes != l.all_nodes) {
+    if (d.driver != l.driver || !pool(d.pool, l.pool, at.field("pool")) ||
+        d.node_name != l.node_name || !nodeSelectorEqual(d.node_selector, l.node_selector) ||
+        d.all_nodes != l.all_nodes) {
       return false;
     }
-    if (!optionalField(d.per_device_node_selection, l.per_device_node_selection,
-                       Gated::kPerDeviceNodeSelection, at.field("perDeviceNodeSelection"))) {
+    if (!optionalField<ResourceSliceSpec>(d.per_device_node_selection, l.per_device_node_selection,
+                                          "perDeviceNodeSelection", at)) {
       return false;
     }
-    if (!listField(d.shared_counters, l.shared_counters, Gated::kSharedCounters,
-                   at.field("sharedCounters"))) {
+    if (!listField<ResourceSliceSpec>(
+            d.shared_counters, l.shared_counters, "sharedCounters", at,
+            [this](const CounterSet& a, const CounterSet& b, const FieldPath& item) {
+              return a.name == b.name && a.counters == b.counters &&
+                     unknown<CounterSet>(a.unknown, b.unknown, item);
+            })) {
       return false;
     }
     if (d.devices.size() != l.devices.size()) {
@@ -644,46 +179,76 @@ class SemanticComparer {
         return false;
       }
     }
-    return unknown(d.unknown, l.unknown, Level::kSpec, at);
+    return unknown<ResourceSliceSpec>(d.unknown, l.unknown, at);
   }
 
  private:
-  // desired sets a gated field that live lacks: dropped, unless live shows
-  // the field elsewhere (then the server kept it, and this is a difference).
-  bool drop(Gated field, const FieldPath& at) {
-    if (presence_.has(field)) {
+  // The tagged fields and unknown fields that live carries anywhere, worked
+  // out on first use: a field that desired sets and live lacks counts as
+  // dropped only when live carries none of that field at all, since the
+  // server drops a gated field from the whole slice or not at all.
+  const Presence& presence() {
+    if (!presence_) {
+      presence_.emplace();
+      codec::visitObjects<ResourceSliceSpec>(live_, *presence_);
+    }
+    return *presence_;
+  }
+
+  // desired sets the tagged field `name` of a T that live lacks: dropped,
+  // unless live shows the field elsewhere (then the server kept it, and this
+  // is a difference).
+  template <typename T>
+  bool drop(std::string_view name, const FieldPath& at) {
+    if (presence().has<T>(name)) {
       return false;
     }
-    dropped_.push_back(at.toString());
+    dropped_.push_back(at.field(name).toString());
     return true;
   }
 
-  template <typename T>
-  bool optionalField(const std::optional<T>& d, const std::optional<T>& l, Gated field,
+  template <typename T, typename V>
+  bool optionalField(const std::optional<V>& d, const std::optional<V>& l, std::string_view name,
                      const FieldPath& at) {
     if (d.has_value() && !l.has_value()) {
-      return drop(field, at);
+      return drop<T>(name, at);
     }
     return d == l;
   }
 
-  template <typename T>
-  bool listField(const std::vector<T>& d, const std::vector<T>& l, Gated field,
-                 const FieldPath& at) {
+  template <typename T, typename V, typename Equal>
+  bool listField(const std::vector<V>& d, const std::vector<V>& l, std::string_view name,
+                 const FieldPath& at, Equal equal) {
     if (!d.empty() && l.empty()) {
-      return drop(field, at);
+      return drop<T>(name, at);
     }
-    return d == l;
+    if (d.size() != l.size()) {
+      return false;
+    }
+    FieldPath list = at.field(name);
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (!equal(d[i], l[i], list.index(i))) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  template <typename T, typename V>
+  bool listField(const std::vector<V>& d, const std::vector<V>& l, std::string_view name,
+                 const FieldPath& at) {
+    return listField<T>(d, l, name, at,
+                        [](const V& a, const V& b, const FieldPath& /*unused*/) { return a == b; });
   }
 
   // An empty list is written as nothing, so it equals an unset one.
-  template <typename T>
-  bool listAttribute(const std::optional<std::vector<T>>& d, const std::optional<std::vector<T>>& l,
-                     Gated field, const FieldPath& at) {
+  template <typename V>
+  bool listAttribute(const std::optional<std::vector<V>>& d, const std::optional<std::vector<V>>& l,
+                     std::string_view name, const FieldPath& at) {
     bool d_set = d && !d->empty();
     bool l_set = l && !l->empty();
     if (d_set && !l_set) {
-      return drop(field, at);
+      return drop<DeviceAttribute>(name, at);
     }
     return d_set == l_set && (!d_set || *d == *l);
   }
@@ -692,7 +257,8 @@ class SemanticComparer {
   // server that does not know it. One that only live has is not compared: a
   // field this model does not know may be a server default, and comparing it
   // would rewrite the slice forever.
-  bool unknown(const Json& d, const Json& l, Level level, const FieldPath& at) {
+  template <typename T>
+  bool unknown(const Json& d, const Json& l, const FieldPath& at) {
     if (!d.is_object() || d.empty()) {
       return true;
     }
@@ -703,7 +269,7 @@ class SemanticComparer {
           return false;
         }
       } else if (!isAbsent(value)) {
-        if (presence_.hasUnknown(level, key)) {
+        if (presence().hasUnknown<T>(key)) {
           return false;
         }
         dropped_.push_back(at.field(key).toString());
@@ -717,18 +283,28 @@ class SemanticComparer {
         d.string_value != l.string_value || d.version_value != l.version_value) {
       return false;
     }
-    return listAttribute(d.ints, l.ints, Gated::kInts, at.field("ints")) &&
-           listAttribute(d.bools, l.bools, Gated::kBools, at.field("bools")) &&
-           listAttribute(d.strings, l.strings, Gated::kStrings, at.field("strings")) &&
-           listAttribute(d.versions, l.versions, Gated::kVersions, at.field("versions")) &&
-           unknown(d.unknown, l.unknown, Level::kAttribute, at);
+    return listAttribute(d.ints, l.ints, "ints", at) &&
+           listAttribute(d.bools, l.bools, "bools", at) &&
+           listAttribute(d.strings, l.strings, "strings", at) &&
+           listAttribute(d.versions, l.versions, "versions", at) &&
+           unknown<DeviceAttribute>(d.unknown, l.unknown, at);
   }
 
   bool requestPolicy(const CapacityRequestPolicy& d, const CapacityRequestPolicy& l,
                      const FieldPath& at) {
+    if (d.valid_range.has_value() != l.valid_range.has_value()) {
+      return false;
+    }
+    if (d.valid_range) {
+      const CapacityRequestPolicyRange& dr = *d.valid_range;
+      const CapacityRequestPolicyRange& lr = *l.valid_range;
+      if (dr.min != lr.min || dr.max != lr.max || dr.step != lr.step ||
+          !unknown<CapacityRequestPolicyRange>(dr.unknown, lr.unknown, at.field("validRange"))) {
+        return false;
+      }
+    }
     return d.default_value == l.default_value && d.valid_values == l.valid_values &&
-           d.valid_range == l.valid_range &&
-           unknown(d.unknown, l.unknown, Level::kRequestPolicy, at);
+           unknown<CapacityRequestPolicy>(d.unknown, l.unknown, at);
   }
 
   bool capacity(const DeviceCapacity& d, const DeviceCapacity& l, const FieldPath& at) {
@@ -737,34 +313,32 @@ class SemanticComparer {
     }
     FieldPath policy = at.field("requestPolicy");
     if (d.request_policy && !l.request_policy) {
-      if (!drop(Gated::kRequestPolicy, policy)) {
+      if (!drop<DeviceCapacity>("requestPolicy", at)) {
         return false;
       }
     } else if (d.request_policy.has_value() != l.request_policy.has_value() ||
                (d.request_policy && !requestPolicy(*d.request_policy, *l.request_policy, policy))) {
       return false;
     }
-    return unknown(d.unknown, l.unknown, Level::kCapacity, at);
+    return unknown<DeviceCapacity>(d.unknown, l.unknown, at);
   }
 
-  bool taints(const std::vector<DeviceTaint>& d, const std::vector<DeviceTaint>& l,
-              const FieldPath& at) {
-    if (!d.empty() && l.empty()) {
-      return drop(Gated::kTaints, at);
-    }
-    if (d.size() != l.size()) {
+  static bool taint(SemanticComparer& self, const DeviceTaint& d, const DeviceTaint& l,
+                    const FieldPath& at) {
+    if (d.key != l.key || d.value != l.value || d.effect != l.effect) {
       return false;
     }
-    for (size_t i = 0; i < d.size(); ++i) {
-      if (d[i].key != l[i].key || d[i].value != l[i].value || d[i].effect != l[i].effect) {
-        return false;
-      }
-      // Unset in desired: the server fills in the time, so any value is fine.
-      if (d[i].time_added && (!l[i].time_added || !timeEqual(*d[i].time_added, *l[i].time_added))) {
-        return false;
-      }
+    // Unset in desired: the server fills in the time, so any value is fine.
+    if (d.time_added && (!l.time_added || !timeEqual(*d.time_added, *l.time_added))) {
+      return false;
     }
-    return true;
+    return self.unknown<DeviceTaint>(d.unknown, l.unknown, at);
+  }
+
+  bool pool(const ResourcePool& d, const ResourcePool& l, const FieldPath& at) {
+    return d.name == l.name && d.generation == l.generation &&
+           d.resource_slice_count == l.resource_slice_count &&
+           unknown<ResourcePool>(d.unknown, l.unknown, at);
   }
 
   bool device(const Device& d, const Device& l, const FieldPath& at) {
@@ -791,33 +365,40 @@ class SemanticComparer {
       }
     }
 
-    // Gated fields.
-    if (!optionalField(d.node_name, l.node_name, Gated::kDeviceNodeName, at.field("nodeName"))) {
+    // Tagged fields.
+    if (!optionalField<Device>(d.node_name, l.node_name, "nodeName", at)) {
       return false;
     }
     if (d.node_selector && !l.node_selector) {
-      if (!drop(Gated::kDeviceNodeSelector, at.field("nodeSelector"))) {
+      if (!drop<Device>("nodeSelector", at)) {
         return false;
       }
     } else if (!nodeSelectorEqual(d.node_selector, l.node_selector)) {
       return false;
     }
-    return optionalField(d.all_nodes, l.all_nodes, Gated::kDeviceAllNodes, at.field("allNodes")) &&
-           listField(d.consumes_counters, l.consumes_counters, Gated::kConsumesCounters,
-                     at.field("consumesCounters")) &&
-           taints(d.taints, l.taints, at.field("taints")) &&
-           optionalField(d.binds_to_node, l.binds_to_node, Gated::kBindsToNode,
-                         at.field("bindsToNode")) &&
-           listField(d.binding_conditions, l.binding_conditions, Gated::kBindingConditions,
-                     at.field("bindingConditions")) &&
-           listField(d.binding_failure_conditions, l.binding_failure_conditions,
-                     Gated::kBindingFailureConditions, at.field("bindingFailureConditions")) &&
-           optionalField(d.allow_multiple_allocations, l.allow_multiple_allocations,
-                         Gated::kAllowMultipleAllocations, at.field("allowMultipleAllocations")) &&
-           unknown(d.unknown, l.unknown, Level::kDevice, at);
+    const auto consumption = [this](const DeviceCounterConsumption& a,
+                                    const DeviceCounterConsumption& b, const FieldPath& item) {
+      return a.counter_set == b.counter_set && a.counters == b.counters &&
+             unknown<DeviceCounterConsumption>(a.unknown, b.unknown, item);
+    };
+    const auto taint = [this](const DeviceTaint& a, const DeviceTaint& b, const FieldPath& item) {
+      return SemanticComparer::taint(*this, a, b, item);
+    };
+    return optionalField<Device>(d.all_nodes, l.all_nodes, "allNodes", at) &&
+           listField<Device>(d.consumes_counters, l.consumes_counters, "consumesCounters", at,
+                             consumption) &&
+           listField<Device>(d.taints, l.taints, "taints", at, taint) &&
+           optionalField<Device>(d.binds_to_node, l.binds_to_node, "bindsToNode", at) &&
+           listField<Device>(d.binding_conditions, l.binding_conditions, "bindingConditions", at) &&
+           listField<Device>(d.binding_failure_conditions, l.binding_failure_conditions,
+                             "bindingFailureConditions", at) &&
+           optionalField<Device>(d.allow_multiple_allocations, l.allow_multiple_allocations,
+                                 "allowMultipleAllocations", at) &&
+           unknown<Device>(d.unknown, l.unknown, at);
   }
 
-  LivePresence presence_;
+  const ResourceSliceSpec& live_;
+  std::optional<Presence> presence_;
   std::vector<std::string> dropped_;
 };
 
@@ -835,152 +416,28 @@ bool Device::usesAdvancedFeatures() const {
   return false;
 }
 
-Json toJson(const Device& device) {
-  Json j = startWith(device.unknown);
-  j["name"] = device.name;
-  if (!device.attributes.empty()) {
-    Json attributes = Json::object();
-    for (const auto& [name, a] : device.attributes) {
-      attributes[name] = attributeToJson(a);
-    }
-    j["attributes"] = std::move(attributes);
-  }
-  if (!device.capacity.empty()) {
-    Json capacity = Json::object();
-    for (const auto& [name, c] : device.capacity) {
-      capacity[name] = capacityToJson(c);
-    }
-    j["capacity"] = std::move(capacity);
-  }
-  if (!device.consumes_counters.empty()) {
-    Json consumes = Json::array();
-    for (const DeviceCounterConsumption& c : device.consumes_counters) {
-      Json item = {{"counterSet", c.counter_set}};
-      if (!c.counters.empty()) {
-        item["counters"] = counterMapToJson(c.counters);
-      }
-      consumes.push_back(std::move(item));
-    }
-    j["consumesCounters"] = std::move(consumes);
-  }
-  if (device.node_name) {
-    j["nodeName"] = *device.node_name;
-  }
-  if (device.node_selector) {
-    j["nodeSelector"] = device.node_selector->value;
-  }
-  if (device.all_nodes) {
-    j["allNodes"] = *device.all_nodes;
-  }
-  if (!device.taints.empty()) {
-    Json taints = Json::array();
-    for (const DeviceTaint& t : device.taints) {
-      taints.push_back(taintToJson(t));
-    }
-    j["taints"] = std::move(taints);
-  }
-  if (device.binds_to_node) {
-    j["bindsToNode"] = *device.binds_to_node;
-  }
-  if (!device.binding_conditions.empty()) {
-    j["bindingConditions"] = device.binding_conditions;
-  }
-  if (!device.binding_failure_conditions.empty()) {
-    j["bindingFailureConditions"] = device.binding_failure_conditions;
-  }
-  if (device.allow_multiple_allocations) {
-    j["allowMultipleAllocations"] = *device.allow_multiple_allocations;
-  }
-  return j;
-}
+Json toJson(const Device& device) { return codec::toJson<Device>(device); }
 
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path) {
-  Device device;
-  RETURN_IF_ERROR(readDevice(j, FieldPath(path), &device));
-  return device;
+  return codec::decode<Device>(j, path);
 }
 
-Json toJson(const CounterSet& set) {
-  Json j = {{"name", set.name}};
-  if (!set.counters.empty()) {
-    j["counters"] = counterMapToJson(set.counters);
-  }
-  return j;
-}
+Json toJson(const CounterSet& set) { return codec::toJson<CounterSet>(set); }
 
 StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path) {
-  CounterSet set;
-  RETURN_IF_ERROR(readCounterSet(j, FieldPath(path), &set));
-  return set;
+  return codec::decode<CounterSet>(j, path);
 }
 
-Json toJson(const ResourceSlice& slice) {
-  const ResourceSliceSpec& s = slice.spec;
-  Json spec = startWith(s.unknown);
-  spec["driver"] = s.driver;
-  spec["pool"] = {{"name", s.pool.name},
-                  {"generation", s.pool.generation},
-                  {"resourceSliceCount", s.pool.resource_slice_count}};
-  if (s.node_name) {
-    spec["nodeName"] = *s.node_name;
-  }
-  if (s.node_selector) {
-    spec["nodeSelector"] = s.node_selector->value;
-  }
-  if (s.all_nodes) {
-    spec["allNodes"] = *s.all_nodes;
-  }
-  if (s.per_device_node_selection) {
-    spec["perDeviceNodeSelection"] = *s.per_device_node_selection;
-  }
-  if (!s.devices.empty()) {
-    Json devices = Json::array();
-    devices.get_ref<Json::array_t&>().reserve(s.devices.size());
-    for (const Device& d : s.devices) {
-      devices.push_back(toJson(d));
-    }
-    spec["devices"] = std::move(devices);
-  }
-  if (!s.shared_counters.empty()) {
-    Json sets = Json::array();
-    for (const CounterSet& c : s.shared_counters) {
-      sets.push_back(toJson(c));
-    }
-    spec["sharedCounters"] = std::move(sets);
-  }
-
-  Json j = startWith(slice.unknown);
-  j["apiVersion"] = kResourceApiVersion;
-  j["kind"] = "ResourceSlice";
-  j["metadata"] = toJson(slice.metadata);
-  j["spec"] = std::move(spec);
-  return j;
-}
+Json toJson(const ResourceSlice& slice) { return codec::toJson<ResourceSlice>(slice); }
 
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j) {
-  if (!j.is_object()) {
-    return invalidArgument("ResourceSlice: must be a JSON object");
-  }
-  RETURN_IF_ERROR(checkTypeMeta(j, kResourceApiVersion, "ResourceSlice"));
-  ResourceSlice slice;
-  for (const auto& [key, value] : j.items()) {
-    if (key == "apiVersion" || key == "kind") {
-      continue;
-    }
-    if (key == "metadata") {
-      if (value.is_null()) {
-        continue;
-      }
-      ASSIGN_OR_RETURN(slice.metadata, objectMetaFromJson(value));
-    } else if (key == "spec") {
-      if (!value.is_null()) {
-        RETURN_IF_ERROR(readSpec(value, FieldPath("spec"), &slice.spec));
-      }
-    } else {
-      slice.unknown[key] = value;
-    }
-  }
-  return slice;
+  return codec::decode<ResourceSlice>(j, "");
+}
+
+FeatureSet featuresOf(const ResourceSliceSpec& spec) {
+  Presence presence;
+  codec::visitObjects<ResourceSliceSpec>(spec, presence);
+  return presence.features();
 }
 
 bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& live,

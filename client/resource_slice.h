@@ -15,6 +15,8 @@
 #include <variant>
 #include <vector>
 
+#include "client/api_features.h"
+#include "client/codec.h"
 #include "client/objects.h"
 #include "client/quantity.h"
 
@@ -29,6 +31,23 @@ struct NodeSelector {
   friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
 };
 
+// The shape of a core/v1 NodeSelector, by which pushed selectors are decoded
+// strictly and validated; NodeSelector itself stays JSON.
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string operator_;  // "operator"
+  std::vector<std::string> values;
+};
+
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+  std::vector<NodeSelectorRequirement> match_fields;
+};
+
+struct NodeSelectorShape {
+  std::optional<std::vector<NodeSelectorTerm>> node_selector_terms;
+};
+
 // Exactly one member is set in a valid attribute. List forms ("ints",
 // "bools", "strings", "versions") exist from Kubernetes 1.36 (DRAListTypeAttributes).
 struct DeviceAttribute {
@@ -40,7 +59,7 @@ struct DeviceAttribute {
   std::optional<std::vector<bool>> bools;
   std::optional<std::vector<std::string>> strings;
   std::optional<std::vector<std::string>> versions;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const DeviceAttribute&, const DeviceAttribute&) = default;
 };
 
@@ -48,6 +67,7 @@ struct CapacityRequestPolicyRange {
   std::optional<Quantity> min;
   std::optional<Quantity> max;
   std::optional<Quantity> step;
+  Json unknown = nullptr;  // as in every struct here: fields of newer API versions, null when none
   friend bool operator==(const CapacityRequestPolicyRange&,
                          const CapacityRequestPolicyRange&) = default;
 };
@@ -56,14 +76,14 @@ struct CapacityRequestPolicy {
   std::optional<Quantity> default_value;  // "default"
   std::vector<Quantity> valid_values;
   std::optional<CapacityRequestPolicyRange> valid_range;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const CapacityRequestPolicy&, const CapacityRequestPolicy&) = default;
 };
 
 struct DeviceCapacity {
   Quantity value;
   std::optional<CapacityRequestPolicy> request_policy;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const DeviceCapacity&, const DeviceCapacity&) = default;
 };
 
@@ -75,12 +95,14 @@ struct Counter {
 struct CounterSet {
   std::string name;
   std::map<std::string, Counter> counters;
+  Json unknown = nullptr;
   friend bool operator==(const CounterSet&, const CounterSet&) = default;
 };
 
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter> counters;
+  Json unknown = nullptr;
   friend bool operator==(const DeviceCounterConsumption&,
                          const DeviceCounterConsumption&) = default;
 };
@@ -91,6 +113,7 @@ struct DeviceTaint {
   std::string effect;  // None, NoSchedule or NoExecute
   // Defaulted by the API server when unset; see semanticEqual.
   std::optional<std::string> time_added;
+  Json unknown = nullptr;
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
@@ -107,7 +130,7 @@ struct Device {
   std::vector<std::string> binding_conditions;
   std::vector<std::string> binding_failure_conditions;
   std::optional<bool> allow_multiple_allocations;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const Device&, const Device&) = default;
 
   // True when the device uses a feature that lowers the per-slice device
@@ -119,6 +142,7 @@ struct ResourcePool {
   std::string name;
   int64_t generation = 0;
   int64_t resource_slice_count = 0;
+  Json unknown = nullptr;
   friend bool operator==(const ResourcePool&, const ResourcePool&) = default;
 };
 
@@ -131,14 +155,14 @@ struct ResourceSliceSpec {
   std::optional<bool> per_device_node_selection;
   std::vector<Device> devices;
   std::vector<CounterSet> shared_counters;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
 };
 
 struct ResourceSlice {
   ObjectMeta metadata;
   ResourceSliceSpec spec;
-  Json unknown = Json::object();
+  Json unknown = nullptr;
   friend bool operator==(const ResourceSlice&, const ResourceSlice&) = default;
 };
 
@@ -147,8 +171,9 @@ struct ResourceSlice {
 inline constexpr size_t kResourceSliceMaxDevices = 128;
 inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;
 
-// JSON conversions. Decoding fails with InvalidArgument naming the field path
-// ("spec.devices[3].attributes[\"model\"]: must be an object") and never throws.
+// JSON conversions, by the tables below. Decoding fails with InvalidArgument
+// naming every bad field ("spec.devices[3].attributes[\"model\"]: must be an
+// object") and never throws.
 Json toJson(const ResourceSlice& slice);
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
 Json toJson(const Device& device);
@@ -171,9 +196,217 @@ StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path);
 bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& live,
                    std::vector<std::string>* dropped = nullptr);
 
+// The tagged features that `spec` uses anywhere (what a server kept, for a live slice).
+FeatureSet featuresOf(const ResourceSliceSpec& spec);
+
 // Seconds since the epoch of an RFC 3339 time ("2026-12-01T10:00:00Z",
 // fractions and offsets allowed, as metav1.Time parses it), fractions dropped;
 // nullopt when `s` is not one.
 std::optional<int64_t> rfc3339Seconds(std::string_view s);
 
+// ---- Field tables -----------------------------------------------------------
+// One row per field of resource.k8s.io/v1, in byte order of the JSON names.
+// A Feature tag marks a field that a supported server may drop (api_features.h).
+namespace codec {
+
+template <>
+struct Table<NodeSelectorRequirement> {
+  using Owner = NodeSelectorRequirement;
+  static constexpr auto kFields = std::tuple{
+      field("key", &NodeSelectorRequirement::key, Str{}, Omit::kNever),
+      field("operator", &NodeSelectorRequirement::operator_, Str{}, Omit::kNever),
+      field("values", &NodeSelectorRequirement::values, Strings{}),
+  };
+};
+
+template <>
+struct Table<NodeSelectorTerm> {
+  using Owner = NodeSelectorTerm;
+  static constexpr auto kFields = std::tuple{
+      field("matchExpressions", &NodeSelectorTerm::match_expressions,
+            ListOf<Obj<NodeSelectorRequirement>>{}),
+      field("matchFields", &NodeSelectorTerm::match_fields, ListOf<Obj<NodeSelectorRequirement>>{}),
+  };
+};
+
+template <>
+struct Table<NodeSelectorShape> {
+  using Owner = NodeSelectorShape;
+  static constexpr auto kFields = std::tuple{
+      field("nodeSelectorTerms", &NodeSelectorShape::node_selector_terms,
+            Opt<ListOf<Obj<NodeSelectorTerm>>>{}),
+  };
+};
+
+// A NodeSelector kept as JSON; decoded strictly, its shape is checked too.
+struct Selector : RawObject<NodeSelector> {
+  static void decode(const Json& v, NodeSelector& out, const FieldPath& at, Decoder& d) {
+    RawObject<NodeSelector>::decode(v, out, at, d);
+    if (d.unknown() == Unknown::kRefuse && v.is_object()) {
+      NodeSelectorShape shape;
+      decodeObject<NodeSelectorShape>(v, shape, at, d);
+    }
+  }
+};
+
+template <>
+struct Table<DeviceAttribute> {
+  using Owner = DeviceAttribute;
+  static constexpr auto kFields = std::tuple{
+      field("bool", &DeviceAttribute::bool_value, Opt<Bool>{}),
+      field("bools", &DeviceAttribute::bools, Opt<ListOf<Bool>>{}, Feature::kListTypeAttributes),
+      field("int", &DeviceAttribute::int_value, Opt<Int64>{}),
+      field("ints", &DeviceAttribute::ints, Opt<ListOf<Int64>>{}, Feature::kListTypeAttributes),
+      field("string", &DeviceAttribute::string_value, Opt<Str>{}),
+      field("strings", &DeviceAttribute::strings, Opt<ListOf<Str>>{}, Feature::kListTypeAttributes),
+      field("version", &DeviceAttribute::version_value, Opt<Str>{}),
+      field("versions", &DeviceAttribute::versions, Opt<ListOf<Str>>{},
+            Feature::kListTypeAttributes),
+  };
+  static constexpr Json DeviceAttribute::*kUnknown = &DeviceAttribute::unknown;
+};
+
+template <>
+struct Table<CapacityRequestPolicyRange> {
+  using Owner = CapacityRequestPolicyRange;
+  static constexpr auto kFields = std::tuple{
+      field("max", &CapacityRequestPolicyRange::max, Opt<Qty>{}),
+      field("min", &CapacityRequestPolicyRange::min, Opt<Qty>{}),
+      field("step", &CapacityRequestPolicyRange::step, Opt<Qty>{}),
+  };
+  static constexpr Json CapacityRequestPolicyRange::*kUnknown =
+      &CapacityRequestPolicyRange::unknown;
+};
+
+template <>
+struct Table<CapacityRequestPolicy> {
+  using Owner = CapacityRequestPolicy;
+  static constexpr auto kFields = std::tuple{
+      // No omitempty in the Go type: unset is written as null.
+      field("default", &CapacityRequestPolicy::default_value, Opt<Qty>{}, Omit::kNever),
+      field("validRange", &CapacityRequestPolicy::valid_range,
+            Opt<Obj<CapacityRequestPolicyRange>>{}),
+      field("validValues", &CapacityRequestPolicy::valid_values, ListOf<Qty>{}),
+  };
+  static constexpr Json CapacityRequestPolicy::*kUnknown = &CapacityRequestPolicy::unknown;
+};
+
+template <>
+struct Table<DeviceCapacity> {
+  using Owner = DeviceCapacity;
+  static constexpr auto kFields = std::tuple{
+      field("requestPolicy", &DeviceCapacity::request_policy, Opt<Obj<CapacityRequestPolicy>>{},
+            Feature::kConsumableCapacity),
+      field("value", &DeviceCapacity::value, Qty{}, Omit::kNever),
+  };
+  static constexpr Json DeviceCapacity::*kUnknown = &DeviceCapacity::unknown;
+};
+
+template <>
+struct Table<Counter> {
+  using Owner = Counter;
+  static constexpr auto kFields = std::tuple{
+      field("value", &Counter::value, Qty{}, Omit::kNever),
+  };
+};
+
+template <>
+struct Table<CounterSet> {
+  using Owner = CounterSet;
+  static constexpr auto kFields = std::tuple{
+      field("counters", &CounterSet::counters, MapOf<Obj<Counter>>{}),
+      field("name", &CounterSet::name, Str{}, Omit::kNever),
+  };
+  static constexpr Json CounterSet::*kUnknown = &CounterSet::unknown;
+};
+
+template <>
+struct Table<DeviceCounterConsumption> {
+  using Owner = DeviceCounterConsumption;
+  static constexpr auto kFields = std::tuple{
+      field("counterSet", &DeviceCounterConsumption::counter_set, Str{}, Omit::kNever),
+      field("counters", &DeviceCounterConsumption::counters, MapOf<Obj<Counter>>{}),
+  };
+  static constexpr Json DeviceCounterConsumption::*kUnknown = &DeviceCounterConsumption::unknown;
+};
+
+template <>
+struct Table<DeviceTaint> {
+  using Owner = DeviceTaint;
+  static constexpr auto kFields = std::tuple{
+      field("effect", &DeviceTaint::effect, Str{}, Omit::kNever),
+      field("key", &DeviceTaint::key, Str{}, Omit::kNever),
+      field("timeAdded", &DeviceTaint::time_added, Opt<Str>{}),
+      field("value", &DeviceTaint::value, Str{}),
+  };
+  static constexpr Json DeviceTaint::*kUnknown = &DeviceTaint::unknown;
+};
+
+template <>
+struct Table<Device> {
+  using Owner = Device;
+  static constexpr auto kFields = std::tuple{
+      field("allNodes", &Device::all_nodes, Opt<Bool>{}, Feature::kPartitionableDevices),
+      field("allowMultipleAllocations", &Device::allow_multiple_allocations, Opt<Bool>{},
+            Feature::kConsumableCapacity),
+      field("attributes", &Device::attributes, MapOf<Obj<DeviceAttribute>>{}),
+      field("bindingConditions", &Device::binding_conditions, Strings{},
+            Feature::kDeviceBindingConditions),
+      field("bindingFailureConditions", &Device::binding_failure_conditions, Strings{},
+            Feature::kDeviceBindingConditions),
+      field("bindsToNode", &Device::binds_to_node, Opt<Bool>{}, Feature::kDeviceBindingConditions),
+      field("capacity", &Device::capacity, MapOf<Obj<DeviceCapacity>>{}),
+      field("consumesCounters", &Device::consumes_counters, ListOf<Obj<DeviceCounterConsumption>>{},
+            Feature::kPartitionableDevices),
+      field("name", &Device::name, Str{}, Omit::kNever),
+      field("nodeName", &Device::node_name, Opt<Str>{}, Feature::kPartitionableDevices),
+      field("nodeSelector", &Device::node_selector, Opt<Selector>{},
+            Feature::kPartitionableDevices),
+      field("taints", &Device::taints, ListOf<Obj<DeviceTaint>>{}, Feature::kDeviceTaints),
+  };
+  static constexpr Json Device::*kUnknown = &Device::unknown;
+};
+
+template <>
+struct Table<ResourcePool> {
+  using Owner = ResourcePool;
+  static constexpr auto kFields = std::tuple{
+      field("generation", &ResourcePool::generation, Int64{}, Omit::kNever),
+      field("name", &ResourcePool::name, Str{}, Omit::kNever),
+      field("resourceSliceCount", &ResourcePool::resource_slice_count, Int64{}, Omit::kNever),
+  };
+  static constexpr Json ResourcePool::*kUnknown = &ResourcePool::unknown;
+};
+
+template <>
+struct Table<ResourceSliceSpec> {
+  using Owner = ResourceSliceSpec;
+  static constexpr auto kFields = std::tuple{
+      field("allNodes", &ResourceSliceSpec::all_nodes, Opt<Bool>{}),
+      field("devices", &ResourceSliceSpec::devices, ListOf<Obj<Device>>{}),
+      field("driver", &ResourceSliceSpec::driver, Str{}, Omit::kNever),
+      field("nodeName", &ResourceSliceSpec::node_name, Opt<Str>{}),
+      field("nodeSelector", &ResourceSliceSpec::node_selector, Opt<Selector>{}),
+      field("perDeviceNodeSelection", &ResourceSliceSpec::per_device_node_selection, Opt<Bool>{},
+            Feature::kPartitionableDevices),
+      field("pool", &ResourceSliceSpec::pool, Obj<ResourcePool>{}, Omit::kNever),
+      field("sharedCounters", &ResourceSliceSpec::shared_counters, ListOf<Obj<CounterSet>>{},
+            Feature::kPartitionableDevices),
+  };
+  static constexpr Json ResourceSliceSpec::*kUnknown = &ResourceSliceSpec::unknown;
+};
+
+template <>
+struct Table<ResourceSlice> {
+  using Owner = ResourceSlice;
+  static constexpr std::string_view kApiVersion = kResourceApiVersion;
+  static constexpr std::string_view kKind = "ResourceSlice";
+  static constexpr auto kFields = std::tuple{
+      field("metadata", &ResourceSlice::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+      field("spec", &ResourceSlice::spec, Obj<ResourceSliceSpec>{}, Omit::kNever),
+  };
+  static constexpr Json ResourceSlice::*kUnknown = &ResourceSlice::unknown;
+};
+
+}  // namespace codec
 }  // namespace rsc::client

@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "client/codec.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
 #include "controller/inventory/names.h"
@@ -12,6 +13,9 @@
 namespace rsc::controller::inventory {
 
 namespace {
+
+// The detail of a field no table lists, as the API server words it.
+constexpr std::string_view kUnknownField = "unknown field";
 
 // ---- Field paths ------------------------------------------------------------
 
@@ -53,14 +57,6 @@ class Problems {
   void check(const std::string& field, const std::optional<std::string>& error) {
     if (error) add(field, *error);
   }
-  // Adds every detail of a decoder status, or its message when it has none.
-  void addStatus(const std::string& field, const Status& status) {
-    if (status.details().empty()) {
-      add(field, status.message());
-      return;
-    }
-    for (const FieldError& e : status.details()) add(e.field, e.message);
-  }
   // Every problem found, the omitted ones included.
   size_t size() const { return out_.size() + omitted_; }
 
@@ -70,6 +66,74 @@ class Problems {
 };
 
 // ---- Decoding ---------------------------------------------------------------
+// A body as a driver sends it, decoded by field tables with Unknown::kRefuse:
+// an unknown field anywhere, down to a node selector requirement, is a
+// malformed problem naming its path (DESIGN.md section 10, strict decoding).
+
+struct WireSlice {
+  std::vector<client::Device> devices;
+  std::optional<bool> per_device_node_selection;
+  std::vector<client::CounterSet> shared_counters;
+};
+
+// Every member optional: validation needs to know what was sent.
+struct WirePool {
+  std::optional<bool> all_nodes;
+  std::optional<std::vector<client::Device>> devices;
+  std::optional<int64_t> generation;
+  std::optional<int64_t> lease_seconds;
+  std::optional<std::string> node_name;
+  std::optional<client::NodeSelector> node_selector;
+  std::optional<bool> per_device_node_selection;
+  std::optional<std::vector<client::CounterSet>> shared_counters;
+  std::optional<std::vector<WireSlice>> slices;
+};
+
+}  // namespace
+}  // namespace rsc::controller::inventory
+
+namespace rsc::client::codec {
+
+template <>
+struct Table<controller::inventory::WireSlice> {
+  using Owner = controller::inventory::WireSlice;
+  static constexpr std::string_view kUnknownHint =
+      "a slice has devices, sharedCounters and perDeviceNodeSelection";
+  static constexpr auto kFields = std::tuple{
+      field("devices", &Owner::devices, ListOf<Obj<Device>>{}),
+      field("perDeviceNodeSelection", &Owner::per_device_node_selection, Opt<Bool>{}),
+      field("sharedCounters", &Owner::shared_counters, ListOf<Obj<CounterSet>>{}),
+  };
+};
+
+template <>
+struct Table<controller::inventory::WirePool> {
+  using Owner = controller::inventory::WirePool;
+  static constexpr std::string_view kUnknownHint =
+      "a Pool has nodeName, nodeSelector, allNodes, perDeviceNodeSelection, devices, "
+      "sharedCounters, slices, generation and leaseSeconds";
+  static constexpr auto kFields = std::tuple{
+      field("allNodes", &Owner::all_nodes, Opt<Bool>{}),
+      field("devices", &Owner::devices, Opt<ListOf<Obj<Device>>>{}),
+      field("generation", &Owner::generation, Opt<Int64>{}),
+      field("leaseSeconds", &Owner::lease_seconds, Opt<Int64>{}),
+      field("nodeName", &Owner::node_name, Opt<Str>{}),
+      field("nodeSelector", &Owner::node_selector, Opt<Selector>{}),
+      field("perDeviceNodeSelection", &Owner::per_device_node_selection, Opt<Bool>{}),
+      field("sharedCounters", &Owner::shared_counters, Opt<ListOf<Obj<CounterSet>>>{}),
+      field("slices", &Owner::slices, Opt<ListOf<Obj<controller::inventory::WireSlice>>>{}),
+  };
+};
+
+}  // namespace rsc::client::codec
+
+namespace rsc::controller::inventory {
+namespace {
+
+using client::FieldPath;
+using client::codec::Decoder;
+using client::codec::Unknown;
+using ProblemClass = client::codec::Problems::Class;
 
 // A pool as sent, before validation: what decoding found out about presence.
 struct RawPool {
@@ -102,246 +166,75 @@ std::string_view typeName(const Json& v) {
   }
 }
 
-bool readBoolField(const Json& v, const std::string& path, Problems& bad, bool* out) {
-  if (!v.is_boolean()) {
-    bad.add(path, "must be a boolean, not " + std::string(typeName(v)));
-    return false;
-  }
-  *out = v.get<bool>();
-  return true;
-}
-
-bool readInt64Field(const Json& v, const std::string& path, Problems& bad, int64_t* out) {
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) {
-      bad.add(path, "out of range for a 64-bit integer");
-      return false;
-    }
-    *out = static_cast<int64_t>(u);
-    return true;
-  }
-  if (!v.is_number_integer()) {
-    bad.add(path, "must be an integer, not " + std::string(typeName(v)));
-    return false;
-  }
-  *out = v.get<int64_t>();
-  return true;
-}
-
-void decodeDevices(const Json& v, const std::string& path, Problems& bad,
-                   std::vector<client::Device>* out) {
-  if (!v.is_array()) {
-    bad.add(path, "must be a list of devices, not " + std::string(typeName(v)));
-    return;
-  }
-  out->reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string at = indexPath(path, i);
-    if (!v[i].is_object()) {
-      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
-      continue;
-    }
-    StatusOr<client::Device> device = client::deviceFromJson(v[i], at);
-    if (!device.ok()) {
-      bad.addStatus(at, device.status());
-      continue;
-    }
-    out->push_back(std::move(*device));
-  }
-}
-
-void decodeCounterSets(const Json& v, const std::string& path, Problems& bad,
-                       std::vector<client::CounterSet>* out) {
-  if (!v.is_array()) {
-    bad.add(path, "must be a list of counter sets, not " + std::string(typeName(v)));
-    return;
-  }
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string at = indexPath(path, i);
-    if (!v[i].is_object()) {
-      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
-      continue;
-    }
-    StatusOr<client::CounterSet> set = client::counterSetFromJson(v[i], at);
-    if (!set.ok()) {
-      bad.addStatus(at, set.status());
-      continue;
-    }
-    out->push_back(std::move(*set));
-  }
-}
-
-void decodeSlices(const Json& v, const std::string& path, Problems& bad, RawPool& raw) {
-  if (!v.is_array()) {
-    bad.add(path, "must be a list of slices, not " + std::string(typeName(v)));
-    return;
-  }
-  std::vector<DesiredSlice> slices;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string at = indexPath(path, i);
-    DesiredSlice slice;
-    std::optional<bool> per_device;
-    if (!v[i].is_object()) {
-      bad.add(at, "must be an object, not " + std::string(typeName(v[i])));
-      continue;
-    }
-    for (const auto& [key, value] : v[i].items()) {
-      const std::string field = fieldPath(at, key);
-      if (value.is_null()) continue;
-      if (key == "devices") {
-        decodeDevices(value, field, bad, &slice.devices);
-      } else if (key == "sharedCounters") {
-        decodeCounterSets(value, field, bad, &slice.shared_counters);
-      } else if (key == "perDeviceNodeSelection") {
-        bool b = false;
-        if (readBoolField(value, field, bad, &b)) per_device = b;
-      } else {
-        bad.add(field,
-                "unknown field; a slice has devices, sharedCounters and "
-                "perDeviceNodeSelection");
-      }
-    }
-    slices.push_back(std::move(slice));
-    raw.slice_per_device.push_back(per_device);
-  }
-  raw.pool.slices = std::move(slices);
-}
-
-RawPool decodeRawPool(const Json& body, const std::string& prefix, Problems& bad) {
+RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
   RawPool raw;
   if (!body.is_object()) {
-    bad.add(prefix, "must be a Pool object, not " + std::string(typeName(body)));
+    decoder.fail(at, "must be a Pool object, not " + std::string(typeName(body)));
     return raw;
   }
+  WirePool wire;
+  client::codec::decodeInto<WirePool>(body, at, wire, decoder);
   NodeSelection& selection = raw.pool.selection;
-  for (const auto& [key, value] : body.items()) {
-    const std::string field = fieldPath(prefix, key);
-    // A JSON null reads as absent, as the API server's Go decoder treats it.
-    if (value.is_null()) continue;
-    if (key == "nodeName") {
-      if (!value.is_string()) {
-        bad.add(field, "must be a string, not " + std::string(typeName(value)));
-      } else {
-        selection.node_name = value.get<std::string>();
-      }
-    } else if (key == "nodeSelector") {
-      if (!value.is_object()) {
-        bad.add(field, "must be an object, not " + std::string(typeName(value)));
-      } else {
-        selection.node_selector = client::NodeSelector{value};
-      }
-    } else if (key == "allNodes") {
-      readBoolField(value, field, bad, &selection.all_nodes);
-    } else if (key == "perDeviceNodeSelection") {
-      readBoolField(value, field, bad, &selection.per_device_node_selection);
-    } else if (key == "devices") {
-      raw.has_devices = true;
-      decodeDevices(value, field, bad, &raw.pool.devices);
-    } else if (key == "sharedCounters") {
-      raw.has_shared_counters = true;
-      decodeCounterSets(value, field, bad, &raw.pool.shared_counters);
-    } else if (key == "slices") {
-      raw.has_slices = true;
-      decodeSlices(value, field, bad, raw);
-    } else if (key == "generation") {
-      raw.has_generation = readInt64Field(value, field, bad, &raw.pool.generation);
-    } else if (key == "leaseSeconds") {
-      int64_t seconds = 0;
-      if (readInt64Field(value, field, bad, &seconds)) {
-        raw.pool.lease =
-            std::chrono::seconds(std::clamp<int64_t>(seconds, -1, kMaxLeaseSeconds + 1));
-      }
-    } else {
-      bad.add(field,
-              "unknown field; a Pool has nodeName, nodeSelector, allNodes, "
-              "perDeviceNodeSelection, devices, sharedCounters, slices, generation and "
-              "leaseSeconds");
+  selection.node_name = std::move(wire.node_name);
+  selection.node_selector = std::move(wire.node_selector);
+  selection.all_nodes = wire.all_nodes.value_or(false);
+  selection.per_device_node_selection = wire.per_device_node_selection.value_or(false);
+  raw.has_devices = wire.devices.has_value();
+  if (wire.devices) raw.pool.devices = std::move(*wire.devices);
+  raw.has_shared_counters = wire.shared_counters.has_value();
+  if (wire.shared_counters) raw.pool.shared_counters = std::move(*wire.shared_counters);
+  raw.has_generation = wire.generation.has_value();
+  raw.pool.generation = wire.generation.value_or(0);
+  if (wire.lease_seconds) {
+    raw.pool.lease =
+        std::chrono::seconds(std::clamp<int64_t>(*wire.lease_seconds, -1, kMaxLeaseSeconds + 1));
+  }
+  raw.has_slices = wire.slices.has_value();
+  if (wire.slices) {
+    std::vector<DesiredSlice> slices;
+    for (WireSlice& s : *wire.slices) {
+      slices.push_back({std::move(s.devices), std::move(s.shared_counters)});
+      raw.slice_per_device.push_back(s.per_device_node_selection);
     }
+    raw.pool.slices = std::move(slices);
   }
   return raw;
 }
 
 // ---- Validation -------------------------------------------------------------
 
-// A NodeSelector (core/v1) with exactly one term. Its fields are checked
-// strictly: it is a stable core type, so an unknown field is a typo.
-void validateNodeSelector(const Json& selector, const std::string& path, Problems& bad) {
-  if (!selector.is_object()) {
-    bad.add(path, "must be an object");
-    return;
-  }
-  for (const auto& [key, value] : selector.items()) {
-    if (key != "nodeSelectorTerms") {
-      bad.add(fieldPath(path, key), "unknown field; a NodeSelector has nodeSelectorTerms");
-    }
-  }
+// A NodeSelector (core/v1) with exactly one term. Its shape, unknown fields
+// included, was checked while decoding; these are the API server's rules.
+void validateNodeSelector(const client::NodeSelector& selector, const std::string& path,
+                          Problems& bad) {
+  client::codec::Problems ignored;
+  Decoder decoder(ignored, Unknown::kSkip);
+  client::NodeSelectorShape shape;
+  client::codec::decodeInto<client::NodeSelectorShape>(selector.value, FieldPath(path), shape,
+                                                       decoder);
   const std::string terms_path = fieldPath(path, "nodeSelectorTerms");
-  const auto terms = selector.find("nodeSelectorTerms");
-  if (terms == selector.end() || !terms->is_array()) {
+  if (!shape.node_selector_terms) {
     bad.add(terms_path, "required: a list with exactly one node selector term");
     return;
   }
-  if (terms->size() != 1) {
+  const std::vector<client::NodeSelectorTerm>& terms = *shape.node_selector_terms;
+  if (terms.size() != 1) {
     bad.add(terms_path,
-            "must have exactly one node selector term, not " + std::to_string(terms->size()));
+            "must have exactly one node selector term, not " + std::to_string(terms.size()));
   }
-  for (size_t t = 0; t < terms->size(); ++t) {
-    const Json& term = (*terms)[t];
+  for (size_t t = 0; t < terms.size(); ++t) {
     const std::string term_path = indexPath(terms_path, t);
-    if (!term.is_object()) {
-      bad.add(term_path, "must be an object");
-      continue;
-    }
-    for (const auto& [kind, list] : term.items()) {
-      const std::string list_path = fieldPath(term_path, kind);
-      if (kind != "matchExpressions" && kind != "matchFields") {
-        bad.add(list_path,
-                "unknown field; a node selector term has matchExpressions and "
-                "matchFields");
-        continue;
-      }
-      if (list.is_null()) continue;
-      if (!list.is_array()) {
-        bad.add(list_path, "must be a list");
-        continue;
-      }
-      const bool fields = kind == "matchFields";
+    for (const bool fields : {false, true}) {
+      const std::vector<client::NodeSelectorRequirement>& list =
+          fields ? terms[t].match_fields : terms[t].match_expressions;
+      const std::string list_path =
+          fieldPath(term_path, fields ? "matchFields" : "matchExpressions");
       for (size_t r = 0; r < list.size(); ++r) {
-        const Json& req = list[r];
+        const client::NodeSelectorRequirement& req = list[r];
         const std::string req_path = indexPath(list_path, r);
-        if (!req.is_object()) {
-          bad.add(req_path, "must be an object");
-          continue;
-        }
-        std::string key;
-        std::string op;
-        std::vector<std::string> values;
-        bool shape_ok = true;
-        for (const auto& [name, v] : req.items()) {
-          const std::string at = fieldPath(req_path, name);
-          if (name == "key" && v.is_string()) {
-            key = v.get<std::string>();
-          } else if (name == "operator" && v.is_string()) {
-            op = v.get<std::string>();
-          } else if (name == "values" && (v.is_array() || v.is_null())) {
-            for (size_t i = 0; v.is_array() && i < v.size(); ++i) {
-              if (!v[i].is_string()) {
-                bad.add(indexPath(at, i), "must be a string");
-                shape_ok = false;
-              } else {
-                values.push_back(v[i].get<std::string>());
-              }
-            }
-          } else if (name == "key" || name == "operator" || name == "values") {
-            bad.add(at, name == "values" ? "must be a list of strings" : "must be a string");
-            shape_ok = false;
-          } else {
-            bad.add(at, "unknown field; a requirement has key, operator and values");
-            shape_ok = false;
-          }
-        }
-        if (!shape_ok) continue;
+        const std::string& key = req.key;
+        const std::string& op = req.operator_;
+        const std::vector<std::string>& values = req.values;
         const std::string key_path = fieldPath(req_path, "key");
         const std::string op_path = fieldPath(req_path, "operator");
         const std::string values_path = fieldPath(req_path, "values");
@@ -411,12 +304,9 @@ void validateAttribute(const client::DeviceAttribute& a, const std::string& path
       static_cast<int>(a.ints.has_value()) + static_cast<int>(a.bools.has_value()) +
       static_cast<int>(a.strings.has_value()) + static_cast<int>(a.versions.has_value());
   if (set != 1) {
-    std::string message =
-        "must have exactly one of int, bool, string, version, ints, bools, strings or versions";
-    if (set == 0 && a.unknown.is_object() && !a.unknown.empty()) {
-      message += "; unknown field " + inQuotes(a.unknown.begin().key());
-    }
-    bad.add(path, message);
+    bad.add(
+        path,
+        "must have exactly one of int, bool, string, version, ints, bools, strings or versions");
     return;
   }
   const auto check_string = [&](const std::string& value, const std::string& at, bool version) {
@@ -632,7 +522,7 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
   if (pool.per_device_node_selection) {
     if (d.node_name) bad.check(fieldPath(path, "nodeName"), nodeNameError(*d.node_name));
     if (d.node_selector) {
-      validateNodeSelector(d.node_selector->value, fieldPath(path, "nodeSelector"), bad);
+      validateNodeSelector(*d.node_selector, fieldPath(path, "nodeSelector"), bad);
     }
     if (d.all_nodes == false) bad.add(fieldPath(path, "allNodes"), "must be unset or true");
   }
@@ -695,7 +585,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   }
   if (s.node_name) bad.check(fieldPath(prefix, "nodeName"), nodeNameError(*s.node_name));
   if (s.node_selector) {
-    validateNodeSelector(s.node_selector->value, fieldPath(prefix, "nodeSelector"), bad);
+    validateNodeSelector(*s.node_selector, fieldPath(prefix, "nodeSelector"), bad);
   }
 
   // Generation and lease.
@@ -809,12 +699,19 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   }
 }
 
-Pool decodeAndValidate(const Json& body, const std::string& prefix, BodyProblems& problems) {
+Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& problems) {
+  client::codec::Problems found;
+  Decoder decoder(found, Unknown::kRefuse);
+  RawPool raw = decodeRawPool(body, at, decoder);
   Problems malformed(problems.malformed, problems.malformed_omitted);
-  Problems invalid(problems.invalid, problems.invalid_omitted);
-  const size_t before = malformed.size();
-  RawPool raw = decodeRawPool(body, prefix, malformed);
-  if (malformed.size() == before) validateRawPool(raw, prefix, invalid);
+  for (const FieldError& e : found.details(ProblemClass::kMalformed)) {
+    malformed.add(e.field, e.message);
+  }
+  problems.malformed_omitted += found.omitted(ProblemClass::kMalformed);
+  if (found.empty()) {
+    Problems invalid(problems.invalid, problems.invalid_omitted);
+    validateRawPool(raw, at.toString(), invalid);
+  }
   return std::move(raw.pool);
 }
 
@@ -929,7 +826,7 @@ StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
 }
 
 Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems) {
-  return decodeAndValidate(body, prefix, problems);
+  return decodeAndValidate(body, FieldPath(prefix), problems);
 }
 
 std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
@@ -958,9 +855,11 @@ std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& pr
                   "must be an object of pools by name, not " + std::string(typeName(*pool_map)));
     return pools;
   }
+  const FieldPath root("");
+  const FieldPath pools_path = root.field("pools");
   for (const auto& [name, value] : pool_map->items()) {
-    const std::string at = keyPath("pools", name);
-    invalid.check(at, poolNameError(name));
+    const FieldPath at = pools_path.key(name);
+    invalid.check(at.toString(), poolNameError(name));
     pools[name] = decodeAndValidate(value, at, problems);
   }
   return pools;
@@ -985,8 +884,23 @@ Status problemsStatus(const BodyProblems& problems) {
     return Status(code, std::move(message), std::move(details));
   };
   if (!problems.malformed.empty()) {
-    return status(StatusCode::kInvalidArgument, problems.malformed, problems.malformed_omitted,
-                  "malformed field");
+    Status answer = status(StatusCode::kInvalidArgument, problems.malformed,
+                           problems.malformed_omitted, "malformed field");
+    // Only unknown fields: the API server's strict decoding error, every
+    // listed path in the message (CODEC.md section 2.2).
+    const bool strict =
+        std::all_of(problems.malformed.begin(), problems.malformed.end(),
+                    [](const FieldError& e) { return e.message.starts_with(kUnknownField); });
+    if (!strict) return answer;
+    std::string message = "strict decoding error: ";
+    for (size_t i = 0; i < problems.malformed.size(); ++i) {
+      message += (i == 0 ? "" : ", ") + std::string(kUnknownField) + " " +
+                 inQuotes(problems.malformed[i].field);
+    }
+    if (problems.malformed_omitted > 0) {
+      message += " (and " + std::to_string(problems.malformed_omitted) + " more)";
+    }
+    return Status(StatusCode::kInvalidArgument, std::move(message), answer.details());
   }
   if (!problems.invalid.empty()) {
     return status(StatusCode::kUnprocessable, problems.invalid, problems.invalid_omitted,

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client/codec.h"
 #include "common/status.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/pool.h"
@@ -44,11 +45,11 @@ inline constexpr int64_t kMaxPushedGeneration = int64_t{1} << 62;
 inline constexpr size_t kMaxJsonDepth = 64;
 
 // The problems found in a request body, in document order. `malformed` are
-// shape errors (HTTP 400): not JSON, wrong types, unknown fields of the Pool
-// body. `invalid` are ResourceSlice validation failures (HTTP 422).
+// shape errors (HTTP 400): not JSON, wrong types, an unknown field anywhere
+// (strict decoding). `invalid` are ResourceSlice validation failures (HTTP 422).
 // Each list keeps at most kMaxProblemDetails entries and counts the others, so
 // that an answer stays small whatever the body.
-inline constexpr size_t kMaxProblemDetails = 100;
+inline constexpr size_t kMaxProblemDetails = client::codec::kMaxProblemDetails;
 struct BodyProblems {
   std::vector<FieldError> malformed;
   std::vector<FieldError> invalid;
@@ -90,6 +91,9 @@ StatusOr<std::map<std::string, Pool>> parseDriverPools(std::string_view body);
 
 // Returns the status of `problems` (OK when empty): InvalidArgument with the
 // malformed ones when there are any, else Unprocessable with the invalid ones.
+// When every malformed problem is an unknown field, the message is the API
+// server's strict decoding error: "strict decoding error: unknown field
+// \"devices[3].atributes\", ...".
 Status problemsStatus(const BodyProblems& problems);
 
 // The JSON of a PoolStatus (see openapi.json, schema PoolStatus). `desired` may

@@ -390,6 +390,24 @@ TEST(Device, UsesAdvancedFeatures) {
   }
 }
 
+// The features a slice uses are those of its tagged fields that are set.
+TEST(ResourceSlice, FeaturesOfNamesTheTaggedFieldsThatAreSet) {
+  const FeatureSet all = featuresOf(mustDecode(Json::parse(kGpuSlice)).spec);
+  for (Feature f :
+       {Feature::kDeviceTaints, Feature::kPartitionableDevices, Feature::kConsumableCapacity,
+        Feature::kDeviceBindingConditions, Feature::kListTypeAttributes}) {
+    EXPECT_TRUE(all.test(static_cast<size_t>(f))) << static_cast<int>(f);
+  }
+  EXPECT_FALSE(all.test(static_cast<size_t>(Feature::kNone)));
+
+  ResourceSliceSpec plain;
+  plain.devices.emplace_back().attributes["a"].ints = std::vector<int64_t>{};  // empty: not set
+  EXPECT_TRUE(featuresOf(plain).none());
+  plain.devices.back().binds_to_node = false;  // set, though false
+  EXPECT_EQ(featuresOf(plain),
+            FeatureSet().set(static_cast<size_t>(Feature::kDeviceBindingConditions)));
+}
+
 // ---- semanticEqual ----------------------------------------------------------
 
 // A spec like the one the controller would write for the GPU slice: no

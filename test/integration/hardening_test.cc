@@ -373,5 +373,51 @@ TEST_F(HardeningTest, NodeRestrictionCoversPerDeviceNodes) {
   stopCleanly(allowed);
 }
 
+// Finding 6: a taint with `valu` and a device with `atributes` were answered
+// 200 and published with the field missing. Strict decoding now answers 400
+// naming each unknown field's path, and nothing is published.
+TEST_F(HardeningTest, UnknownFieldsAreRefusedWithTheirPaths) {
+  ControllerProcess c = start("strict");
+  const std::string url = c.inventoryUrl() + poolPath("typos", "?wait=30s");
+  Json typos = gpuPool("node-a", 2);
+  typos["devices"][1]["taints"] = {
+      {{"key", "gpu.example.com/unhealthy"}, {"valu", "ecc"}, {"effect", "NoSchedule"}}};
+  typos["devices"][0]["atributes"] = std::move(typos["devices"][0]["attributes"]);
+  typos["devices"][0].erase("attributes");
+  HttpAnswer a = env_.http("PUT", url, typos.dump(), token_);
+  ASSERT_EQ(a.code, 400) << a.body;
+  EXPECT_EQ(a.json()["details"], Json::parse(R"([
+      {"field": "devices[0].atributes", "message": "unknown field"},
+      {"field": "devices[1].taints[0].valu", "message": "unknown field"}])"));
+  EXPECT_EQ(a.json()["message"],
+            "strict decoding error: unknown field \"devices[0].atributes\", "
+            "unknown field \"devices[1].taints[0].valu\"");
+  EXPECT_TRUE(env_.poolSlices(kDriver, "typos").empty());
+
+  // One typo alone is refused the same way.
+  Json taint_only = gpuPool("node-a", 1);
+  taint_only["devices"][0]["taints"] = {
+      {{"key", "gpu.example.com/unhealthy"}, {"valu", "ecc"}, {"effect", "NoSchedule"}}};
+  a = env_.http("PUT", url, taint_only.dump(), token_);
+  EXPECT_EQ(a.code, 400) << a.body;
+  EXPECT_TRUE(env_.poolSlices(kDriver, "typos").empty());
+
+  // Spelt right, the same pool is published with its attributes and, where
+  // this server keeps taints (DRADeviceTaints), the taint's value.
+  taint_only["devices"][0]["taints"][0].erase("valu");
+  taint_only["devices"][0]["taints"][0]["value"] = "ecc";
+  a = env_.http("PUT", url, taint_only.dump(), token_);
+  ASSERT_EQ(a.code, 200) << a.body;
+  const std::vector<client::ResourceSlice> slices = env_.poolSlices(kDriver, "typos");
+  ASSERT_EQ(slices.size(), 1U);
+  ASSERT_EQ(slices[0].spec.devices.size(), 1U);
+  const client::Device& published = slices[0].spec.devices[0];
+  EXPECT_EQ(published.attributes.at("model").string_value, "A100");
+  if (!published.taints.empty()) {
+    EXPECT_EQ(published.taints[0].value, "ecc");
+  }
+  stopCleanly(c);
+}
+
 }  // namespace
 }  // namespace rsc::testing

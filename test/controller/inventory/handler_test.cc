@@ -415,6 +415,11 @@ std::string invalidDevicePool() {
 
 const char kPoolA[] = "/v1/drivers/gpu.example.com/pools/node-a";
 
+// A taint's `valu` and a device's `atributes` (issue 12, finding 6).
+const char kTypoPool[] = R"({"nodeName": "node-a", "devices": [
+    {"name": "gpu-0", "atributes": {"model": {"string": "A100"}}},
+    {"name": "gpu-1", "taints": [{"key": "k", "valu": "v", "effect": "NoSchedule"}]}]})";
+
 INSTANTIATE_TEST_SUITE_P(
     Table, InventoryHandlerErrors,
     ::testing::ValuesIn(std::vector<ErrorCase>{
@@ -630,6 +635,14 @@ INSTANTIATE_TEST_SUITE_P(
          "application/json",
          400,
          {"pool", "pools"}},
+        {"UnknownFieldsAnywhere",
+         "PUT",
+         kPoolA,
+         kTypoPool,
+         "node-a",
+         "application/json",
+         400,
+         {"devices[0].atributes", "devices[1].taints[0].valu"}},
         {"DriverInvalid",
          "PUT",
          "/v1/drivers/nic.example.com",
@@ -648,6 +661,22 @@ INSTANTIATE_TEST_SUITE_P(
          {"pools[\"P\"]"}},
     }),
     [](const auto& info) { return info.param.name; });
+
+// An unknown field anywhere in a pushed pool is answered like the API
+// server's strict field validation: 400, every path in the message and in
+// the details.
+TEST_F(InventoryHandlerTest, UnknownFieldsAreAStrictDecodingError) {
+  HandlerResult result = call("PUT", kPoolA, kTypoPool, "node-a");
+  EXPECT_EQ(result.response.status, 400);
+  const Json error = bodyOf(result.response);
+  EXPECT_EQ(error.at("reason"), "BadRequest");
+  EXPECT_EQ(error.at("message"),
+            "strict decoding error: unknown field \"devices[0].atributes\", unknown field "
+            "\"devices[1].taints[0].valu\"");
+  EXPECT_EQ(error.at("details"), Json::parse(R"([
+      {"field": "devices[0].atributes", "message": "unknown field"},
+      {"field": "devices[1].taints[0].valu", "message": "unknown field"}])"));
+}
 
 // A body of a million bad values is answered with a bounded list.
 TEST_F(InventoryHandlerTest, ErrorAnswersListAtMostAHundredProblems) {

@@ -153,6 +153,14 @@ std::vector<Case> validCases() {
        with(with(nodePool(), "generation", 7), "leaseSeconds", 300),
        StatusCode::kOk,
        {}},
+      // Fields of newer API versions that the tables know (tagged with their
+      // feature) are accepted; a server that drops them reports droppedFields.
+      {"TaggedNewerFieldsAccepted",
+       nodePool({with(with(with(deviceWith("taints", taints(1)), "bindsToNode", true),
+                           "bindingConditions", {"ready"}),
+                      "bindingFailureConditions", {"failed"})}),
+       StatusCode::kOk,
+       {}},
       {"AutomaticSplitHasNoDeviceLimit",
        with(nodePool(), "devices", taintedDevices(200)),
        StatusCode::kOk,
@@ -191,6 +199,70 @@ std::vector<Case> malformedCases() {
        {{"allNodes", true}, {"slices", {{{"devicse", devices(1)}}}}},
        StatusCode::kInvalidArgument,
        {"slices[0].devicse"}},
+      // Strict decoding: an unknown field anywhere is refused with its path.
+      {"TaintTypo",
+       nodePool({deviceWith("taints", {{{"key", "k"}, {"valu", "v"}, {"effect", "None"}}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].taints[0].valu"},
+       "unknown field"},
+      {"DeviceTypo",
+       nodePool({deviceWith("atributes", {{"model", {{"string", "x"}}}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].atributes"},
+       "unknown field"},
+      {"AttributeTypo",
+       nodePool({deviceWith("attributes", {{"model", {{"strnig", "x"}}}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].attributes[\"model\"].strnig"},
+       "unknown field"},
+      {"CounterTypo",
+       with(nodePool(
+                {with(device("p"), "consumesCounters",
+                      {{{"counterSet", "gpu-0"}, {"counters", {{"memory", {{"valeu", "1"}}}}}}})}),
+            "sharedCounters",
+            {{{"name", "gpu-0"}, {"counters", {{"memory", {{"valeu", "80Gi"}}}}}}}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].consumesCounters[0].counters[\"memory\"].valeu",
+        "sharedCounters[0].counters[\"memory\"].valeu"},
+       "unknown field"},
+      {"RequestPolicyTypo",
+       nodePool({with(
+           deviceWith("capacity", {{"memory",
+                                    {{"value", "80Gi"},
+                                     {"requestPolicy", {{"validRnage", {{"min", "1Gi"}}}}}}}}),
+           "allowMultipleAllocations", true)}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].capacity[\"memory\"].requestPolicy.validRnage"},
+       "unknown field"},
+      {"SelectorTypo",
+       {{"nodeSelector", {{"nodeSelectorTerms", {fabricTerm()}}, {"nodeSelectorTerm", 1}}}},
+       StatusCode::kInvalidArgument,
+       {"nodeSelector.nodeSelectorTerm"},
+       "unknown field"},
+      {"SelectorTermTypo",
+       {{"nodeSelector",
+         selector({{{"matchExpresions", {{{"key", "zone"}, {"operator", "Exists"}}}}}})}},
+       StatusCode::kInvalidArgument,
+       {"nodeSelector.nodeSelectorTerms[0].matchExpresions"},
+       "unknown field"},
+      {"DeviceSelectorRequirementTypo",
+       {{"perDeviceNodeSelection", true},
+        {"devices",
+         {with(
+             device("a"), "nodeSelector",
+             selector(
+                 {{{"matchFields",
+                    {{{"key", "metadata.name"}, {"operator", "In"}, {"value", {"node-a"}}}}}}}))}}},
+       StatusCode::kInvalidArgument,
+       {"devices[0].nodeSelector.nodeSelectorTerms[0].matchFields[0].value"},
+       "unknown field"},
+      // A field of a newer API version that this controller does not model
+      // (alpha, its shape still changing) is refused, not passed through.
+      {"UnlistedNewerFieldRefused",
+       nodePool({deviceWith("nodeAllocatableResourceMappings", {{"cpu", {{"perDevice", "1"}}}})}),
+       StatusCode::kInvalidArgument,
+       {"devices[0].nodeAllocatableResourceMappings"},
+       "unknown field"},
       {"EveryShapeErrorIsReported",
        {{"nodeName", 1}, {"generation", true}, {"extra", 1}, {"devices", {"a", device("b"), 3}}},
        StatusCode::kInvalidArgument,
@@ -277,10 +349,6 @@ std::vector<Case> invalidCases() {
                      {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"N_021"}}}}}}})}},
        StatusCode::kUnprocessable,
        {"nodeSelector.nodeSelectorTerms[0].matchFields[0].values[0]"}},
-      {"SelectorTypo",
-       {{"nodeSelector", {{"nodeSelectorTerms", {fabricTerm()}}, {"nodeSelectorTerm", 1}}}},
-       StatusCode::kUnprocessable,
-       {"nodeSelector.nodeSelectorTerm"}},
       // Devices or slices.
       {"DevicesAndSlices",
        with(nodePool(devices(1)), "slices", {{{"devices", devices(1)}}}),
@@ -341,11 +409,6 @@ std::vector<Case> invalidCases() {
        StatusCode::kUnprocessable,
        {"devices[0].attributes[\"model\"]"},
        "exactly one"},
-      {"AttributeTypo",
-       nodePool({deviceWith("attributes", {{"model", {{"strnig", "x"}}}})}),
-       StatusCode::kUnprocessable,
-       {"devices[0].attributes[\"model\"]"},
-       "strnig"},
       {"StringOf65Bytes",
        nodePool({deviceWith("attributes", {{"model", {{"string", std::string(65, 'x')}}}})}),
        StatusCode::kUnprocessable,
@@ -503,14 +566,12 @@ INSTANTIATE_TEST_SUITE_P(Invalid, PoolValidation, ::testing::ValuesIn(invalidCas
                          [](const auto& info) { return info.param.name; });
 
 TEST(PoolJson, DecodesEveryPoolField) {
-  Json body = {{"nodeName", "node-a"},
-               {"generation", 4},
-               {"leaseSeconds", 30},
-               {"sharedCounters", {counterSet("gpu-0")}},
-               {"devices",
-                {{{"name", "gpu-0"},
-                  {"attributes", {{"model", {{"string", "H100"}}}}},
-                  {"futureField", {{"x", 1}}}}}}};
+  Json body = {
+      {"nodeName", "node-a"},
+      {"generation", 4},
+      {"leaseSeconds", 30},
+      {"sharedCounters", {counterSet("gpu-0")}},
+      {"devices", {{{"name", "gpu-0"}, {"attributes", {{"model", {{"string", "H100"}}}}}}}}};
   StatusOr<Pool> pool = parsePool(body.dump());
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   EXPECT_EQ(pool->selection.node_name, "node-a");
@@ -520,9 +581,58 @@ TEST(PoolJson, DecodesEveryPoolField) {
   EXPECT_EQ(pool->shared_counters[0].name, "gpu-0");
   ASSERT_EQ(pool->devices.size(), 1U);
   EXPECT_EQ(pool->devices[0].attributes.at("model").string_value, "H100");
-  // Unknown device fields (newer API fields) are kept for the API server.
-  EXPECT_EQ(pool->devices[0].unknown.at("futureField"), Json({{"x", 1}}));
+  EXPECT_TRUE(pool->devices[0].unknown.is_null());
   EXPECT_FALSE(pool->slices.has_value());
+
+  // A field no table lists is refused, not kept for the API server to prune.
+  body["devices"][0]["futureField"] = {{"x", 1}};
+  pool = parsePool(body.dump());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(fieldsOf(pool.status()), ElementsAre("devices[0].futureField"));
+}
+
+// The message of a strict decoding error is the API server's: every unknown
+// field's path, in document order, joined with ", ".
+TEST(PoolJson, StrictDecodingErrorsNameEveryPath) {
+  Json body = nodePool({deviceWith("atributes", Json::object()),
+                        deviceWith("taints", {{{"key", "k"}, {"valu", "v"}, {"effect", "None"}}})});
+  StatusOr<Pool> pool = parsePool(body.dump());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool.status().message(),
+            "strict decoding error: unknown field \"devices[0].atributes\", unknown field "
+            "\"devices[1].taints[0].valu\"");
+  EXPECT_THAT(pool.status().details(),
+              ElementsAre(FieldError{"devices[0].atributes", "unknown field"},
+                          FieldError{"devices[1].taints[0].valu", "unknown field"}));
+
+  // Inside a driver body, paths name the pool.
+  StatusOr<std::map<std::string, Pool>> pools =
+      parseDriverPools(Json{{"pools", {{"node-a", body}}}}.dump());
+  EXPECT_THAT(fieldsOf(pools.status()), ElementsAre("pools[\"node-a\"].devices[0].atributes",
+                                                    "pools[\"node-a\"].devices[1].taints[0].valu"));
+}
+
+// A body of bad values gets 100 details and a count of the rest, however
+// many there are.
+TEST(PoolJson, ProblemsAreCappedAtAHundredWithACount) {
+  Json list = Json::array();
+  for (int i = 0; i < 500; ++i) list.push_back(1);
+  StatusOr<Pool> pool = parsePool(nodePool(list).dump());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(pool.status().details().size(), kMaxProblemDetails + 1);
+  EXPECT_EQ(pool.status().details().front(), (FieldError{"devices[0]", "must be an object"}));
+  EXPECT_EQ(pool.status().details().back().message,
+            "400 more problems not listed (at most 100 are)");
+  EXPECT_THAT(pool.status().message(), ::testing::StartsWith("500 malformed fields"));
+
+  // Unknown fields past the cap: the message says how many more.
+  Json typos = Json::array();
+  for (int i = 0; i < 150; ++i) typos.push_back({{"name", "d" + std::to_string(i)}, {"x", 1}});
+  pool = parsePool(nodePool(typos).dump());
+  ASSERT_EQ(pool.status().details().size(), kMaxProblemDetails + 1);
+  EXPECT_THAT(pool.status().message(), ::testing::StartsWith("strict decoding error: unknown "
+                                                             "field \"devices[0].x\", "));
+  EXPECT_THAT(pool.status().message(), ::testing::EndsWith("(and 50 more)"));
 }
 
 TEST(PoolJson, DecodesExplicitSlicesInOrder) {

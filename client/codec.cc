@@ -1,0 +1,151 @@
+#include "client/codec.h"
+
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace rsc::client {
+
+void FieldPath::appendTo(std::string& out) const {
+  if (parent_ != nullptr) {
+    parent_->appendTo(out);
+  }
+  switch (kind_) {
+    case Kind::kRoot:
+      out.append(text_);
+      break;
+    case Kind::kField:
+      if (!out.empty()) {
+        out.push_back('.');
+      }
+      out.append(text_);
+      break;
+    case Kind::kIndex:
+      out.push_back('[');
+      out.append(std::to_string(index_));
+      out.push_back(']');
+      break;
+    case Kind::kKey:
+      out.append("[\"");
+      for (char c : text_) {
+        if (c == '"' || c == '\\') {
+          out.push_back('\\');
+        }
+        out.push_back(c);
+      }
+      out.append("\"]");
+      break;
+  }
+}
+
+std::string FieldPath::toString() const {
+  std::string out;
+  appendTo(out);
+  return out;
+}
+
+Status fieldError(const FieldPath& at, std::string_view message) {
+  std::string path = at.toString();
+  std::string text = path.empty() ? std::string(message) : path + ": " + std::string(message);
+  return Status(StatusCode::kInvalidArgument, std::move(text),
+                {FieldError{std::move(path), std::string(message)}});
+}
+
+Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_view kind) {
+  for (const auto& [name, want] : {std::pair{"apiVersion", api_version}, std::pair{"kind", kind}}) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) {
+      continue;
+    }
+    FieldPath at(name);
+    if (!it->is_string()) {
+      return fieldError(at, "must be a string");
+    }
+    const auto& value = it->get_ref<const std::string&>();
+    if (!value.empty() && value != want) {
+      return fieldError(at, "must be " + std::string(want) + ", not " + value);
+    }
+  }
+  return okStatus();
+}
+
+namespace codec {
+
+void Problems::add(Class c, const FieldPath& at, std::string_view message) {
+  if (details_[index(c)].size() >= max_details_) {
+    ++omitted_[index(c)];
+    return;
+  }
+  details_[index(c)].push_back({at.toString(), std::string(message)});
+}
+
+void Problems::add(Class c, std::string field, std::string message) {
+  if (details_[index(c)].size() >= max_details_) {
+    ++omitted_[index(c)];
+    return;
+  }
+  details_[index(c)].push_back({std::move(field), std::move(message)});
+}
+
+Status Problems::status() const {
+  const Class c = count(Class::kMalformed) > 0 ? Class::kMalformed : Class::kInvalid;
+  if (count(c) == 0) {
+    return okStatus();
+  }
+  std::string message;
+  if (details(c).empty()) {
+    message = std::to_string(count(c)) + " problems";
+  } else {
+    const FieldError& first = details(c).front();
+    message = first.field.empty() ? first.message : first.field + ": " + first.message;
+  }
+  if (count(c) > 1) {
+    message += " (and " + std::to_string(count(c) - 1) + " more)";
+  }
+  return Status(c == Class::kMalformed ? StatusCode::kInvalidArgument : StatusCode::kUnprocessable,
+                std::move(message), details(c));
+}
+
+void Int64::decode(const Json& v, int64_t& out, const FieldPath& at, Decoder& d) {
+  if (v.is_number_unsigned()) {
+    auto value = v.get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return d.fail(at, "out of range for a 64-bit integer");
+    }
+    out = static_cast<int64_t>(value);
+    return;
+  }
+  if (!v.is_number_integer()) {
+    return d.fail(at, "must be an integer");
+  }
+  out = v.get<int64_t>();
+}
+
+void Int32::decode(const Json& v, int32_t& out, const FieldPath& at, Decoder& d) {
+  const size_t before = d.failures();
+  int64_t value = 0;
+  Int64::decode(v, value, at, d);
+  if (d.failures() != before) {
+    return;
+  }
+  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+    return d.fail(at, "out of range for a 32-bit integer");
+  }
+  out = static_cast<int32_t>(value);
+}
+
+void Qty::decode(const Json& v, Quantity& out, const FieldPath& at, Decoder& d) {
+  if (!v.is_string() && !v.is_number()) {
+    return d.fail(at, "must be a quantity string such as \"40Gi\"");
+  }
+  StatusOr<Quantity> parsed =
+      Quantity::parse(v.is_string() ? v.get_ref<const std::string&>() : v.dump());
+  if (!parsed.ok()) {
+    return d.fail(at, parsed.status().message());
+  }
+  out = std::move(parsed).value();
+}
+
+}  // namespace codec
+}  // namespace rsc::client
