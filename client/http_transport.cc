@@ -310,12 +310,18 @@ CpprestTransport::~CpprestTransport() = default;
 std::string CpprestTransport::host() const { return impl_->host_label; }
 
 StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
+  pplx::cancellation_token_source cancel;
+  std::stop_callback on_stop(request.stop, [&cancel] { cancel.cancel(); });
   try {
+    if (request.stop.stop_requested()) {
+      return cancelled(impl_->host_label + ": request stopped before it was sent");
+    }
     auto client = impl_->pooledClient(request.timeout);
     // A 401 with a token file may mean the token rotated under us: read it
     // again and repeat once.
     for (int attempt = 0;; ++attempt) {
-      http_response response = client->request(impl_->buildRequest(request)).get();
+      http_response response =
+          client->request(impl_->buildRequest(request), cancel.get_token()).get();
       HttpResponse out = headOf(response);
       out.body = bodyOf(response);
       if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) {
@@ -327,11 +333,20 @@ StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
     // A path the caller built wrongly; repeating it cannot help.
     return invalidArgument("bad request path \"" + request.path_and_query + "\": " + e.what());
   } catch (const web::http::http_exception& e) {
+    if (request.stop.stop_requested()) {
+      return cancelled(impl_->host_label + ": request stopped");
+    }
     return transportError(impl_->host_label, e.error_code(), e.what());
   } catch (const pplx::task_canceled&) {
+    if (request.stop.stop_requested()) {
+      return cancelled(impl_->host_label + ": request stopped");
+    }
     return Status(StatusCode::kUnavailable, impl_->host_label + ": request cancelled", {},
                   kReasonConnectionLost);
   } catch (const std::exception& e) {
+    if (request.stop.stop_requested()) {
+      return cancelled(impl_->host_label + ": request stopped");
+    }
     return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
                   kReasonConnectionLost);
   }

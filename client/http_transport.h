@@ -43,6 +43,8 @@ struct HttpRequest {
   // The longest wait for the next byte of the answer (an idle timeout, not a
   // deadline for the whole exchange).
   std::chrono::milliseconds timeout = kDefaultRequestTimeout;
+  // send() gives up on the exchange once this is requested (kCancelled).
+  std::stop_token stop;
 };
 
 struct HttpResponse {
@@ -65,7 +67,8 @@ class HttpTransport {
   // Sends a request and reads the whole answer. An HTTP error answer is a
   // response, not an error; a failed exchange is kUnavailable (reason
   // kReasonRequestNotSent or kReasonConnectionLost) or kDeadlineExceeded; a
-  // malformed path is kInvalidArgument.
+  // malformed path is kInvalidArgument; a request whose `stop` was requested
+  // is kCancelled.
   virtual StatusOr<HttpResponse> send(const HttpRequest& request) = 0;
 
   // Sends a request whose answer is a long stream (a watch). `on_head` (may be

@@ -92,13 +92,24 @@ std::optional<int64_t> parseRetryAfter(const std::string& value) {
   return seconds;
 }
 
-// A Status with " (after N attempts)" added, keeping code, reason and causes.
-Status afterAttempts(const Status& error, int attempts) {
-  if (attempts <= 1) {
+// A Status with " (after N attempts)" and `why` added, keeping code, reason
+// and causes.
+Status afterAttempts(const Status& error, int attempts, std::string_view why = {}) {
+  if (attempts <= 1 && why.empty()) {
     return error;
   }
-  return {error.code(), error.message() + " (after " + std::to_string(attempts) + " attempts)",
-          error.details(), error.reason()};
+  std::string note = " (after " + std::to_string(attempts) + " attempt";
+  note += attempts == 1 ? "" : "s";
+  if (!why.empty()) {
+    note += "; ";
+    note += why;
+  }
+  note += ")";
+  return {error.code(), error.message() + note, error.details(), error.reason()};
+}
+
+int64_t millis(Clock::Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
 }  // namespace
@@ -121,7 +132,8 @@ StatusOr<std::unique_ptr<RestKubeApi>> RestKubeApi::create(HttpTransport& transp
     return invalidArgument("burst must be at least 1 when qps is set");
   }
   if (options.request_timeout <= std::chrono::milliseconds::zero() ||
-      options.watch_idle_timeout <= std::chrono::milliseconds::zero()) {
+      options.watch_idle_timeout <= std::chrono::milliseconds::zero() ||
+      options.call_timeout <= Clock::Duration::zero()) {
     return invalidArgument("timeouts must be positive");
   }
   return std::unique_ptr<RestKubeApi>(new RestKubeApi(transport, clock, std::move(options)));
@@ -132,7 +144,8 @@ RestKubeApi::RestKubeApi(HttpTransport& transport, Clock& clock, RestKubeApiOpti
       clock_(clock),
       options_(std::move(options)),
       bucket_(options_.qps, options_.burst, clock),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()),
+      gave_up_log_(clock) {}
 
 // ---------------------------------------------------------------------------
 // Requests, retries and backoff.
@@ -205,6 +218,7 @@ HttpRequest RestKubeApi::request(std::string method, std::string path, std::stri
   }
   req.body = std::move(body);
   req.timeout = options_.request_timeout;
+  req.stop = options_.stop;
   return req;
 }
 
@@ -234,8 +248,28 @@ Clock::Duration RestKubeApi::retryDelay(int retry, const HttpResponse* response)
   return delay + std::chrono::duration_cast<Clock::Duration>(delay * fraction);
 }
 
+bool RestKubeApi::pause(Clock::Duration d, const std::stop_token& stop) {
+  if (!stop.stop_possible() && !options_.stop.stop_possible()) {
+    clock_.sleepFor(d);
+    return true;
+  }
+  while (d > Clock::Duration::zero()) {
+    if (stop.stop_requested() || options_.stop.stop_requested()) {
+      return false;
+    }
+    const Clock::Duration piece = std::min<Clock::Duration>(d, kStopCheckInterval);
+    clock_.sleepFor(piece);
+    d -= piece;
+  }
+  return !stop.stop_requested() && !options_.stop.stop_requested();
+}
+
 StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy policy) {
+  const Clock::TimePoint deadline = clock_.now() + options_.call_timeout;
   for (int attempt = 0;; ++attempt) {
+    if (options_.stop.stop_requested()) {
+      return cancelled(req.method + " " + req.path_and_query + ": the client is stopping");
+    }
     bucket_.acquire();
     const Clock::TimePoint start = clock_.now();
     StatusOr<HttpResponse> result = transport_.send(req);
@@ -247,6 +281,9 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
     if (!result.ok()) {
       observe(req.method, "<error>", elapsed);
       error = result.status();
+      if (error.code() == StatusCode::kCancelled) {
+        return error;
+      }
       retryable = isRetryable(error) &&
                   (policy == RetryPolicy::kAlways || error.reason() == kReasonRequestNotSent);
     } else {
@@ -265,13 +302,30 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
     }
 
     const Clock::Duration delay = retryDelay(attempt, response);
-    log::debug(
-        2, "retrying API request",
-        {{"verb", req.method},
-         {"path", req.path_and_query},
-         {"error", error.toString()},
-         {"delay_ms", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
-    clock_.sleepFor(delay);
+    if (clock_.now() + delay > deadline) {
+      // Giving up here rather than at the deadline itself: a retry that
+      // could not finish in time only holds the caller longer.
+      Status gave_up = afterAttempts(error, attempt + 1, "no retry fits in the call timeout");
+      if (auto held = gave_up_log_.allow(req.method)) {
+        log::warning("API call gave up at its call timeout",
+                     {{"verb", req.method},
+                      {"path", req.path_and_query},
+                      {"error", gave_up.toString()},
+                      {"callTimeoutMs", millis(options_.call_timeout)},
+                      {"retryDelayMs", millis(delay)},
+                      {"heldBackLines", static_cast<int64_t>(*held)}});
+      }
+      return gave_up;
+    }
+    log::debug(2, "retrying API request",
+               {{"verb", req.method},
+                {"path", req.path_and_query},
+                {"error", error.toString()},
+                {"delay_ms", millis(delay)}});
+    if (!pause(delay, {})) {
+      return cancelled(req.method + " " + req.path_and_query +
+                       ": the client stopped while waiting to retry after: " + error.toString());
+    }
   }
 }
 
@@ -343,8 +397,13 @@ StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& o
 
 Status RestKubeApi::watchResourceSlices(const ListOptions& options,
                                         const WatchHandler<ResourceSlice>& handler,
-                                        std::stop_token stop) {
+                                        std::stop_token caller_stop) {
   const std::string context = "watch ResourceSlices";
+  // Ends on the caller's stop or the client's.
+  std::stop_source stopper;
+  std::stop_callback on_caller_stop(caller_stop, [&stopper] { stopper.request_stop(); });
+  std::stop_callback on_client_stop(options_.stop, [&stopper] { stopper.request_stop(); });
+  const std::stop_token stop = stopper.get_token();
   HttpRequest req =
       request("GET", std::string(kResourceSlicesPath) + listQuery(options, /*watch=*/true));
   req.timeout = options_.watch_idle_timeout;
@@ -419,14 +478,8 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
       if (!isRetryable(open_error) || attempt >= options_.max_retries) {
         return afterAttempts(open_error, attempt + 1).withContext(context);
       }
-      // Sleep in short pieces so that a stop request is not held up by a
-      // long Retry-After.
-      Clock::Duration remaining = retryDelay(attempt, response);
-      while (remaining > Clock::Duration::zero() && !stop.stop_requested()) {
-        const Clock::Duration piece = std::min<Clock::Duration>(remaining, kStopCheckInterval);
-        clock_.sleepFor(piece);
-        remaining -= piece;
-      }
+      // A stop request is not held up by a long Retry-After.
+      pause(retryDelay(attempt, response), stop);
       continue;
     }
 

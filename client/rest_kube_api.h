@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <stop_token>
 #include <string>
 
 #include "client/config.h"
@@ -19,6 +20,7 @@
 #include "client/kube_api.h"
 #include "client/token_bucket.h"
 #include "common/clock.h"
+#include "common/log.h"
 
 namespace rsc::client {
 
@@ -47,6 +49,17 @@ struct RestKubeApiOptions {
   Clock::Duration max_retry_after = std::chrono::seconds(60);
   // Idle timeout of ordinary requests.
   std::chrono::milliseconds request_timeout = kDefaultRequestTimeout;
+  // A deadline for each call, all attempts and the waits between them
+  // together: no retry starts, and no wait before one is begun, that would
+  // end past it; the call then returns its last error. The attempt under way
+  // is bounded by request_timeout, so a call takes at most
+  // call_timeout + request_timeout. Watches are bounded by their stop token
+  // instead.
+  Clock::Duration call_timeout = std::chrono::seconds(30);
+  // Once requested, every call gives up: the attempt in flight is cancelled,
+  // waits end and nothing is retried; the call returns kCancelled. A watch
+  // ends on this or on its own stop token.
+  std::stop_token stop;
   // Idle timeout of a watch: bookmarks come about once a minute, so five
   // minutes of silence means a dead connection. Raised to the watch's
   // timeoutSeconds plus a margin when that is longer, so that the server,
@@ -117,6 +130,9 @@ class RestKubeApi final : public KubeApi {
   // The wait before retry number `retry` (0-based) after `response` (null
   // for a transport error).
   Clock::Duration retryDelay(int retry, const HttpResponse* response);
+  // Sleeps for `d` in short pieces; returns false as soon as `stop` (or
+  // options_.stop) is requested.
+  bool pause(Clock::Duration d, const std::stop_token& stop);
   void observe(const std::string& verb, const std::string& code, Clock::Duration duration);
 
   // Request shorthands; `body` is JSON text or empty.
@@ -130,6 +146,7 @@ class RestKubeApi final : public KubeApi {
   TokenBucket bucket_;
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
+  log::Throttle gave_up_log_;
 };
 
 }  // namespace rsc::client

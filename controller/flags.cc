@@ -234,6 +234,17 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<int>(v, &f.kube_api_burst, 1);
        }},
+      {"kube-api-call-timeout",
+       "Longest one API call may spend on retries: no retry (429, 5xx, connection error) starts "
+       "that would end past it, and the call returns its last error. The attempt under way is "
+       "bounded by the API server's own 60 s request timeout.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (auto err = parseDurationInto(v, &f.kube_api_call_timeout)) return err;
+         if (f.kube_api_call_timeout < std::chrono::seconds(1))
+           return std::string("must be at least 1s");
+         return std::nullopt;
+       }},
       {"workers", "Pools reconciled at the same time.", false,
        [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
       {"adoption-grace",
@@ -372,6 +383,7 @@ std::string flagsUsage() {
       {"token-audience", d.token_audience},
       {"kube-api-qps", std::to_string(static_cast<int64_t>(d.kube_api_qps))},
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
+      {"kube-api-call-timeout", formatDuration(d.kube_api_call_timeout)},
       {"workers", std::to_string(d.workers)},
       {"adoption-grace", formatDuration(d.adoption_grace)},
       {"shutdown-timeout", formatDuration(d.shutdown_timeout)},

@@ -57,6 +57,8 @@ struct ServiceFlags {
   std::string token_audience = "resourceslice-controller";
   double kube_api_qps = 50;
   int kube_api_burst = 100;
+  // All attempts and retry waits of one API call (client::RestKubeApiOptions).
+  std::chrono::milliseconds kube_api_call_timeout{30'000};
   int workers = 4;
   std::chrono::milliseconds adoption_grace{120'000};
   // How long shutdown after SIGTERM may take in all: below the chart's

@@ -71,8 +71,11 @@ sigset_t stopSignals() {
 // that a stop is requested however long start-up blocks (an API server that
 // cannot be reached). The first signal requests the stop; a second signal, or
 // a shutdown that outlasts --shutdown-timeout, ends the process at once with
-// code 1. Threading: the signal thread and, once a stop is requested, a
-// watchdog thread; every public method is thread-safe.
+// code 1. Three quarters into the timeout the API clients are told to give up
+// (abandonToken), so that a call stuck on a slow or silent API server ends and
+// the rest of the shutdown (releasing the Lease) still fits. Threading: the
+// signal thread and, once a stop is requested, a watchdog thread; every public
+// method is thread-safe.
 class ShutdownSignals {
  public:
   explicit ShutdownSignals(std::chrono::milliseconds timeout)
@@ -96,6 +99,9 @@ class ShutdownSignals {
 
   // Requested on the first signal, or by requestStop().
   std::stop_token token() const { return stop_.get_token(); }
+  // Requested three quarters into the shutdown timeout: API calls still under
+  // way are abandoned.
+  std::stop_token abandonToken() const { return abandon_.get_token(); }
 
   // Stops the service as a signal would (e.g. after the Lease was lost), and
   // starts the shutdown watchdog.
@@ -105,7 +111,12 @@ class ShutdownSignals {
     cv_.notify_all();
     watchdog_ = std::thread([this] {
       std::unique_lock lock(mu_);
-      if (cv_.wait_for(lock, timeout_, [this] { return finished_; })) return;
+      const auto abandon_after = timeout_ * 3 / 4;
+      if (cv_.wait_for(lock, abandon_after, [this] { return finished_; })) return;
+      log::info("Shutdown is taking long; abandoning API calls under way",
+                {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
+      abandon_.request_stop();
+      if (cv_.wait_for(lock, timeout_ - abandon_after, [this] { return finished_; })) return;
       log::error("Shutdown did not finish in time; exiting at once",
                  deadlineExceeded("flag --shutdown-timeout passed"),
                  {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
@@ -142,6 +153,7 @@ class ShutdownSignals {
 
   const std::chrono::milliseconds timeout_;
   std::stop_source stop_;
+  std::stop_source abandon_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool finished_ = false;  // guarded by mu_
@@ -234,6 +246,8 @@ int run(const controller::ServiceFlags& flags) {
   client::RestKubeApiOptions api_options;
   api_options.qps = flags.kube_api_qps;
   api_options.burst = flags.kube_api_burst;
+  api_options.call_timeout = flags.kube_api_call_timeout;
+  api_options.stop = signals.abandonToken();
   api_options.request_observer = [&rest_metrics](const client::RequestResult& r) {
     int code = metrics::RestClientMetrics::kNoResponse;
     try {
@@ -455,6 +469,10 @@ int run(const controller::ServiceFlags& flags) {
     lease_api_options.max_retries = 0;
     lease_api_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
         flags.leader_elect_renew_deadline / 2);
+    lease_api_options.call_timeout = lease_api_options.request_timeout;
+    // Releasing the Lease is the last step of a shutdown: these calls are
+    // bounded by their timeout alone, never abandoned.
+    lease_api_options.stop = {};
     auto made_api = client::RestKubeApi::create(*lease_transport, clock, lease_api_options);
     if (!made_api.ok()) return usageError(made_api.status().message());
     lease_api = std::move(*made_api);

@@ -436,6 +436,9 @@ TEST_F(RestKubeApiTest, RetriesTooManyRequestsAfterRetryAfter) {
 }
 
 TEST_F(RestKubeApiTest, RetryAfterIsCapped) {
+  RestKubeApiOptions options;
+  options.call_timeout = std::chrono::minutes(5);
+  rebuild(options);
   transport_.reply(429, "", {{"retry-after", "3600"}});
   transport_.reply(200, sliceJson("s1"));
   ASSERT_TRUE(api_->getResourceSlice("s1").ok());
@@ -490,6 +493,78 @@ TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
   EXPECT_EQ(got.status().message(), "get ResourceSlice s1: HTTP 503: busy (after 6 attempts)");
   EXPECT_EQ(transport_.requests().size(), 6u);
   EXPECT_EQ(clock_.sleeps().size(), 5u);
+}
+
+TEST_F(RestKubeApiTest, NoRetryStartsThatWouldEndPastTheCallTimeout) {
+  RestKubeApiOptions options;
+  options.call_timeout = seconds(10);
+  rebuild(options);
+  for (int i = 0; i < 6; ++i) {
+    transport_.reply(429, "slow down", {{"retry-after", "4"}});
+  }
+  const Clock::TimePoint start = clock_.now();
+  auto got = api_->getResourceSlice("s1");
+  ASSERT_FALSE(got.ok());
+  // Attempts at 0 s, 4 s and 8 s; a fourth at 12 s would be past 10 s.
+  EXPECT_EQ(transport_.requests().size(), 3u);
+  EXPECT_EQ(clock_.now() - start, seconds(8));
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status().toString();
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("(after 3 attempts; no retry fits in the call timeout)"));
+}
+
+TEST_F(RestKubeApiTest, EveryRequestCarriesTheClientsStopToken) {
+  std::stop_source stopping;
+  RestKubeApiOptions options;
+  options.stop = stopping.get_token();
+  rebuild(options);
+  transport_.reply(200, sliceJson("s1"));
+  ASSERT_TRUE(api_->getResourceSlice("s1").ok());
+  ASSERT_EQ(transport_.requests().size(), 1u);
+  EXPECT_FALSE(transport_.last().stop.stop_requested());
+  stopping.request_stop();
+  // The transport cancels an exchange under way with this token.
+  EXPECT_TRUE(transport_.last().stop.stop_requested());
+  // And once stopped, no call reaches the transport.
+  auto got = api_->getResourceSlice("s1");
+  EXPECT_EQ(got.status().code(), StatusCode::kCancelled) << got.status().toString();
+  EXPECT_EQ(transport_.requests().size(), 1u);
+}
+
+// A FakeClock that requests a stop once `after` sleeps have passed.
+class StoppingClock final : public Clock {
+ public:
+  StoppingClock(testing::FakeClock& inner, std::stop_source& stop, int after)
+      : inner_(inner), stop_(stop), left_(after) {}
+  TimePoint now() const override { return inner_.now(); }
+  SystemTime systemNow() const override { return inner_.systemNow(); }
+  void sleepFor(Duration d) override {
+    inner_.sleepFor(d);
+    if (--left_ == 0) stop_.request_stop();
+  }
+
+ private:
+  testing::FakeClock& inner_;
+  std::stop_source& stop_;
+  int left_;
+};
+
+TEST_F(RestKubeApiTest, AStopEndsARetryWaitAtOnce) {
+  std::stop_source stopping;
+  StoppingClock clock(clock_, stopping, /*after=*/3);
+  RestKubeApiOptions options;
+  options.qps = 0;
+  options.stop = stopping.get_token();
+  auto api = RestKubeApi::create(transport_, clock, options);
+  ASSERT_TRUE(api.ok());
+  transport_.reply(429, "", {{"retry-after", "20"}});
+  transport_.reply(200, sliceJson("s1"));
+  auto got = (*api)->getResourceSlice("s1");
+  EXPECT_EQ(got.status().code(), StatusCode::kCancelled) << got.status().toString();
+  EXPECT_THAT(got.status().message(), HasSubstr("stopped while waiting to retry"));
+  // Three one-second pieces of the 20 s wait, then nothing more.
+  EXPECT_EQ(clock_.sleeps().size(), 3u);
+  EXPECT_EQ(transport_.requests().size(), 1u);
 }
 
 TEST_F(RestKubeApiTest, GenerateNameCreateRetriesOnlyWhenNothingHappened) {
@@ -762,6 +837,18 @@ TEST_F(RestKubeApiTest, WatchStoppedBeforeStartIsCancelled) {
   stop.request_stop();
   std::vector<Seen> seen;
   Status status = api_->watchResourceSlices({}, recordInto(seen), stop.get_token());
+  EXPECT_EQ(status.code(), StatusCode::kCancelled);
+  EXPECT_TRUE(transport_.requests().empty());
+}
+
+TEST_F(RestKubeApiTest, WatchEndsOnTheClientsStopToo) {
+  std::stop_source client_stop;
+  RestKubeApiOptions options;
+  options.stop = client_stop.get_token();
+  rebuild(options);
+  client_stop.request_stop();
+  std::vector<Seen> seen;
+  Status status = api_->watchResourceSlices({}, recordInto(seen), std::stop_token());
   EXPECT_EQ(status.code(), StatusCode::kCancelled);
   EXPECT_TRUE(transport_.requests().empty());
 }
