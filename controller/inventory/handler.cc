@@ -645,7 +645,10 @@ bool InventoryHandler::done(const PendingWait& wait) const {
   for (const auto& [pool, version] : wait.published) {
     const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
     // No status: the pool was withdrawn since; there is nothing to wait for.
-    if (status && status->published_version < version) return false;
+    // A version the API server refused is as final as a published one.
+    if (status && status->published_version < version && status->rejected_version < version) {
+      return false;
+    }
   }
   for (const std::string& pool : wait.withdrawn) {
     const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
@@ -671,6 +674,26 @@ HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) 
     gone.key = key;
     return poolStatusToJson(gone, nullptr, leader, "Withdrawn");
   };
+  if (is_done) {
+    // Pools whose waited-for version the API server refused: the push ends
+    // as a 422 naming them, with the server's message.
+    std::vector<FieldError> refused;
+    for (const auto& [pool, version] : wait.published) {
+      const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
+      if (status && status->published_version < version && status->rejected_version >= version) {
+        refused.push_back({"pools[" + pool + "]", status->last_error.message()});
+      }
+    }
+    if (!refused.empty()) {
+      std::string message =
+          "the API server refused the slices of " +
+          (refused.size() == 1 ? "pool " + inQuotes(wait.published.front().first)
+                               : std::to_string(refused.size()) + " pools") +
+          "; what was published before stays, and the pool is not retried until it changes: " +
+          refused.front().message;
+      return errorResponse(422, message, refused);
+    }
+  }
   const int code = is_done ? 200 : 202;
   switch (wait.kind) {
     case PendingWait::Kind::kPool:

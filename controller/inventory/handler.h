@@ -116,7 +116,8 @@ class InventoryHandler {
 
   // True when what `wait` waits for has happened.
   bool done(const PendingWait& wait) const;
-  // The answer to a held push now: 200 when done, else 202.
+  // The answer to a held push now: 200 when done, 422 when the API server
+  // refused the slices of a waited-for pool, else 202.
   HttpResponse render(const PendingWait& wait);
 
  private:

@@ -166,6 +166,32 @@ TEST_F(PoolIntegrityTest, ARefusedNodeSelectorKeepsThePublishedSlice) {
   EXPECT_TRUE(whole(driver, "node-c", 1));
 }
 
+// A list attribute (`ints`) passes our validation; an API server whose
+// DRAListTypeAttributes gate is off refuses it (or drops it). Either way the
+// published slice stays as it was and nothing is retried in a loop.
+TEST_F(PoolIntegrityTest, AListAttributeTheServerRefusesKeepsThePublishedSlice) {
+  const std::string driver = "lists.example.com";
+  publish(driver, "node-d", 2, 1);
+  const std::vector<std::string> published = versions(driver, "node-d");
+
+  Json listed = gpuPool("node-d", 2);
+  listed["devices"][1]["attributes"]["cores"] = Json::parse(R"({"ints":[1,2,3]})");
+  const HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-d", "?wait=20s"), listed.dump());
+  if (a.code == 200 && a.json()["phase"] == "Published") {
+    // A server that keeps (or drops and reports) the field: the pool is whole.
+    EXPECT_TRUE(whole(driver, "node-d", 1));
+    return;
+  }
+  // The held push ends as soon as the server refused the slice, naming it.
+  ASSERT_EQ(a.code, 422) << a.body;
+  EXPECT_EQ(a.json()["details"][0]["field"], "pools[node-d]") << a.body;
+  EXPECT_NE(a.body.find("attributes[cores]"), std::string::npos) << a.body;
+  expectRefused(driver, "node-d", a, "ints");
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_EQ(versions(driver, "node-d"), published);
+  EXPECT_TRUE(whole(driver, "node-d", 1));
+}
+
 // A two-slice pool re-pushed with a change in each slice and a taint whose
 // timeAdded the API server refuses used to be left incomplete, and every
 // retry bumped its generation again.

@@ -165,6 +165,29 @@ TEST_F(InventoryHandlerTest, WaitHoldsThePushUntilPublished) {
   EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 200));
 }
 
+TEST_F(InventoryHandlerTest, WaitEndsWith422WhenTheApiServerRefusedThePool) {
+  HandlerResult put =
+      call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s", gpuPool("node-a"), "node-a");
+  ASSERT_TRUE(put.wait.has_value());
+  store_.updateStatus({kGpu, "node-a"}, [](PoolStatus& s) {
+    s.phase = PoolPhase::kFailed;
+    s.rejected_version = s.desired_version;
+    s.last_error = Status(StatusCode::kInvalidArgument,
+                          "spec.devices[1].attributes[cores]: Invalid value: \"\"");
+  });
+  EXPECT_TRUE(handler_->done(*put.wait));
+  HttpResponse answer = handler_->render(*put.wait);
+  EXPECT_EQ(answer.status, 422);
+  const Json body = bodyOf(answer);
+  EXPECT_THAT(body.at("message").get<std::string>(),
+              HasSubstr("the API server refused the slices of pool \"node-a\""));
+  ASSERT_EQ(body.at("details").size(), 1u);
+  EXPECT_EQ(body.at("details")[0].at("field"), "pools[node-a]");
+  EXPECT_THAT(body.at("details")[0].at("message").get<std::string>(),
+              HasSubstr("attributes[cores]"));
+  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 422));
+}
+
 TEST_F(InventoryHandlerTest, WaitOnAPublishedPushAnswersAtOnce) {
   call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");
   publish({kGpu, "node-a"});
