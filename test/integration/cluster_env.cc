@@ -2,9 +2,11 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace rsc::testing {
 namespace {
@@ -20,12 +22,26 @@ std::string readFile(const std::filesystem::path& p) {
   return s;
 }
 
+// Quotes `word` for /bin/sh, so that a flag such as "--x=a#0" arrives as is.
+std::string shellQuoted(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return quoted + "'";
+}
+
 }  // namespace
 
-ClusterEnvironment* ClusterEnvironment::install() {
+ClusterEnvironment* ClusterEnvironment::install(std::vector<std::string> apiserver_args) {
   if (g_env == nullptr) {
     g_env = new ClusterEnvironment();  // owned by gtest
+    g_env->apiserver_args_ = std::move(apiserver_args);
     ::testing::AddGlobalTestEnvironment(g_env);
+  } else if (!apiserver_args.empty() && apiserver_args != g_env->apiserver_args_) {
+    // One cluster per binary: a second, different wish cannot be honoured.
+    std::fprintf(stderr, "ClusterEnvironment::install: the cluster's flags are already set\n");
+    std::abort();
   }
   return g_env;
 }
@@ -40,8 +56,12 @@ void ClusterEnvironment::SetUp() {
   const char* made = mkdtemp(tmpl);
   ASSERT_NE(made, nullptr) << "mkdtemp failed";
   dir_ = made;
-  const std::string cmd = (sourceRoot() / "test/cluster/start").string() + " --owner-pid " +
-                          std::to_string(getpid()) + " " + dir_.string();
+  std::string cmd =
+      (sourceRoot() / "test/cluster/start").string() + " --owner-pid " + std::to_string(getpid());
+  for (const std::string& arg : apiserver_args_) {
+    cmd += " " + shellQuoted("--apiserver-arg=" + arg);
+  }
+  cmd += " " + dir_.string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "could not start the test cluster: " << cmd;
   server_ = readFile(dir_ / "server");
 }

@@ -9,14 +9,18 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace rsc::testing {
 
 class ClusterEnvironment : public ::testing::Environment {
  public:
   // Registers the environment with gtest; call once from main() or a static
-  // initializer. Returns it for convenience.
-  static ClusterEnvironment* install();
+  // initializer. `apiserver_args` are extra kube-apiserver flags this binary's
+  // cluster needs ("--watch-cache=false"); they follow any flags from
+  // TESTCLUSTER_APISERVER_ARGS (see test/cluster/start). Returns it for
+  // convenience.
+  static ClusterEnvironment* install(std::vector<std::string> apiserver_args = {});
   // Returns the installed environment (set up by the time tests run).
   static ClusterEnvironment& get();
 
@@ -38,6 +42,7 @@ class ClusterEnvironment : public ::testing::Environment {
   static std::filesystem::path buildRoot();
 
  private:
+  std::vector<std::string> apiserver_args_;
   std::filesystem::path dir_;
   std::string server_;
 };

@@ -7,22 +7,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <condition_variable>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "client/config.h"
-#include "client/http_transport.h"
-#include "client/rest_kube_api.h"
 #include "test/integration/cluster_env.h"
+#include "test/integration/informer_fixture.h"
 
 namespace rsc::client {
 namespace {
 
 using rsc::testing::ClusterEnvironment;
+using rsc::testing::InformerIntegration;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
@@ -30,122 +25,6 @@ using ::testing::UnorderedElementsAre;
 // constant's, which the naming check does not expect of a non-constexpr).
 // NOLINTNEXTLINE(readability-identifier-naming)
 const auto* const kCluster = ClusterEnvironment::install();
-
-constexpr std::string_view kTestLabel = "rsc-test/case";
-// Waits on the informer's thread; the server answers within milliseconds, so
-// this only bounds a broken test.
-constexpr auto kWait = std::chrono::seconds(60);
-
-ResourceSlice newSlice(const std::string& test_case, const std::string& pool) {
-  ResourceSlice slice;
-  slice.metadata.generate_name = "rsc-it-informer-" + test_case + "-";
-  slice.metadata.labels[std::string(kTestLabel)] = test_case;
-  slice.spec.driver = "gpu.example.com";
-  slice.spec.pool = ResourcePool{pool, 1, 1};
-  slice.spec.all_nodes = true;
-  Device device;
-  device.name = "gpu-0";
-  device.attributes["model"].string_value = "A100";
-  slice.spec.devices.push_back(device);
-  return slice;
-}
-
-// Handler calls as lines ("add <name>", "update <name>", "delete <name>"),
-// and watch restarts by reason.
-class Recorder {
- public:
-  InformerHandlers handlers() {
-    InformerHandlers h;
-    h.on_add = [this](const ResourceSlice& s) { record("add " + s.metadata.name); };
-    h.on_update = [this](const ResourceSlice&, const ResourceSlice& s) {
-      record("update " + s.metadata.name);
-    };
-    h.on_delete = [this](const ResourceSlice& s) { record("delete " + s.metadata.name); };
-    return h;
-  }
-  void restarted(std::string_view reason) {
-    std::lock_guard lock(mu_);
-    ++restarts_[std::string(reason)];
-    cv_.notify_all();
-  }
-  bool waitFor(const std::string& line) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(
-        lock, kWait, [&] { return std::find(lines_.begin(), lines_.end(), line) != lines_.end(); });
-  }
-  bool waitForRestarts(const std::string& reason, int n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return restarts_[reason] >= n; });
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-  std::map<std::string, int> restarts() {
-    std::lock_guard lock(mu_);
-    return restarts_;
-  }
-
- private:
-  void record(std::string line) {
-    std::lock_guard lock(mu_);
-    lines_.push_back(std::move(line));
-    cv_.notify_all();
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> lines_;
-  std::map<std::string, int> restarts_;
-};
-
-class InformerIntegration : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ConfigEnvironment no_environment;  // only the explicit kubeconfig counts
-    auto config = loadConfig(ClusterEnvironment::get().kubeconfig().string(), no_environment);
-    ASSERT_TRUE(config.ok()) << config.status().toString();
-    auto transport = CpprestTransport::create(*config, RealClock::instance());
-    ASSERT_TRUE(transport.ok()) << transport.status().toString();
-    transport_ = std::move(transport).value();
-    auto api = RestKubeApi::create(*transport_, RealClock::instance());
-    ASSERT_TRUE(api.ok()) << api.status().toString();
-    api_ = std::move(api).value();
-  }
-
-  void TearDown() override {
-    if (informer_) {
-      informer_->stop();
-    }
-  }
-
-  InformerOptions optionsFor(const std::string& test_case) {
-    InformerOptions options;
-    options.label_selector = std::string(kTestLabel) + "=" + test_case;
-    options.index = [](const ResourceSlice& s) { return s.spec.driver + "/" + s.spec.pool.name; };
-    options.on_watch_restart = [this](std::string_view reason) { recorder_.restarted(reason); };
-    return options;
-  }
-
-  void start(InformerOptions options) {
-    auto informer =
-        Informer::create(*api_, RealClock::instance(), std::move(options), recorder_.handlers());
-    ASSERT_TRUE(informer.ok()) << informer.status().toString();
-    informer_ = std::move(informer).value();
-    informer_->start();
-  }
-
-  ResourceSlice create(const std::string& test_case, const std::string& pool) {
-    auto created = api_->createResourceSlice(newSlice(test_case, pool));
-    EXPECT_TRUE(created.ok()) << created.status().toString();
-    return created.ok() ? *created : ResourceSlice{};
-  }
-
-  std::unique_ptr<CpprestTransport> transport_;
-  std::unique_ptr<RestKubeApi> api_;
-  Recorder recorder_;
-  std::unique_ptr<Informer> informer_;
-};
 
 TEST_F(InformerIntegration, SeesSlicesBeforeAndAfterStartEditsAndDeletes) {
   const std::string test_case = "basic";

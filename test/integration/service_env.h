@@ -52,10 +52,10 @@ class ServiceEnv {
   // Blocks until /readyz of `c` answers 200, up to `timeout`.
   bool waitReady(const ControllerProcess& c, std::chrono::seconds timeout);
 
-  // An HTTP request to a controller (or any loopback URL), with an optional
-  // bearer token.
-  HttpAnswer http(const std::string& method, const std::string& url, const std::string& body = "",
-                  const std::string& token = "");
+  // An HTTP request to a controller (or any loopback URL, etcd's say), with
+  // an optional bearer token.
+  static HttpAnswer http(const std::string& method, const std::string& url,
+                         const std::string& body = "", const std::string& token = "");
 
   // A raw request to the API server as admin; fails the test on a transport
   // error (not on an HTTP error code).

@@ -2,13 +2,21 @@
 // loopback for the project's tests. It only orchestrates: the servers are the
 // upstream binaries built by ../build from their published Go modules.
 //
-//	testcluster start --bin BINDIR [--owner-pid PID] DIR
+//	testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=A=true,B=false]
+//	                  [--apiserver-arg=--flag=value]... DIR
 //	testcluster stop DIR
 //
 // start returns once /readyz answers and DIR/kubeconfig (admin) is written;
 // the servers keep running in their own session until stop. With --owner-pid
 // a watchdog stops the cluster when that process dies, so a crashed test
 // suite leaves nothing behind.
+//
+// Extra kube-apiserver flags come from the environment variable
+// TESTCLUSTER_APISERVER_ARGS (separated by spaces, so that a whole test run
+// can use other flags without touching any test), then from --feature-gates
+// and --apiserver-arg in command-line order. They follow the defaults: for
+// most flags the last occurrence wins; list and map flags
+// (--enable-admission-plugins, --feature-gates) add to earlier occurrences.
 package main
 
 import (
@@ -79,14 +87,38 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] DIR | testcluster stop DIR")
+	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... DIR | testcluster stop DIR")
 	os.Exit(2)
 }
+
+// apiserverArgsVariable names the environment variable with extra
+// kube-apiserver flags for every cluster started.
+const apiserverArgsVariable = "TESTCLUSTER_APISERVER_ARGS"
 
 func startCommand(args []string) error {
 	fs := flag.NewFlagSet("start", flag.ExitOnError)
 	bin := fs.String("bin", "", "folder holding the etcd and kube-apiserver binaries")
 	owner := fs.Int("owner-pid", 0, "stop the cluster when this process exits (0: never)")
+	var extra []string
+	for _, arg := range strings.Fields(os.Getenv(apiserverArgsVariable)) {
+		if err := checkApiserverArg(arg); err != nil {
+			return fmt.Errorf("%s: %w", apiserverArgsVariable, err)
+		}
+		extra = append(extra, arg)
+	}
+	fs.Func("apiserver-arg", "an extra kube-apiserver flag, passed as is (repeatable): --apiserver-arg=--watch-cache=false",
+		func(arg string) error {
+			if err := checkApiserverArg(arg); err != nil {
+				return err
+			}
+			extra = append(extra, arg)
+			return nil
+		})
+	fs.Func("feature-gates", "kube-apiserver feature gates, as its --feature-gates: A=true,B=false",
+		func(gates string) error {
+			extra = append(extra, "--feature-gates="+gates)
+			return nil
+		})
 	_ = fs.Parse(args)
 	if fs.NArg() != 1 || *bin == "" {
 		usage()
@@ -101,7 +133,7 @@ func startCommand(args []string) error {
 	// Ports are picked by binding port 0 and releasing it, so another process
 	// can take one in between; a start that loses that race is retried.
 	for try := 1; ; try++ {
-		err = start(dir, *bin)
+		err = start(dir, *bin, extra)
 		if err == nil {
 			break
 		}
@@ -120,7 +152,16 @@ func startCommand(args []string) error {
 	return nil
 }
 
-func start(dir, bin string) error {
+// checkApiserverArg refuses what kube-apiserver would take as a positional
+// argument, typically a flag whose leading dashes were forgotten.
+func checkApiserverArg(arg string) error {
+	if !strings.HasPrefix(arg, "--") {
+		return fmt.Errorf("kube-apiserver flag %q does not start with --", arg)
+	}
+	return nil
+}
+
+func start(dir, bin string, apiserverArgs []string) error {
 	// Every start is a fresh cluster: old data, keys and logs go.
 	for _, sub := range []string{"etcd-data", "pki", "logs", "tokens"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
@@ -169,28 +210,29 @@ func start(dir, bin string) error {
 	}
 
 	p := func(name string) string { return filepath.Join(dir, "pki", name) }
-	err = spawn(dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"),
-		"--etcd-servers="+etcdClient,
+	flags := []string{
+		"--etcd-servers=" + etcdClient,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		// There are no other control-plane hosts to publish in the
 		// kubernetes Service's endpoints, and loopback may not be published.
 		"--endpoint-reconciler-type=none",
-		"--secure-port="+strconv.Itoa(ports[2]),
-		"--tls-cert-file="+p("serving.crt"),
-		"--tls-private-key-file="+p("serving.key"),
-		"--client-ca-file="+p("ca.crt"),
-		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
+		"--secure-port=" + strconv.Itoa(ports[2]),
+		"--tls-cert-file=" + p("serving.crt"),
+		"--tls-private-key-file=" + p("serving.key"),
+		"--client-ca-file=" + p("ca.crt"),
+		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+p("sa.key"),
-		"--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-key-file=" + p("sa.key"),
+		"--service-account-signing-key-file=" + p("sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	)
+	}
+	err = spawn(dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), append(flags, apiserverArgs...)...)
 	if err != nil {
 		return err
 	}
