@@ -247,6 +247,13 @@ const std::vector<FlagSpec>& specs() {
        }},
       {"workers", "Pools reconciled at the same time.", false,
        [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
+      {"max-parallel-slice-writes",
+       "Slice writes of one pool sent at the same time when its generation changes, so that "
+       "the scheduler sees the new generation incomplete for about one round trip; all writes "
+       "still share --kube-api-qps.",
+       false,
+       [](ServiceFlags& f,
+          const std::string& v) { return parseNumber<int>(v, &f.max_parallel_slice_writes, 1); }},
       {"adoption-grace",
        "After start or failover, how long slices of pools no driver has pushed yet are kept.",
        false,
@@ -385,6 +392,7 @@ std::string flagsUsage() {
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
       {"kube-api-call-timeout", formatDuration(d.kube_api_call_timeout)},
       {"workers", std::to_string(d.workers)},
+      {"max-parallel-slice-writes", std::to_string(d.max_parallel_slice_writes)},
       {"adoption-grace", formatDuration(d.adoption_grace)},
       {"shutdown-timeout", formatDuration(d.shutdown_timeout)},
       {"log-format", "text"},

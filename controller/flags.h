@@ -60,6 +60,7 @@ struct ServiceFlags {
   // All attempts and retry waits of one API call (client::RestKubeApiOptions).
   std::chrono::milliseconds kube_api_call_timeout{30'000};
   int workers = 4;
+  int max_parallel_slice_writes = 8;
   std::chrono::milliseconds adoption_grace{120'000};
   // How long shutdown after SIGTERM may take in all: below the chart's
   // terminationGracePeriodSeconds (30 s), so that the process exits on its own

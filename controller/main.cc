@@ -287,6 +287,7 @@ int run(const controller::ServiceFlags& flags) {
   copts.clock = &clock;
   copts.store = &store;
   copts.workers = flags.workers;
+  copts.max_parallel_writes = flags.max_parallel_slice_writes;
   copts.adoption_grace = flags.adoption_grace;
   copts.observer = &reconcile_observer;
   copts.reconciler_observer = &reconcile_observer;

@@ -131,6 +131,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   r.store = options.store;
   r.cache = c->cache_.get();
   r.observer = options.reconciler_observer;
+  r.max_parallel_writes = options.max_parallel_writes;
   // No deletions until leading starts and sets the real grace.
   r.adoption_grace_until = Clock::TimePoint::max();
   ASSIGN_OR_RETURN(c->reconciler_, Reconciler::create(r));

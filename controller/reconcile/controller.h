@@ -69,6 +69,8 @@ struct ControllerOptions {
   DesiredStore* store = nullptr;
   // Optional.
   int workers = 4;
+  // Slice writes of one pool under way at once (ReconcilerOptions).
+  int max_parallel_writes = 8;
   Clock::Duration adoption_grace = kDefaultAdoptionGrace;
   Clock::Duration batch_window = kDefaultBatchWindow;
   ControllerObserver* observer = nullptr;

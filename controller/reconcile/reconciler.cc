@@ -1,9 +1,12 @@
 #include "controller/reconcile/reconciler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/log.h"
 
@@ -52,19 +55,27 @@ int64_t nextGeneration(int64_t generation) {
   return generation == kMaxGeneration ? generation : generation + 1;
 }
 
+// Whether a 403 comes from the authorizer (RBAC: `User "..." cannot create
+// resource "resourceslices" ...`) rather than from an admission policy
+// judging the content: an operator fixes it, and then the same content
+// succeeds.
+bool deniedByAuthorization(const Status& status) {
+  const std::string& m = status.message();
+  return m.find(" cannot ") != std::string::npos && m.find(" resource \"") != std::string::npos;
+}
+
 // Whether the API server (or an admission policy) refused a write for its
 // content, so that sending the same content again cannot succeed. Conflicts,
-// 429, 5xx, a slice that vanished and our own credentials (401) are retried.
-// A 403 is most often an admission policy judging the content; one from
-// missing RBAC is treated the same, and the pool is written again with its
-// next change (or after a restart).
+// 429, 5xx, a slice that vanished, our own credentials (401) and missing RBAC
+// are retried with backoff.
 bool refusedContent(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kInvalidArgument:   // 400
-    case StatusCode::kPermissionDenied:  // 403
-    case StatusCode::kTooLarge:          // 413
-    case StatusCode::kUnprocessable:     // 422
+    case StatusCode::kInvalidArgument:  // 400
+    case StatusCode::kTooLarge:         // 413
+    case StatusCode::kUnprocessable:    // 422
       return true;
+    case StatusCode::kPermissionDenied:  // 403
+      return !deniedByAuthorization(status);
     default:
       return false;
   }
@@ -114,6 +125,36 @@ std::string_view writeResult(const Status& status) {
 
 }  // namespace
 
+namespace {
+
+// Calls fn(i) for every i in [0, n) on up to `parallelism` threads, the
+// caller's included. After a failure no further call starts (those under way
+// finish); returns the first failure.
+Status forEachConcurrently(size_t n, int parallelism, const std::function<Status(size_t)>& fn) {
+  if (n == 0) return okStatus();
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;  // guarded by mu
+  std::atomic<bool> failed{false};
+  auto run = [&] {
+    for (size_t i = next++; i < n && !failed.load(); i = next++) {
+      Status s = fn(i);
+      if (s.ok()) continue;
+      std::lock_guard lock(mu);
+      if (!failed.exchange(true)) first = std::move(s);
+    }
+  };
+  const size_t helpers = std::min<size_t>(n, static_cast<size_t>(std::max(parallelism, 1))) - 1;
+  std::vector<std::jthread> threads;
+  threads.reserve(helpers);
+  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(run);
+  run();
+  threads.clear();  // joins
+  return first;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions options) {
   if (options.api == nullptr) return invalidArgument("reconciler: api is required");
   if (options.clock == nullptr) return invalidArgument("reconciler: clock is required");
@@ -121,6 +162,9 @@ StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions optio
   if (options.cache == nullptr) return invalidArgument("reconciler: cache is required");
   if (options.max_conflict_retries < 0) {
     return invalidArgument("reconciler: max_conflict_retries must not be negative");
+  }
+  if (options.max_parallel_writes < 1) {
+    return invalidArgument("reconciler: max_parallel_writes must be at least 1");
   }
   return std::unique_ptr<Reconciler>(new Reconciler(options));
 }
@@ -365,55 +409,61 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
     slice.spec.pool.resource_slice_count = count;
     return slice;
   };
-  auto noteDropped = [&](size_t i, const client::ResourceSlice& stored) {
-    std::vector<std::string> d;
-    client::ResourceSliceSpec want = specs[i];
-    want.pool = stored.spec.pool;
-    client::semanticEqual(want, stored.spec, &d);
-    out.dropped.insert(out.dropped.end(), d.begin(), d.end());
-  };
+  // Writes of one step run concurrently: `out` and `known` are shared.
+  std::mutex out_mu;
   auto write = [&](size_t i) -> Status {
     const bool create = plan.slices[i].live == nullptr;
     StatusOr<client::ResourceSlice> stored =
         create ? createSlice(key, build(i)) : updateSlice(key, build(i));
     if (!stored.ok()) return stored.status();
+    std::vector<std::string> dropped;
+    client::ResourceSliceSpec want = specs[i];
+    want.pool = stored->spec.pool;
+    client::semanticEqual(want, stored->spec, &dropped);
+    std::lock_guard lock(out_mu);
     out.names[i] = stored->metadata.name;
     known.insert(stored->metadata.name);
-    noteDropped(i, *stored);
+    out.dropped.insert(out.dropped.end(), dropped.begin(), dropped.end());
     ++out.writes;
     return okStatus();
   };
 
   // Write the new generation before anything goes, so that a write the
   // server refuses leaves the published generation whole for the scheduler:
-  // new content first (the writes the server may refuse: creates, then
-  // changed slices), then slices that only take the new generation and
+  // new content first (the writes the server may refuse: creates and changed
+  // slices, together), then slices that only take the new generation and
   // count, and obsolete slices last. Obsolete slices keep their older
-  // generation, so the new one never has more slices than it should.
+  // generation, so the new one never has more slices than it should. The
+  // writes of each step run concurrently, so the scheduler sees the new
+  // generation incomplete for about one round trip per step.
   out.names.resize(plan.slices.size());
   for (size_t i = 0; i < plan.slices.size(); ++i) {
     if (plan.slices[i].live != nullptr) out.names[i] = plan.slices[i].live->metadata.name;
   }
   auto writeEach = [&](const std::function<bool(size_t)>& wanted) {
+    std::vector<size_t> chosen;
     for (size_t i = 0; i < plan.slices.size(); ++i) {
-      if (!wanted(i)) continue;
-      if (Status s = write(i); !s.ok()) return s;
+      if (wanted(i)) chosen.push_back(i);
     }
-    return okStatus();
+    return forEachConcurrently(chosen.size(), options_.max_parallel_writes,
+                               [&](size_t k) { return write(chosen[k]); });
   };
   for (const auto& wanted : std::initializer_list<std::function<bool(size_t)>>{
-           [&](size_t i) { return plan.slices[i].live == nullptr; },
-           [&](size_t i) { return plan.slices[i].live != nullptr && differs[i]; },
+           [&](size_t i) { return plan.slices[i].live == nullptr || differs[i]; },
            [&](size_t i) { return plan.slices[i].live != nullptr && !differs[i] && bump; },
        }) {
     if (Status s = writeEach(wanted); !s.ok()) return stop(std::move(s));
   }
-  for (const SlicePtr& slice : plan.obsolete) {
-    if (Status s = deleteSlice(key, slice); !s.ok()) return stop(std::move(s));
-    known.erase(slice->metadata.name);
-    ++out.writes;
-  }
-  return stop(okStatus());
+  Status deleted = forEachConcurrently(plan.obsolete.size(), options_.max_parallel_writes,
+                                       [&](size_t k) -> Status {
+                                         const SlicePtr& slice = plan.obsolete[k];
+                                         RETURN_IF_ERROR(deleteSlice(key, slice));
+                                         std::lock_guard lock(out_mu);
+                                         known.erase(slice->metadata.name);
+                                         ++out.writes;
+                                         return okStatus();
+                                       });
+  return stop(std::move(deleted));
 }
 
 ReconcileResult Reconciler::keepPublished(const PoolKey& key, std::vector<SlicePtr> live,

@@ -71,6 +71,11 @@ struct ReconcilerOptions {
   // How often an update that conflicts (409) is re-read and retried before
   // the reconcile fails and is retried with backoff.
   int max_conflict_retries = 3;
+  // Writes of one pool that run at the same time (on the reconciling thread
+  // and up to this many minus one helpers), so that a new generation reaches
+  // the API server in about one round trip instead of one per slice. 1:
+  // one after another.
+  int max_parallel_writes = 8;
 };
 
 class Reconciler {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 namespace rsc::testing {
 
@@ -316,7 +317,7 @@ FakeKubeApi::~FakeKubeApi() = default;
 // ---- plumbing ---------------------------------------------------------------
 
 Status FakeKubeApi::invoke(Request& request) {
-  std::vector<Reactor> matching;
+  std::vector<RegisteredReactor> matching;
   {
     std::lock_guard lock(mu_);
     actions_.push_back(
@@ -324,12 +325,23 @@ Status FakeKubeApi::invoke(Request& request) {
     for (const auto& registered : reactors_) {
       if (matchesPattern(registered.verb, request.verb) &&
           matchesPattern(registered.resource, request.resource)) {
-        matching.push_back(registered.reactor);
+        matching.push_back(registered);
       }
     }
   }
-  for (const auto& reactor : matching) {
-    RETURN_IF_ERROR(reactor(request));
+  if (const int64_t delay = write_delay_ms_.load();
+      delay > 0 && request.resource == "resourceslices" &&
+      (request.verb == "create" || request.verb == "update" || request.verb == "delete")) {
+    const size_t now = ++writes_in_flight_;
+    size_t seen = max_writes_in_flight_.load();
+    while (now > seen && !max_writes_in_flight_.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    --writes_in_flight_;
+  }
+  for (const RegisteredReactor& registered : matching) {
+    std::lock_guard running(*registered.running);
+    RETURN_IF_ERROR(registered.reactor(request));
   }
   return okStatus();
 }

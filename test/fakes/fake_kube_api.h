@@ -6,6 +6,7 @@
 // Thread-safe: any method may be called from any thread, also from reactors.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -115,7 +116,8 @@ class FakeKubeApi final : public client::KubeApi {
 
   // Faults. Adds `reactor` in front of the others for calls matching `verb`
   // and `resource` ("*" matches any). Reactors run in order, newest first,
-  // without the fake's lock held, after the call is recorded.
+  // without the fake's lock held, after the call is recorded. One reactor
+  // never runs for two calls at once (it may keep state without a lock).
   void prependReactor(std::string verb, std::string resource, Reactor reactor);
   void clearReactors();
 
@@ -125,6 +127,11 @@ class FakeKubeApi final : public client::KubeApi {
   size_t countActions(std::string_view verb, std::string_view resource) const;
   // Counts create, update, delete and deletecollection calls on `resource`.
   size_t countWrites(std::string_view resource = "resourceslices") const;
+  // Makes every slice write (create, update, delete) take `delay` of real
+  // time, outside the fake's locks, so that a test can see writes overlap.
+  void setWriteDelay(std::chrono::milliseconds delay) { write_delay_ms_ = delay.count(); }
+  // The most slice writes that were under way at once.
+  size_t maxConcurrentWrites() const { return max_writes_in_flight_; }
 
   // Another writer's view, not recorded and without reactors: seeds objects
   // and makes foreign changes with the same semantics as the API calls.
@@ -226,8 +233,14 @@ class FakeKubeApi final : public client::KubeApi {
     std::string verb;
     std::string resource;
     Reactor reactor;
+    // A reactor never runs twice at once, so that it may keep state without
+    // a lock while the code under test calls from several threads.
+    std::shared_ptr<std::mutex> running = std::make_shared<std::mutex>();
   };
   std::vector<RegisteredReactor> reactors_;  // newest first
+  std::atomic<int64_t> write_delay_ms_{0};
+  std::atomic<size_t> writes_in_flight_{0};
+  std::atomic<size_t> max_writes_in_flight_{0};
   std::function<client::TokenReview(const client::TokenReview&)> token_reviewer_;
   std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> access_reviewer_;
 };
