@@ -94,7 +94,7 @@ class InventoryHandlerTest : public ::testing::Test {
     for (const PoolKey& key : store_.keys()) {
       auto desired = store_.get(key);
       out << key.toString() << " v" << desired->version << " lease "
-          << desired->lease_deadline.time_since_epoch().count() << "\n";
+          << store_.leaseDeadline(key)->time_since_epoch().count() << "\n";
     }
     for (const PoolStatus& s : store_.statuses()) {
       out << s.key.toString() << " " << poolPhaseName(s.phase) << " " << s.desired_version << "/"
@@ -263,14 +263,17 @@ TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
   Json body = Json::parse(gpuPool("node-a"));
   body["leaseSeconds"] = 30;
   call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", body.dump(), "node-a");
-  const Clock::TimePoint first = store_.get({kGpu, "node-a"})->lease_deadline;
+  const Clock::TimePoint first = *store_.leaseDeadline({kGpu, "node-a"});
+  const std::shared_ptr<const DesiredPool> content = store_.get({kGpu, "node-a"});
   EXPECT_EQ(first, clock_.now() + std::chrono::seconds(30));
 
   clock_.advance(std::chrono::seconds(20));
   HandlerResult renew =
       call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "", "node-a", "");
   EXPECT_EQ(renew.response.status, 202);  // renewed; not published yet
-  EXPECT_EQ(store_.get({kGpu, "node-a"})->lease_deadline, clock_.now() + std::chrono::seconds(30));
+  EXPECT_EQ(store_.leaseDeadline({kGpu, "node-a"}), clock_.now() + std::chrono::seconds(30));
+  // A renewal moves the lease, not the content.
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), content);
   EXPECT_EQ(bodyOf(renew.response).at("leaseSeconds"), 30);
 
   publish({kGpu, "node-a"});
