@@ -337,6 +337,9 @@ int run(const controller::ServiceFlags& flags) {
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };
+  hopts.on_pool_body = [&inventory_metrics](std::string_view driver, bool unchanged) {
+    inventory_metrics.poolBody(driver, unchanged);
+  };
   auto handler = inv::InventoryHandler::create(hopts);
   if (!handler.ok()) return usageError(handler.status().message());
   // With leader election the hooks are in place before the server accepts a

@@ -16,6 +16,13 @@ InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t m
                   .Name("resourceslice_controller_pushes_total")
                   .Help("Inventory push requests, by driver and HTTP status code.")
                   .Register(registry)),
+      bodies_(prometheus::BuildCounter()
+                  .Name("resourceslice_controller_push_bodies_total")
+                  .Help("Pool bodies pushed with PUT /v1/drivers/{driver}/pools/{pool}, by "
+                        "driver and path: decoded (parsed, validated and compared) or unchanged "
+                        "(the same bytes as the body of the pool's current content, which only "
+                        "renews the pool's lease).")
+                  .Register(registry)),
       refusals_(prometheus::BuildCounter()
                     .Name("resourceslice_controller_inventory_refusals_total")
                     .Help("Connections and requests the inventory API refused at one of its "
@@ -60,6 +67,25 @@ void InventoryMetrics::push(std::string_view driver, int http_code) {
       }
     }
     counter = &counterLocked(label, http_code);
+  }
+  counter->Increment();
+}
+
+void InventoryMetrics::poolBody(std::string_view driver, bool unchanged) {
+  prometheus::Counter* counter = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    auto it = body_drivers_.find(driver);
+    if (it == body_drivers_.end()) {
+      const std::string label(body_drivers_.size() >= max_drivers_ ? kOverflowDriver : driver);
+      it = body_drivers_.find(label);
+      if (it == body_drivers_.end()) {
+        const BodyCounters counters{&bodies_.Add({{"driver", label}, {"path", "decoded"}}),
+                                    &bodies_.Add({{"driver", label}, {"path", "unchanged"}})};
+        it = body_drivers_.emplace(label, counters).first;
+      }
+    }
+    counter = unchanged ? it->second.unchanged : it->second.decoded;
   }
   counter->Increment();
 }

@@ -1,6 +1,7 @@
 // InventoryMetrics: what the inventory HTTP API reports: a counter of pushes
-// by driver and HTTP status code, and one of what its limits refused. Built once by main and passed
-// by reference to the request handler. Thread-safe: every connection's handler calls it.
+// by driver and HTTP status code, one of pool bodies by how they were taken, and one of what its
+// limits refused. Built once by main and passed by reference to the request handler.
+// Thread-safe: every connection's handler calls it.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -37,6 +38,13 @@ class InventoryMetrics {
   // are created at 0, so error-ratio alerts have a denominator from the start.
   void push(std::string_view driver, int http_code);
 
+  // Counts one body of PUT /v1/drivers/{driver}/pools/{pool} by how the
+  // handler took it: "decoded" (parsed, validated and compared) or
+  // "unchanged" (the same bytes as the body of the pool's current content:
+  // only the lease is renewed). Both series of a driver start at 0 with its
+  // first body; drivers past the limit share kOverflowDriver as in push().
+  void poolBody(std::string_view driver, bool unchanged);
+
   // The reasons the API refuses work before a handler sees it: the HTTP
   // server's limits (named as HttpServer's refusalName gives them) and the
   // authenticator's. Created at 0 so that rate() alerts work from the start.
@@ -52,6 +60,7 @@ class InventoryMetrics {
   prometheus::Counter& counterLocked(const std::string& driver, int http_code);
 
   prometheus::Family<prometheus::Counter>& pushes_;
+  prometheus::Family<prometheus::Counter>& bodies_;
   prometheus::Family<prometheus::Counter>& refusals_;
   // One counter per reason, fixed at construction: no lock needed.
   std::map<std::string_view, prometheus::Counter*> refusal_counters_;
@@ -62,6 +71,11 @@ class InventoryMetrics {
   // stays valid after the lock is released.
   std::map<std::string, std::map<int, prometheus::Counter*>, std::less<>>
       drivers_;  // guarded by mu_
+  struct BodyCounters {
+    prometheus::Counter* decoded;
+    prometheus::Counter* unchanged;
+  };
+  std::map<std::string, BodyCounters, std::less<>> body_drivers_;  // guarded by mu_
 };
 
 }  // namespace rsc::metrics

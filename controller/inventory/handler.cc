@@ -135,33 +135,44 @@ bool isWrite(const std::string& method) { return method != "GET"; }
 
 std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
+// Returns why `caller` may not publish devices placed at `node` (nullopt: by
+// a node selector or on all nodes), or nullopt.
+std::optional<std::string> placementRefusal(const Caller& caller,
+                                            const std::optional<std::string>& node,
+                                            bool allow_unbound) {
+  if (caller.node_name) {
+    if (node == caller.node_name) return std::nullopt;
+    if (node) {
+      return "the token is bound to node " + inQuotes(*caller.node_name) +
+             " and may not publish devices of node " + inQuotes(*node);
+    }
+    return "the token is bound to node " + inQuotes(*caller.node_name) +
+           " and may publish only devices of that node, not devices that a node selector or "
+           "allNodes makes available elsewhere";
+  }
+  if (node && !allow_unbound) {
+    return "devices of node " + inQuotes(*node) +
+           " may only be published with a token bound to that node (the service account token "
+           "of a pod running there), or when the controller runs with --allow-unbound-node-pools";
+  }
+  return std::nullopt;
+}
+
 // Returns why `caller` may not write `pool`, naming the field that places
 // it, or nullopt. The restriction covers every node the pool can land on: the
 // pool's nodeName, nodeSelector or allNodes, and with perDeviceNodeSelection
 // each device's. A token bound to a node writes only pools whose devices are
 // all on that node. A token bound to no node writes pools placed by selector
 // or on all nodes, and node-bound ones only with --allow-unbound-node-pools.
+// Field paths are built only for a refusal: an allowed pool costs a few
+// comparisons per device (the no-op push path runs this on every push).
 std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool,
                                           bool allow_unbound) {
   if (caller.unrestricted) return std::nullopt;
-  // Checks one placement: the node it names, or none for selector/all nodes.
-  const auto check = [&](const std::string& field,
+  const auto check = [&](std::string_view field,
                          const std::optional<std::string>& node) -> std::optional<FieldError> {
-    if (caller.node_name) {
-      if (node == caller.node_name) return std::nullopt;
-      if (node) {
-        return FieldError{field, "the token is bound to node " + inQuotes(*caller.node_name) +
-                                     " and may not publish devices of node " + inQuotes(*node)};
-      }
-      return FieldError{field, "the token is bound to node " + inQuotes(*caller.node_name) +
-                                   " and may publish only devices of that node, not devices "
-                                   "that a node selector or allNodes makes available elsewhere"};
-    }
-    if (node && !allow_unbound) {
-      return FieldError{field, "devices of node " + inQuotes(*node) +
-                                   " may only be published with a token bound to that node (the "
-                                   "service account token of a pod running there), or when the "
-                                   "controller runs with --allow-unbound-node-pools"};
+    if (auto why = placementRefusal(caller, node, allow_unbound)) {
+      return FieldError{std::string(field), std::move(*why)};
     }
     return std::nullopt;
   };
@@ -171,20 +182,27 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool
   if (selection.all_nodes) return check("allNodes", std::nullopt);
   if (!selection.per_device_node_selection) return std::nullopt;
   const auto check_devices =
-      [&](const std::string& base,
+      [&](std::string_view base,
           const std::vector<client::Device>& devices) -> std::optional<FieldError> {
     for (size_t i = 0; i < devices.size(); ++i) {
       const client::Device& d = devices[i];
-      const std::string at = base + "devices[" + std::to_string(i) + "].";
-      std::optional<FieldError> denied;
+      std::string_view field;
+      std::optional<std::string> why;
       if (d.node_name) {
-        denied = check(at + "nodeName", d.node_name);
+        field = "nodeName";
+        why = placementRefusal(caller, d.node_name, allow_unbound);
       } else if (d.node_selector) {
-        denied = check(at + "nodeSelector", std::nullopt);
+        field = "nodeSelector";
+        why = placementRefusal(caller, std::nullopt, allow_unbound);
       } else if (d.all_nodes.value_or(false)) {
-        denied = check(at + "allNodes", std::nullopt);
+        field = "allNodes";
+        why = placementRefusal(caller, std::nullopt, allow_unbound);
       }
-      if (denied) return denied;
+      if (why) {
+        return FieldError{
+            std::string(base) + "devices[" + std::to_string(i) + "]." + std::string(field),
+            std::move(*why)};
+      }
     }
     return std::nullopt;
   };
@@ -196,6 +214,23 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool
     }
   }
   return std::nullopt;
+}
+
+// The node restriction of a PUT of one pool, for the pool as pushed and the
+// pool it replaces (null when new): the 403 answer, or nullopt. `existing`
+// may be `pushed` itself (a body recognised by its digest).
+std::optional<Status> poolPushRefusal(const Caller& caller, const Pool& pushed,
+                                      const Pool* existing, bool allow_unbound) {
+  std::vector<FieldError> denied;
+  const std::optional<FieldError> pushed_why = nodeRestriction(caller, pushed, allow_unbound);
+  if (pushed_why) denied.push_back(*pushed_why);
+  if (existing != nullptr) {
+    const std::optional<FieldError> existing_why =
+        existing == &pushed ? pushed_why : nodeRestriction(caller, *existing, allow_unbound);
+    if (existing_why) denied.push_back({"", "the pool exists and " + existing_why->message});
+  }
+  if (denied.empty()) return std::nullopt;
+  return Status(StatusCode::kPermissionDenied, denied.front().message, denied);
 }
 
 std::string keyPath(std::string_view base, std::string_view key) {
@@ -472,10 +507,20 @@ HttpResponse InventoryHandler::getPool(Context& ctx) {
 }
 
 HttpResponse InventoryHandler::putPool(Context& ctx) {
-  // Decode and validate; nothing is written until every check passed.
   if (!isJsonContentType(ctx.request.header("content-type"))) {
     return errorResponse(415, "Content-Type must be application/json");
   }
+  // The body that set the pool's current content, again (a driver renewing
+  // its lease by pushing): that content is taken without decoding. Only
+  // ?wait can come with a PUT (admission refuses other parameters); one that
+  // changes what a push does (DESIGN's ?dryRun) must not take this path.
+  const Digest128 body_digest = sipHash128(body_key_, ctx.request.body);
+  if (std::optional<HttpResponse> answer = putUnchangedPool(ctx, body_digest)) {
+    return std::move(*answer);
+  }
+  if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/false);
+
+  // Decode and validate; nothing is written until every check passed.
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
@@ -486,20 +531,44 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   {
     std::lock_guard lock(write_mu_);
     // Node restriction, for the pool as pushed and the pool it replaces.
-    std::vector<FieldError> denied;
-    const bool unbound = options_.allow_unbound_node_pools;
-    if (auto why = nodeRestriction(ctx.caller, pool, unbound)) denied.push_back(*why);
-    if (auto existing = options_.store->get(ctx.key())) {
-      if (auto why = nodeRestriction(ctx.caller, existing->pool, unbound)) {
-        denied.push_back({"", "the pool exists and " + why->message});
-      }
-    }
-    if (!denied.empty()) {
-      return errorResponse(Status(StatusCode::kPermissionDenied, denied.front().message, denied));
+    const std::shared_ptr<const DesiredPool> existing = options_.store->get(ctx.key());
+    if (std::optional<Status> refused =
+            poolPushRefusal(ctx.caller, pool, existing ? &existing->pool : nullptr,
+                            options_.allow_unbound_node_pools)) {
+      return errorResponse(*refused);
     }
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
-    version = options_.store->put(ctx.key(), std::move(pool));
+    version = options_.store->put(ctx.key(), std::move(pool), body_digest);
   }
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kPool;
+  wait.driver = ctx.driver;
+  wait.published = {{ctx.pool, version}};
+  return answerPush(ctx, std::move(wait));
+}
+
+std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
+                                                               const Digest128& body_digest) {
+  uint64_t version = 0;
+  std::optional<Status> refused;
+  {
+    std::lock_guard lock(write_mu_);
+    const std::shared_ptr<const DesiredPool> existing =
+        options_.store->getByBodyDigest(ctx.key(), body_digest);
+    if (!existing) return std::nullopt;
+    // The same bytes decode to the same content, which passed validation
+    // when it was put. The pool as pushed is the pool that exists, so the
+    // node restriction answers as for a decoded body.
+    refused = poolPushRefusal(ctx.caller, existing->pool, &existing->pool,
+                              options_.allow_unbound_node_pools);
+    if (!refused) {
+      // Withdrawn or changed since the look-up (a lease that ran out): decode.
+      if (!options_.store->repeatPush(ctx.key(), existing->version)) return std::nullopt;
+      version = existing->version;
+    }
+  }
+  if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/true);
+  if (refused) return errorResponse(*refused);
   PendingWait wait;
   wait.kind = PendingWait::Kind::kPool;
   wait.driver = ctx.driver;

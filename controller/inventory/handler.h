@@ -1,7 +1,8 @@
 // InventoryHandler: the inventory API (DESIGN.md section 4) as a pure function from HttpRequest
 // to HttpResponse over the DesiredStore, without sockets. A ?wait= push not yet published comes
 // back as a PendingWait, which the caller (InventoryEndpoint) holds until done() or its deadline
-// and then answers with render(). Every check runs before the store is touched.
+// and then answers with render(). Every check runs before the store is touched. A pool body
+// byte-identical to the one that set the pool's current content is answered without decoding it.
 // Thread-safe: handle() runs on several threads; store writes are serialised by one mutex.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/siphash.h"
 #include "common/status.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/http.h"
@@ -91,6 +93,12 @@ struct InventoryHandlerOptions {
   // Counts each answered push (PUT, DELETE, renew) by driver and HTTP code,
   // for resourceslice_controller_pushes_total. Optional.
   std::function<void(std::string_view driver, int code)> on_push = nullptr;
+  // Counts each body of PUT /v1/drivers/{driver}/pools/{pool} that got past
+  // the Content-Type check, by how it was taken: decoded in full, or
+  // recognised as the body of the pool's current content (unchanged: no
+  // decoding, validation or comparison), for
+  // resourceslice_controller_push_bodies_total. Optional.
+  std::function<void(std::string_view driver, bool unchanged)> on_pool_body = nullptr;
 };
 
 class InventoryHandler {
@@ -121,7 +129,8 @@ class InventoryHandler {
   HttpResponse render(const PendingWait& wait);
 
  private:
-  explicit InventoryHandler(InventoryHandlerOptions options) : options_(std::move(options)) {}
+  explicit InventoryHandler(InventoryHandlerOptions options)
+      : options_(std::move(options)), body_key_(SipHashKey::random()) {}
 
   struct Admitted;
   struct Context;
@@ -138,6 +147,9 @@ class InventoryHandler {
   HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
   HttpResponse getPool(Context& ctx);
   HttpResponse putPool(Context& ctx);
+  // Answers a PUT of a pool whose body has the digest of the body that set
+  // the pool's current content, as putPool would; nullopt when it has not.
+  std::optional<HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest);
   HttpResponse deletePool(Context& ctx);
   HttpResponse renewPool(Context& ctx);
   HttpResponse getDriver(Context& ctx);
@@ -150,6 +162,9 @@ class InventoryHandler {
   LeaderHooks hooks() const;
 
   const InventoryHandlerOptions options_;
+  // Keys the digests of pushed bodies; random per process, so that no
+  // client can make two different bodies collide on purpose.
+  const SipHashKey body_key_;
   mutable std::mutex hooks_mu_;
   LeaderHooks hooks_;  // guarded by hooks_mu_
   // Serialises check-then-write sequences on the store.

@@ -18,47 +18,70 @@ std::string_view poolPhaseName(PoolPhase phase) {
   return "Unknown";
 }
 
-bool DesiredStore::putLocked(const PoolKey& key, Pool pool, uint64_t* version) {
-  const Clock::TimePoint now = clock_.now();
-  auto desired = std::make_shared<DesiredPool>();
-  desired->key = key;
-  desired->pushed_at = now;
-  desired->pushed_wall = clock_.systemNow();
-  desired->lease_deadline = pool.lease.count() > 0 ? now + pool.lease : Clock::TimePoint::max();
-
-  auto it = pools_.find(key);
-  const bool changed = it == pools_.end() || !(it->second->pool == pool);
+bool DesiredStore::putLocked(const PoolKey& key, Pool pool,
+                             const std::optional<Digest128>& body_digest, uint64_t* version) {
+  Entry& entry = pools_[key];
+  const bool changed = entry.desired == nullptr || !(entry.desired->pool == pool);
   if (changed) {
+    auto desired = std::make_shared<DesiredPool>();
+    desired->key = key;
+    desired->pool = std::move(pool);
     desired->version = next_version_++;
-  } else {
-    // Same content: keep the version (and the time the content was first
-    // pushed, which publish latency counts from), renew the lease.
-    desired->version = it->second->version;
-    desired->pushed_at = it->second->pushed_at;
+    desired->pushed_at = clock_.now();
+    entry.desired = std::move(desired);
+    entry.body_digest = body_digest;
+  } else if (body_digest) {
+    // Equal content keeps its version and the time it was first pushed
+    // (publish latency counts from there); the newest body stands for it.
+    entry.body_digest = body_digest;
   }
-  desired->pool = std::move(pool);
-  *version = desired->version;
-
-  PoolStatus& status = statuses_[key];
-  status.key = key;
-  status.desired_version = desired->version;
-  status.last_push = desired->pushed_wall;
-  if (changed && status.phase != PoolPhase::kFailed) status.phase = PoolPhase::kPending;
-  if (status.phase == PoolPhase::kWithdrawing) status.phase = PoolPhase::kPending;
-  pools_[key] = std::move(desired);
+  *version = entry.desired->version;
+  recordPushLocked(key, entry, changed);
   return changed;
 }
 
-uint64_t DesiredStore::put(const PoolKey& key, Pool pool) {
+void DesiredStore::recordPushLocked(const PoolKey& key, Entry& entry, bool changed) {
+  const Pool& pool = entry.desired->pool;
+  entry.lease_deadline =
+      pool.lease.count() > 0 ? clock_.now() + pool.lease : Clock::TimePoint::max();
+  PoolStatus& status = statuses_[key];
+  status.key = key;
+  status.desired_version = entry.desired->version;
+  status.last_push = clock_.systemNow();
+  if (changed && status.phase != PoolPhase::kFailed) status.phase = PoolPhase::kPending;
+  if (status.phase == PoolPhase::kWithdrawing) status.phase = PoolPhase::kPending;
+}
+
+uint64_t DesiredStore::put(const PoolKey& key, Pool pool,
+                           const std::optional<Digest128>& body_digest) {
   uint64_t version = 0;
   bool changed = false;
   {
     std::lock_guard lock(mu_);
-    changed = putLocked(key, std::move(pool), &version);
+    changed = putLocked(key, std::move(pool), body_digest, &version);
   }
   notifyStatus(key);
   if (changed) notifyChange({key});
   return version;
+}
+
+std::shared_ptr<const DesiredPool> DesiredStore::getByBodyDigest(
+    const PoolKey& key, const Digest128& body_digest) const {
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(key);
+  if (it == pools_.end() || it->second.body_digest != body_digest) return nullptr;
+  return it->second.desired;
+}
+
+bool DesiredStore::repeatPush(const PoolKey& key, uint64_t version) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(key);
+    if (it == pools_.end() || it->second.desired->version != version) return false;
+    recordPushLocked(key, it->second, /*changed=*/false);
+  }
+  notifyStatus(key);
+  return true;
 }
 
 std::map<std::string, uint64_t> DesiredStore::replaceDriver(const std::string& driver,
@@ -69,7 +92,7 @@ std::map<std::string, uint64_t> DesiredStore::replaceDriver(const std::string& d
   {
     std::lock_guard lock(mu_);
     std::vector<PoolKey> gone;
-    for (const auto& [key, desired] : pools_) {
+    for (const auto& [key, entry] : pools_) {
       if (key.driver == driver && !pools.contains(key.pool)) gone.push_back(key);
     }
     for (const PoolKey& key : gone) {
@@ -79,7 +102,7 @@ std::map<std::string, uint64_t> DesiredStore::replaceDriver(const std::string& d
     for (auto& [name, pool] : pools) {
       PoolKey key{driver, name};
       uint64_t version = 0;
-      if (putLocked(key, std::move(pool), &version)) changed.push_back(key);
+      if (putLocked(key, std::move(pool), std::nullopt, &version)) changed.push_back(key);
       touched.push_back(key);
       versions[name] = version;
     }
@@ -115,11 +138,8 @@ bool DesiredStore::renew(const PoolKey& key) {
   std::lock_guard lock(mu_);
   auto it = pools_.find(key);
   if (it == pools_.end()) return false;
-  if (it->second->pool.lease.count() > 0) {
-    auto renewed = std::make_shared<DesiredPool>(*it->second);
-    renewed->lease_deadline = clock_.now() + renewed->pool.lease;
-    it->second = std::move(renewed);
-  }
+  const std::chrono::seconds lease = it->second.desired->pool.lease;
+  if (lease.count() > 0) it->second.lease_deadline = clock_.now() + lease;
   return true;
 }
 
@@ -128,8 +148,8 @@ std::vector<PoolKey> DesiredStore::expireLeases() {
   {
     std::lock_guard lock(mu_);
     const Clock::TimePoint now = clock_.now();
-    for (const auto& [key, desired] : pools_) {
-      if (desired->lease_deadline <= now) expired.push_back(key);
+    for (const auto& [key, entry] : pools_) {
+      if (entry.lease_deadline <= now) expired.push_back(key);
     }
     for (const PoolKey& key : expired) removeLocked(key);
   }
@@ -141,23 +161,30 @@ std::vector<PoolKey> DesiredStore::expireLeases() {
 std::optional<Clock::TimePoint> DesiredStore::nextLeaseDeadline() const {
   std::lock_guard lock(mu_);
   std::optional<Clock::TimePoint> next;
-  for (const auto& [key, desired] : pools_) {
-    if (desired->lease_deadline == Clock::TimePoint::max()) continue;
-    if (!next || desired->lease_deadline < *next) next = desired->lease_deadline;
+  for (const auto& [key, entry] : pools_) {
+    if (entry.lease_deadline == Clock::TimePoint::max()) continue;
+    if (!next || entry.lease_deadline < *next) next = entry.lease_deadline;
   }
   return next;
+}
+
+std::optional<Clock::TimePoint> DesiredStore::leaseDeadline(const PoolKey& key) const {
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(key);
+  if (it == pools_.end()) return std::nullopt;
+  return it->second.lease_deadline;
 }
 
 std::shared_ptr<const DesiredPool> DesiredStore::get(const PoolKey& key) const {
   std::lock_guard lock(mu_);
   auto it = pools_.find(key);
-  return it == pools_.end() ? nullptr : it->second;
+  return it == pools_.end() ? nullptr : it->second.desired;
 }
 
 std::vector<PoolKey> DesiredStore::keys(const std::optional<std::string>& driver) const {
   std::lock_guard lock(mu_);
   std::vector<PoolKey> out;
-  for (const auto& [key, desired] : pools_) {
+  for (const auto& [key, entry] : pools_) {
     if (!driver || key.driver == *driver) out.push_back(key);
   }
   return out;

@@ -4,6 +4,8 @@
 // and writes statuses. A change of a pool's content calls the change listener
 // with its key (the controller enqueues it); a status change calls the status
 // listener (the inventory API answers waiting pushes).
+// A pool's content is immutable once put; a repeated push of equal content
+// or a renewal moves its lease without copying it.
 // Thread-safe: one mutex; listeners are called outside it.
 #pragma once
 
@@ -18,22 +20,22 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/siphash.h"
 #include "common/status.h"
 #include "controller/reconcile/pool.h"
 
 namespace rsc::controller {
 
+// One content of a pool, shared as shared_ptr<const>: the store keeps it for
+// as long as pushes bring equal content, so each content exists once.
 struct DesiredPool {
   PoolKey key;
   Pool pool;
   // Increases with every change of any pool's content; a status whose
   // published_version reaches it has published this content.
   uint64_t version = 0;
-  // When the content was last pushed (publish latency counts from here).
+  // When this content was first pushed (publish latency counts from here).
   Clock::TimePoint pushed_at;
-  Clock::SystemTime pushed_wall;
-  // When the pool is withdrawn unless renewed; TimePoint::max() for never.
-  Clock::TimePoint lease_deadline = Clock::TimePoint::max();
 };
 
 enum class PoolPhase { kPending, kPublished, kFailed, kWithdrawing };
@@ -80,7 +82,24 @@ class DesiredStore {
   // Sets the desired state of one pool and renews its lease. Returns the
   // version to wait for: a push equal to the current content keeps its
   // version and does not call the change listener (it costs no reconcile).
-  uint64_t put(const PoolKey& key, Pool pool);
+  // `body_digest`, when set, is the digest of the request body `pool` was
+  // decoded from: it is kept with the content until the content changes, so
+  // that the same body again can be taken for this content without decoding
+  // it (getByBodyDigest, repeatPush).
+  uint64_t put(const PoolKey& key, Pool pool,
+               const std::optional<Digest128>& body_digest = std::nullopt);
+
+  // The pool's content, if a body with this digest set it or was put for it
+  // since it last changed; else null. A different body of equal content
+  // replaces the digest; other content, a removal or an expired lease drops it.
+  std::shared_ptr<const DesiredPool> getByBodyDigest(const PoolKey& key,
+                                                     const Digest128& body_digest) const;
+
+  // Records a push of the content the pool has, at `version`, exactly as a
+  // put() of equal content would (lease renewed, push time, status listener),
+  // without the content. Returns false and changes nothing when the pool's
+  // content is no longer at `version` (withdrawn or changed meanwhile).
+  bool repeatPush(const PoolKey& key, uint64_t version);
 
   // Replaces everything `driver` has: pools missing from `pools` are removed.
   // Returns the version of each pool put.
@@ -97,6 +116,9 @@ class DesiredStore {
   std::vector<PoolKey> expireLeases();
   // Returns the earliest lease deadline, if any pool has a lease.
   std::optional<Clock::TimePoint> nextLeaseDeadline() const;
+  // When the pool is withdrawn unless renewed, TimePoint::max() for never;
+  // nullopt for a pool not desired.
+  std::optional<Clock::TimePoint> leaseDeadline(const PoolKey& key) const;
 
   std::shared_ptr<const DesiredPool> get(const PoolKey& key) const;
   // Keys of every desired pool, sorted; of one driver if `driver` is set.
@@ -111,8 +133,21 @@ class DesiredStore {
   void eraseStatus(const PoolKey& key);
 
  private:
+  // A desired pool: its content and what changes without it.
+  struct Entry {
+    std::shared_ptr<const DesiredPool> desired;
+    // When the pool is withdrawn unless renewed; TimePoint::max() for never.
+    Clock::TimePoint lease_deadline = Clock::TimePoint::max();
+    // The digest of a request body that decodes to `desired`, if one was put.
+    std::optional<Digest128> body_digest;
+  };
+
   // Puts without notifying; returns whether the content changed.
-  bool putLocked(const PoolKey& key, Pool pool, uint64_t* version);
+  bool putLocked(const PoolKey& key, Pool pool, const std::optional<Digest128>& body_digest,
+                 uint64_t* version);
+  // What every push of the entry's content does: renew the lease, record the
+  // push in the status.
+  void recordPushLocked(const PoolKey& key, Entry& entry, bool changed);
   bool removeLocked(const PoolKey& key);
   void notifyChange(const std::vector<PoolKey>& keys);
   void notifyStatus(const PoolKey& key);
@@ -122,7 +157,7 @@ class DesiredStore {
   Listener on_status_;
   mutable std::mutex mu_;
   uint64_t next_version_ = 1;
-  std::map<PoolKey, std::shared_ptr<const DesiredPool>> pools_;
+  std::map<PoolKey, Entry> pools_;
   std::map<PoolKey, PoolStatus> statuses_;
 };
 

@@ -67,9 +67,14 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
       "verb=\"create\"}";
   EXPECT_EQ(env_.metric(c, creates), 2);
 
-  // The same push again: published at once, no API write.
+  // The same push again: published at once, no API write, and the same
+  // bytes are not even decoded.
   a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
   ASSERT_EQ(a.code, 200) << a.body;
+  const std::string bodies =
+      "resourceslice_controller_push_bodies_total{driver=\"push.example.com\",";
+  EXPECT_EQ(env_.metric(c, bodies + "path=\"decoded\"}"), 1);
+  EXPECT_EQ(env_.metric(c, bodies + "path=\"unchanged\"}"), 1);
   // One device changes: one update, same generation.
   Json changed = gpuPool("node-a", 200);
   changed["devices"][150]["attributes"]["model"]["string"] = "H100";

@@ -26,6 +26,27 @@ TEST(InventoryMetrics, CountsPushesByDriverAndCode) {
   EXPECT_EQ(snap.sum(kPushes, {}), 4.0);
 }
 
+TEST(InventoryMetrics, CountsPoolBodiesByPathFromZero) {
+  constexpr char kBodies[] = "resourceslice_controller_push_bodies_total";
+  auto registry = newRegistry();
+  InventoryMetrics metrics(*registry, /*max_drivers=*/1);
+  metrics.poolBody("gpu.example.com", /*unchanged=*/true);
+  {
+    const Snapshot snap(*registry);
+    EXPECT_EQ(snap.value(kBodies, {{"driver", "gpu.example.com"}, {"path", "unchanged"}}), 1.0);
+    EXPECT_EQ(snap.value(kBodies, {{"driver", "gpu.example.com"}, {"path", "decoded"}}), 0.0);
+  }
+  metrics.poolBody("gpu.example.com", /*unchanged=*/false);
+  metrics.poolBody("gpu.example.com", /*unchanged=*/true);
+  metrics.poolBody("nic.example.com", /*unchanged=*/false);
+  metrics.poolBody("fpga.example.com", /*unchanged=*/false);
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kBodies, {{"driver", "gpu.example.com"}, {"path", "unchanged"}}), 2.0);
+  EXPECT_EQ(snap.value(kBodies, {{"driver", "gpu.example.com"}, {"path", "decoded"}}), 1.0);
+  EXPECT_EQ(snap.value(kBodies, {{"driver", "_other"}, {"path", "decoded"}}), 2.0);
+  EXPECT_EQ(snap.seriesCount(kBodies), 4u);
+}
+
 TEST(InventoryMetrics, CountsRefusalsByReasonFromZero) {
   constexpr char kRefusals[] = "resourceslice_controller_inventory_refusals_total";
   auto registry = newRegistry();

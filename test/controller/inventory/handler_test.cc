@@ -30,6 +30,13 @@ std::string gpuPool(const std::string& node, int devices = 2) {
   return Json({{"nodeName", node}, {"devices", list}}).dump();
 }
 
+// gpuPool() with a lease.
+std::string leasedGpuPool(const std::string& node, int lease_seconds) {
+  Json pool = Json::parse(gpuPool(node));
+  pool["leaseSeconds"] = lease_seconds;
+  return pool.dump();
+}
+
 std::string allNodesPool(int devices = 1) {
   Json list = Json::array();
   for (int i = 0; i < devices; ++i) list.push_back({{"name", "nic-" + std::to_string(i)}});
@@ -55,6 +62,9 @@ class InventoryHandlerTest : public ::testing::Test {
     options.clock = &clock_;
     options.on_push = [this](std::string_view driver, int code) {
       pushes_.emplace_back(std::string(driver), code);
+    };
+    options.on_pool_body = [this](std::string_view, bool unchanged) {
+      bodies_.push_back(unchanged ? "unchanged" : "decoded");
     };
     StatusOr<std::unique_ptr<InventoryHandler>> handler = InventoryHandler::create(options);
     ASSERT_TRUE(handler.ok()) << handler.status().toString();
@@ -94,7 +104,7 @@ class InventoryHandlerTest : public ::testing::Test {
     for (const PoolKey& key : store_.keys()) {
       auto desired = store_.get(key);
       out << key.toString() << " v" << desired->version << " lease "
-          << desired->lease_deadline.time_since_epoch().count() << "\n";
+          << store_.leaseDeadline(key)->time_since_epoch().count() << "\n";
     }
     for (const PoolStatus& s : store_.statuses()) {
       out << s.key.toString() << " " << poolPhaseName(s.phase) << " " << s.desired_version << "/"
@@ -110,6 +120,8 @@ class InventoryHandlerTest : public ::testing::Test {
   std::unique_ptr<InventoryHandler> handler_;
   int changes_ = 0;
   std::vector<std::pair<std::string, int>> pushes_;
+  // How each pool body was taken, in order: "decoded" or "unchanged".
+  std::vector<std::string> bodies_;
 };
 
 // ---- Pools: push, status, publication ---------------------------------------
@@ -260,17 +272,18 @@ TEST_F(InventoryHandlerTest, DeleteWithdrawsThePool) {
 }
 
 TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
-  Json body = Json::parse(gpuPool("node-a"));
-  body["leaseSeconds"] = 30;
-  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", body.dump(), "node-a");
-  const Clock::TimePoint first = store_.get({kGpu, "node-a"})->lease_deadline;
+  call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", leasedGpuPool("node-a", 30), "node-a");
+  const Clock::TimePoint first = *store_.leaseDeadline({kGpu, "node-a"});
+  const std::shared_ptr<const DesiredPool> content = store_.get({kGpu, "node-a"});
   EXPECT_EQ(first, clock_.now() + std::chrono::seconds(30));
 
   clock_.advance(std::chrono::seconds(20));
   HandlerResult renew =
       call("POST", "/v1/drivers/gpu.example.com/pools/node-a/renew", "", "node-a", "");
   EXPECT_EQ(renew.response.status, 202);  // renewed; not published yet
-  EXPECT_EQ(store_.get({kGpu, "node-a"})->lease_deadline, clock_.now() + std::chrono::seconds(30));
+  EXPECT_EQ(store_.leaseDeadline({kGpu, "node-a"}), clock_.now() + std::chrono::seconds(30));
+  // A renewal moves the lease, not the content.
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), content);
   EXPECT_EQ(bodyOf(renew.response).at("leaseSeconds"), 30);
 
   publish({kGpu, "node-a"});
@@ -280,6 +293,184 @@ TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
   EXPECT_EQ(call("POST", "/v1/drivers/gpu.example.com/pools/node-b/renew", "", "node-b", "")
                 .response.status,
             404);
+}
+
+// ---- The same body again: taken without decoding ----------------------------
+
+// Everything of an answer a driver sees.
+std::string answerText(const HandlerResult& r) {
+  std::ostringstream out;
+  out << r.response.status << " " << r.response.content_type << "\n";
+  for (const auto& [name, value] : r.response.headers) out << name << ": " << value << "\n";
+  out << r.response.body << "\n";
+  if (r.wait) {
+    out << "held until " << r.wait->deadline.time_since_epoch().count() << " for";
+    for (const auto& [pool, version] : r.wait->published) out << " " << pool << "@" << version;
+  }
+  return out.str();
+}
+
+// The same pool content as `body`, in other bytes: decoded in full.
+std::string otherBytes(const std::string& body) { return body + " "; }
+
+TEST_F(InventoryHandlerTest, TheSameBodyIsTakenUndecodedAndAnsweredAsADecodedOne) {
+  const std::string body = gpuPool("node-a", 128);
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  ASSERT_EQ(call("PUT", target, body, "node-a").response.status, 202);
+  EXPECT_THAT(bodies_, ElementsAre("decoded"));
+  const auto content = store_.get({kGpu, "node-a"});
+
+  // Not published yet (202), published (200), and held by ?wait: each
+  // answer equals the one the same content in other bytes gets.
+  for (const bool published : {false, true}) {
+    if (published) publish({kGpu, "node-a"});
+    for (const char* query : {"", "?wait=10s"}) {
+      clock_.advance(std::chrono::seconds(1));
+      bodies_.clear();
+      const HandlerResult decoded = call("PUT", target + query, otherBytes(body), "node-a");
+      const std::string after_decoded = snapshot();
+      const HandlerResult unchanged = call("PUT", target + query, otherBytes(body), "node-a");
+      EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged"));
+      EXPECT_EQ(answerText(unchanged), answerText(decoded));
+      EXPECT_EQ(unchanged.response.status, published ? 200 : 202);
+      EXPECT_EQ(unchanged.wait.has_value(), !published && *query != '\0');
+      EXPECT_EQ(snapshot(), after_decoded);
+      // The first body stands for the content again once pushed again.
+      bodies_.clear();
+      EXPECT_EQ(answerText(call("PUT", target + query, body, "node-a")), answerText(decoded));
+      EXPECT_EQ(answerText(call("PUT", target + query, body, "node-a")), answerText(decoded));
+      EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged"));
+    }
+  }
+  // Equal content is kept, never copied; counted like any push; no reconcile.
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), content);
+  EXPECT_EQ(changes_, 1);
+  EXPECT_EQ(pushes_.size(), 13u);  // held answers are counted when rendered
+  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 200));
+}
+
+TEST_F(InventoryHandlerTest, TheSameBodyRecordsThePushTime) {
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  call("PUT", target, gpuPool("node-a"), "node-a");
+  clock_.advance(std::chrono::seconds(5));
+  HandlerResult again = call("PUT", target, gpuPool("node-a"), "node-a");
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged"));
+  EXPECT_EQ(bodyOf(again.response).at("lastPushTime"), "2026-01-01T00:00:05.000000Z");
+}
+
+TEST_F(InventoryHandlerTest, TheSameBodyFromAnotherNodeIsRefusedAsADecodedOne) {
+  const std::string spread =
+      R"({"perDeviceNodeSelection": true, "devices": [{"name": "gpu-0", "nodeName": "node-a"},
+          {"name": "gpu-1", "nodeName": "node-a"}]})";
+  for (const auto& [pool, body] : std::vector<std::pair<std::string, std::string>>{
+           {"node-a", gpuPool("node-a")}, {"spread", spread}}) {
+    SCOPED_TRACE(pool);
+    const std::string target = "/v1/drivers/gpu.example.com/pools/" + pool;
+    ASSERT_EQ(call("PUT", target, body, "node-a").response.status, 202);
+    const std::string before = snapshot();
+    bodies_.clear();
+    const HandlerResult unchanged = call("PUT", target, body, "node-b");
+    const HandlerResult decoded = call("PUT", target, otherBytes(body), "node-b");
+    EXPECT_THAT(bodies_, ElementsAre("unchanged", "decoded"));
+    EXPECT_EQ(unchanged.response.status, 403);
+    EXPECT_EQ(answerText(unchanged), answerText(decoded));
+    EXPECT_EQ(
+        detailFields(unchanged.response),
+        (std::vector<std::string>{pool == "spread" ? "devices[0].nodeName" : "nodeName", ""}));
+    EXPECT_EQ(snapshot(), before);
+    EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 403));
+    // The node the pool is on still may.
+    EXPECT_EQ(call("PUT", target, body, "node-a").response.status, 202);
+    EXPECT_EQ(bodies_.back(), "unchanged");
+  }
+}
+
+TEST_F(InventoryHandlerTest, AChangedBodyIsDecoded) {
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  call("PUT", target, gpuPool("node-a", 2), "node-a");
+  const uint64_t first = store_.get({kGpu, "node-a"})->version;
+  call("PUT", target, gpuPool("node-a", 3), "node-a");
+  EXPECT_GT(store_.get({kGpu, "node-a"})->version, first);
+  EXPECT_EQ(store_.get({kGpu, "node-a"})->pool.devices.size(), 3u);
+  // The first body is not the body of the content now.
+  call("PUT", target, gpuPool("node-a", 2), "node-a");
+  EXPECT_EQ(store_.get({kGpu, "node-a"})->pool.devices.size(), 2u);
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "decoded", "decoded"));
+  EXPECT_EQ(changes_, 3);
+}
+
+TEST_F(InventoryHandlerTest, TheSameBodyRenewsTheLeaseWithoutCopyingThePool) {
+  const std::string body = leasedGpuPool("node-a", 30);
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  call("PUT", target, body, "node-a");
+  const auto content = store_.get({kGpu, "node-a"});
+  for (int i = 0; i < 3; ++i) {
+    clock_.advance(std::chrono::seconds(25));
+    EXPECT_EQ(call("PUT", target, body, "node-a").response.status, 202);
+    EXPECT_EQ(store_.leaseDeadline({kGpu, "node-a"}), clock_.now() + std::chrono::seconds(30));
+  }
+  clock_.advance(std::chrono::seconds(25));
+  EXPECT_TRUE(store_.expireLeases().empty());
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), content);
+  // A renewal keeps the content too.
+  call("POST", target + "/renew", "", "node-a", "");
+  EXPECT_EQ(store_.get({kGpu, "node-a"}), content);
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged", "unchanged", "unchanged"));
+  EXPECT_EQ(changes_, 1);
+}
+
+TEST_F(InventoryHandlerTest, AfterAWithdrawalTheSameBodyIsDecodedAgain) {
+  const std::string body = leasedGpuPool("node-a", 30);
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  // Withdrawn by DELETE.
+  call("PUT", target, body, "node-a");
+  ASSERT_EQ(call("DELETE", target, "", "node-a", "").response.status, 202);
+  HandlerResult again = call("PUT", target, body, "node-a");
+  EXPECT_EQ(again.response.status, 202);
+  EXPECT_EQ(bodyOf(again.response).at("phase"), "Pending");
+  ASSERT_NE(store_.get({kGpu, "node-a"}), nullptr);
+  // Withdrawn because the lease ran out.
+  clock_.advance(std::chrono::seconds(31));
+  ASSERT_EQ(store_.expireLeases().size(), 1u);
+  EXPECT_EQ(call("PUT", target, body, "node-a").response.status, 202);
+  ASSERT_NE(store_.get({kGpu, "node-a"}), nullptr);
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "decoded", "decoded"));
+  EXPECT_EQ(changes_, 5);  // put, withdrawn, put, expired, put
+}
+
+TEST_F(InventoryHandlerTest, ADriverPutThatChangesThePoolDropsItsBody) {
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  const std::string body = gpuPool("node-a");
+  call("PUT", target, body, "node-a");
+  // The same content through the driver's PUT: the body still stands for it.
+  Json same = {{"pools", {{"node-a", Json::parse(body)}}}};
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com", same.dump(), "node-a").response.status, 202);
+  call("PUT", target, body, "node-a");
+  // Other content: it does not.
+  Json other = {{"pools", {{"node-a", Json::parse(gpuPool("node-a", 3))}}}};
+  ASSERT_EQ(call("PUT", "/v1/drivers/gpu.example.com", other.dump(), "node-a").response.status,
+            202);
+  call("PUT", target, body, "node-a");
+  EXPECT_EQ(store_.get({kGpu, "node-a"})->pool.devices.size(), 2u);
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged", "decoded"));
+}
+
+TEST_F(InventoryHandlerTest, ContentTheApiServerRefusedIsRefusedAgainWithoutDecoding) {
+  const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
+  const std::string body = gpuPool("node-a");
+  call("PUT", target, body, "node-a");
+  store_.updateStatus({kGpu, "node-a"}, [](PoolStatus& s) {
+    s.phase = PoolPhase::kFailed;
+    s.rejected_version = s.desired_version;
+    s.last_error = Status(StatusCode::kInvalidArgument, "spec.devices[0]: Invalid value");
+  });
+  bodies_.clear();
+  const HandlerResult decoded = call("PUT", target + "?wait=10s", otherBytes(body), "node-a");
+  const HandlerResult unchanged = call("PUT", target + "?wait=10s", otherBytes(body), "node-a");
+  EXPECT_THAT(bodies_, ElementsAre("decoded", "unchanged"));
+  EXPECT_EQ(unchanged.response.status, 422);
+  EXPECT_EQ(answerText(unchanged), answerText(decoded));
+  EXPECT_EQ(changes_, 1);  // not reconciled again
 }
 
 // ---- Whole drivers ----------------------------------------------------------
