@@ -42,7 +42,8 @@ class SliceCache {
 class ReconcilerObserver {
  public:
   virtual ~ReconcilerObserver() = default;
-  // verb: create|update|delete; result: success|conflict|error.
+  // verb: create|update|delete; result: success|conflict|error. Called from
+  // several threads at once (a pool's writes run concurrently).
   virtual void sliceWrite(const std::string& driver, std::string_view verb,
                           std::string_view result) = 0;
   // A pool's pushed content reached the API server `latency` after the push.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "test/fakes/fake_clock.h"
@@ -48,14 +49,17 @@ class ListingSliceCache : public SliceCache {
 
 class CountingObserver : public ReconcilerObserver {
  public:
+  // Called from the reconciler's write threads at once.
   void sliceWrite(const std::string& driver, std::string_view verb,
                   std::string_view result) override {
+    std::lock_guard lock(mu);
     writes[driver + "/" + std::string(verb) + "/" + std::string(result)]++;
   }
   void published(const std::string& /*driver*/, Clock::Duration latency) override {
     latencies.push_back(latency);
   }
-  std::map<std::string, int> writes;
+  std::mutex mu;
+  std::map<std::string, int> writes;  // read by the test once writes are done
   std::vector<Clock::Duration> latencies;
 };
 
