@@ -100,14 +100,14 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   }
   std::unique_ptr<Controller> c(new Controller(options));
 
-  client::InformerOptions informer_options;
+  client::InformerOptions<client::ResourceSlices> informer_options;
   informer_options.label_selector = std::string(kManagedByLabel) + "=" + kManagedByValue;
   informer_options.index = [](const client::ResourceSlice& s) {
     return poolIndexKey(s.spec.driver, s.spec.pool.name);
   };
   informer_options.on_watch_restart = options.on_watch_restart;
   Controller* self = c.get();
-  client::InformerHandlers handlers;
+  client::InformerHandlers<client::ResourceSlices> handlers;
   handlers.on_add = [self](const client::ResourceSlice& s) {
     if (!self->cache_->settled(s, false)) self->enqueueSlice(s);
   };
@@ -121,8 +121,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   handlers.on_delete = [self](const client::ResourceSlice& s) {
     if (!self->cache_->settled(s, true)) self->enqueueSlice(s);
   };
-  ASSIGN_OR_RETURN(c->informer_, client::Informer::create(*options.api, *options.clock,
-                                                          informer_options, handlers));
+  ASSIGN_OR_RETURN(c->informer_, client::Informer<client::ResourceSlices>::create(
+                                     *options.api, *options.clock, informer_options, handlers));
   c->cache_ = std::make_unique<StoreCache>(c->informer_->store());
 
   ReconcilerOptions r;

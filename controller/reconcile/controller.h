@@ -112,7 +112,7 @@ class Controller {
 
   // Test hooks: the informer (to feed it), one synchronous step of a worker
   // (returns false when the queue is empty), and housekeeping.
-  client::Informer& informerForTest() { return *informer_; }
+  client::Informer<client::ResourceSlices>& informerForTest() { return *informer_; }
   bool processNextItemForTest();
   void housekeepingForTest() { housekeeping(); }
   WorkQueue<PoolKey>& queueForTest() { return *queue_; }
@@ -131,7 +131,7 @@ class Controller {
   ControllerOptions options_;
   std::unique_ptr<RateLimiter<PoolKey>> limiter_;
   std::unique_ptr<WorkQueue<PoolKey>> queue_;
-  std::unique_ptr<client::Informer> informer_;
+  std::unique_ptr<client::Informer<client::ResourceSlices>> informer_;
   std::unique_ptr<StoreCache> cache_;
   std::unique_ptr<Reconciler> reconciler_;
   std::atomic<bool> leading_{false};

@@ -225,8 +225,8 @@ TEST(ResourceSliceStore, ReplaceSettlesAssumptionsByTheListVersion) {
 // and lets the test wait for them.
 class Recorder {
  public:
-  InformerHandlers handlers() {
-    InformerHandlers h;
+  InformerHandlers<ResourceSlices> handlers() {
+    InformerHandlers<ResourceSlices> h;
     h.on_add = [this](const ResourceSlice& s) { record("add " + s.metadata.name); };
     h.on_update = [this](const ResourceSlice& old, const ResourceSlice& now) {
       record("update " + now.metadata.name + " " + old.metadata.resource_version + "->" +
@@ -318,8 +318,8 @@ class InformerTest : public ::testing::Test {
     }
   }
 
-  InformerOptions defaultOptions() {
-    InformerOptions options;
+  InformerOptions<ResourceSlices> defaultOptions() {
+    InformerOptions<ResourceSlices> options;
     options.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
     options.index = poolKey;
     options.seed = 7;
@@ -330,8 +330,9 @@ class InformerTest : public ::testing::Test {
     return options;
   }
 
-  void start(InformerOptions options) {
-    auto created = Informer::create(api_, clock_, std::move(options), recorder_.handlers());
+  void start(InformerOptions<ResourceSlices> options) {
+    auto created =
+        Informer<ResourceSlices>::create(api_, clock_, std::move(options), recorder_.handlers());
     ASSERT_TRUE(created.ok()) << created.status().toString();
     informer_ = std::move(created).value();
     informer_->start();
@@ -371,7 +372,7 @@ class InformerTest : public ::testing::Test {
   WatchGate gate_;
   std::mutex mu_;
   std::vector<std::string> restarts_;
-  std::unique_ptr<Informer> informer_;
+  std::unique_ptr<Informer<ResourceSlices>> informer_;
 };
 
 TEST_F(InformerTest, ListsThenWatchesFromTheListVersion) {
@@ -427,7 +428,7 @@ TEST_F(InformerTest, ListsInPages) {
   for (int i = 0; i < 5; ++i) {
     seed("s" + std::to_string(i));
   }
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.page_size = 2;
   start(std::move(options));
   std::stop_source never;
@@ -449,7 +450,7 @@ TEST_F(InformerTest, ExpiredContinueTokenRestartsTheListFromScratch) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.page_size = 2;
   start(std::move(options));
   std::stop_source never;
@@ -565,7 +566,7 @@ TEST_F(InformerTest, BacksOffOnListErrorsWithTheClock) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   options.max_backoff = 2s;
   start(std::move(options));
@@ -613,7 +614,7 @@ TEST_F(InformerTest, WatchErrorsBackOffAndResumeWithoutARelist) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   start(std::move(options));
   ASSERT_TRUE(api_.waitForActiveWatches(1));
@@ -723,7 +724,7 @@ TEST_F(InformerTest, WaitForSyncReturnsFalseWhenStopped) {
   api_.prependReactor("list", "resourceslices", [](FakeKubeApi::Request&) {
     return Status(StatusCode::kPermissionDenied, "forbidden");
   });
-  Informer informer(api_, clock_, defaultOptions(), {});
+  Informer<ResourceSlices> informer(api_, clock_, defaultOptions(), {});
   std::stop_source stop;
   stop.request_stop();
   EXPECT_FALSE(informer.waitForSync(stop.get_token()));
@@ -741,20 +742,21 @@ TEST_F(InformerTest, StopEndsABlockedWatchAndTheLoop) {
 TEST(InformerOptions, InvalidOptionsAreRejected) {
   FakeClock clock;
   FakeKubeApi api(clock);
-  InformerOptions bad_timeouts;
+  InformerOptions<ResourceSlices> bad_timeouts;
   bad_timeouts.min_watch_timeout = 600s;
   bad_timeouts.max_watch_timeout = 300s;
-  EXPECT_EQ(Informer::create(api, clock, bad_timeouts, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_timeouts, {}).status().code(),
             StatusCode::kInvalidArgument);
-  InformerOptions bad_backoff;
+  InformerOptions<ResourceSlices> bad_backoff;
   bad_backoff.initial_backoff = Clock::Duration::zero();
-  EXPECT_EQ(Informer::create(api, clock, bad_backoff, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_backoff, {}).status().code(),
             StatusCode::kInvalidArgument);
-  InformerOptions bad_page;
+  InformerOptions<ResourceSlices> bad_page;
   bad_page.page_size = -1;
-  EXPECT_EQ(Informer::create(api, clock, bad_page, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_page, {}).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Informer::create(api, clock, InformerOptions{}, {}).ok());
+  EXPECT_TRUE(
+      Informer<ResourceSlices>::create(api, clock, InformerOptions<ResourceSlices>{}, {}).ok());
 }
 
 }  // namespace

@@ -174,7 +174,7 @@ std::map<std::string, std::string> freshList(KubeApi& api, const std::string& te
   return versions;
 }
 
-std::map<std::string, std::string> storeContent(const Informer& informer) {
+std::map<std::string, std::string> storeContent(const Informer<ResourceSlices>& informer) {
   std::map<std::string, std::string> versions;
   for (const SlicePtr& slice : informer.store().list()) {
     versions[slice->metadata.name] = slice->metadata.resource_version;
@@ -196,7 +196,7 @@ TEST_F(InformerGoneIntegration, WatchFromBeforeACompactionIsGoneAndARelistCatche
     slices.push_back(create(test_case, "pool-" + std::to_string(i)));
   }
   gate_ = std::make_unique<WatchGate>(*api_);
-  InformerOptions options = optionsFor(test_case);
+  InformerOptions<ResourceSlices> options = optionsFor(test_case);
   // The server ends each watch after two seconds, so a closed gate soon
   // catches the next one.
   options.min_watch_timeout = std::chrono::seconds(2);
