@@ -196,6 +196,9 @@ Status Informer<R>::listAndReplace(const std::stop_token& stop) {
       resource_version = page->resource_version;
     }
     for (auto& item : page->items) {
+      if (options_.transform) {
+        options_.transform(item);
+      }
       items.push_back(std::move(item));
     }
     if (page->continue_token.empty()) {
@@ -267,7 +270,16 @@ typename Informer<R>::WatchResult Informer<R>::watchOnce(const std::stop_token& 
 
 template <typename R>
 void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
-  const Object& object = event.object;
+  // Objects are transformed before the store and the handlers see them; a
+  // copy only when there is a transform.
+  std::optional<Object> transformed;
+  if (options_.transform &&
+      (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified ||
+       event.type == WatchEventType::kDeleted)) {
+    transformed = event.object;
+    options_.transform(*transformed);
+  }
+  const Object& object = transformed ? *transformed : event.object;
   switch (event.type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
@@ -328,5 +340,6 @@ void Informer<R>::failed(const std::stop_token& stop, bool free_first) {
 }
 
 template class Informer<ResourceSlices>;
+template class Informer<NodeMetadata>;
 
 }  // namespace rsc::client

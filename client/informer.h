@@ -1,8 +1,8 @@
 // Informer<R>: keeps a Store of one resource in step with the API server by
 // list + watch (client-go's Reflector and SharedInformer, for one resource),
 // and tells the controller what changed through event handlers. R names the
-// resource (ResourceSlices below); the list, watch, relist and backoff logic
-// is the same for every resource.
+// resource (ResourceSlices, NodeMetadata below); the list, watch, relist and
+// backoff logic is shared.
 // Threading: run() blocks on the calling thread (start() runs it on a thread
 // the Informer owns); handlers are called on that thread, one at a time, after
 // the store was updated, and must return quickly (enqueue a key, no API
@@ -46,6 +46,20 @@ struct ResourceSlices {
   }
 };
 
+// Nodes, their metadata alone: the Node cache.
+struct NodeMetadata {
+  using Object = PartialObjectMetadata;
+  static constexpr std::string_view kResource = "nodes";
+  static constexpr std::string_view kName = "Node metadata";
+  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
+    return api.listNodeMetadata(options);
+  }
+  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
+                      std::stop_token stop) {
+    return api.watchNodeMetadata(options, handler, std::move(stop));
+  }
+};
+
 template <typename R>
 struct InformerOptions {
   // Restrict what is watched (the controller selects its managed-by label).
@@ -68,6 +82,10 @@ struct InformerOptions {
   double backoff_jitter = 0.2;
   // The store's secondary index (see Store::byIndex).
   typename Store<typename R::Object>::IndexFunc index;
+  // Applied to every object listed or watched, before it is stored and handed
+  // to the handlers, to drop what nobody reads (client-go's TransformFunc):
+  // the cache then keeps only the rest. May be empty.
+  std::function<void(typename R::Object&)> transform;
   // Called on the informer's thread whenever a watch ends and another (or a
   // relist) follows; reason is "closed" (the stream ended normally, e.g. its
   // timeout), "gone" (410: relist) or "error". For metrics.
@@ -169,7 +187,8 @@ class Informer {
   std::jthread thread_;
 };
 
-// The informer the controller runs; defined in informer.cc.
+// The informers the controller runs; defined in informer.cc.
 extern template class Informer<ResourceSlices>;
+extern template class Informer<NodeMetadata>;
 
 }  // namespace rsc::client

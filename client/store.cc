@@ -251,5 +251,6 @@ void Store<T>::refreshLocked(const std::string& name) {
 }
 
 template class Store<ResourceSlice>;
+template class Store<PartialObjectMetadata>;
 
 }  // namespace rsc::client

@@ -2,8 +2,9 @@
 // secondary index the user chooses (the controller indexes ResourceSlices by
 // driver and pool), with a mutation cache so that the controller's own writes
 // are visible at once, before the watch reports them. The Informer feeds it;
-// any thread reads it. Thread-safe: one mutex; objects are handed out as
-// std::shared_ptr<const T> and must not be modified.
+// any thread reads it. Instantiated for ResourceSlice and for
+// PartialObjectMetadata (the Node cache). Thread-safe: one mutex; objects are
+// handed out as std::shared_ptr<const T> and must not be modified.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "client/objects.h"
 #include "client/resource_slice.h"
 
 namespace rsc::client {
@@ -98,6 +100,7 @@ class Store {
 
 // The stores the controller keeps; defined in store.cc.
 extern template class Store<ResourceSlice>;
+extern template class Store<PartialObjectMetadata>;
 
 using ResourceSliceStore = Store<ResourceSlice>;
 using SlicePtr = ResourceSliceStore::Ptr;

@@ -276,8 +276,8 @@ class Recorder {
 // partition, so that a test can change the server meanwhile.
 class WatchGate {
  public:
-  void install(FakeKubeApi& api) {
-    api.prependReactor("watch", "resourceslices", [this](FakeKubeApi::Request&) {
+  void install(FakeKubeApi& api, const std::string& resource = "resourceslices") {
+    api.prependReactor("watch", resource, [this](FakeKubeApi::Request&) {
       std::unique_lock lock(mu_);
       ++arrived_;
       cv_.notify_all();
@@ -737,6 +737,127 @@ TEST_F(InformerTest, StopEndsABlockedWatchAndTheLoop) {
   informer_->stop();
   EXPECT_EQ(api_.activeWatches(), 0u);
   EXPECT_THAT(restarts(), IsEmpty()) << "stopping is not a restart";
+}
+
+// ---- Informer<NodeMetadata>: the same machinery over Node metadata ----------
+
+// Keeps a Node's name, UID and resourceVersion, as the controller's Node
+// cache does.
+void keepIdentity(PartialObjectMetadata& node) {
+  ObjectMeta kept;
+  kept.name = node.metadata.name;
+  kept.uid = node.metadata.uid;
+  kept.resource_version = node.metadata.resource_version;
+  node.metadata = kept;
+}
+
+class NodeInformerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { gate_.install(api_, "nodes"); }
+  void TearDown() override {
+    gate_.open();
+    if (informer_) {
+      informer_->stop();
+    }
+  }
+
+  // Starts with `transform` and waits for the first list and watch.
+  void startSynced() {
+    InformerOptions<NodeMetadata> options;
+    options.seed = 7;
+    options.transform = keepIdentity;
+    options.on_watch_restart = [this](std::string_view reason) {
+      recorder_.record("restart " + std::string(reason));
+    };
+    InformerHandlers<NodeMetadata> h;
+    h.on_add = [this](const PartialObjectMetadata& n) {
+      recorder_.record("add " + n.metadata.name + " " + n.metadata.uid);
+    };
+    h.on_update = [this](const PartialObjectMetadata& old, const PartialObjectMetadata& now) {
+      recorder_.record("update " + now.metadata.name + " " + old.metadata.uid + "->" +
+                       now.metadata.uid);
+    };
+    h.on_delete = [this](const PartialObjectMetadata& n) {
+      recorder_.record("delete " + n.metadata.name + " " + n.metadata.uid);
+    };
+    auto created = Informer<NodeMetadata>::create(api_, clock_, std::move(options), h);
+    ASSERT_TRUE(created.ok()) << created.status().toString();
+    informer_ = std::move(created).value();
+    informer_->start();
+    std::stop_source never;
+    ASSERT_TRUE(informer_->waitForSync(never.get_token()));
+    ASSERT_TRUE(api_.waitForActiveWatches(1, "nodes"));
+  }
+
+  Node labelled(const std::string& name) {
+    Node node = api_.addNode(name);
+    auto edited = api_.editNode(name, [](Node& n) { n.metadata.labels["zone"] = "a"; });
+    EXPECT_TRUE(edited.ok()) << edited.status().toString();
+    return edited.ok() ? *edited : node;
+  }
+
+  FakeClock clock_;
+  FakeKubeApi api_{clock_};
+  Recorder recorder_;
+  WatchGate gate_;
+  std::unique_ptr<Informer<NodeMetadata>> informer_;
+};
+
+TEST_F(NodeInformerTest, ListsAndWatchesNodeMetadataKeepingWhatTheTransformKeeps) {
+  const Node a = labelled("node-a");
+  startSynced();
+  const Node b = api_.addNode("node-b");
+  ASSERT_TRUE(recorder_.waitFor("add node-b " + b.metadata.uid));
+  api_.removeNode("node-a");
+  ASSERT_TRUE(recorder_.waitFor("delete node-a " + a.metadata.uid));
+  EXPECT_THAT(recorder_.lines(),
+              ElementsAre("add node-a " + a.metadata.uid, "add node-b " + b.metadata.uid,
+                          "delete node-a " + a.metadata.uid));
+
+  // The store holds the transformed metadata only.
+  const auto stored = informer_->store().get("node-b");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(stored->metadata.uid, b.metadata.uid);
+  EXPECT_EQ(stored->metadata.resource_version, b.metadata.resource_version);
+  EXPECT_TRUE(stored->metadata.creation_timestamp.empty());
+  EXPECT_EQ(informer_->store().get("node-a"), nullptr);
+  EXPECT_EQ(api_.countActions("list", "nodes"), 1u);
+  EXPECT_EQ(api_.countActions("list", "resourceslices"), 0u);
+  EXPECT_EQ(api_.countActions("watch", "nodes"), 1u);
+  EXPECT_EQ(informer_->lastResourceVersion(), api_.resourceVersion());
+}
+
+TEST_F(NodeInformerTest, TransformIsAppliedToListedNodesToo) {
+  labelled("node-a");
+  startSynced();
+  const auto stored = informer_->store().get("node-a");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_TRUE(stored->metadata.labels.empty());
+  EXPECT_TRUE(stored->metadata.creation_timestamp.empty());
+}
+
+TEST_F(NodeInformerTest, ANodeReCreatedWhileAwayIsAnUpdateOfItsUidAfterTheRelist) {
+  const Node first = api_.addNode("node-a");
+  startSynced();
+  recorder_.clear();
+
+  // Away while node-a is deleted and created again, and the history is
+  // compacted: the informer's resume answers 410 and it relists.
+  gate_.close();
+  api_.resetWatches();
+  ASSERT_TRUE(gate_.waitArrived(2));
+  api_.removeNode("node-a");
+  const Node second = api_.addNode("node-a");
+  api_.compact();
+  gate_.open();
+
+  ASSERT_TRUE(
+      recorder_.waitFor("update node-a " + first.metadata.uid + "->" + second.metadata.uid));
+  EXPECT_THAT(recorder_.lines(),
+              ElementsAre("restart closed", "restart gone",
+                          "update node-a " + first.metadata.uid + "->" + second.metadata.uid));
+  EXPECT_EQ(informer_->store().get("node-a")->metadata.uid, second.metadata.uid);
+  EXPECT_EQ(api_.countActions("list", "nodes"), 2u);
 }
 
 TEST(InformerOptions, InvalidOptionsAreRejected) {

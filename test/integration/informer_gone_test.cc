@@ -122,6 +122,14 @@ class WatchGate final : public KubeApi {
   StatusOr<Lease> createLease(const Lease& lease) override { return server_.createLease(lease); }
   StatusOr<Lease> updateLease(const Lease& lease) override { return server_.updateLease(lease); }
   StatusOr<Node> getNode(const std::string& name) override { return server_.getNode(name); }
+  StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) override {
+    return server_.listNodeMetadata(options);
+  }
+  Status watchNodeMetadata(const ListOptions& options,
+                           const WatchHandler<PartialObjectMetadata>& handler,
+                           std::stop_token stop) override {
+    return server_.watchNodeMetadata(options, handler, std::move(stop));
+  }
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override {
     return server_.createTokenReview(review);
   }
