@@ -292,12 +292,13 @@ int run(const controller::ServiceFlags& flags) {
   copts.reconciler_observer = &reconcile_observer;
   copts.queue_observer = &queue_observer;
   copts.on_watch_restart = [&watch_metrics](std::string_view reason) {
+    const auto watched = metrics::WatchedResource::kResourceSlices;
     if (reason == "gone") {
-      watch_metrics.restarted(metrics::WatchRestartReason::kExpired);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kExpired);
     } else if (reason == "closed") {
-      watch_metrics.restarted(metrics::WatchRestartReason::kClosed);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kClosed);
     } else {
-      watch_metrics.restarted(metrics::WatchRestartReason::kError);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kError);
     }
   };
   auto controller = controller::Controller::create(copts);
