@@ -45,8 +45,18 @@ bool DesiredStore::putLocked(const PoolKey& key, Pool pool, uint64_t* version) {
   status.last_push = desired->pushed_wall;
   if (changed && status.phase != PoolPhase::kFailed) status.phase = PoolPhase::kPending;
   if (status.phase == PoolPhase::kWithdrawing) status.phase = PoolPhase::kPending;
+  if (it != pools_.end()) unindexNodeLocked(key, *it->second);
+  if (desired->pool.selection.node_name) by_node_[*desired->pool.selection.node_name].insert(key);
   pools_[key] = std::move(desired);
   return changed;
+}
+
+void DesiredStore::unindexNodeLocked(const PoolKey& key, const DesiredPool& desired) {
+  if (!desired.pool.selection.node_name) return;
+  auto node = by_node_.find(*desired.pool.selection.node_name);
+  if (node == by_node_.end()) return;
+  node->second.erase(key);
+  if (node->second.empty()) by_node_.erase(node);
 }
 
 uint64_t DesiredStore::put(const PoolKey& key, Pool pool) {
@@ -90,7 +100,10 @@ std::map<std::string, uint64_t> DesiredStore::replaceDriver(const std::string& d
 }
 
 bool DesiredStore::removeLocked(const PoolKey& key) {
-  if (pools_.erase(key) == 0) return false;
+  auto it = pools_.find(key);
+  if (it == pools_.end()) return false;
+  unindexNodeLocked(key, *it->second);
+  pools_.erase(it);
   PoolStatus& status = statuses_[key];
   status.key = key;
   status.phase = PoolPhase::kWithdrawing;
@@ -161,6 +174,13 @@ std::vector<PoolKey> DesiredStore::keys(const std::optional<std::string>& driver
     if (!driver || key.driver == *driver) out.push_back(key);
   }
   return out;
+}
+
+std::vector<PoolKey> DesiredStore::keysOnNode(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  auto it = by_node_.find(node);
+  if (it == by_node_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 std::optional<PoolStatus> DesiredStore::status(const PoolKey& key) const {
