@@ -19,7 +19,8 @@ constexpr Clock::Duration kSleepSlice = std::chrono::milliseconds(500);
 
 }  // namespace
 
-Status Informer::validate(const Options& options) {
+template <typename R>
+Status Informer<R>::validate(const Options& options) {
   if (options.page_size < 0) {
     return invalidArgument("informer: page_size must not be negative");
   }
@@ -37,13 +38,15 @@ Status Informer::validate(const Options& options) {
   return okStatus();
 }
 
-StatusOr<std::unique_ptr<Informer>> Informer::create(KubeApi& api, Clock& clock, Options options,
-                                                     Handlers handlers) {
+template <typename R>
+StatusOr<std::unique_ptr<Informer<R>>> Informer<R>::create(KubeApi& api, Clock& clock,
+                                                           Options options, Handlers handlers) {
   RETURN_IF_ERROR(validate(options));
   return std::make_unique<Informer>(api, clock, std::move(options), std::move(handlers));
 }
 
-Informer::Informer(KubeApi& api, Clock& clock, Options options, Handlers handlers)
+template <typename R>
+Informer<R>::Informer(KubeApi& api, Clock& clock, Options options, Handlers handlers)
     : api_(api),
       clock_(clock),
       options_(std::move(options)),
@@ -56,46 +59,57 @@ Informer::Informer(KubeApi& api, Clock& clock, Options options, Handlers handler
   }
 }
 
-Informer::~Informer() { stop(); }
+template <typename R>
+Informer<R>::~Informer() {
+  stop();
+}
 
-void Informer::start() {
+template <typename R>
+void Informer<R>::start() {
   thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
 }
 
-void Informer::stop() {
+template <typename R>
+void Informer<R>::stop() {
   if (thread_.joinable()) {
     thread_.request_stop();
     thread_.join();
   }
 }
 
-bool Informer::hasSynced() const {
+template <typename R>
+bool Informer<R>::hasSynced() const {
   std::lock_guard lock(mu_);
   return synced_;
 }
 
-bool Informer::waitForSync(std::stop_token stop) const {
+template <typename R>
+bool Informer<R>::waitForSync(std::stop_token stop) const {
   std::unique_lock lock(mu_);
   return synced_cv_.wait(lock, std::move(stop), [this] { return synced_; });
 }
 
-std::string Informer::lastResourceVersion() const {
+template <typename R>
+std::string Informer<R>::lastResourceVersion() const {
   std::lock_guard lock(mu_);
   return last_resource_version_;
 }
 
-void Informer::setLastResourceVersion(const std::string& resource_version) {
+template <typename R>
+void Informer<R>::setLastResourceVersion(const std::string& resource_version) {
   std::lock_guard lock(mu_);
   last_resource_version_ = resource_version;
 }
 
-void Informer::notifyRestart(std::string_view reason) const {
+template <typename R>
+void Informer<R>::notifyRestart(std::string_view reason) const {
   if (options_.on_watch_restart) {
     options_.on_watch_restart(reason);
   }
 }
 
-void Informer::run(const std::stop_token& stop) {
+template <typename R>
+void Informer<R>::run(const std::stop_token& stop) {
   bool need_list = true;
   while (!stop.stop_requested()) {
     // List, the first time and after a 410.
@@ -105,7 +119,7 @@ void Informer::run(const std::stop_token& stop) {
         return;
       }
       if (!status.ok()) {
-        log::error("informer: list failed", status, {{"resource", "resourceslices"}});
+        log::error("informer: list failed", status, {{"resource", R::kResource}});
         failed(stop, /*free_first=*/false);
         continue;
       }
@@ -125,14 +139,16 @@ void Informer::run(const std::stop_token& stop) {
     // Decide how to go on.
     if (result.status.ok()) {
       notifyRestart("closed");
-      log::debug(2, "informer: watch ended", {{"events", result.events}});
+      log::debug(2, "informer: watch ended",
+                 {{"resource", R::kResource}, {"events", result.events}});
       if (result.events == 0 && clock_.now() - started < kMinHealthyWatch) {
         failed(stop, /*free_first=*/false);
       }
     } else if (result.status.code() == StatusCode::kGone) {
       notifyRestart("gone");
-      log::info("informer: watch expired, relisting",
-                {{"resourceVersion", lastResourceVersion()}, {"reason", result.status.message()}});
+      log::info("informer: watch expired, relisting", {{"resource", R::kResource},
+                                                       {"resourceVersion", lastResourceVersion()},
+                                                       {"reason", result.status.message()}});
       need_list = true;
       if (result.events == 0) {
         failed(stop, /*free_first=*/true);
@@ -140,45 +156,49 @@ void Informer::run(const std::stop_token& stop) {
     } else {
       notifyRestart("error");
       log::error("informer: watch failed", result.status,
-                 {{"resourceVersion", lastResourceVersion()}});
+                 {{"resource", R::kResource}, {"resourceVersion", lastResourceVersion()}});
       failed(stop, /*free_first=*/false);
     }
   }
 }
 
-Status Informer::listAndReplace(const std::stop_token& stop) {
+template <typename R>
+Status Informer<R>::listAndReplace(const std::stop_token& stop) {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
   options.limit = options_.page_size;
-  std::vector<ResourceSlice> items;
+  std::vector<Object> items;
   std::string resource_version;
   bool restarted = false;
   while (true) {
     if (stop.stop_requested()) {
-      return cancelled("list ResourceSlices: stopped");
+      return cancelled("list " + std::string(R::kName) + ": stopped");
     }
-    StatusOr<ResourceSliceList> page = api_.listResourceSlices(options);
+    StatusOr<ObjectList<Object>> page = R::list(api_, options);
     if (!page.ok()) {
       if (page.status().code() == StatusCode::kGone && !options.continue_token.empty() &&
           !restarted) {
         // The continue token expired (compaction): only a new list is
         // consistent, so start over once.
         log::info("informer: continue token expired, restarting the list",
-                  {{"items", items.size()}});
+                  {{"resource", R::kResource}, {"items", items.size()}});
         restarted = true;
         items.clear();
         resource_version.clear();
         options.continue_token.clear();
         continue;
       }
-      return page.status().withContext("list ResourceSlices");
+      return page.status().withContext("list " + std::string(R::kName));
     }
     // Every page is part of one list at the first page's version.
     if (resource_version.empty()) {
       resource_version = page->resource_version;
     }
     for (auto& item : page->items) {
+      if (options_.transform) {
+        options_.transform(item);
+      }
       items.push_back(std::move(item));
     }
     if (page->continue_token.empty()) {
@@ -188,13 +208,14 @@ Status Informer::listAndReplace(const std::stop_token& stop) {
   }
 
   const size_t count = items.size();
-  const std::vector<StoreChange> changes = store_.replace(std::move(items), resource_version);
+  const std::vector<typename Store<Object>::Change> changes =
+      store_.replace(std::move(items), resource_version);
   setLastResourceVersion(resource_version);
-  log::info("informer: listed", {{"resource", "resourceslices"},
+  log::info("informer: listed", {{"resource", R::kResource},
                                  {"items", count},
                                  {"changes", changes.size()},
                                  {"resourceVersion", resource_version}});
-  for (const StoreChange& change : changes) {
+  for (const auto& change : changes) {
     if (!change.old) {
       if (handlers_.on_add) {
         handlers_.on_add(*change.now);
@@ -216,7 +237,8 @@ Status Informer::listAndReplace(const std::stop_token& stop) {
   return okStatus();
 }
 
-Informer::WatchResult Informer::watchOnce(const std::stop_token& stop) {
+template <typename R>
+typename Informer<R>::WatchResult Informer<R>::watchOnce(const std::stop_token& stop) {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
@@ -228,9 +250,9 @@ Informer::WatchResult Informer::watchOnce(const std::stop_token& stop) {
 
   WatchResult result;
   Status event_error;
-  result.status = api_.watchResourceSlices(
-      options,
-      [&](const WatchEvent<ResourceSlice>& event) {
+  result.status = R::watch(
+      api_, options,
+      [&](const WatchEvent<Object>& event) {
         if (event.type == WatchEventType::kError) {
           event_error = event.error;
           return false;
@@ -246,12 +268,22 @@ Informer::WatchResult Informer::watchOnce(const std::stop_token& stop) {
   return result;
 }
 
-void Informer::handleEvent(const WatchEvent<ResourceSlice>& event) {
-  const ResourceSlice& object = event.object;
+template <typename R>
+void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
+  // Objects are transformed before the store and the handlers see them; a
+  // copy only when there is a transform.
+  std::optional<Object> transformed;
+  if (options_.transform &&
+      (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified ||
+       event.type == WatchEventType::kDeleted)) {
+    transformed = event.object;
+    options_.transform(*transformed);
+  }
+  const Object& object = transformed ? *transformed : event.object;
   switch (event.type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
-      SlicePtr old = store_.applyUpsert(object);
+      typename Store<Object>::Ptr old = store_.applyUpsert(object);
       setLastResourceVersion(object.metadata.resource_version);
       if (!old) {
         if (handlers_.on_add) {
@@ -278,7 +310,8 @@ void Informer::handleEvent(const WatchEvent<ResourceSlice>& event) {
   }
 }
 
-void Informer::failed(const std::stop_token& stop, bool free_first) {
+template <typename R>
+void Informer<R>::failed(const std::stop_token& stop, bool free_first) {
   ++failures_;
   if (free_first && failures_ == 1) {
     return;
@@ -296,7 +329,8 @@ void Informer::failed(const std::stop_token& stop, bool free_first) {
   auto delay =
       std::min(options_.max_backoff, std::chrono::duration_cast<Clock::Duration>(base * factor));
   log::debug(1, "informer: backing off",
-             {{"failures", failures_},
+             {{"resource", R::kResource},
+              {"failures", failures_},
               {"delayMs", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
   while (delay > Clock::Duration::zero() && !stop.stop_requested()) {
     const auto slice = std::min(delay, kSleepSlice);
@@ -304,5 +338,8 @@ void Informer::failed(const std::stop_token& stop, bool free_first) {
     delay -= slice;
   }
 }
+
+template class Informer<ResourceSlices>;
+template class Informer<NodeMetadata>;
 
 }  // namespace rsc::client

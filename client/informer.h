@@ -1,6 +1,8 @@
-// Informer: keeps a ResourceSliceStore in step with the API server by list +
-// watch (client-go's Reflector and SharedInformer, for one resource), and
-// tells the controller what changed through event handlers.
+// Informer<R>: keeps a Store of one resource in step with the API server by
+// list + watch (client-go's Reflector and SharedInformer, for one resource),
+// and tells the controller what changed through event handlers. R names the
+// resource (ResourceSlices, NodeMetadata below); the list, watch, relist and
+// backoff logic is shared.
 // Threading: run() blocks on the calling thread (start() runs it on a thread
 // the Informer owns); handlers are called on that thread, one at a time, after
 // the store was updated, and must return quickly (enqueue a key, no API
@@ -20,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "client/kube_api.h"
 #include "client/store.h"
@@ -28,6 +31,36 @@
 
 namespace rsc::client {
 
+// The resources an Informer can keep: each names its object type and how
+// KubeApi lists and watches it.
+struct ResourceSlices {
+  using Object = ResourceSlice;
+  static constexpr std::string_view kResource = "resourceslices";  // for logs
+  static constexpr std::string_view kName = "ResourceSlices";      // for errors
+  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
+    return api.listResourceSlices(options);
+  }
+  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
+                      std::stop_token stop) {
+    return api.watchResourceSlices(options, handler, std::move(stop));
+  }
+};
+
+// Nodes, their metadata alone: the Node cache.
+struct NodeMetadata {
+  using Object = PartialObjectMetadata;
+  static constexpr std::string_view kResource = "nodes";
+  static constexpr std::string_view kName = "Node metadata";
+  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
+    return api.listNodeMetadata(options);
+  }
+  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
+                      std::stop_token stop) {
+    return api.watchNodeMetadata(options, handler, std::move(stop));
+  }
+};
+
+template <typename R>
 struct InformerOptions {
   // Restrict what is watched (the controller selects its managed-by label).
   std::string label_selector;
@@ -47,8 +80,12 @@ struct InformerOptions {
   Clock::Duration initial_backoff = std::chrono::milliseconds(800);
   Clock::Duration max_backoff = std::chrono::seconds(30);
   double backoff_jitter = 0.2;
-  // The store's secondary index (see ResourceSliceStore::byIndex).
-  ResourceSliceStore::IndexFunc index;
+  // The store's secondary index (see Store::byIndex).
+  typename Store<typename R::Object>::IndexFunc index;
+  // Applied to every object listed or watched, before it is stored and handed
+  // to the handlers, to drop what nobody reads (client-go's TransformFunc):
+  // the cache then keeps only the rest. May be empty.
+  std::function<void(typename R::Object&)> transform;
   // Called on the informer's thread whenever a watch ends and another (or a
   // relist) follows; reason is "closed" (the stream ended normally, e.g. its
   // timeout), "gone" (410: relist) or "error". For metrics.
@@ -58,24 +95,28 @@ struct InformerOptions {
 };
 
 // Each may be empty. Objects passed are read-only snapshots.
+template <typename R>
 struct InformerHandlers {
-  std::function<void(const ResourceSlice& added)> on_add;
-  std::function<void(const ResourceSlice& old, const ResourceSlice& now)> on_update;
+  using Object = typename R::Object;
+  std::function<void(const Object& added)> on_add;
+  std::function<void(const Object& old, const Object& now)> on_update;
   // `last` is the last state known: from the DELETED event, or from the store
-  // when a relist no longer has the slice.
-  std::function<void(const ResourceSlice& last)> on_delete;
+  // when a relist no longer has the object.
+  std::function<void(const Object& last)> on_delete;
 };
 
 // Consistency contract: the store is eventually consistent with the server;
-// for each slice, handlers see its changes in order. A relist (after a 410)
-// delivers only differences: slices gone become on_delete, changed ones
+// for each object, handlers see its changes in order. A relist (after a 410)
+// delivers only differences: objects gone become on_delete, changed ones
 // on_update, new ones on_add. A watch that ends normally is resumed from the
 // last resourceVersion seen (events, bookmarks), so nothing is delivered
 // twice. Handlers report the watched state, not the store's assumptions.
+template <typename R>
 class Informer {
  public:
-  using Options = InformerOptions;
-  using Handlers = InformerHandlers;
+  using Object = typename R::Object;
+  using Options = InformerOptions<R>;
+  using Handlers = InformerHandlers<R>;
 
   // Returns an error for options that make no sense (page size or timeouts
   // not positive, min above max).
@@ -108,8 +149,8 @@ class Informer {
   // list).
   std::string lastResourceVersion() const;
 
-  ResourceSliceStore& store() { return store_; }
-  const ResourceSliceStore& store() const { return store_; }
+  Store<Object>& store() { return store_; }
+  const Store<Object>& store() const { return store_; }
 
  private:
   // How one watch ended.
@@ -121,7 +162,7 @@ class Informer {
   // Lists every page and replaces the store's content; delivers differences.
   Status listAndReplace(const std::stop_token& stop);
   WatchResult watchOnce(const std::stop_token& stop);
-  void handleEvent(const WatchEvent<ResourceSlice>& event);
+  void handleEvent(const WatchEvent<Object>& event);
   // Counts a failure and sleeps for the backoff, unless `free_first` and it is
   // the first failure in a row.
   void failed(const std::stop_token& stop, bool free_first);
@@ -132,7 +173,7 @@ class Informer {
   Clock& clock_;
   const Options options_;
   const Handlers handlers_;
-  ResourceSliceStore store_;
+  Store<Object> store_;
 
   // Used by the run() thread only.
   std::mt19937_64 random_;
@@ -145,5 +186,9 @@ class Informer {
 
   std::jthread thread_;
 };
+
+// The informers the controller runs; defined in informer.cc.
+extern template class Informer<ResourceSlices>;
+extern template class Informer<NodeMetadata>;
 
 }  // namespace rsc::client

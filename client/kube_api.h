@@ -49,6 +49,7 @@ struct ObjectList {
 };
 
 using ResourceSliceList = ObjectList<ResourceSlice>;
+using PartialObjectMetadataList = ObjectList<PartialObjectMetadata>;
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
@@ -98,6 +99,13 @@ class KubeApi {
 
   // v1 Nodes.
   virtual StatusOr<Node> getNode(const std::string& name) = 0;
+  // Every Node's metadata alone (meta.k8s.io/v1 PartialObjectMetadata), for
+  // the Node cache: no specs and statuses cross the wire. The watch behaves as
+  // watchResourceSlices does.
+  virtual StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) = 0;
+  virtual Status watchNodeMetadata(const ListOptions& options,
+                                   const WatchHandler<PartialObjectMetadata>& handler,
+                                   std::stop_token stop) = 0;
 
   // Reviews: the returned object carries the status the server filled in.
   virtual StatusOr<TokenReview> createTokenReview(const TokenReview& review) = 0;

@@ -53,6 +53,17 @@ struct Table<Node> {
 };
 
 template <>
+struct Table<PartialObjectMetadata> {
+  using Owner = PartialObjectMetadata;
+  static constexpr std::string_view kApiVersion = "meta.k8s.io/v1";
+  static constexpr std::string_view kKind = "PartialObjectMetadata";
+  static constexpr auto kFields = std::tuple{
+      field("metadata", &PartialObjectMetadata::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+  };
+  static constexpr Json PartialObjectMetadata::*kUnknown = &PartialObjectMetadata::unknown;
+};
+
+template <>
 struct Table<UserInfo> {
   using Owner = UserInfo;
   static constexpr auto kFields = std::tuple{
@@ -193,6 +204,10 @@ Json toJson(const Lease& lease) { return codec::toJson<Lease>(lease); }
 StatusOr<Lease> leaseFromJson(const Json& j) { return codec::decode<Lease>(j, ""); }
 
 StatusOr<Node> nodeFromJson(const Json& j) { return codec::decode<Node>(j, ""); }
+
+StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j) {
+  return codec::decode<PartialObjectMetadata>(j, "");
+}
 
 Json toJson(const TokenReview& review) { return codec::toJson<TokenReview>(review); }
 

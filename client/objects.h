@@ -1,8 +1,9 @@
 // Typed Kubernetes objects the controller reads and writes, other than
-// ResourceSlice (resource_slice.h): object metadata, Lease, Node, TokenReview,
-// SubjectAccessReview and Event, with their JSON conversions. Every struct keeps
-// the fields it does not model in `unknown`, so a read-modify-write never drops
-// what a newer API server added. Plain values: not synchronised.
+// ResourceSlice (resource_slice.h): object metadata, Lease, Node,
+// PartialObjectMetadata, TokenReview, SubjectAccessReview and Event, with their
+// JSON conversions. Every struct keeps the fields it does not model in
+// `unknown`, so a read-modify-write never drops what a newer API server added.
+// Plain values: not synchronised.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +75,15 @@ struct Node {
   Json unknown = nullptr;
 };
 
+// meta.k8s.io/v1 PartialObjectMetadata: an object's metadata alone, which the
+// API server sends instead of the whole object when the Accept header asks for
+// it (the Node cache lists and watches Nodes so).
+struct PartialObjectMetadata {
+  ObjectMeta metadata;
+  Json unknown = nullptr;
+  friend bool operator==(const PartialObjectMetadata&, const PartialObjectMetadata&) = default;
+};
+
 // authentication.k8s.io/v1 TokenReview.
 struct UserInfo {
   std::string username;
@@ -143,6 +153,7 @@ StatusOr<ObjectMeta> objectMetaFromJson(const Json& j);
 Json toJson(const Lease& lease);
 StatusOr<Lease> leaseFromJson(const Json& j);
 StatusOr<Node> nodeFromJson(const Json& j);
+StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j);
 Json toJson(const TokenReview& review);
 StatusOr<TokenReview> tokenReviewFromJson(const Json& j);
 Json toJson(const SubjectAccessReview& review);

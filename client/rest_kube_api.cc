@@ -14,6 +14,13 @@ namespace {
 
 constexpr std::string_view kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
 constexpr std::string_view kNodesPath = "/api/v1/nodes";
+// What to ask for in the Accept header to get objects' metadata alone: lists
+// answer a PartialObjectMetadataList, watches send PartialObjectMetadata
+// objects (as client-go's metadata client asks).
+constexpr std::string_view kMetadataListMediaType =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+constexpr std::string_view kMetadataMediaType =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 constexpr std::string_view kTokenReviewsPath = "/apis/authentication.k8s.io/v1/tokenreviews";
 constexpr std::string_view kSubjectAccessReviewsPath =
     "/apis/authorization.k8s.io/v1/subjectaccessreviews";
@@ -208,11 +215,12 @@ std::string RestKubeApi::listQuery(const ListOptions& options, bool watch) {
   return query;
 }
 
-HttpRequest RestKubeApi::request(std::string method, std::string path, std::string body) const {
+HttpRequest RestKubeApi::request(std::string method, std::string path, std::string body,
+                                 std::string_view accept) const {
   HttpRequest req;
   req.method = std::move(method);
   req.path_and_query = std::move(path);
-  req.headers.emplace_back("Accept", "application/json");
+  req.headers.emplace_back("Accept", std::string(accept));
   if (!body.empty()) {
     req.headers.emplace_back("Content-Type", "application/json");
   }
@@ -330,8 +338,9 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
 }
 
 StatusOr<Json> RestKubeApi::call(std::string method, std::string path, const Json* body,
-                                 RetryPolicy policy) {
-  HttpRequest req = request(std::move(method), std::move(path), body ? dumpJson(*body) : "");
+                                 RetryPolicy policy, std::string_view accept) {
+  HttpRequest req =
+      request(std::move(method), std::move(path), body ? dumpJson(*body) : "", accept);
   ASSIGN_OR_RETURN(HttpResponse response, execute(req, policy));
   if (response.body.empty()) {
     return Json::object();
@@ -360,15 +369,19 @@ StatusOr<ResourceSlice> RestKubeApi::getResourceSlice(const std::string& name) {
   return slice;
 }
 
-StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& options) {
-  const std::string context = "list ResourceSlices";
-  auto j =
-      call("GET", std::string(kResourceSlicesPath) + listQuery(options, /*watch=*/false), nullptr);
+template <typename T>
+StatusOr<ObjectList<T>> RestKubeApi::listObjects(std::string_view path, std::string_view what,
+                                                 const ListOptions& options,
+                                                 std::string_view accept,
+                                                 StatusOr<T> (*decode)(const Json&)) {
+  const std::string context = "list " + std::string(what);
+  auto j = call("GET", std::string(path) + listQuery(options, /*watch=*/false), nullptr,
+                RetryPolicy::kAlways, accept);
   if (!j.ok()) {
     return j.status().withContext(context);
   }
 
-  ResourceSliceList list;
+  ObjectList<T> list;
   if (auto meta = j->find("metadata"); meta != j->end() && meta->is_object()) {
     list.resource_version = meta->value("resourceVersion", "");
     list.continue_token = meta->value("continue", "");
@@ -384,28 +397,35 @@ StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& o
     }
     list.items.reserve(items->size());
     for (size_t i = 0; i < items->size(); ++i) {
-      auto slice = resourceSliceFromJson((*items)[i]);
-      if (!slice.ok()) {
+      auto item = decode((*items)[i]);
+      if (!item.ok()) {
         return internalError(context + ": cannot decode items[" + std::to_string(i) +
-                             "]: " + slice.status().message());
+                             "]: " + item.status().message());
       }
-      list.items.push_back(std::move(*slice));
+      list.items.push_back(std::move(*item));
     }
   }
   return list;
 }
 
-Status RestKubeApi::watchResourceSlices(const ListOptions& options,
-                                        const WatchHandler<ResourceSlice>& handler,
-                                        std::stop_token caller_stop) {
-  const std::string context = "watch ResourceSlices";
+StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& options) {
+  return listObjects<ResourceSlice>(kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
+                                    resourceSliceFromJson);
+}
+
+template <typename T>
+Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
+                                 const ListOptions& options, std::string_view accept,
+                                 StatusOr<WatchEvent<T>> (*decode_event)(const Json&),
+                                 const WatchHandler<T>& handler, std::stop_token caller_stop) {
+  const std::string context = "watch " + std::string(what);
   // Ends on the caller's stop or the client's.
   std::stop_source stopper;
   std::stop_callback on_caller_stop(caller_stop, [&stopper] { stopper.request_stop(); });
   std::stop_callback on_client_stop(options_.stop, [&stopper] { stopper.request_stop(); });
   const std::stop_token stop = stopper.get_token();
   HttpRequest req =
-      request("GET", std::string(kResourceSlicesPath) + listQuery(options, /*watch=*/true));
+      request("GET", std::string(path) + listQuery(options, /*watch=*/true), {}, accept);
   req.timeout = options_.watch_idle_timeout;
   if (options.timeout_seconds) {
     req.timeout = std::max(
@@ -431,7 +451,7 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
       observe(req.method, std::to_string(head.code), clock_.now() - start);
     };
     auto on_event = [&](Json&& raw) {
-      auto event = resourceSliceWatchEventFromJson(raw);
+      auto event = decode_event(raw);
       if (!event.ok()) {
         stream_error = internalError("cannot decode a watch event: " + event.status().message());
         return false;
@@ -499,6 +519,13 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
     }
     return okStatus();
   }
+}
+
+Status RestKubeApi::watchResourceSlices(const ListOptions& options,
+                                        const WatchHandler<ResourceSlice>& handler,
+                                        std::stop_token stop) {
+  return watchObjects<ResourceSlice>(kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
+                                     resourceSliceWatchEventFromJson, handler, std::move(stop));
 }
 
 StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& slice) {
@@ -644,6 +671,19 @@ StatusOr<Node> RestKubeApi::getNode(const std::string& name) {
     return node.status().withContext(context);
   }
   return node;
+}
+
+StatusOr<PartialObjectMetadataList> RestKubeApi::listNodeMetadata(const ListOptions& options) {
+  return listObjects<PartialObjectMetadata>(kNodesPath, "Node metadata", options,
+                                            kMetadataListMediaType, partialObjectMetadataFromJson);
+}
+
+Status RestKubeApi::watchNodeMetadata(const ListOptions& options,
+                                      const WatchHandler<PartialObjectMetadata>& handler,
+                                      std::stop_token stop) {
+  return watchObjects<PartialObjectMetadata>(
+      kNodesPath, "Node metadata", options, kMetadataMediaType,
+      partialObjectMetadataWatchEventFromJson, handler, std::move(stop));
 }
 
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {

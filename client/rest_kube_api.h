@@ -14,6 +14,7 @@
 #include <random>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include "client/config.h"
 #include "client/http_transport.h"
@@ -72,6 +73,8 @@ struct RestKubeApiOptions {
 
 class RestKubeApi final : public KubeApi {
  public:
+  static constexpr std::string_view kJsonMediaType = "application/json";
+
   // Fails with InvalidArgument on options that cannot work (negative
   // retries, a zero backoff, a cap below the base, burst < 1).
   static StatusOr<std::unique_ptr<RestKubeApi>> create(HttpTransport& transport, Clock& clock,
@@ -101,6 +104,12 @@ class RestKubeApi final : public KubeApi {
   StatusOr<Lease> updateLease(const Lease& lease) override;
 
   StatusOr<Node> getNode(const std::string& name) override;
+  // Ask for PartialObjectMetadataList (list) and PartialObjectMetadata
+  // (watch) in the Accept header.
+  StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) override;
+  Status watchNodeMetadata(const ListOptions& options,
+                           const WatchHandler<PartialObjectMetadata>& handler,
+                           std::stop_token stop) override;
 
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override;
   StatusOr<SubjectAccessReview> createSubjectAccessReview(
@@ -135,10 +144,25 @@ class RestKubeApi final : public KubeApi {
   bool pause(Clock::Duration d, const std::stop_token& stop);
   void observe(const std::string& verb, const std::string& code, Clock::Duration duration);
 
-  // Request shorthands; `body` is JSON text or empty.
-  HttpRequest request(std::string method, std::string path, std::string body = {}) const;
+  // Request shorthands; `body` is JSON text or empty; `accept` the media type
+  // asked for.
+  HttpRequest request(std::string method, std::string path, std::string body = {},
+                      std::string_view accept = kJsonMediaType) const;
   StatusOr<Json> call(std::string method, std::string path, const Json* body,
-                      RetryPolicy policy = RetryPolicy::kAlways);
+                      RetryPolicy policy = RetryPolicy::kAlways,
+                      std::string_view accept = kJsonMediaType);
+
+  // List and watch of the collection at `path`, shared by every resource:
+  // the list decodes each item with `decode`, the watch each event with
+  // `decode_event`; `what` names the resource in errors ("ResourceSlices").
+  template <typename T>
+  StatusOr<ObjectList<T>> listObjects(std::string_view path, std::string_view what,
+                                      const ListOptions& options, std::string_view accept,
+                                      StatusOr<T> (*decode)(const Json&));
+  template <typename T>
+  Status watchObjects(std::string_view path, std::string_view what, const ListOptions& options,
+                      std::string_view accept, StatusOr<WatchEvent<T>> (*decode_event)(const Json&),
+                      const WatchHandler<T>& handler, std::stop_token caller_stop);
 
   HttpTransport& transport_;
   Clock& clock_;

@@ -17,17 +17,20 @@ std::optional<int64_t> resourceVersionAsInt(const std::string& resource_version)
   return value;
 }
 
-ResourceSliceStore::ResourceSliceStore(IndexFunc index) : index_func_(std::move(index)) {}
+template <typename T>
+Store<T>::Store(IndexFunc index) : index_func_(std::move(index)) {}
 
-SlicePtr ResourceSliceStore::get(const std::string& name) const {
+template <typename T>
+typename Store<T>::Ptr Store<T>::get(const std::string& name) const {
   std::lock_guard lock(mu_);
   const auto it = entries_.find(name);
   return it == entries_.end() ? nullptr : it->second.visible;
 }
 
-std::vector<SlicePtr> ResourceSliceStore::list() const {
+template <typename T>
+std::vector<typename Store<T>::Ptr> Store<T>::list() const {
   std::lock_guard lock(mu_);
-  std::vector<SlicePtr> all;
+  std::vector<Ptr> all;
   all.reserve(entries_.size());
   for (const auto& [name, entry] : entries_) {
     if (entry.visible) {
@@ -37,9 +40,10 @@ std::vector<SlicePtr> ResourceSliceStore::list() const {
   return all;
 }
 
-std::vector<SlicePtr> ResourceSliceStore::byIndex(const std::string& key) const {
+template <typename T>
+std::vector<typename Store<T>::Ptr> Store<T>::byIndex(const std::string& key) const {
   std::lock_guard lock(mu_);
-  std::vector<SlicePtr> found;
+  std::vector<Ptr> found;
   const auto names = index_.find(key);
   if (names == index_.end()) {
     return found;
@@ -50,7 +54,8 @@ std::vector<SlicePtr> ResourceSliceStore::byIndex(const std::string& key) const 
   return found;
 }
 
-size_t ResourceSliceStore::size() const {
+template <typename T>
+size_t Store<T>::size() const {
   std::lock_guard lock(mu_);
   size_t count = 0;
   for (const auto& [name, entry] : entries_) {
@@ -59,7 +64,8 @@ size_t ResourceSliceStore::size() const {
   return count;
 }
 
-void ResourceSliceStore::assumeWritten(const ResourceSlice& returned_by_server) {
+template <typename T>
+void Store<T>::assumeWritten(const T& returned_by_server) {
   const std::string& name = returned_by_server.metadata.name;
   const auto written_at = resourceVersionAsInt(returned_by_server.metadata.resource_version);
   std::lock_guard lock(mu_);
@@ -77,11 +83,12 @@ void ResourceSliceStore::assumeWritten(const ResourceSlice& returned_by_server) 
       *entry.assumed->resource_version > *written_at) {
     return;
   }
-  entry.assumed = Assumption{std::make_shared<const ResourceSlice>(returned_by_server), written_at};
+  entry.assumed = Assumption{std::make_shared<const T>(returned_by_server), written_at};
   refreshLocked(name);
 }
 
-void ResourceSliceStore::assumeDeleted(const std::string& name) {
+template <typename T>
+void Store<T>::assumeDeleted(const std::string& name) {
   std::lock_guard lock(mu_);
   const auto it = entries_.find(name);
   if (it == entries_.end() || !it->second.visible) {
@@ -93,7 +100,8 @@ void ResourceSliceStore::assumeDeleted(const std::string& name) {
   refreshLocked(name);
 }
 
-size_t ResourceSliceStore::pendingAssumptions() const {
+template <typename T>
+size_t Store<T>::pendingAssumptions() const {
   std::lock_guard lock(mu_);
   size_t count = 0;
   for (const auto& [name, entry] : entries_) {
@@ -102,40 +110,43 @@ size_t ResourceSliceStore::pendingAssumptions() const {
   return count;
 }
 
-SlicePtr ResourceSliceStore::applyUpsert(const ResourceSlice& slice) {
-  const std::string& name = slice.metadata.name;
+template <typename T>
+typename Store<T>::Ptr Store<T>::applyUpsert(const T& object) {
+  const std::string& name = object.metadata.name;
   std::lock_guard lock(mu_);
   Entry& entry = entries_[name];
-  SlicePtr previous = std::exchange(entry.watched, std::make_shared<const ResourceSlice>(slice));
+  Ptr previous = std::exchange(entry.watched, std::make_shared<const T>(object));
   settleAfterUpsert(entry);
   refreshLocked(name);
   return previous;
 }
 
-SlicePtr ResourceSliceStore::applyDelete(const ResourceSlice& last_state) {
+template <typename T>
+typename Store<T>::Ptr Store<T>::applyDelete(const T& last_state) {
   const std::string& name = last_state.metadata.name;
   std::lock_guard lock(mu_);
   const auto it = entries_.find(name);
   if (it == entries_.end()) {
     return nullptr;
   }
-  SlicePtr previous = std::exchange(it->second.watched, nullptr);
+  Ptr previous = std::exchange(it->second.watched, nullptr);
   settleAfterDelete(it->second, resourceVersionAsInt(last_state.metadata.resource_version));
   refreshLocked(name);
   return previous;
 }
 
-std::vector<StoreChange> ResourceSliceStore::replace(std::vector<ResourceSlice> items,
-                                                     const std::string& resource_version) {
-  std::map<std::string, SlicePtr> listed;
+template <typename T>
+std::vector<typename Store<T>::Change> Store<T>::replace(std::vector<T> items,
+                                                         const std::string& resource_version) {
+  std::map<std::string, Ptr> listed;
   for (auto& item : items) {
     std::string name = item.metadata.name;
-    listed[std::move(name)] = std::make_shared<const ResourceSlice>(std::move(item));
+    listed[std::move(name)] = std::make_shared<const T>(std::move(item));
   }
   const auto listed_at = resourceVersionAsInt(resource_version);
 
   std::lock_guard lock(mu_);
-  std::vector<StoreChange> changes;
+  std::vector<Change> changes;
   // Names the store knows but the list lacks: gone by the list's version.
   std::vector<std::string> names;
   for (const auto& [name, entry] : entries_) {
@@ -145,7 +156,7 @@ std::vector<StoreChange> ResourceSliceStore::replace(std::vector<ResourceSlice> 
   }
   for (const auto& name : names) {
     Entry& entry = entries_.at(name);
-    SlicePtr previous = std::exchange(entry.watched, nullptr);
+    Ptr previous = std::exchange(entry.watched, nullptr);
     settleAfterDelete(entry, listed_at);
     refreshLocked(name);
     if (previous) {
@@ -153,18 +164,18 @@ std::vector<StoreChange> ResourceSliceStore::replace(std::vector<ResourceSlice> 
     }
   }
   // Names in the list: new or possibly changed.
-  for (auto& [name, slice] : listed) {
+  for (auto& [name, object] : listed) {
     Entry& entry = entries_[name];
-    SlicePtr previous = std::exchange(entry.watched, slice);
+    Ptr previous = std::exchange(entry.watched, object);
     settleAfterUpsert(entry);
     refreshLocked(name);
     if (!previous) {
-      changes.push_back({nullptr, slice});
-    } else if (previous->metadata.resource_version != slice->metadata.resource_version) {
-      changes.push_back({std::move(previous), slice});
+      changes.push_back({nullptr, object});
+    } else if (previous->metadata.resource_version != object->metadata.resource_version) {
+      changes.push_back({std::move(previous), object});
     }
   }
-  std::sort(changes.begin(), changes.end(), [](const StoreChange& a, const StoreChange& b) {
+  std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     const auto& name_a = (a.now ? a.now : a.old)->metadata.name;
     const auto& name_b = (b.now ? b.now : b.old)->metadata.name;
     return name_a < name_b;
@@ -172,7 +183,8 @@ std::vector<StoreChange> ResourceSliceStore::replace(std::vector<ResourceSlice> 
   return changes;
 }
 
-void ResourceSliceStore::settleAfterUpsert(Entry& entry) {
+template <typename T>
+void Store<T>::settleAfterUpsert(Entry& entry) {
   if (!entry.assumed || !entry.watched) {
     return;
   }
@@ -192,7 +204,8 @@ void ResourceSliceStore::settleAfterUpsert(Entry& entry) {
   }
 }
 
-void ResourceSliceStore::settleAfterDelete(Entry& entry, std::optional<int64_t> deleted_at) {
+template <typename T>
+void Store<T>::settleAfterDelete(Entry& entry, std::optional<int64_t> deleted_at) {
   if (!entry.assumed) {
     return;
   }
@@ -207,7 +220,8 @@ void ResourceSliceStore::settleAfterDelete(Entry& entry, std::optional<int64_t> 
   }
 }
 
-void ResourceSliceStore::refreshLocked(const std::string& name) {
+template <typename T>
+void Store<T>::refreshLocked(const std::string& name) {
   const auto it = entries_.find(name);
   if (it == entries_.end()) {
     return;
@@ -235,5 +249,8 @@ void ResourceSliceStore::refreshLocked(const std::string& name) {
     entries_.erase(it);
   }
 }
+
+template class Store<ResourceSlice>;
+template class Store<PartialObjectMetadata>;
 
 }  // namespace rsc::client

@@ -1,9 +1,10 @@
-// ResourceSliceStore: the informer's cache of ResourceSlices, by name and by a
-// secondary index the user chooses (the controller indexes by driver and
-// pool), with a mutation cache so that the controller's own writes are visible
-// at once, before the watch reports them. The Informer feeds it; any thread
-// reads it. Thread-safe: one mutex; objects are handed out as
-// std::shared_ptr<const ResourceSlice> and must not be modified.
+// Store<T>: an informer's cache of one resource's objects, by name and by a
+// secondary index the user chooses (the controller indexes ResourceSlices by
+// driver and pool), with a mutation cache so that the controller's own writes
+// are visible at once, before the watch reports them. The Informer feeds it;
+// any thread reads it. Instantiated for ResourceSlice and for
+// PartialObjectMetadata (the Node cache). Thread-safe: one mutex; objects are
+// handed out as std::shared_ptr<const T> and must not be modified.
 #pragma once
 
 #include <cstdint>
@@ -16,17 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "client/objects.h"
 #include "client/resource_slice.h"
 
 namespace rsc::client {
-
-using SlicePtr = std::shared_ptr<const ResourceSlice>;
-
-// One difference found when the store's content is replaced by a new list.
-struct StoreChange {
-  SlicePtr old;  // null for an added slice
-  SlicePtr now;  // null for a deleted slice
-};
 
 // Two layers: what the list and watch reported ("watched"), and what the
 // controller assumes it wrote ("assumed", the mutation cache). Readers see an
@@ -35,27 +29,35 @@ struct StoreChange {
 // does; where a resourceVersion is not an integer the watched version wins.
 // Deletions win races: a DELETED event (or a relist without the object) at a
 // version equal to or newer than an assumed write removes the object.
-class ResourceSliceStore {
+// T is an object with `metadata.name` and `metadata.resource_version`.
+template <typename T>
+class Store {
  public:
-  // Returns the index key of a slice (for example "driver/pool").
-  using IndexFunc = std::function<std::string(const ResourceSlice&)>;
+  using Ptr = std::shared_ptr<const T>;
+  // Returns the index key of an object (for example "driver/pool").
+  using IndexFunc = std::function<std::string(const T&)>;
+  // One difference found when the store's content is replaced by a new list.
+  struct Change {
+    Ptr old;  // null for an added object
+    Ptr now;  // null for a deleted object
+  };
 
   // Without `index`, byIndex() returns nothing.
-  explicit ResourceSliceStore(IndexFunc index = nullptr);
+  explicit Store(IndexFunc index = nullptr);
 
-  ResourceSliceStore(const ResourceSliceStore&) = delete;
-  ResourceSliceStore& operator=(const ResourceSliceStore&) = delete;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
 
   // Reads: the watched state overlaid with the assumed one.
-  SlicePtr get(const std::string& name) const;
-  std::vector<SlicePtr> list() const;                           // ordered by name
-  std::vector<SlicePtr> byIndex(const std::string& key) const;  // ordered by name
+  Ptr get(const std::string& name) const;
+  std::vector<Ptr> list() const;                           // ordered by name
+  std::vector<Ptr> byIndex(const std::string& key) const;  // ordered by name
   size_t size() const;
 
   // The mutation cache. Records `returned_by_server` (the object a create or
   // update returned) as the current state of its name.
-  void assumeWritten(const ResourceSlice& returned_by_server);
-  // Hides the slice `name` (as currently seen) until the watch confirms the
+  void assumeWritten(const T& returned_by_server);
+  // Hides the object `name` (as currently seen) until the watch confirms the
   // deletion or reports a newer object of that name.
   void assumeDeleted(const std::string& name);
   // Number of assumptions not yet superseded by the watch.
@@ -63,23 +65,22 @@ class ResourceSliceStore {
 
   // Feeding, by the Informer's thread. Each returns the previous watched state
   // (null if none).
-  SlicePtr applyUpsert(const ResourceSlice& slice);
-  SlicePtr applyDelete(const ResourceSlice& last_state);
+  Ptr applyUpsert(const T& object);
+  Ptr applyDelete(const T& last_state);
   // Replaces the watched state with a full list taken at `resource_version`
   // and returns the differences, ordered by name.
-  std::vector<StoreChange> replace(std::vector<ResourceSlice> items,
-                                   const std::string& resource_version);
+  std::vector<Change> replace(std::vector<T> items, const std::string& resource_version);
 
  private:
   struct Assumption {
-    SlicePtr object;  // null: assumed deleted
+    Ptr object;  // null: assumed deleted
     // The version of the write; for a deletion, of the object deleted.
     std::optional<int64_t> resource_version;
   };
   struct Entry {
-    SlicePtr watched;
+    Ptr watched;
     std::optional<Assumption> assumed;
-    SlicePtr visible;
+    Ptr visible;
     std::optional<std::string> index_key;  // of `visible`
   };
 
@@ -96,6 +97,13 @@ class ResourceSliceStore {
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::set<std::string>> index_;  // key -> names
 };
+
+// The stores the controller keeps; defined in store.cc.
+extern template class Store<ResourceSlice>;
+extern template class Store<PartialObjectMetadata>;
+
+using ResourceSliceStore = Store<ResourceSlice>;
+using SlicePtr = ResourceSliceStore::Ptr;
 
 // Returns the resourceVersion as an integer, if it is one.
 std::optional<int64_t> resourceVersionAsInt(const std::string& resource_version);

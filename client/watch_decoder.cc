@@ -134,7 +134,7 @@ StatusOr<WatchEventType> watchEventTypeFromString(const std::string& type) {
 
 // A BOOKMARK carries only metadata.resourceVersion and annotations (such as
 // k8s.io/initial-events-end); a full decode would fail on the missing spec.
-Status bookmarkFromJson(const Json& object, ResourceSlice& slice) {
+Status bookmarkFromJson(const Json& object, ObjectMeta& meta) {
   const auto metadata = object.find("metadata");
   if (metadata == object.end() || !metadata->is_object()) {
     return invalidArgument("watch event: BOOKMARK object.metadata: must be an object");
@@ -144,7 +144,7 @@ Status bookmarkFromJson(const Json& object, ResourceSlice& slice) {
     return invalidArgument(
         "watch event: BOOKMARK object.metadata.resourceVersion: must be a non-empty string");
   }
-  slice.metadata.resource_version = rv->get<std::string>();
+  meta.resource_version = rv->get<std::string>();
   const auto annotations = metadata->find("annotations");
   if (annotations != metadata->end() && !annotations->is_null()) {
     if (!annotations->is_object()) {
@@ -156,15 +156,16 @@ Status bookmarkFromJson(const Json& object, ResourceSlice& slice) {
         return invalidArgument("watch event: BOOKMARK object.metadata.annotations[\"" + key +
                                "\"]: must be a string");
       }
-      slice.metadata.annotations[key] = value.get<std::string>();
+      meta.annotations[key] = value.get<std::string>();
     }
   }
   return okStatus();
 }
 
-}  // namespace
-
-StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event) {
+// One event whose object `decode` turns into a T.
+template <typename T>
+StatusOr<WatchEvent<T>> watchEventFromJson(const Json& event,
+                                           StatusOr<T> (*decode)(const Json& object)) {
   if (!event.is_object()) {
     return invalidArgument("watch event: must be an object");
   }
@@ -179,21 +180,21 @@ StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& 
   ASSIGN_OR_RETURN(const WatchEventType event_type,
                    watchEventTypeFromString(type->get_ref<const std::string&>()));
 
-  WatchEvent<ResourceSlice> result;
+  WatchEvent<T> result;
   result.type = event_type;
   switch (event_type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified:
     case WatchEventType::kDeleted: {
-      StatusOr<ResourceSlice> slice = resourceSliceFromJson(*object);
-      if (!slice.ok()) {
-        return slice.status().withContext("watch event " + type->get<std::string>() + " object");
+      StatusOr<T> decoded = decode(*object);
+      if (!decoded.ok()) {
+        return decoded.status().withContext("watch event " + type->get<std::string>() + " object");
       }
-      result.object = std::move(slice).value();
+      result.object = std::move(decoded).value();
       break;
     }
     case WatchEventType::kBookmark:
-      RETURN_IF_ERROR(bookmarkFromJson(*object, result.object));
+      RETURN_IF_ERROR(bookmarkFromJson(*object, result.object.metadata));
       break;
     case WatchEventType::kError:
       result.error = statusFromKubeStatus(*object);
@@ -206,6 +207,17 @@ StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& 
       break;
   }
   return result;
+}
+
+}  // namespace
+
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event) {
+  return watchEventFromJson<ResourceSlice>(event, resourceSliceFromJson);
+}
+
+StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJson(
+    const Json& event) {
+  return watchEventFromJson<PartialObjectMetadata>(event, partialObjectMetadataFromJson);
 }
 
 }  // namespace rsc::client

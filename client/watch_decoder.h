@@ -44,5 +44,8 @@ class WatchDecoder {
 // typed event. An ERROR event's object is a metav1.Status and becomes
 // WatchEvent::error (a 410 is StatusCode::kGone).
 StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event);
+// For a watch that asked for PartialObjectMetadata (the Node cache's).
+StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJson(
+    const Json& event);
 
 }  // namespace rsc::client

@@ -18,6 +18,7 @@
 
 #include "client/config.h"
 #include "client/http_transport.h"
+#include "client/informer.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -292,13 +293,16 @@ int run(const controller::ServiceFlags& flags) {
   copts.observer = &reconcile_observer;
   copts.reconciler_observer = &reconcile_observer;
   copts.queue_observer = &queue_observer;
-  copts.on_watch_restart = [&watch_metrics](std::string_view reason) {
+  copts.on_watch_restart = [&watch_metrics](std::string_view resource, std::string_view reason) {
+    const auto watched = resource == client::NodeMetadata::kResource
+                             ? metrics::WatchedResource::kNodes
+                             : metrics::WatchedResource::kResourceSlices;
     if (reason == "gone") {
-      watch_metrics.restarted(metrics::WatchRestartReason::kExpired);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kExpired);
     } else if (reason == "closed") {
-      watch_metrics.restarted(metrics::WatchRestartReason::kClosed);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kClosed);
     } else {
-      watch_metrics.restarted(metrics::WatchRestartReason::kError);
+      watch_metrics.restarted(watched, metrics::WatchRestartReason::kError);
     }
   };
   auto controller = controller::Controller::create(copts);
@@ -444,7 +448,7 @@ int run(const controller::ServiceFlags& flags) {
     health_server = std::move(*server);
   }
 
-  // Start watching; every replica keeps a warm cache.
+  // Start watching; every replica keeps warm caches (slices and Nodes).
   ctrl->start();
   log::info("Serving", {{"inventory", (*inventory_server)->address()},
                         {"advertise", own_url},

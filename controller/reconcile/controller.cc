@@ -1,5 +1,7 @@
 #include "controller/reconcile/controller.h"
 
+#include <utility>
+
 #include "common/log.h"
 
 namespace rsc::controller {
@@ -9,6 +11,18 @@ namespace {
 // separator that cannot occur in either name.
 std::string poolIndexKey(const std::string& driver, const std::string& pool) {
   return driver + '\n' + pool;
+}
+
+// What the Node cache keeps of a Node: its identity, for owner references,
+// and the resourceVersion the informer needs. Labels, annotations and
+// managedFields (most of a Node's metadata) are dropped.
+void keepNodeIdentity(client::PartialObjectMetadata& node) {
+  client::ObjectMeta kept;
+  kept.name = std::move(node.metadata.name);
+  kept.uid = std::move(node.metadata.uid);
+  kept.resource_version = std::move(node.metadata.resource_version);
+  node.metadata = std::move(kept);
+  node.unknown = nullptr;
 }
 
 }  // namespace
@@ -90,6 +104,22 @@ class Controller::StoreCache : public SliceCache {
   std::map<PoolKey, std::vector<Event>> deferred_;
 };
 
+// The reconciler's view of the Node informer's store.
+class Controller::NodeStoreCache : public NodeCache {
+ public:
+  explicit NodeStoreCache(const client::Store<client::PartialObjectMetadata>& store)
+      : store_(store) {}
+
+  std::optional<std::string> nodeUid(const std::string& name) const override {
+    const auto node = store_.get(name);
+    if (node == nullptr) return std::nullopt;
+    return node->metadata.uid;
+  }
+
+ private:
+  const client::Store<client::PartialObjectMetadata>& store_;
+};
+
 StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions options) {
   if (options.api == nullptr) return invalidArgument("controller: api is required");
   if (options.clock == nullptr) return invalidArgument("controller: clock is required");
@@ -100,14 +130,19 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   }
   std::unique_ptr<Controller> c(new Controller(options));
 
-  client::InformerOptions informer_options;
+  client::InformerOptions<client::ResourceSlices> informer_options;
   informer_options.label_selector = std::string(kManagedByLabel) + "=" + kManagedByValue;
   informer_options.index = [](const client::ResourceSlice& s) {
     return poolIndexKey(s.spec.driver, s.spec.pool.name);
   };
-  informer_options.on_watch_restart = options.on_watch_restart;
+  if (options.on_watch_restart) {
+    informer_options.on_watch_restart = [report =
+                                             options.on_watch_restart](std::string_view reason) {
+      report(client::ResourceSlices::kResource, reason);
+    };
+  }
   Controller* self = c.get();
-  client::InformerHandlers handlers;
+  client::InformerHandlers<client::ResourceSlices> handlers;
   handlers.on_add = [self](const client::ResourceSlice& s) {
     if (!self->cache_->settled(s, false)) self->enqueueSlice(s);
   };
@@ -121,15 +156,44 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   handlers.on_delete = [self](const client::ResourceSlice& s) {
     if (!self->cache_->settled(s, true)) self->enqueueSlice(s);
   };
-  ASSIGN_OR_RETURN(c->informer_, client::Informer::create(*options.api, *options.clock,
-                                                          informer_options, handlers));
+  ASSIGN_OR_RETURN(c->informer_, client::Informer<client::ResourceSlices>::create(
+                                     *options.api, *options.clock, informer_options, handlers));
   c->cache_ = std::make_unique<StoreCache>(c->informer_->store());
+
+  // The Node cache. A Node that appears, goes, or comes back with a new UID
+  // (re-created) has its pools reconciled at once: a pool that failed for
+  // want of its Node is published without waiting for its backoff, and owner
+  // references follow the live UID. Updates of the same Node (status,
+  // labels) change nothing the controller uses.
+  client::InformerOptions<client::NodeMetadata> node_options;
+  node_options.transform = keepNodeIdentity;
+  if (options.on_watch_restart) {
+    node_options.on_watch_restart = [report = options.on_watch_restart](std::string_view reason) {
+      report(client::NodeMetadata::kResource, reason);
+    };
+  }
+  client::InformerHandlers<client::NodeMetadata> node_handlers;
+  node_handlers.on_add = [self](const client::PartialObjectMetadata& node) {
+    self->enqueueNode(node.metadata.name);
+  };
+  node_handlers.on_update = [self](const client::PartialObjectMetadata& old,
+                                   const client::PartialObjectMetadata& node) {
+    if (old.metadata.uid != node.metadata.uid) self->enqueueNode(node.metadata.name);
+  };
+  node_handlers.on_delete = [self](const client::PartialObjectMetadata& node) {
+    self->enqueueNode(node.metadata.name);
+  };
+  ASSIGN_OR_RETURN(c->node_informer_,
+                   client::Informer<client::NodeMetadata>::create(*options.api, *options.clock,
+                                                                  node_options, node_handlers));
+  c->nodes_ = std::make_unique<NodeStoreCache>(c->node_informer_->store());
 
   ReconcilerOptions r;
   r.api = options.api;
   r.clock = options.clock;
   r.store = options.store;
   r.cache = c->cache_.get();
+  r.nodes = c->nodes_.get();
   r.observer = options.reconciler_observer;
   r.max_parallel_writes = options.max_parallel_writes;
   // No deletions until leading starts and sets the real grace.
@@ -158,15 +222,26 @@ void Controller::enqueueSlice(const client::ResourceSlice& slice) {
   queue_->add(PoolKey{slice.spec.driver, slice.spec.pool.name});
 }
 
+void Controller::enqueueNode(const std::string& node) {
+  const std::vector<PoolKey> keys = options_.store->keysOnNode(node);
+  if (keys.empty()) return;
+  log::debug(2, "Node appeared, went or was re-created: reconciling its pools",
+             {{"node", node}, {"pools", static_cast<int64_t>(keys.size())}});
+  for (const PoolKey& key : keys) queue_->add(key);
+}
+
 void Controller::start() {
   if (options_.manual_for_test) return;
   informer_->start();
+  node_informer_->start();
   housekeeping_ = std::jthread([this](std::stop_token stop) { housekeepingLoop(stop); });
 }
 
-bool Controller::waitForCacheSync(std::stop_token stop) { return informer_->waitForSync(stop); }
+bool Controller::waitForCacheSync(std::stop_token stop) {
+  return informer_->waitForSync(stop) && node_informer_->waitForSync(stop);
+}
 
-bool Controller::hasSynced() const { return informer_->hasSynced(); }
+bool Controller::hasSynced() const { return informer_->hasSynced() && node_informer_->hasSynced(); }
 
 void Controller::startLeading(std::stop_token stop) {
   // Under mu_, so that stopLeading() either sees the workers or prevents them.
@@ -216,6 +291,7 @@ void Controller::stop() {
     housekeeping_.join();
   }
   informer_->stop();
+  node_informer_->stop();
 }
 
 bool Controller::processNextItemForTest() { return processNextItem(false); }

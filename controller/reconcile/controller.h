@@ -1,12 +1,13 @@
-// Controller: the reconcile loop. It watches managed ResourceSlices through an
-// informer (every replica keeps a warm cache), and, once told it leads, runs
-// workers that take (driver, pool) keys from the work queue and reconcile
-// them; failed keys are retried with per-key backoff, so one bad pool never
-// delays another. Pushes enqueue through the DesiredStore's change listener;
-// foreign changes to managed slices enqueue through the informer's handlers.
-// Threading: the informer's thread only enqueues; `workers` threads block on
-// the queue; a housekeeping thread expires leases and refreshes gauges. All
-// public methods are thread-safe.
+// Controller: the reconcile loop. It watches managed ResourceSlices and the
+// metadata of Nodes through two informers (every replica keeps both caches
+// warm), and, once told it leads, runs workers that take (driver, pool) keys
+// from the work queue and reconcile them; failed keys are retried with per-key
+// backoff, so one bad pool never delays another. Pushes enqueue through the
+// DesiredStore's change listener; foreign changes to managed slices, and a
+// Node that appears, goes or is re-created, enqueue through the informers'
+// handlers. Threading: the informers' threads only enqueue; `workers` threads
+// block on the queue; a housekeeping thread expires leases and refreshes
+// gauges. All public methods are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -76,10 +77,12 @@ struct ControllerOptions {
   ControllerObserver* observer = nullptr;
   ReconcilerObserver* reconciler_observer = nullptr;
   WorkQueueObserver* queue_observer = nullptr;
-  std::function<void(std::string_view reason)> on_watch_restart;
-  // Tests drive the loop themselves: no informer thread, no workers, no
-  // housekeeping thread, and the queue releases delayed keys only on
-  // releaseDueForTest().
+  // An informer's watch restarted: resource is "resourceslices" or "nodes",
+  // reason as InformerOptions::on_watch_restart says.
+  std::function<void(std::string_view resource, std::string_view reason)> on_watch_restart;
+  // Tests drive the loop themselves: no informer threads (a test starts
+  // them), no workers, no housekeeping thread, and the queue releases delayed
+  // keys only on releaseDueForTest().
   bool manual_for_test = false;
 };
 
@@ -91,10 +94,12 @@ class Controller {
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
 
-  // Starts the informer and the housekeeping thread. Workers wait for
+  // Starts the informers and the housekeeping thread. Workers wait for
   // startLeading().
   void start();
-  // Blocks until the cache holds the first full list, or `stop` is requested.
+  // Blocks until both caches (slices and Nodes) hold their first full list,
+  // or `stop` is requested. The informers list at the same time, so this
+  // waits for the slower of the two.
   bool waitForCacheSync(std::stop_token stop);
   bool hasSynced() const;
   // Starts reconciling: adopts the live slices (the grace period starts now)
@@ -106,15 +111,16 @@ class Controller {
   // Ends leadership for good, at once: workers take no further key (the keys
   // still queued are left alone) and are joined before this returns; a
   // reconcile in flight ends first (its writes are refused once the lease is
-  // gone). The informer keeps running. For a lost lease.
+  // gone). The informers keep running. For a lost lease.
   void stopLeading();
   // Stops taking new work, lets in-flight reconciles finish, then stops the
-  // workers, the informer and the housekeeping thread.
+  // workers, the informers and the housekeeping thread.
   void stop();
 
-  // Test hooks: the informer (to feed it), one synchronous step of a worker
-  // (returns false when the queue is empty), and housekeeping.
-  client::Informer& informerForTest() { return *informer_; }
+  // Test hooks: the informers (to start them), one synchronous step of a
+  // worker (returns false when the queue is empty), and housekeeping.
+  client::Informer<client::ResourceSlices>& informerForTest() { return *informer_; }
+  client::Informer<client::NodeMetadata>& nodeInformerForTest() { return *node_informer_; }
   bool processNextItemForTest();
   void housekeepingForTest() { housekeeping(); }
   WorkQueue<PoolKey>& queueForTest() { return *queue_; }
@@ -122,9 +128,12 @@ class Controller {
 
  private:
   class StoreCache;
+  class NodeStoreCache;
 
   explicit Controller(ControllerOptions options);
   void enqueueSlice(const client::ResourceSlice& slice);
+  // Enqueues the node-local pools of Node `node`.
+  void enqueueNode(const std::string& node);
   bool processNextItem(bool block);
   void workerLoop();
   void housekeeping();
@@ -133,8 +142,10 @@ class Controller {
   ControllerOptions options_;
   std::unique_ptr<RateLimiter<PoolKey>> limiter_;
   std::unique_ptr<WorkQueue<PoolKey>> queue_;
-  std::unique_ptr<client::Informer> informer_;
+  std::unique_ptr<client::Informer<client::ResourceSlices>> informer_;
+  std::unique_ptr<client::Informer<client::NodeMetadata>> node_informer_;
   std::unique_ptr<StoreCache> cache_;
+  std::unique_ptr<NodeStoreCache> nodes_;
   std::unique_ptr<Reconciler> reconciler_;
   std::atomic<bool> leading_{false};
   std::atomic<int> active_workers_{0};

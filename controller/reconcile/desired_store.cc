@@ -23,11 +23,13 @@ bool DesiredStore::putLocked(const PoolKey& key, Pool pool,
   Entry& entry = pools_[key];
   const bool changed = entry.desired == nullptr || !(entry.desired->pool == pool);
   if (changed) {
+    if (entry.desired) unindexNodeLocked(key, *entry.desired);
     auto desired = std::make_shared<DesiredPool>();
     desired->key = key;
     desired->pool = std::move(pool);
     desired->version = next_version_++;
     desired->pushed_at = clock_.now();
+    if (desired->pool.selection.node_name) by_node_[*desired->pool.selection.node_name].insert(key);
     entry.desired = std::move(desired);
     entry.body_digest = body_digest;
   } else if (body_digest) {
@@ -50,6 +52,14 @@ void DesiredStore::recordPushLocked(const PoolKey& key, Entry& entry, bool chang
   status.last_push = clock_.systemNow();
   if (changed && status.phase != PoolPhase::kFailed) status.phase = PoolPhase::kPending;
   if (status.phase == PoolPhase::kWithdrawing) status.phase = PoolPhase::kPending;
+}
+
+void DesiredStore::unindexNodeLocked(const PoolKey& key, const DesiredPool& desired) {
+  if (!desired.pool.selection.node_name) return;
+  auto node = by_node_.find(*desired.pool.selection.node_name);
+  if (node == by_node_.end()) return;
+  node->second.erase(key);
+  if (node->second.empty()) by_node_.erase(node);
 }
 
 uint64_t DesiredStore::put(const PoolKey& key, Pool pool,
@@ -113,7 +123,10 @@ std::map<std::string, uint64_t> DesiredStore::replaceDriver(const std::string& d
 }
 
 bool DesiredStore::removeLocked(const PoolKey& key) {
-  if (pools_.erase(key) == 0) return false;
+  auto it = pools_.find(key);
+  if (it == pools_.end()) return false;
+  if (it->second.desired) unindexNodeLocked(key, *it->second.desired);
+  pools_.erase(it);
   PoolStatus& status = statuses_[key];
   status.key = key;
   status.phase = PoolPhase::kWithdrawing;
@@ -188,6 +201,13 @@ std::vector<PoolKey> DesiredStore::keys(const std::optional<std::string>& driver
     if (!driver || key.driver == *driver) out.push_back(key);
   }
   return out;
+}
+
+std::vector<PoolKey> DesiredStore::keysOnNode(const std::string& node) const {
+  std::lock_guard lock(mu_);
+  auto it = by_node_.find(node);
+  if (it == by_node_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 std::optional<PoolStatus> DesiredStore::status(const PoolKey& key) const {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -123,6 +124,9 @@ class DesiredStore {
   std::shared_ptr<const DesiredPool> get(const PoolKey& key) const;
   // Keys of every desired pool, sorted; of one driver if `driver` is set.
   std::vector<PoolKey> keys(const std::optional<std::string>& driver = std::nullopt) const;
+  // Keys of the desired node-local pools of Node `node` (selection.nodeName),
+  // sorted: what to reconcile when that Node appears or changes identity.
+  std::vector<PoolKey> keysOnNode(const std::string& node) const;
 
   // Statuses. A pool that is neither desired nor has slices has none.
   std::optional<PoolStatus> status(const PoolKey& key) const;
@@ -149,6 +153,8 @@ class DesiredStore {
   // push in the status.
   void recordPushLocked(const PoolKey& key, Entry& entry, bool changed);
   bool removeLocked(const PoolKey& key);
+  // Takes `key` (whose pool is `desired`) out of by_node_.
+  void unindexNodeLocked(const PoolKey& key, const DesiredPool& desired);
   void notifyChange(const std::vector<PoolKey>& keys);
   void notifyStatus(const PoolKey& key);
 
@@ -158,6 +164,8 @@ class DesiredStore {
   mutable std::mutex mu_;
   uint64_t next_version_ = 1;
   std::map<PoolKey, Entry> pools_;
+  // The keys of pools_ with a selection.node_name, by that name.
+  std::map<std::string, std::set<PoolKey>> by_node_;
   std::map<PoolKey, PoolStatus> statuses_;
 };
 

@@ -30,13 +30,16 @@ client::ResourceSliceSpec desiredSpec(const PoolKey& key, const Pool& pool,
   return spec;
 }
 
-std::vector<client::OwnerReference> desiredOwners(const std::optional<client::Node>& node) {
-  if (!node) return {};
+// The owner references of a pool's slices: its Node's, for a node-local pool
+// (`node_uid` set), none otherwise.
+std::vector<client::OwnerReference> desiredOwners(const NodeSelection& selection,
+                                                  const std::optional<std::string>& node_uid) {
+  if (!selection.node_name || !node_uid) return {};
   client::OwnerReference ref;
   ref.api_version = "v1";
   ref.kind = "Node";
-  ref.name = node->metadata.name;
-  ref.uid = node->metadata.uid;
+  ref.name = *selection.node_name;
+  ref.uid = *node_uid;
   ref.controller = true;
   return {ref};
 }
@@ -180,6 +183,16 @@ void Reconciler::fail(const PoolKey& key, const Status& status) {
     if (s.phase != PoolPhase::kWithdrawing) s.phase = PoolPhase::kFailed;
     s.last_error = status;
   });
+}
+
+StatusOr<std::string> Reconciler::nodeUid(const std::string& name) {
+  if (options_.nodes != nullptr) {
+    if (std::optional<std::string> uid = options_.nodes->nodeUid(name)) return std::move(*uid);
+  }
+  // Not in the cache (yet): a Node created a moment ago, or none at all.
+  StatusOr<client::Node> got = options_.api->getNode(name);
+  if (!got.ok()) return got.status();  // the client names the call and the node
+  return std::move(got->metadata.uid);
 }
 
 Status Reconciler::deleteSlice(const PoolKey& key, const SlicePtr& slice) {
@@ -330,13 +343,13 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
 
   // Node-local slices are owned by their Node (its live UID), so that the
   // garbage collector removes them with the node.
-  std::optional<client::Node> node;
+  std::optional<std::string> node_uid;
   if (pool.selection.node_name) {
-    StatusOr<client::Node> got = options_.api->getNode(*pool.selection.node_name);
-    if (!got.ok()) return stop(got.status());  // the client names the call and the node
-    node = std::move(*got);
+    StatusOr<std::string> uid = nodeUid(*pool.selection.node_name);
+    if (!uid.ok()) return stop(uid.status());
+    node_uid = std::move(*uid);
   }
-  const std::vector<client::OwnerReference> owners = desiredOwners(node);
+  const std::vector<client::OwnerReference> owners = desiredOwners(pool.selection, node_uid);
 
   // Classify: which live slices change, which are new.
   const int64_t count = static_cast<int64_t>(plan.slices.size());

@@ -38,6 +38,16 @@ class SliceCache {
   virtual void assumeDeleted(const client::ResourceSlice& last) = 0;
 };
 
+// What the reconciler needs of the Node cache: a Node's live UID by name, for
+// the owner references of node-local slices, without an API call per pool.
+class NodeCache {
+ public:
+  virtual ~NodeCache() = default;
+  // The UID of Node `name` as the cache last saw it; nullopt when the cache
+  // does not hold it (then the reconciler reads the Node from the API server).
+  virtual std::optional<std::string> nodeUid(const std::string& name) const = 0;
+};
+
 // Hooks for metrics and logs, so that reconcile/ does not depend on metrics/.
 class ReconcilerObserver {
  public:
@@ -64,6 +74,8 @@ struct ReconcilerOptions {
   DesiredStore* store = nullptr;
   SliceCache* cache = nullptr;
   // Optional.
+  // Without it, every reconcile of a node-local pool reads its Node.
+  NodeCache* nodes = nullptr;
   ReconcilerObserver* observer = nullptr;
   // Until then, slices of pools nobody has pushed since this process started
   // are left alone: their drivers are expected to push again after a restart
@@ -107,6 +119,8 @@ class Reconciler {
                                 const PoolStatus& status);
   ReconcileResult withdraw(const PoolKey& key, std::vector<SlicePtr> live,
                            const std::optional<PoolStatus>& status);
+  // The UID of Node `name`: from the Node cache, or else from one GET.
+  StatusOr<std::string> nodeUid(const std::string& name);
   Status deleteSlice(const PoolKey& key, const SlicePtr& slice);
   StatusOr<client::ResourceSlice> updateSlice(const PoolKey& key, client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> createSlice(const PoolKey& key,

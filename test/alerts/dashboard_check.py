@@ -29,7 +29,7 @@ METRICS = {
     "resourceslice_controller_pushes_total": {"driver", "code"},
     "resourceslice_controller_inventory_refusals_total": {"reason"},
     "resourceslice_controller_pool_lease_expirations_total": {"driver"},
-    "resourceslice_controller_watch_restarts_total": {"reason"},
+    "resourceslice_controller_watch_restarts_total": {"resource", "reason"},
     "resourceslice_controller_build_info": {"version", "git_commit", "cpp_compiler"},
     "controller_runtime_reconcile_total": {"controller", "result"},
     "controller_runtime_reconcile_errors_total": {"controller"},

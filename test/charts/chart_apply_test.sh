@@ -98,7 +98,7 @@ check "PodDisruptionBudget selects the Deployment's pods" \
   "$(q default "$deploy | .spec.selector.matchLabels")" "$(q default "$pdb | .spec.selector.matchLabels")"
 
 check "controller ClusterRole: exactly the verbs the controller uses" \
-  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete","deletecollection"]},{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]},{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]},{"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]}]' \
+  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete","deletecollection"]},{"apiGroups":[""],"resources":["nodes"],"verbs":["get","list","watch"]},{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]},{"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]}]' \
   "$(q default "$(obj ClusterRole rsc-resourceslice-controller) | .rules")"
 check "leader election Role: leases get, create, update in the release namespace" \
   '["rsc-system",[{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}]]' \

@@ -5,7 +5,7 @@
 #   impersonation: every verb it needs is allowed and nothing else (no patch,
 #   no secrets, no other namespace's Leases); then the calls themselves, made
 #   with that token: ResourceSlice create, update, delete and deletecollection,
-#   Node get, Lease create and update, events.k8s.io Events, and the
+#   Node get and list, Lease create and update, events.k8s.io Events, and the
 #   TokenReview + SubjectAccessReview that authenticate and authorize a driver;
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
@@ -86,7 +86,9 @@ can() {
 for verb in get list watch create update delete deletecollection; do
   can controller yes "$verb" resourceslices.resource.k8s.io
 done
-can controller yes get nodes
+for verb in get list watch; do
+  can controller yes "$verb" nodes
+done
 can controller yes create tokenreviews.authentication.k8s.io
 can controller yes create subjectaccessreviews.authorization.k8s.io
 for events_ns in default "$ns"; do
@@ -98,9 +100,12 @@ for verb in get create update; do
 done
 # ... and nothing more.
 can controller no patch resourceslices.resource.k8s.io
-for verb in list watch update patch delete; do
+for verb in create update patch delete; do
   can controller no "$verb" nodes
 done
+can controller no get nodes --subresource=status
+# (blockOwnerDeletion on an owner reference would need this; the controller sets none)
+can controller no update nodes --subresource=finalizers
 can controller no get secrets -n "$ns"
 can controller no list secrets -n kube-system
 can controller no list secrets --all-namespaces
@@ -124,8 +129,10 @@ metadata:
   name: node-a
 EOF
 check "get the Node of a node-local pool" '"node-a"' "$(as controller get node node-a -o json | jq -c .metadata.name)"
-check "but not list Nodes" Forbidden \
-  "$(as controller get nodes 2>&1 | grep -o Forbidden | head -n1 || true)"
+check "list Nodes (the Node cache)" '"node-a"' \
+  "$(as controller get nodes -o json | jq -c '[.items[].metadata.name] | map(select(. == "node-a")) | .[0]')"
+check "but not change them" Forbidden \
+  "$(as controller label node node-a example.com/x=y 2>&1 | grep -o Forbidden | head -n1 || true)"
 
 slice() {  # slice NAME
   cat <<EOF

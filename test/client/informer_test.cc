@@ -225,8 +225,8 @@ TEST(ResourceSliceStore, ReplaceSettlesAssumptionsByTheListVersion) {
 // and lets the test wait for them.
 class Recorder {
  public:
-  InformerHandlers handlers() {
-    InformerHandlers h;
+  InformerHandlers<ResourceSlices> handlers() {
+    InformerHandlers<ResourceSlices> h;
     h.on_add = [this](const ResourceSlice& s) { record("add " + s.metadata.name); };
     h.on_update = [this](const ResourceSlice& old, const ResourceSlice& now) {
       record("update " + now.metadata.name + " " + old.metadata.resource_version + "->" +
@@ -276,8 +276,8 @@ class Recorder {
 // partition, so that a test can change the server meanwhile.
 class WatchGate {
  public:
-  void install(FakeKubeApi& api) {
-    api.prependReactor("watch", "resourceslices", [this](FakeKubeApi::Request&) {
+  void install(FakeKubeApi& api, const std::string& resource = "resourceslices") {
+    api.prependReactor("watch", resource, [this](FakeKubeApi::Request&) {
       std::unique_lock lock(mu_);
       ++arrived_;
       cv_.notify_all();
@@ -318,8 +318,8 @@ class InformerTest : public ::testing::Test {
     }
   }
 
-  InformerOptions defaultOptions() {
-    InformerOptions options;
+  InformerOptions<ResourceSlices> defaultOptions() {
+    InformerOptions<ResourceSlices> options;
     options.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
     options.index = poolKey;
     options.seed = 7;
@@ -330,8 +330,9 @@ class InformerTest : public ::testing::Test {
     return options;
   }
 
-  void start(InformerOptions options) {
-    auto created = Informer::create(api_, clock_, std::move(options), recorder_.handlers());
+  void start(InformerOptions<ResourceSlices> options) {
+    auto created =
+        Informer<ResourceSlices>::create(api_, clock_, std::move(options), recorder_.handlers());
     ASSERT_TRUE(created.ok()) << created.status().toString();
     informer_ = std::move(created).value();
     informer_->start();
@@ -371,7 +372,7 @@ class InformerTest : public ::testing::Test {
   WatchGate gate_;
   std::mutex mu_;
   std::vector<std::string> restarts_;
-  std::unique_ptr<Informer> informer_;
+  std::unique_ptr<Informer<ResourceSlices>> informer_;
 };
 
 TEST_F(InformerTest, ListsThenWatchesFromTheListVersion) {
@@ -427,7 +428,7 @@ TEST_F(InformerTest, ListsInPages) {
   for (int i = 0; i < 5; ++i) {
     seed("s" + std::to_string(i));
   }
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.page_size = 2;
   start(std::move(options));
   std::stop_source never;
@@ -449,7 +450,7 @@ TEST_F(InformerTest, ExpiredContinueTokenRestartsTheListFromScratch) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.page_size = 2;
   start(std::move(options));
   std::stop_source never;
@@ -565,7 +566,7 @@ TEST_F(InformerTest, BacksOffOnListErrorsWithTheClock) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   options.max_backoff = 2s;
   start(std::move(options));
@@ -613,7 +614,7 @@ TEST_F(InformerTest, WatchErrorsBackOffAndResumeWithoutARelist) {
     }
     return okStatus();
   });
-  InformerOptions options = defaultOptions();
+  InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   start(std::move(options));
   ASSERT_TRUE(api_.waitForActiveWatches(1));
@@ -723,7 +724,7 @@ TEST_F(InformerTest, WaitForSyncReturnsFalseWhenStopped) {
   api_.prependReactor("list", "resourceslices", [](FakeKubeApi::Request&) {
     return Status(StatusCode::kPermissionDenied, "forbidden");
   });
-  Informer informer(api_, clock_, defaultOptions(), {});
+  Informer<ResourceSlices> informer(api_, clock_, defaultOptions(), {});
   std::stop_source stop;
   stop.request_stop();
   EXPECT_FALSE(informer.waitForSync(stop.get_token()));
@@ -738,23 +739,145 @@ TEST_F(InformerTest, StopEndsABlockedWatchAndTheLoop) {
   EXPECT_THAT(restarts(), IsEmpty()) << "stopping is not a restart";
 }
 
+// ---- Informer<NodeMetadata>: the same machinery over Node metadata ----------
+
+// Keeps a Node's name, UID and resourceVersion, as the controller's Node
+// cache does.
+void keepIdentity(PartialObjectMetadata& node) {
+  ObjectMeta kept;
+  kept.name = node.metadata.name;
+  kept.uid = node.metadata.uid;
+  kept.resource_version = node.metadata.resource_version;
+  node.metadata = kept;
+}
+
+class NodeInformerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { gate_.install(api_, "nodes"); }
+  void TearDown() override {
+    gate_.open();
+    if (informer_) {
+      informer_->stop();
+    }
+  }
+
+  // Starts with `transform` and waits for the first list and watch.
+  void startSynced() {
+    InformerOptions<NodeMetadata> options;
+    options.seed = 7;
+    options.transform = keepIdentity;
+    options.on_watch_restart = [this](std::string_view reason) {
+      recorder_.record("restart " + std::string(reason));
+    };
+    InformerHandlers<NodeMetadata> h;
+    h.on_add = [this](const PartialObjectMetadata& n) {
+      recorder_.record("add " + n.metadata.name + " " + n.metadata.uid);
+    };
+    h.on_update = [this](const PartialObjectMetadata& old, const PartialObjectMetadata& now) {
+      recorder_.record("update " + now.metadata.name + " " + old.metadata.uid + "->" +
+                       now.metadata.uid);
+    };
+    h.on_delete = [this](const PartialObjectMetadata& n) {
+      recorder_.record("delete " + n.metadata.name + " " + n.metadata.uid);
+    };
+    auto created = Informer<NodeMetadata>::create(api_, clock_, std::move(options), h);
+    ASSERT_TRUE(created.ok()) << created.status().toString();
+    informer_ = std::move(created).value();
+    informer_->start();
+    std::stop_source never;
+    ASSERT_TRUE(informer_->waitForSync(never.get_token()));
+    ASSERT_TRUE(api_.waitForActiveWatches(1, "nodes"));
+  }
+
+  Node labelled(const std::string& name) {
+    Node node = api_.addNode(name);
+    auto edited = api_.editNode(name, [](Node& n) { n.metadata.labels["zone"] = "a"; });
+    EXPECT_TRUE(edited.ok()) << edited.status().toString();
+    return edited.ok() ? *edited : node;
+  }
+
+  FakeClock clock_;
+  FakeKubeApi api_{clock_};
+  Recorder recorder_;
+  WatchGate gate_;
+  std::unique_ptr<Informer<NodeMetadata>> informer_;
+};
+
+TEST_F(NodeInformerTest, ListsAndWatchesNodeMetadataKeepingWhatTheTransformKeeps) {
+  const Node a = labelled("node-a");
+  startSynced();
+  const Node b = api_.addNode("node-b");
+  ASSERT_TRUE(recorder_.waitFor("add node-b " + b.metadata.uid));
+  api_.removeNode("node-a");
+  ASSERT_TRUE(recorder_.waitFor("delete node-a " + a.metadata.uid));
+  EXPECT_THAT(recorder_.lines(),
+              ElementsAre("add node-a " + a.metadata.uid, "add node-b " + b.metadata.uid,
+                          "delete node-a " + a.metadata.uid));
+
+  // The store holds the transformed metadata only.
+  const auto stored = informer_->store().get("node-b");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(stored->metadata.uid, b.metadata.uid);
+  EXPECT_EQ(stored->metadata.resource_version, b.metadata.resource_version);
+  EXPECT_TRUE(stored->metadata.creation_timestamp.empty());
+  EXPECT_EQ(informer_->store().get("node-a"), nullptr);
+  EXPECT_EQ(api_.countActions("list", "nodes"), 1u);
+  EXPECT_EQ(api_.countActions("list", "resourceslices"), 0u);
+  EXPECT_EQ(api_.countActions("watch", "nodes"), 1u);
+  EXPECT_EQ(informer_->lastResourceVersion(), api_.resourceVersion());
+}
+
+TEST_F(NodeInformerTest, TransformIsAppliedToListedNodesToo) {
+  labelled("node-a");
+  startSynced();
+  const auto stored = informer_->store().get("node-a");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_TRUE(stored->metadata.labels.empty());
+  EXPECT_TRUE(stored->metadata.creation_timestamp.empty());
+}
+
+TEST_F(NodeInformerTest, ANodeReCreatedWhileAwayIsAnUpdateOfItsUidAfterTheRelist) {
+  const Node first = api_.addNode("node-a");
+  startSynced();
+  recorder_.clear();
+
+  // Away while node-a is deleted and created again, and the history is
+  // compacted: the informer's resume answers 410 and it relists.
+  gate_.close();
+  api_.resetWatches();
+  ASSERT_TRUE(gate_.waitArrived(2));
+  api_.removeNode("node-a");
+  const Node second = api_.addNode("node-a");
+  api_.compact();
+  gate_.open();
+
+  ASSERT_TRUE(
+      recorder_.waitFor("update node-a " + first.metadata.uid + "->" + second.metadata.uid));
+  EXPECT_THAT(recorder_.lines(),
+              ElementsAre("restart closed", "restart gone",
+                          "update node-a " + first.metadata.uid + "->" + second.metadata.uid));
+  EXPECT_EQ(informer_->store().get("node-a")->metadata.uid, second.metadata.uid);
+  EXPECT_EQ(api_.countActions("list", "nodes"), 2u);
+}
+
 TEST(InformerOptions, InvalidOptionsAreRejected) {
   FakeClock clock;
   FakeKubeApi api(clock);
-  InformerOptions bad_timeouts;
+  InformerOptions<ResourceSlices> bad_timeouts;
   bad_timeouts.min_watch_timeout = 600s;
   bad_timeouts.max_watch_timeout = 300s;
-  EXPECT_EQ(Informer::create(api, clock, bad_timeouts, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_timeouts, {}).status().code(),
             StatusCode::kInvalidArgument);
-  InformerOptions bad_backoff;
+  InformerOptions<ResourceSlices> bad_backoff;
   bad_backoff.initial_backoff = Clock::Duration::zero();
-  EXPECT_EQ(Informer::create(api, clock, bad_backoff, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_backoff, {}).status().code(),
             StatusCode::kInvalidArgument);
-  InformerOptions bad_page;
+  InformerOptions<ResourceSlices> bad_page;
   bad_page.page_size = -1;
-  EXPECT_EQ(Informer::create(api, clock, bad_page, {}).status().code(),
+  EXPECT_EQ(Informer<ResourceSlices>::create(api, clock, bad_page, {}).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Informer::create(api, clock, InformerOptions{}, {}).ok());
+  EXPECT_TRUE(
+      Informer<ResourceSlices>::create(api, clock, InformerOptions<ResourceSlices>{}, {}).ok());
 }
 
 }  // namespace

@@ -650,8 +650,9 @@ struct Seen {
   StatusCode error = StatusCode::kOk;
 };
 
-WatchHandler<ResourceSlice> recordInto(std::vector<Seen>& seen) {
-  return [&seen](const WatchEvent<ResourceSlice>& e) {
+template <typename T = ResourceSlice>
+WatchHandler<T> recordInto(std::vector<Seen>& seen) {
+  return [&seen](const WatchEvent<T>& e) {
     seen.push_back(
         {e.type, e.object.metadata.name, e.object.metadata.resource_version, e.error.code()});
     return true;
@@ -851,6 +852,83 @@ TEST_F(RestKubeApiTest, WatchEndsOnTheClientsStopToo) {
   Status status = api_->watchResourceSlices({}, recordInto(seen), std::stop_token());
   EXPECT_EQ(status.code(), StatusCode::kCancelled);
   EXPECT_TRUE(transport_.requests().empty());
+}
+
+// ---------------------------------------------------------------------------
+// Node metadata.
+
+// The value of header `name` of `req` ("" when absent).
+std::string header(const HttpRequest& req, const std::string& name) {
+  for (const auto& [key, value] : req.headers) {
+    if (key == name) {
+      return value;
+    }
+  }
+  return "";
+}
+
+std::string nodeMetadataJson(const std::string& name, const std::string& rv) {
+  return R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":")" +
+         name + R"(","uid":"uid-)" + name + R"(","resourceVersion":")" + rv +
+         R"(","labels":{"zone":"a"},"managedFields":[{"manager":"kubelet"}]}})";
+}
+
+TEST_F(RestKubeApiTest, NodeMetadataListAsksForPartialObjectMetadataList) {
+  transport_.reply(200, R"({"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+      "metadata":{"resourceVersion":"40","continue":"more"},"items":[)" +
+                            nodeMetadataJson("n1", "31") + "," + nodeMetadataJson("n2", "32") +
+                            "]}");
+  ListOptions o;
+  o.limit = 500;
+  auto list = api_->listNodeMetadata(o);
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  const HttpRequest& req = transport_.last();
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_EQ(req.path_and_query, "/api/v1/nodes?limit=500");
+  EXPECT_EQ(header(req, "Accept"),
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+  EXPECT_EQ(list->resource_version, "40");
+  EXPECT_EQ(list->continue_token, "more");
+  ASSERT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(list->items[1].metadata.name, "n2");
+  EXPECT_EQ(list->items[1].metadata.uid, "uid-n2");
+  EXPECT_EQ(list->items[1].metadata.resource_version, "32");
+  EXPECT_EQ(list->items[1].metadata.labels.at("zone"), "a");
+
+  // A whole Node is refused: the answer must be what was asked for.
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"1"},"items":[{"kind":"Node",
+      "apiVersion":"v1","metadata":{"name":"n1"}}]})");
+  auto whole = api_->listNodeMetadata({});
+  EXPECT_EQ(whole.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(whole.status().message(), HasSubstr("list Node metadata: cannot decode items[0]"));
+}
+
+TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", nodeMetadataJson("n1", "41")) +
+                  event("BOOKMARK", R"({"kind":"PartialObjectMetadata",)"
+                                    R"("apiVersion":"meta.k8s.io/v1",)"
+                                    R"("metadata":{"resourceVersion":"42"}})"),
+              event("DELETED", nodeMetadataJson("n1", "43"))};
+  transport_.script(s);
+  ListOptions o;
+  o.resource_version = "40";
+  o.allow_watch_bookmarks = true;
+  o.timeout_seconds = 300;
+  std::vector<Seen> seen;
+  Status status = api_->watchNodeMetadata(o, recordInto<PartialObjectMetadata>(seen), {});
+  ASSERT_TRUE(status.ok()) << status.toString();
+  const HttpRequest& req = transport_.last();
+  EXPECT_EQ(req.path_and_query,
+            "/api/v1/nodes?watch=1&resourceVersion=40&allowWatchBookmarks=true&timeoutSeconds=300");
+  EXPECT_EQ(header(req, "Accept"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
+  EXPECT_EQ(seen[0].name, "n1");
+  EXPECT_EQ(seen[1].type, WatchEventType::kBookmark);
+  EXPECT_EQ(seen[1].resource_version, "42");
+  EXPECT_EQ(seen[2].type, WatchEventType::kDeleted);
+  EXPECT_EQ(seen[2].resource_version, "43");
 }
 
 }  // namespace

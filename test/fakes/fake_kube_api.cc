@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <thread>
+#include <type_traits>
 
 namespace rsc::testing {
 
@@ -248,6 +249,42 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
 constexpr std::string_view kLeases = "leases.coordination.k8s.io";
 
+// Queues the first events of a watch as the API server does: from "" or "0",
+// every current object (`add_current`); from a resourceVersion, the events of
+// `history` (which holds every event after `floor`) after it, each through
+// `replay`; from before `floor`, an ERROR 410 event, as the watch cache sends
+// it.
+template <typename T, typename Entry>
+Status queueFirstEvents(const ListOptions& options, uint64_t floor,
+                        const std::deque<Entry>& history, std::deque<WatchEvent<T>>& pending,
+                        const std::function<void()>& add_current,
+                        const std::type_identity_t<std::function<void(const Entry&)>>& replay) {
+  const std::string rv = options.resource_version.value_or("");
+  if (rv.empty() || rv == "0") {
+    add_current();
+    return okStatus();
+  }
+  const auto from = parseResourceVersion(rv);
+  if (!from) {
+    return invalidArgument("invalid resource version: " + rv);
+  }
+  if (*from < floor) {
+    WatchEvent<T> gone;
+    gone.type = WatchEventType::kError;
+    gone.error = Status(StatusCode::kGone,
+                        "too old resource version: " + rv + " (" + std::to_string(floor + 1) + ")",
+                        {}, "Expired");
+    pending.push_back(std::move(gone));
+    return okStatus();
+  }
+  for (const auto& entry : history) {
+    if (entry.resource_version > *from) {
+      replay(entry);
+    }
+  }
+  return okStatus();
+}
+
 FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::string ns,
                                 std::string name) {
   FakeKubeApi::Request request;
@@ -260,12 +297,13 @@ FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::str
 
 }  // namespace
 
-// One open watch. Guarded by the fake's mutex.
+// One open watch of ResourceSlices. Guarded by the fake's mutex.
 struct FakeKubeApi::Watcher {
   ListOptions options;
   Selector selector;
   std::deque<WatchEvent<ResourceSlice>> pending;
-  bool closed = false;  // resetWatches(): end now, drop what is pending
+  bool closed = false;      // resetWatches(): end now, drop what is pending
+  bool delivering = false;  // an event is in the handler
 
   // Queues the event `entry` means for this watch's selection, if any.
   void offer(const HistoryEntry& entry) {
@@ -305,12 +343,21 @@ struct FakeKubeApi::Watcher {
   }
 };
 
+// One open watch of Node metadata. Guarded by the fake's mutex.
+struct FakeKubeApi::NodeWatcher {
+  ListOptions options;
+  std::deque<WatchEvent<client::PartialObjectMetadata>> pending;
+  bool closed = false;
+  bool delivering = false;
+};
+
 FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
     : clock_(clock),
       options_(options),
       random_(options.seed),
       resource_version_(kInitialResourceVersion),
-      history_floor_(kInitialResourceVersion) {}
+      history_floor_(kInitialResourceVersion),
+      node_history_floor_(kInitialResourceVersion) {}
 
 FakeKubeApi::~FakeKubeApi() = default;
 
@@ -387,6 +434,59 @@ void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
     history_.pop_front();
   }
   cv_.notify_all();
+}
+
+void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
+  NodeHistoryEntry entry;
+  entry.resource_version = resource_version_;
+  entry.type = type;
+  entry.object.metadata = node.metadata;
+  for (const auto& watcher : node_watchers_) {
+    watcher->pending.push_back({type, entry.object, {}});
+  }
+  node_history_.push_back(std::move(entry));
+  while (node_history_.size() > options_.watch_history) {
+    node_history_floor_ = node_history_.front().resource_version;
+    node_history_.pop_front();
+  }
+  cv_.notify_all();
+}
+
+template <typename W, typename T>
+Status FakeKubeApi::serveWatchLocked(std::unique_lock<std::mutex>& lock,
+                                     std::vector<std::shared_ptr<W>>& registry,
+                                     const std::shared_ptr<W>& watcher,
+                                     const client::WatchHandler<T>& handler,
+                                     const std::stop_token& stop, std::string_view what) {
+  registry.push_back(watcher);
+  cv_.notify_all();
+  auto unregister = [&] {
+    std::erase(registry, watcher);
+    cv_.notify_all();
+  };
+  while (true) {
+    cv_.wait(lock, stop, [&] { return watcher->closed || !watcher->pending.empty(); });
+    if (stop.stop_requested()) {
+      unregister();
+      return cancelled("watch " + std::string(what) + ": stopped");
+    }
+    if (watcher->closed) {
+      unregister();
+      return okStatus();
+    }
+    WatchEvent<T> event = std::move(watcher->pending.front());
+    watcher->pending.pop_front();
+    watcher->delivering = true;
+    lock.unlock();
+    const bool more = handler(event);
+    lock.lock();
+    watcher->delivering = false;
+    cv_.notify_all();
+    if (!more || event.type == WatchEventType::kError) {
+      unregister();
+      return okStatus();
+    }
+  }
 }
 
 // ---- ResourceSlices ---------------------------------------------------------
@@ -592,63 +692,18 @@ Status FakeKubeApi::watchResourceSlices(const ListOptions& options,
   watcher->options = opts;
   { ASSIGN_OR_RETURN(watcher->selector, parseSelector(opts)); }
 
-  // Initial events: the current state, or the history after the given version.
-  const std::string rv = opts.resource_version.value_or("");
-  if (rv.empty() || rv == "0") {
-    for (const auto& [name, slice] : slices_) {
-      if (watcher->selector.matches(slice)) {
-        watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
-      }
-    }
-  } else {
-    const auto from = parseResourceVersion(rv);
-    if (!from) {
-      return invalidArgument("invalid resource version: " + rv);
-    }
-    if (*from < history_floor_) {
-      WatchEvent<ResourceSlice> gone;
-      gone.type = WatchEventType::kError;
-      gone.error = Status(
-          StatusCode::kGone,
-          "too old resource version: " + rv + " (" + std::to_string(history_floor_ + 1) + ")", {},
-          "Expired");
-      watcher->pending.push_back(std::move(gone));
-    } else {
-      for (const auto& entry : history_) {
-        if (entry.resource_version > *from) {
-          watcher->offer(entry);
+  RETURN_IF_ERROR(queueFirstEvents(
+      opts, history_floor_, history_, watcher->pending,
+      [&] {
+        for (const auto& [name, slice] : slices_) {
+          if (watcher->selector.matches(slice)) {
+            watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
+          }
         }
-      }
-    }
-  }
-  watchers_.push_back(watcher);
+      },
+      [&](const HistoryEntry& entry) { watcher->offer(entry); }));
   ++watches_started_;
-  cv_.notify_all();
-
-  auto unregister = [&] {
-    std::erase(watchers_, watcher);
-    cv_.notify_all();
-  };
-  while (true) {
-    cv_.wait(lock, stop, [&] { return watcher->closed || !watcher->pending.empty(); });
-    if (stop.stop_requested()) {
-      unregister();
-      return cancelled("watch ResourceSlices: stopped");
-    }
-    if (watcher->closed) {
-      unregister();
-      return okStatus();
-    }
-    WatchEvent<ResourceSlice> event = std::move(watcher->pending.front());
-    watcher->pending.pop_front();
-    lock.unlock();
-    const bool more = handler(event);
-    lock.lock();
-    if (!more || event.type == WatchEventType::kError) {
-      unregister();
-      return okStatus();
-    }
-  }
+  return serveWatchLocked(lock, watchers_, watcher, handler, stop, "ResourceSlices");
 }
 
 StatusOr<ResourceSlice> FakeKubeApi::createResourceSlice(const ResourceSlice& slice) {
@@ -770,6 +825,45 @@ StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {
     return notFoundError("nodes", request.name);
   }
   return it->second;
+}
+
+StatusOr<client::PartialObjectMetadataList> FakeKubeApi::listNodeMetadata(
+    const ListOptions& options) {
+  Request request = newRequest("list", "nodes", "", "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  client::PartialObjectMetadataList list;
+  list.resource_version = std::to_string(resource_version_);
+  for (const auto& [name, node] : nodes_) {
+    list.items.push_back({node.metadata, nullptr});
+  }
+  return list;
+}
+
+Status FakeKubeApi::watchNodeMetadata(
+    const ListOptions& options, const client::WatchHandler<client::PartialObjectMetadata>& handler,
+    std::stop_token stop) {
+  Request request = newRequest("watch", "nodes", "", "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  const ListOptions& opts = request.options;
+  std::unique_lock lock(mu_);
+  auto watcher = std::make_shared<NodeWatcher>();
+  watcher->options = opts;
+
+  RETURN_IF_ERROR(queueFirstEvents(
+      opts, node_history_floor_, node_history_, watcher->pending,
+      [&] {
+        for (const auto& [name, node] : nodes_) {
+          watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
+        }
+      },
+      [&](const NodeHistoryEntry& entry) {
+        watcher->pending.push_back({entry.type, entry.object, {}});
+      }));
+  ++node_watches_started_;
+  return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
 
 StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
@@ -919,36 +1013,44 @@ std::string FakeKubeApi::resourceVersion() const {
   return std::to_string(resource_version_);
 }
 
+template <typename F>
+void FakeKubeApi::forEachWatcherLocked(F f) const {
+  for (const auto& watcher : watchers_) {
+    f(*watcher);
+  }
+  for (const auto& watcher : node_watchers_) {
+    f(*watcher);
+  }
+}
+
 void FakeKubeApi::resetWatches() {
   std::lock_guard lock(mu_);
-  for (const auto& watcher : watchers_) {
-    watcher->closed = true;
-  }
+  forEachWatcherLocked([](auto& watcher) { watcher.closed = true; });
   cv_.notify_all();
 }
 
 void FakeKubeApi::sendWatchError(const Status& error) {
   std::lock_guard lock(mu_);
-  for (const auto& watcher : watchers_) {
-    WatchEvent<ResourceSlice> event;
+  forEachWatcherLocked([&](auto& watcher) {
+    typename decltype(watcher.pending)::value_type event;
     event.type = WatchEventType::kError;
     event.error = error;
-    watcher->pending.push_back(std::move(event));
-  }
+    watcher.pending.push_back(std::move(event));
+  });
   cv_.notify_all();
 }
 
 void FakeKubeApi::sendBookmark() {
   std::lock_guard lock(mu_);
-  for (const auto& watcher : watchers_) {
-    if (!watcher->options.allow_watch_bookmarks) {
-      continue;
+  forEachWatcherLocked([&](auto& watcher) {
+    if (!watcher.options.allow_watch_bookmarks) {
+      return;
     }
-    WatchEvent<ResourceSlice> event;
+    typename decltype(watcher.pending)::value_type event;
     event.type = WatchEventType::kBookmark;
     event.object.metadata.resource_version = std::to_string(resource_version_);
-    watcher->pending.push_back(std::move(event));
-  }
+    watcher.pending.push_back(std::move(event));
+  });
   cv_.notify_all();
 }
 
@@ -956,27 +1058,46 @@ void FakeKubeApi::compact() {
   std::lock_guard lock(mu_);
   history_.clear();
   history_floor_ = resource_version_;
+  node_history_.clear();
+  node_history_floor_ = resource_version_;
   snapshots_.clear();
 }
 
-size_t FakeKubeApi::activeWatches() const {
+size_t FakeKubeApi::activeWatches(std::string_view resource) const {
   std::lock_guard lock(mu_);
-  return watchers_.size();
+  return resource == "nodes" ? node_watchers_.size() : watchers_.size();
 }
 
-size_t FakeKubeApi::watchesStarted() const {
+size_t FakeKubeApi::watchesStarted(std::string_view resource) const {
   std::lock_guard lock(mu_);
-  return watches_started_;
+  return resource == "nodes" ? node_watches_started_ : watches_started_;
 }
 
-bool FakeKubeApi::waitForActiveWatches(size_t n, std::chrono::milliseconds timeout) const {
+bool FakeKubeApi::waitForActiveWatches(size_t n, std::string_view resource,
+                                       std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return watchers_.size() == n; });
+  return cv_.wait_for(lock, timeout, [&] {
+    return (resource == "nodes" ? node_watchers_.size() : watchers_.size()) == n;
+  });
 }
 
-bool FakeKubeApi::waitForWatchesStarted(size_t n, std::chrono::milliseconds timeout) const {
+bool FakeKubeApi::waitForWatchesStarted(size_t n, std::string_view resource,
+                                        std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return watches_started_ >= n; });
+  return cv_.wait_for(lock, timeout, [&] {
+    return (resource == "nodes" ? node_watches_started_ : watches_started_) >= n;
+  });
+}
+
+bool FakeKubeApi::waitForWatchesDelivered(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    bool idle = true;
+    forEachWatcherLocked([&](const auto& watcher) {
+      idle = idle && (watcher.closed || (watcher.pending.empty() && !watcher.delivering));
+    });
+    return idle;
+  });
 }
 
 Node FakeKubeApi::addNode(const std::string& name) {
@@ -987,12 +1108,37 @@ Node FakeKubeApi::addNode(const std::string& name) {
   node.metadata.creation_timestamp = formatTime(clock_.systemNow());
   node.metadata.resource_version = nextResourceVersionLocked();
   nodes_[name] = node;
+  publishNodeLocked(WatchEventType::kAdded, node);
   return node;
+}
+
+StatusOr<Node> FakeKubeApi::editNode(const std::string& name,
+                                     const std::function<void(Node&)>& edit) {
+  std::lock_guard lock(mu_);
+  const auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return notFoundError("nodes", name);
+  }
+  Node edited = it->second;
+  edit(edited);
+  edited.metadata.name = name;
+  edited.metadata.uid = it->second.metadata.uid;
+  edited.metadata.resource_version = nextResourceVersionLocked();
+  it->second = edited;
+  publishNodeLocked(WatchEventType::kModified, edited);
+  return edited;
 }
 
 void FakeKubeApi::removeNode(const std::string& name) {
   std::lock_guard lock(mu_);
-  nodes_.erase(name);
+  const auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return;
+  }
+  Node last = std::move(it->second);
+  nodes_.erase(it);
+  last.metadata.resource_version = nextResourceVersionLocked();
+  publishNodeLocked(WatchEventType::kDeleted, last);
 }
 
 void FakeKubeApi::setTokenReviewer(

@@ -51,6 +51,12 @@ struct FakeKubeApiOptions {
 // resourceVersion (replayed from history), with selector-aware ADDED/DELETED
 // when an object enters or leaves the selection.
 //
+// For Nodes: getNode, and listNodeMetadata and watchNodeMetadata with the same
+// resourceVersions, history, 410 and watch controls as ResourceSlices
+// (addNode, editNode and removeNode are the changes they report); the
+// metadata is the Node's whole ObjectMeta. Node lists and watches ignore
+// selectors and paging (one page, every Node).
+//
 // What it does not emulate: schema validation, defaulting and dropped fields
 // (use reactors), server-side apply and patches, finalizers and graceful
 // deletion, owner references and garbage collection, resourceVersionMatch and
@@ -109,6 +115,11 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<client::Lease> createLease(const client::Lease& lease) override;
   StatusOr<client::Lease> updateLease(const client::Lease& lease) override;
   StatusOr<client::Node> getNode(const std::string& name) override;
+  StatusOr<client::PartialObjectMetadataList> listNodeMetadata(
+      const client::ListOptions& options) override;
+  Status watchNodeMetadata(const client::ListOptions& options,
+                           const client::WatchHandler<client::PartialObjectMetadata>& handler,
+                           std::stop_token stop) override;
   StatusOr<client::TokenReview> createTokenReview(const client::TokenReview& review) override;
   StatusOr<client::SubjectAccessReview> createSubjectAccessReview(
       const client::SubjectAccessReview& review) override;
@@ -149,9 +160,9 @@ class FakeKubeApi final : public client::KubeApi {
   // The resourceVersion of the newest write.
   std::string resourceVersion() const;
 
-  // Watches. Ends every open watch normally, as a server timeout or a dropped
-  // connection would; pending events are lost (the client resumes from the
-  // last resourceVersion it saw).
+  // Watches, of ResourceSlices and of Nodes alike. Ends every open watch
+  // normally, as a server timeout or a dropped connection would; pending
+  // events are lost (the client resumes from the last resourceVersion it saw).
   void resetWatches();
   // Queues an ERROR event carrying `error` behind the pending events of every
   // open watch; each watch ends after delivering it.
@@ -163,19 +174,29 @@ class FakeKubeApi final : public client::KubeApi {
   // does: later watches from an older resourceVersion get an ERROR 410 event
   // and continue tokens fail with 410 Expired.
   void compact();
-  size_t activeWatches() const;
-  // The number of watches that got past their reactors and were registered.
-  size_t watchesStarted() const;
-  // Blocks until activeWatches() == n or watchesStarted() >= n. The timeout
-  // is a safety net for tests in real time, never the synchronisation.
-  // Returns false on timeout.
-  bool waitForActiveWatches(size_t n,
+  // Open watches of `resource` ("resourceslices" or "nodes").
+  size_t activeWatches(std::string_view resource = "resourceslices") const;
+  // The number of watches of `resource` that got past their reactors and
+  // were registered.
+  size_t watchesStarted(std::string_view resource = "resourceslices") const;
+  // Blocks until activeWatches(resource) == n or watchesStarted(resource) >=
+  // n. The timeout is a safety net for tests in real time, never the
+  // synchronisation. Returns false on timeout.
+  bool waitForActiveWatches(size_t n, std::string_view resource = "resourceslices",
                             std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
-  bool waitForWatchesStarted(size_t n,
+  bool waitForWatchesStarted(size_t n, std::string_view resource = "resourceslices",
                              std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
+  // Blocks until every open watch has handed each event queued for it so far
+  // to its handler and the handler has returned: what the fake has written is
+  // then known to every watcher. Returns false on timeout (a safety net).
+  bool waitForWatchesDelivered(std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
-  // Nodes.
+  // Nodes: each change moves the resourceVersion and is reported to Node
+  // watches.
   client::Node addNode(const std::string& name);
+  // Applies `edit` to the stored Node (a label, say); returns it.
+  StatusOr<client::Node> editNode(const std::string& name,
+                                  const std::function<void(client::Node&)>& edit);
   void removeNode(const std::string& name);
 
   // Reviews are answered by these functions; by default tokens are not
@@ -186,6 +207,12 @@ class FakeKubeApi final : public client::KubeApi {
 
  private:
   struct Watcher;
+  struct NodeWatcher;
+  struct NodeHistoryEntry {
+    uint64_t resource_version = 0;
+    client::WatchEventType type = client::WatchEventType::kAdded;
+    client::PartialObjectMetadata object;
+  };
   struct HistoryEntry {
     uint64_t resource_version = 0;
     client::WatchEventType type = client::WatchEventType::kAdded;
@@ -208,6 +235,17 @@ class FakeKubeApi final : public client::KubeApi {
   Status deleteSliceLocked(const std::string& name, const client::Preconditions& preconditions);
   void publishLocked(client::WatchEventType type, const client::ResourceSlice* old,
                      const client::ResourceSlice& object);
+  void publishNodeLocked(client::WatchEventType type, const client::Node& node);
+  // Applies `f` to every open watch, of ResourceSlices and of Nodes.
+  template <typename F>
+  void forEachWatcherLocked(F f) const;
+  // Delivers the events of `watcher` (registered in `registry`) to `handler`
+  // until the watch ends; called with `lock` held, returns with it held.
+  template <typename W, typename T>
+  Status serveWatchLocked(std::unique_lock<std::mutex>& lock,
+                          std::vector<std::shared_ptr<W>>& registry,
+                          const std::shared_ptr<W>& watcher, const client::WatchHandler<T>& handler,
+                          const std::stop_token& stop, std::string_view what);
 
   Clock& clock_;
   const FakeKubeApiOptions options_;
@@ -228,6 +266,10 @@ class FakeKubeApi final : public client::KubeApi {
   uint64_t next_snapshot_ = 1;
   std::vector<std::shared_ptr<Watcher>> watchers_;
   size_t watches_started_ = 0;
+  std::deque<NodeHistoryEntry> node_history_;
+  uint64_t node_history_floor_;  // as history_floor_, for node_history_
+  std::vector<std::shared_ptr<NodeWatcher>> node_watchers_;
+  size_t node_watches_started_ = 0;
   std::vector<Action> actions_;
   struct RegisteredReactor {
     std::string verb;

@@ -719,6 +719,51 @@ TEST_F(FakeKubeApiTest, NodesAreAddedAndRemovedByTheTest) {
   EXPECT_EQ(api_.getNode("node-a").status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(FakeKubeApiTest, NodeMetadataListAndWatchFollowNodeChanges) {
+  const client::Node a = api_.addNode("node-a");
+  const auto list = api_.listNodeMetadata({});
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0].metadata.uid, a.metadata.uid);
+  EXPECT_EQ(list->resource_version, api_.resourceVersion());
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::jthread watch([&](const std::stop_token& stop) {
+    ListOptions from;
+    from.resource_version = list->resource_version;
+    (void)api_.watchNodeMetadata(
+        from,
+        [&](const WatchEvent<client::PartialObjectMetadata>& e) {
+          std::lock_guard lock(mu);
+          const auto zone = e.object.metadata.labels.find("zone");
+          seen.push_back(std::to_string(static_cast<int>(e.type)) + " " + e.object.metadata.name +
+                         (zone == e.object.metadata.labels.end() ? "" : " " + zone->second));
+          return true;
+        },
+        stop);
+  });
+  ASSERT_TRUE(api_.waitForActiveWatches(1, "nodes"));
+  EXPECT_EQ(api_.activeWatches(), 0u) << "watches of slices are counted apart";
+  ASSERT_TRUE(
+      api_.editNode("node-a", [](client::Node& n) { n.metadata.labels["zone"] = "a"; }).ok());
+  api_.removeNode("node-a");
+  const client::Node b = api_.addNode("node-b");
+  // Delivered means handled: no waiting on the recorder.
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  {
+    std::lock_guard lock(mu);
+    const auto line = [](WatchEventType type, const std::string& rest) {
+      return std::to_string(static_cast<int>(type)) + " " + rest;
+    };
+    EXPECT_THAT(seen, ElementsAre(line(WatchEventType::kModified, "node-a a"),
+                                  line(WatchEventType::kDeleted, "node-a a"),
+                                  line(WatchEventType::kAdded, "node-b")));
+  }
+  EXPECT_EQ(api_.getNode("node-b")->metadata.uid, b.metadata.uid);
+  EXPECT_EQ(api_.countActions("watch", "nodes"), 1u);
+}
+
 TEST_F(FakeKubeApiTest, ReviewsAreAnsweredBySettableFunctions) {
   client::TokenReview review;
   review.token = "t0k3n";

@@ -24,8 +24,8 @@ ResourceSlice newSlice(const std::string& test_case, const std::string& pool) {
   return slice;
 }
 
-client::InformerHandlers Recorder::handlers() {
-  client::InformerHandlers h;
+client::InformerHandlers<client::ResourceSlices> Recorder::handlers() {
+  client::InformerHandlers<client::ResourceSlices> h;
   h.on_add = [this](const ResourceSlice& s) { record("add " + s.metadata.name); };
   h.on_update = [this](const ResourceSlice&, const ResourceSlice& s) {
     record("update " + s.metadata.name);
@@ -85,21 +85,23 @@ void InformerIntegration::TearDown() {
   }
 }
 
-client::InformerOptions InformerIntegration::optionsFor(const std::string& test_case) {
-  client::InformerOptions options;
+client::InformerOptions<client::ResourceSlices> InformerIntegration::optionsFor(
+    const std::string& test_case) {
+  client::InformerOptions<client::ResourceSlices> options;
   options.label_selector = std::string(kTestLabel) + "=" + test_case;
   options.index = [](const ResourceSlice& s) { return s.spec.driver + "/" + s.spec.pool.name; };
   options.on_watch_restart = [this](std::string_view reason) { recorder_.restarted(reason); };
   return options;
 }
 
-void InformerIntegration::start(client::InformerOptions options) {
+void InformerIntegration::start(client::InformerOptions<client::ResourceSlices> options) {
   start(std::move(options), *api_);
 }
 
-void InformerIntegration::start(client::InformerOptions options, client::KubeApi& api) {
-  auto informer = client::Informer::create(api, RealClock::instance(), std::move(options),
-                                           recorder_.handlers());
+void InformerIntegration::start(client::InformerOptions<client::ResourceSlices> options,
+                                client::KubeApi& api) {
+  auto informer = client::Informer<client::ResourceSlices>::create(
+      api, RealClock::instance(), std::move(options), recorder_.handlers());
   ASSERT_TRUE(informer.ok()) << informer.status().toString();
   informer_ = std::move(informer).value();
   informer_->start();

@@ -35,7 +35,7 @@ client::ResourceSlice newSlice(const std::string& test_case, const std::string& 
 // and watch restarts by reason.
 class Recorder {
  public:
-  client::InformerHandlers handlers();
+  client::InformerHandlers<client::ResourceSlices> handlers();
   void restarted(std::string_view reason);
   // Each waits up to kWait; false if it did not happen.
   bool waitFor(const std::string& line);
@@ -58,16 +58,16 @@ class InformerIntegration : public ::testing::Test {
   void TearDown() override;
 
   // Watches only the slices of `test_case`, reporting restarts to recorder_.
-  client::InformerOptions optionsFor(const std::string& test_case);
+  client::InformerOptions<client::ResourceSlices> optionsFor(const std::string& test_case);
   // Starts informer_ over the fixture's connection, or over `api`.
-  void start(client::InformerOptions options);
-  void start(client::InformerOptions options, client::KubeApi& api);
+  void start(client::InformerOptions<client::ResourceSlices> options);
+  void start(client::InformerOptions<client::ResourceSlices> options, client::KubeApi& api);
   client::ResourceSlice create(const std::string& test_case, const std::string& pool);
 
   std::unique_ptr<client::CpprestTransport> transport_;
   std::unique_ptr<client::RestKubeApi> api_;
   Recorder recorder_;
-  std::unique_ptr<client::Informer> informer_;
+  std::unique_ptr<client::Informer<client::ResourceSlices>> informer_;
 };
 
 }  // namespace rsc::testing

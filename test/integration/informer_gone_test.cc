@@ -122,6 +122,14 @@ class WatchGate final : public KubeApi {
   StatusOr<Lease> createLease(const Lease& lease) override { return server_.createLease(lease); }
   StatusOr<Lease> updateLease(const Lease& lease) override { return server_.updateLease(lease); }
   StatusOr<Node> getNode(const std::string& name) override { return server_.getNode(name); }
+  StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) override {
+    return server_.listNodeMetadata(options);
+  }
+  Status watchNodeMetadata(const ListOptions& options,
+                           const WatchHandler<PartialObjectMetadata>& handler,
+                           std::stop_token stop) override {
+    return server_.watchNodeMetadata(options, handler, std::move(stop));
+  }
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override {
     return server_.createTokenReview(review);
   }
@@ -174,7 +182,7 @@ std::map<std::string, std::string> freshList(KubeApi& api, const std::string& te
   return versions;
 }
 
-std::map<std::string, std::string> storeContent(const Informer& informer) {
+std::map<std::string, std::string> storeContent(const Informer<ResourceSlices>& informer) {
   std::map<std::string, std::string> versions;
   for (const SlicePtr& slice : informer.store().list()) {
     versions[slice->metadata.name] = slice->metadata.resource_version;
@@ -196,7 +204,7 @@ TEST_F(InformerGoneIntegration, WatchFromBeforeACompactionIsGoneAndARelistCatche
     slices.push_back(create(test_case, "pool-" + std::to_string(i)));
   }
   gate_ = std::make_unique<WatchGate>(*api_);
-  InformerOptions options = optionsFor(test_case);
+  InformerOptions<ResourceSlices> options = optionsFor(test_case);
   // The server ends each watch after two seconds, so a closed gate soon
   // catches the next one.
   options.min_watch_timeout = std::chrono::seconds(2);

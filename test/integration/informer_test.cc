@@ -34,7 +34,7 @@ TEST_F(InformerIntegration, SeesSlicesBeforeAndAfterStartEditsAndDeletes) {
   for (int i = 0; i < 3; ++i) {
     before.push_back(create(test_case, "pool-" + std::to_string(i)));
   }
-  InformerOptions options = optionsFor(test_case);
+  InformerOptions<ResourceSlices> options = optionsFor(test_case);
   options.page_size = 2;
   start(std::move(options));
   for (const auto& slice : before) {
@@ -86,7 +86,7 @@ TEST_F(InformerIntegration, SeesSlicesBeforeAndAfterStartEditsAndDeletes) {
 
 TEST_F(InformerIntegration, WatchEndedByTheServerResumesWithoutDuplicates) {
   const std::string test_case = "resume";
-  InformerOptions options = optionsFor(test_case);
+  InformerOptions<ResourceSlices> options = optionsFor(test_case);
   // The server ends every watch after two seconds.
   options.min_watch_timeout = std::chrono::seconds(2);
   options.max_watch_timeout = std::chrono::seconds(2);

@@ -208,4 +208,29 @@ double ServiceEnv::metric(const ControllerProcess& c, const std::string& series)
   return std::nan("");
 }
 
+double ServiceEnv::apiServerRequests(const std::string& resource, const std::string& verb) {
+  const HttpAnswer a = kube("GET", "/metrics");
+  EXPECT_EQ(a.code, 200) << a.body.substr(0, 200);
+  const std::string name = "apiserver_request_total{";
+  const std::string want_resource = "resource=\"" + resource + "\"";
+  const std::string want_verb = "verb=\"" + verb + "\"";
+  double total = 0;
+  std::istringstream lines(a.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name, 0) != 0) continue;
+    const size_t end = line.find("} ");
+    if (end == std::string::npos) continue;
+    const std::string labels = line.substr(name.size(), end - name.size());
+    // Whole labels only: `resource="nodes"` must not match `resource="nodes/status"`.
+    const auto has = [&](const std::string& label) {
+      const size_t at = labels.find(label);
+      return at != std::string::npos && (at == 0 || labels[at - 1] == ',') &&
+             (at + label.size() == labels.size() || labels[at + label.size()] == ',');
+    };
+    if (has(want_resource) && has(want_verb)) total += std::stod(line.substr(end + 2));
+  }
+  return total;
+}
+
 }  // namespace rsc::testing

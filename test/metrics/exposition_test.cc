@@ -55,7 +55,7 @@ struct AllMetrics {
     controller.observePublishLatency("gpu.example.com", milliseconds(7));
     controller.observeReconcile(ReconcileResult::kSuccess, milliseconds(12));
     inventory.push("gpu.example.com", 200);
-    watch.restarted(WatchRestartReason::kExpired);
+    watch.restarted(WatchedResource::kResourceSlices, WatchRestartReason::kExpired);
     queue.added();
     queue.observeQueueDuration(milliseconds(1));
     rest.observe("PUT", "10.96.0.1:443", 409, milliseconds(20));
@@ -107,7 +107,8 @@ TEST(Exposition, WritesTheContractLines) {
   EXPECT_NE(text.find("resourceslice_controller_pushes_total{code=\"200\",driver=\"gpu.example."
                       "com\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_watch_restarts_total{reason=\"expired\"} 1\n"),
+  EXPECT_NE(text.find("resourceslice_controller_watch_restarts_total{reason=\"expired\","
+                      "resource=\"resourceslices\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("workqueue_adds_total{name=\"resourceslice\"} 1\n"), std::string::npos);
   EXPECT_NE(

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "test/fakes/fake_clock.h"
@@ -44,6 +48,16 @@ Pool nodePool(int devices) {
   return p;
 }
 
+// A controller on `api` that the test drives (manual_for_test).
+ControllerOptions manualOptions(testing::FakeKubeApi& api, Clock& clock, DesiredStore& store) {
+  ControllerOptions o;
+  o.api = &api;
+  o.clock = &clock;
+  o.store = &store;
+  o.manual_for_test = true;
+  return o;
+}
+
 // Waits (in real time, as a safety net only) until `done` holds.
 template <typename F>
 bool eventually(F done) {
@@ -57,18 +71,19 @@ bool eventually(F done) {
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    api_.addNode("node-a");
-    ControllerOptions o;
-    o.api = &api_;
-    o.clock = &clock_;
-    o.store = &store_;
+    node_a_ = api_.addNode("node-a");
+    ControllerOptions o = manualOptions(api_, clock_, store_);
     o.observer = &observer_;
-    o.manual_for_test = true;
     auto c = Controller::create(o);
     ASSERT_TRUE(c.ok()) << c.status().toString();
     controller_ = std::move(*c);
     controller_->informerForTest().start();
-    ASSERT_TRUE(eventually([&] { return controller_->hasSynced(); }));
+    controller_->nodeInformerForTest().start();
+    ASSERT_TRUE(controller_->waitForCacheSync(std::stop_token()));
+    // Both watches are open, so what the fake writes from now on reaches
+    // the informers' handlers by waitForWatchesDelivered().
+    ASSERT_TRUE(api_.waitForActiveWatches(1, "resourceslices"));
+    ASSERT_TRUE(api_.waitForActiveWatches(1, "nodes"));
   }
   void TearDown() override { controller_->stop(); }
 
@@ -93,10 +108,21 @@ class ControllerTest : public ::testing::Test {
     return n;
   }
 
+  // The owner UIDs of the pool's slices.
+  std::set<std::string> ownerUids(const PoolKey& key = kNodeA) {
+    std::set<std::string> uids;
+    for (const auto& s : api_.resourceSlices()) {
+      if (s.spec.pool.name != key.pool) continue;
+      for (const auto& ref : s.metadata.owner_references) uids.insert(ref.uid);
+    }
+    return uids;
+  }
+
   testing::FakeClock clock_;
   testing::FakeKubeApi api_{clock_};
   DesiredStore store_{clock_};
   RecordingObserver observer_;
+  client::Node node_a_;
   std::unique_ptr<Controller> controller_;
 };
 
@@ -192,6 +218,128 @@ TEST_F(ControllerTest, FailingPoolIsRetriedWithBackoffWhileOthersPublish) {
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
   std::lock_guard lock(observer_.mu);
   EXPECT_EQ(observer_.results["error"], 3);
+}
+
+// The Node cache: owner references come from it, not from a GET per pool.
+TEST_F(ControllerTest, NodeLocalPoolsArePublishedWithoutReadingTheirNodes) {
+  controller_->startLeading();
+  std::map<std::string, std::string> uids;
+  for (int i = 0; i < 20; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    uids[node] = api_.addNode(node).metadata.uid;
+    Pool p = nodePool(2);
+    p.selection.node_name = node;
+    store_.put({"gpu.example.com", node}, p);
+  }
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  drain();
+  for (const auto& [node, uid] : uids) {
+    const PoolKey key{"gpu.example.com", node};
+    EXPECT_EQ(store_.status(key)->phase, PoolPhase::kPublished) << node;
+    EXPECT_EQ(ownerUids(key), std::set<std::string>{uid}) << node;
+  }
+  EXPECT_EQ(api_.countActions("get", "nodes"), 0U);
+}
+
+// A pool pushed before its Node exists fails and waits for its backoff; the
+// Node's arrival queues it at once, so no time has to pass.
+TEST_F(ControllerTest, APoolWaitingForItsNodeIsPublishedAsSoonAsTheNodeAppears) {
+  controller_->startLeading();
+  const PoolKey key{"gpu.example.com", "node-late"};
+  Pool p = nodePool(1);
+  p.selection.node_name = "node-late";
+  store_.put(key, p);
+  drain();
+  ASSERT_EQ(store_.status(key)->phase, PoolPhase::kFailed);
+  EXPECT_EQ(store_.status(key)->last_error.code(), StatusCode::kNotFound);
+  EXPECT_EQ(api_.countActions("get", "nodes"), 1U) << "a cache miss reads the Node once";
+  EXPECT_EQ(controller_->queueForTest().len(), 0U) << "the retry waits for its backoff";
+
+  const Clock::TimePoint failed_at = clock_.now();
+  const client::Node node = api_.addNode("node-late");
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  EXPECT_EQ(controller_->queueForTest().len(), 1U);
+  EXPECT_TRUE(controller_->processNextItemForTest());
+  EXPECT_EQ(clock_.now(), failed_at);
+  EXPECT_EQ(store_.status(key)->phase, PoolPhase::kPublished);
+  EXPECT_EQ(ownerUids(key), std::set<std::string>{node.metadata.uid});
+  EXPECT_EQ(api_.countActions("get", "nodes"), 1U) << "the Node came from the cache";
+}
+
+// A Node deleted and created again (a new UID) has its pools reconciled at
+// once, and their slices follow the new UID.
+TEST_F(ControllerTest, ARecreatedNodeMovesTheOwnerReferencesToItsNewUid) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(3));
+  drain();
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  ASSERT_EQ(ownerUids(), std::set<std::string>{node_a_.metadata.uid});
+  ASSERT_EQ(controller_->queueForTest().len(), 0U);
+
+  api_.clearActions();
+  api_.removeNode("node-a");
+  const client::Node again = api_.addNode("node-a");
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  const Clock::TimePoint before = clock_.now();
+  EXPECT_EQ(controller_->queueForTest().len(), 1U);
+  while (controller_->processNextItemForTest()) {
+  }
+  EXPECT_EQ(clock_.now(), before);
+  EXPECT_EQ(poolSlices(), 1U);
+  EXPECT_EQ(ownerUids(), std::set<std::string>{again.metadata.uid});
+  EXPECT_EQ(api_.countActions("update", "resourceslices"), 1U);
+  EXPECT_EQ(api_.countActions("get", "nodes"), 0U);
+  // The update's own echo costs nothing more.
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  EXPECT_EQ(controller_->queueForTest().len(), 0U);
+}
+
+// Nodes change often (status, labels); a change that keeps the UID is not
+// the controller's business.
+TEST_F(ControllerTest, ANodeChangeThatKeepsItsUidQueuesNothing) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(1));
+  drain();
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  ASSERT_EQ(controller_->queueForTest().len(), 0U);
+  ASSERT_TRUE(
+      api_.editNode("node-a", [](client::Node& n) { n.metadata.labels["zone"] = "b"; }).ok());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  EXPECT_EQ(controller_->queueForTest().len(), 0U);
+}
+
+// Leadership waits for both caches: a replica that led before its Node cache
+// was filled would read every Node once.
+TEST(ControllerCacheSync, WaitsForTheNodeCacheToo) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api{clock};
+  DesiredStore store{clock};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  api.prependReactor("list", "nodes", [&](testing::FakeKubeApi::Request&) {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });  // a safety net
+    return okStatus();
+  });
+  auto made = Controller::create(manualOptions(api, clock, store));
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  Controller& controller = **made;
+  controller.informerForTest().start();
+  controller.nodeInformerForTest().start();
+  ASSERT_TRUE(controller.informerForTest().waitForSync(std::stop_token()));
+  EXPECT_FALSE(controller.hasSynced());
+  std::stop_source stopped;
+  stopped.request_stop();
+  EXPECT_FALSE(controller.waitForCacheSync(stopped.get_token()));
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(controller.waitForCacheSync(std::stop_token()));
+  EXPECT_TRUE(controller.hasSynced());
+  controller.stop();
 }
 
 TEST_F(ControllerTest, HousekeepingCountsPoolsSlicesAndDevices) {

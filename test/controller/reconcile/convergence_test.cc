@@ -565,7 +565,7 @@ class Scenario {
   // a resourceVersion just before its handler enqueues, so a match is checked
   // twice, a moment apart. Real time is only the safety net here.
   bool settle(size_t min_watches = 0) {
-    client::Informer& informer = controller_->informerForTest();
+    client::Informer<client::ResourceSlices>& informer = controller_->informerForTest();
     int matched = 0;
     for (int i = 0; i < kSettleSpins; ++i) {
       const bool caught_up = api_.activeWatches() == 1 && api_.watchesStarted() >= min_watches &&

@@ -101,11 +101,7 @@ class ReconcilerTest : public ::testing::Test {
   void SetUp() override {
     api_.addNode("node-a");
     api_.addNode("node-b");
-    ReconcilerOptions o;
-    o.api = &api_;
-    o.clock = &clock_;
-    o.store = &store_;
-    o.cache = &cache_;
+    ReconcilerOptions o = options(store_);
     o.observer = &observer_;
     auto r = Reconciler::create(o);
     ASSERT_TRUE(r.ok()) << r.status().toString();
@@ -157,13 +153,19 @@ class ReconcilerTest : public ::testing::Test {
   // same API server and cache.
   std::unique_ptr<Reconciler> restartedWith(DesiredStore& store,
                                             Clock::TimePoint adoption_grace_until = {}) {
+    ReconcilerOptions o = options(store);
+    o.adoption_grace_until = adoption_grace_until;
+    return std::move(*Reconciler::create(o));
+  }
+
+  // The fixture's API, clock and cache, with `store`.
+  ReconcilerOptions options(DesiredStore& store) {
     ReconcilerOptions o;
     o.api = &api_;
     o.clock = &clock_;
     o.store = &store;
     o.cache = &cache_;
-    o.adoption_grace_until = adoption_grace_until;
-    return std::move(*Reconciler::create(o));
+    return o;
   }
 
   // Publishes nodePool(200) on node-a: two slices at generation 1. Returns
@@ -485,6 +487,58 @@ TEST_F(ReconcilerTest, MissingNodeFailsThePool) {
   const auto status = store_.status(kNodeA);
   EXPECT_EQ(status->phase, PoolPhase::kFailed);
   EXPECT_NE(status->last_error.message().find("node-z"), std::string::npos);
+}
+
+// A Node cache that holds what the test puts in it.
+class MapNodeCache : public NodeCache {
+ public:
+  std::optional<std::string> nodeUid(const std::string& name) const override {
+    auto it = uids.find(name);
+    if (it == uids.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> uids;
+};
+
+// With a Node cache, the owner reference takes the cached UID and the API
+// server is not asked; a Node the cache lacks is read once, as without one.
+TEST_F(ReconcilerTest, TheNodeCacheAnswersAndAMissReadsTheNodeOnce) {
+  MapNodeCache nodes;
+  nodes.uids["node-a"] = "uid-from-the-cache";
+  ReconcilerOptions o = options(store_);
+  o.nodes = &nodes;
+  auto made = Reconciler::create(o);
+  ASSERT_TRUE(made.ok()) << made.status().toString();
+  reconciler_ = std::move(*made);
+
+  struct Case {
+    std::string name;
+    std::string node;
+    std::string want_uid;
+    size_t want_gets;
+  };
+  const std::vector<Case> cases = {
+      {"hit", "node-a", "uid-from-the-cache", 0},
+      {"miss", "node-b", api_.getNode("node-b")->metadata.uid, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const PoolKey key{"gpu.example.com", c.node};
+    store_.put(key, nodePool(2, c.node));
+    api_.clearActions();
+    const ReconcileResult r = reconciler_->reconcile(key);
+    ASSERT_TRUE(r.status.ok()) << r.status.toString();
+    EXPECT_EQ(api_.countActions("get", "nodes"), c.want_gets);
+    const auto slices = poolSlices(key);
+    ASSERT_EQ(slices.size(), 1U);
+    ASSERT_EQ(slices[0].metadata.owner_references.size(), 1U);
+    EXPECT_EQ(slices[0].metadata.owner_references[0].uid, c.want_uid);
+    // A second sync writes nothing and reads the Node as often again.
+    api_.clearActions();
+    ASSERT_TRUE(reconciler_->reconcile(key).status.ok());
+    EXPECT_EQ(api_.countWrites(), 0U);
+    EXPECT_EQ(api_.countActions("get", "nodes"), c.want_gets);
+  }
 }
 
 TEST_F(ReconcilerTest, ServerDefaultsAndDroppedFieldsCauseNoUpdateLoop) {
