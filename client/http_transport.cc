@@ -310,46 +310,45 @@ CpprestTransport::~CpprestTransport() = default;
 std::string CpprestTransport::host() const { return impl_->host_label; }
 
 StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
+  if (request.stop.stop_requested()) {
+    return cancelled(impl_->host_label + ": request stopped before it was sent");
+  }
   pplx::cancellation_token_source cancel;
   std::stop_callback on_stop(request.stop, [&cancel] { cancel.cancel(); });
-  try {
-    if (request.stop.stop_requested()) {
-      return cancelled(impl_->host_label + ": request stopped before it was sent");
-    }
-    auto client = impl_->pooledClient(request.timeout);
-    // A 401 with a token file may mean the token rotated under us: read it
-    // again and repeat once.
-    for (int attempt = 0;; ++attempt) {
-      http_response response =
-          client->request(impl_->buildRequest(request), cancel.get_token()).get();
-      HttpResponse out = headOf(response);
-      out.body = bodyOf(response);
-      if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) {
-        continue;
+  StatusOr<HttpResponse> result = [&]() -> StatusOr<HttpResponse> {
+    try {
+      auto client = impl_->pooledClient(request.timeout);
+      // A 401 with a token file may mean the token rotated under us: read it
+      // again and repeat once.
+      for (int attempt = 0;; ++attempt) {
+        http_response response =
+            client->request(impl_->buildRequest(request), cancel.get_token()).get();
+        HttpResponse out = headOf(response);
+        out.body = bodyOf(response);
+        if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) {
+          continue;
+        }
+        return out;
       }
-      return out;
+    } catch (const web::uri_exception& e) {
+      // A path the caller built wrongly; repeating it cannot help.
+      return invalidArgument("bad request path \"" + request.path_and_query + "\": " + e.what());
+    } catch (const web::http::http_exception& e) {
+      return transportError(impl_->host_label, e.error_code(), e.what());
+    } catch (const pplx::task_canceled&) {
+      return Status(StatusCode::kUnavailable, impl_->host_label + ": request cancelled", {},
+                    kReasonConnectionLost);
+    } catch (const std::exception& e) {
+      return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
+                    kReasonConnectionLost);
     }
-  } catch (const web::uri_exception& e) {
-    // A path the caller built wrongly; repeating it cannot help.
-    return invalidArgument("bad request path \"" + request.path_and_query + "\": " + e.what());
-  } catch (const web::http::http_exception& e) {
-    if (request.stop.stop_requested()) {
-      return cancelled(impl_->host_label + ": request stopped");
-    }
-    return transportError(impl_->host_label, e.error_code(), e.what());
-  } catch (const pplx::task_canceled&) {
-    if (request.stop.stop_requested()) {
-      return cancelled(impl_->host_label + ": request stopped");
-    }
-    return Status(StatusCode::kUnavailable, impl_->host_label + ": request cancelled", {},
-                  kReasonConnectionLost);
-  } catch (const std::exception& e) {
-    if (request.stop.stop_requested()) {
-      return cancelled(impl_->host_label + ": request stopped");
-    }
-    return Status(StatusCode::kUnavailable, impl_->host_label + ": " + e.what(), {},
-                  kReasonConnectionLost);
+  }();
+  // However the exchange broke off, after a stop it was the stop that ended it.
+  if (!result.ok() && result.status().code() != StatusCode::kInvalidArgument &&
+      request.stop.stop_requested()) {
+    return cancelled(impl_->host_label + ": request stopped");
   }
+  return result;
 }
 
 StatusOr<HttpResponse> CpprestTransport::stream(
