@@ -108,6 +108,15 @@ struct Table<TokenReview> {
 };
 
 template <>
+struct Table<NonResourceAttributes> {
+  using Owner = NonResourceAttributes;
+  static constexpr auto kFields = std::tuple{
+      field("path", &NonResourceAttributes::path, Str{}),
+      field("verb", &NonResourceAttributes::verb, Str{}),
+  };
+};
+
+template <>
 struct Table<ResourceAttributes> {
   using Owner = SubjectAccessReview;
   static constexpr auto kFields = std::tuple{
@@ -130,7 +139,10 @@ struct Table<SubjectAccessReviewSpec> {
           "extra", [](auto& r) -> auto& { return r.user.extra; }, MapOf<Strings>{}),
       field(
           "groups", [](auto& r) -> auto& { return r.user.groups; }, Strings{}),
-      field("resourceAttributes", kSelf, Obj<ResourceAttributes>{}, Omit::kNever),
+      field("nonResourceAttributes", &SubjectAccessReview::non_resource,
+            Obj<NonResourceAttributes>{}),
+      // Empty in a review of a non-resource path.
+      field("resourceAttributes", kSelf, Obj<ResourceAttributes>{}),
       field(
           "uid", [](auto& r) -> auto& { return r.user.uid; }, Str{}),
       field(

@@ -105,10 +105,18 @@ struct TokenReview {
   std::string error;
 };
 
-// authorization.k8s.io/v1 SubjectAccessReview with resource attributes.
+// authorization.k8s.io/v1 SubjectAccessReview with resource attributes, or,
+// when non_resource.path is set, with non-resource attributes (an HTTP path
+// such as /metrics; the resource fields stay empty then).
+struct NonResourceAttributes {
+  std::string path;
+  std::string verb;
+};
+
 struct SubjectAccessReview {
   // spec
   UserInfo user;
+  NonResourceAttributes non_resource;
   std::string namespace_;
   std::string verb;
   std::string group;

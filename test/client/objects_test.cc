@@ -296,6 +296,38 @@ TEST(SubjectAccessReview, WritesRequest) {
   })"));
 }
 
+TEST(SubjectAccessReview, WritesNonResourceRequest) {
+  SubjectAccessReview review;
+  review.user.username = "system:serviceaccount:monitoring:prometheus";
+  review.non_resource = {"/metrics", "get"};
+  EXPECT_EQ(toJson(review), Json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+    "spec": {
+      "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+      "user": "system:serviceaccount:monitoring:prometheus"
+    }
+  })"));
+  StatusOr<SubjectAccessReview> again = subjectAccessReviewFromJson(toJson(review));
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  EXPECT_EQ(again->non_resource.path, "/metrics");
+  EXPECT_EQ(again->non_resource.verb, "get");
+  EXPECT_EQ(again->verb, "");
+}
+
+TEST(SubjectAccessReview, ReadsNonResourceResponse) {
+  StatusOr<SubjectAccessReview> review = subjectAccessReviewFromJson(Json::parse(R"({
+    "kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+    "metadata": {"creationTimestamp": null},
+    "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+             "user": "system:serviceaccount:default:stranger", "groups": ["system:authenticated"],
+             "extra": {"authentication.kubernetes.io/credential-id": ["JTI=x"]}, "uid": "u"},
+    "status": {"allowed": false}
+  })"));
+  ASSERT_TRUE(review.ok()) << review.status().toString();
+  EXPECT_EQ(review->non_resource.path, "/metrics");
+  EXPECT_FALSE(review->allowed);
+}
+
 TEST(SubjectAccessReview, ReadsResponse) {
   StatusOr<SubjectAccessReview> review = subjectAccessReviewFromJson(Json::parse(R"({
     "kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
