@@ -100,6 +100,17 @@ const std::vector<FlagSpec>& specs() {
       {"metrics-bind-address", "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
        false,
        [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_bind_address); }},
+      {"metrics-secure",
+       "Serve /metrics over HTTPS to callers whose bearer token passes TokenReview and a "
+       "SubjectAccessReview for get on the non-resource URL /metrics (401 and 403 otherwise).",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.metrics_secure); }},
+      {"metrics-tls-cert-file",
+       "PEM certificate of the secure /metrics (re-read when it changes). Unset: a self-signed "
+       "certificate made in memory at start.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_cert_file); }},
+      {"metrics-tls-key-file", "PEM private key of the secure /metrics.", false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_key_file); }},
       {"health-probe-bind-address", "Address of /healthz and /readyz; \"0\" disables them.", false,
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.health_probe_bind_address);
@@ -239,12 +250,15 @@ const std::vector<FlagSpec>& specs() {
        "that would end past it, and the call returns its last error. The attempt under way is "
        "bounded by the API server's own 60 s request timeout.",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.kube_api_call_timeout)) return err;
-         if (f.kube_api_call_timeout < std::chrono::seconds(1))
-           return std::string("must be at least 1s");
-         return std::nullopt;
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) -> std::
+                                    optional<std::string> {
+                                      if (auto err = parseDurationInto(v, &f.kube_api_call_timeout))
+                                        return err;
+                                      if (f.kube_api_call_timeout < std::chrono::seconds(1))
+                                        return std::string("must be at least 1s");
+                                      return std::nullopt;
+                                    }},
       {"workers", "Pools reconciled at the same time.", false,
        [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
       {"max-parallel-slice-writes",
@@ -335,6 +349,13 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
     return invalidArgument(
         "flags --inventory-tls-cert-file and --inventory-tls-key-file must be given together");
   }
+  if (flags.metrics_tls_cert_file.empty() != flags.metrics_tls_key_file.empty()) {
+    return invalidArgument(
+        "flags --metrics-tls-cert-file and --metrics-tls-key-file must be given together");
+  }
+  if (!flags.metrics_secure && !flags.metrics_tls_cert_file.empty()) {
+    return invalidArgument("flags --metrics-tls-cert-file and -key-file need --metrics-secure");
+  }
   if (!(flags.leader_elect_lease_duration > flags.leader_elect_renew_deadline)) {
     return invalidArgument(
         "flag --leader-elect-lease-duration must be longer than --leader-elect-renew-deadline");
@@ -371,6 +392,7 @@ std::string flagsUsage() {
       {"leader-elect-renew-deadline", formatDuration(d.leader_elect_renew_deadline)},
       {"leader-elect-retry-period", formatDuration(d.leader_elect_retry_period)},
       {"metrics-bind-address", d.metrics_bind_address},
+      {"metrics-secure", d.metrics_secure ? "true" : "false"},
       {"health-probe-bind-address", d.health_probe_bind_address},
       {"inventory-bind-address", d.inventory_bind_address},
       {"max-request-bytes", std::to_string(d.max_request_bytes)},

@@ -23,6 +23,14 @@ struct ServiceFlags {
   std::chrono::milliseconds leader_elect_retry_period{2'000};
   std::string identity;  // empty: POD_NAME or host name, plus a random suffix
   std::string metrics_bind_address = ":8080";
+  // /metrics over HTTPS, for callers whose token passes TokenReview and a
+  // SubjectAccessReview for get on /metrics (controller-runtime's
+  // --metrics-secure). Off here for local runs; the chart turns it on.
+  bool metrics_secure = false;
+  // The certificate of the secure /metrics; unset: a self-signed one made in
+  // memory at start, as controller-runtime does.
+  std::string metrics_tls_cert_file;
+  std::string metrics_tls_key_file;
   std::string health_probe_bind_address = ":8081";
   std::string inventory_bind_address = ":8082";
   // How other replicas reach this one's inventory API when it leads

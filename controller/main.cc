@@ -25,17 +25,18 @@
 #include "controller/flags.h"
 #include "controller/forwarder.h"
 #include "controller/inventory/authenticator.h"
+#include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
 #include "controller/leader/write_fence.h"
+#include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
 #include "metrics/build_info.h"
 #include "metrics/controller_metrics.h"
-#include "metrics/exposition.h"
 #include "metrics/inventory_metrics.h"
 #include "metrics/leader_election_metrics.h"
 #include "metrics/process_collector.h"
@@ -203,6 +204,20 @@ int runCleanup(client::KubeApi& api) {
   }
   log::info("Cleanup: every managed ResourceSlice is deleted");
   return 0;
+}
+
+// The self-signed certificate of a secure /metrics without certificate
+// files, made in memory at start as controller-runtime does; scrapers skip
+// verification or pin it by name. Names: the host (the pod) and loopback.
+StatusOr<inv::TlsKeyPair> metricsSelfSigned(Clock& clock) {
+  inv::CertificateRequest request;
+  request.common_name = "resourceslice-controller-metrics";
+  request.names = {hostName(), "localhost", "127.0.0.1"};
+  if (const char* ip = std::getenv("POD_IP"); ip != nullptr && *ip != '\0') {
+    request.names.emplace_back(ip);
+  }
+  request.not_before = clock.systemNow();
+  return inv::issueServingCertificate(request, nullptr);
 }
 
 inv::HttpResponse textResponse(int status, std::string body,
@@ -400,25 +415,41 @@ int run(const controller::ServiceFlags& flags) {
                                         envOr("POD_IP", "127.0.0.1") + ":" +
                                         std::to_string((*inventory_server)->port());
 
-  // Metrics and health probes.
+  // Metrics and health probes. With --metrics-secure, /metrics checks the
+  // caller's token (any audience the API server accepts, as a scraper's
+  // service-account token has) with reviews of its own cache and budget.
+  std::unique_ptr<inv::TokenReviewAuthenticator> metrics_authenticator;
+  std::unique_ptr<controller::MetricsEndpoint> metrics_endpoint;
   std::unique_ptr<inv::HttpServer> metrics_server;
   if (flags.metrics_bind_address != "0") {
+    controller::MetricsEndpointOptions meopts;
+    meopts.collectables = {registry, process_collector};
     inv::HttpServerOptions mopts;
     mopts.bind_address = flags.metrics_bind_address;
     mopts.name = "metrics";
     mopts.clock = &clock;
-    std::weak_ptr<prometheus::Collectable> sources[] = {registry, process_collector};
-    std::vector<std::weak_ptr<prometheus::Collectable>> collectables(std::begin(sources),
-                                                                     std::end(sources));
-    auto server = inv::HttpServer::start(
-        mopts, [collectables](inv::HttpRequest req, inv::HttpServer::Responder respond) {
-          if (inv::splitTarget(req.target).first != "/metrics") {
-            respond(textResponse(404, "not found\n"));
-            return;
-          }
-          respond(textResponse(200, metrics::serializeText(collectables),
-                               std::string(metrics::kTextContentType)));
-        });
+    if (flags.metrics_secure) {
+      inv::TokenReviewAuthenticatorOptions aopts;
+      aopts.review_qps = flags.auth_review_qps;
+      aopts.review_burst = flags.auth_review_burst;
+      aopts.client_review_qps = flags.auth_client_review_qps;
+      aopts.client_review_burst = flags.auth_client_review_burst;
+      metrics_authenticator =
+          std::make_unique<inv::TokenReviewAuthenticator>(**auth_api, clock, aopts);
+      meopts.authenticator = metrics_authenticator.get();
+      if (!flags.metrics_tls_cert_file.empty()) {
+        mopts.tls_cert_file = flags.metrics_tls_cert_file;
+        mopts.tls_key_file = flags.metrics_tls_key_file;
+      } else {
+        StatusOr<inv::TlsKeyPair> self_signed = metricsSelfSigned(clock);
+        if (!self_signed.ok()) return usageError(self_signed.status().message());
+        auto pair = std::make_shared<const inv::TlsKeyPair>(std::move(*self_signed));
+        mopts.tls_key_pair = [pair] { return pair; };
+      }
+    }
+    metrics_endpoint = std::make_unique<controller::MetricsEndpoint>(std::move(meopts));
+    mopts.admit = metrics_endpoint->admitHandler();
+    auto server = inv::HttpServer::start(mopts, metrics_endpoint->httpHandler());
     if (!server.ok())
       return usageError("flag --metrics-bind-address: " + server.status().message());
     metrics_server = std::move(*server);
@@ -453,6 +484,7 @@ int run(const controller::ServiceFlags& flags) {
   log::info("Serving", {{"inventory", (*inventory_server)->address()},
                         {"advertise", own_url},
                         {"metrics", metrics_server ? metrics_server->address() : "off"},
+                        {"metricsSecure", flags.metrics_secure},
                         {"health", health_server ? health_server->address() : "off"},
                         {"auth", flags.auth},
                         {"version", RSC_VERSION}});

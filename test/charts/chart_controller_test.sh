@@ -88,6 +88,11 @@ for _ in $(seq 100); do
 done
 check_contains "it elects itself leader on the chart's Lease" "controller-0_" "$holder"
 
+# /metrics as the chart configures it: HTTPS, reviewed with the chart's own
+# ClusterRole (tokenreviews, subjectaccessreviews): no token, no scrape.
+check "the chart's /metrics refuses a scrape without a token" 401 \
+  "$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 "https://127.0.0.1:$metrics_port/metrics")"
+
 # A driver pod on node-a, with a token for the controller's audience.
 for node in node-a node-b; do
   kubectl apply -f - >/dev/null <<YAML
