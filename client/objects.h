@@ -68,6 +68,23 @@ struct Lease {
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
+// v1 Secret. `data` holds the decoded values (base64 on the wire).
+struct Secret {
+  ObjectMeta metadata;
+  std::string type;
+  std::map<std::string, std::string> data;
+  Json unknown = nullptr;
+  friend bool operator==(const Secret&, const Secret&) = default;
+};
+
+// v1 ConfigMap (string data only).
+struct ConfigMap {
+  ObjectMeta metadata;
+  std::map<std::string, std::string> data;
+  Json unknown = nullptr;
+  friend bool operator==(const ConfigMap&, const ConfigMap&) = default;
+};
+
 // v1 Node: the controller needs only its identity (the UID for owner
 // references); the rest is kept verbatim.
 struct Node {
@@ -160,6 +177,10 @@ Json toJson(const ObjectMeta& meta);
 StatusOr<ObjectMeta> objectMetaFromJson(const Json& j);
 Json toJson(const Lease& lease);
 StatusOr<Lease> leaseFromJson(const Json& j);
+Json toJson(const Secret& secret);
+StatusOr<Secret> secretFromJson(const Json& j);
+Json toJson(const ConfigMap& config_map);
+StatusOr<ConfigMap> configMapFromJson(const Json& j);
 StatusOr<Node> nodeFromJson(const Json& j);
 StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j);
 Json toJson(const TokenReview& review);
