@@ -38,6 +38,17 @@ struct ServiceFlags {
   std::string inventory_advertise_url;
   std::string inventory_tls_cert_file;
   std::string inventory_tls_key_file;
+  // Self-signed TLS of the inventory API (CertificateSecret): the Secret that
+  // holds the CA and serving certificate in the pod's namespace (empty: off),
+  // the ConfigMap the CA bundle is published in (in that namespace and in
+  // each of inventory_ca_namespaces), the serving certificate's names, the
+  // validity of each certificate, and how often the Secret is read.
+  std::string inventory_tls_secret;
+  std::string inventory_ca_config_map;
+  std::vector<std::string> inventory_ca_namespaces;
+  std::vector<std::string> inventory_tls_names;
+  std::chrono::milliseconds inventory_tls_validity{365LL * 24 * 3'600'000};
+  std::chrono::milliseconds inventory_tls_sync_interval{60'000};
   // PEM bundle a follower verifies the leader's inventory certificate with
   // when it forwards a push; re-read when the file changes. Empty: the
   // replica's own --inventory-tls-cert-file (a self-signed certificate that

@@ -25,6 +25,7 @@
 #include "controller/flags.h"
 #include "controller/forwarder.h"
 #include "controller/inventory/authenticator.h"
+#include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
 #include "controller/inventory/handler.h"
@@ -382,6 +383,39 @@ int run(const controller::ServiceFlags& flags) {
   store.setStatusListener(
       [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
 
+  // The inventory API's self-signed certificate: made (or read) before the
+  // server starts, so that the first connection is served with it; a signal
+  // ends the wait for an API server out of reach.
+  std::unique_ptr<inv::CertificateSecret> certificates;
+  std::jthread certificate_sync;
+  if (!flags.inventory_tls_secret.empty()) {
+    inv::CertificateSecretOptions copts;
+    copts.api = api->get();
+    copts.clock = &clock;
+    copts.namespace_ = envOr("POD_NAMESPACE", config->namespace_);
+    copts.secret_name = flags.inventory_tls_secret;
+    copts.config_map_name = flags.inventory_ca_config_map;
+    copts.config_map_namespaces = flags.inventory_ca_namespaces;
+    copts.names = flags.inventory_tls_names;
+    copts.validity = flags.inventory_tls_validity;
+    copts.sync_interval = flags.inventory_tls_sync_interval;
+    copts.on_event = [&inventory_metrics](inv::CertificateEvent event) {
+      inventory_metrics.certificateEvent(inv::certificateEventName(event));
+    };
+    auto made = inv::CertificateSecret::create(copts);
+    if (!made.ok()) return usageError("flag --inventory-tls-secret: " + made.status().message());
+    certificates = std::move(*made);
+    std::mutex wait_mu;
+    std::condition_variable_any wait_cv;
+    while (!certificates->sync().ok()) {
+      std::unique_lock lock(wait_mu);
+      wait_cv.wait_for(lock, stopping, std::chrono::seconds(2), [] { return false; });
+      if (stopping.stop_requested()) return 0;
+    }
+    certificate_sync =
+        std::jthread([c = certificates.get()](std::stop_token stop) { c->run(std::move(stop)); });
+  }
+
   inv::HttpServerOptions iopts;
   iopts.bind_address = flags.inventory_bind_address;
   iopts.max_request_bytes = flags.max_request_bytes;
@@ -398,6 +432,9 @@ int run(const controller::ServiceFlags& flags) {
   };
   iopts.tls_cert_file = flags.inventory_tls_cert_file;
   iopts.tls_key_file = flags.inventory_tls_key_file;
+  if (certificates) {
+    iopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
+  }
   iopts.clock = &clock;
   iopts.name = "inventory";
   // The server's own refusals (413, 431, 503...) in the API's JSON error form.
@@ -408,7 +445,13 @@ int run(const controller::ServiceFlags& flags) {
   if (!inventory_server.ok()) {
     return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
   }
-  const bool tls = !flags.inventory_tls_cert_file.empty();
+  const bool tls = !flags.inventory_tls_cert_file.empty() || certificates != nullptr;
+  if (!tls && flags.auth == "tokenreview") {
+    log::warning(
+        "THE INVENTORY API SERVES PLAIN HTTP: drivers' bearer tokens cross the network in clear "
+        "text, and anyone who reads them can push as those drivers until they expire. Serve TLS "
+        "with --inventory-tls-secret (self-signed) or --inventory-tls-cert-file.");
+  }
   const std::string own_url = !flags.inventory_advertise_url.empty()
                                   ? flags.inventory_advertise_url
                                   : std::string(tls ? "https://" : "http://") +
@@ -440,6 +483,10 @@ int run(const controller::ServiceFlags& flags) {
       if (!flags.metrics_tls_cert_file.empty()) {
         mopts.tls_cert_file = flags.metrics_tls_cert_file;
         mopts.tls_key_file = flags.metrics_tls_key_file;
+      } else if (certificates) {
+        // The inventory API's certificate, which scrapers verify with the
+        // published CA bundle.
+        mopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
       } else {
         StatusOr<inv::TlsKeyPair> self_signed = metricsSelfSigned(clock);
         if (!self_signed.ok()) return usageError(self_signed.status().message());
@@ -564,6 +611,7 @@ int run(const controller::ServiceFlags& flags) {
                     : tls                            ? flags.inventory_tls_cert_file
                                                      : "";
     fopts.tls_server_name = flags.inventory_server_name;
+    if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
     forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
@@ -595,6 +643,10 @@ int run(const controller::ServiceFlags& flags) {
   lease_holder = nullptr;
   leader_forwarder = nullptr;
   if (metrics_server) metrics_server->stop();
+  if (certificate_sync.joinable()) {
+    certificate_sync.request_stop();
+    certificate_sync.join();
+  }
   if (health_server) health_server->stop();
   log::info("Stopped");
   return exit_code.load();
