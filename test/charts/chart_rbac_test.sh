@@ -7,6 +7,8 @@
 #   with that token: ResourceSlice create, update, delete and deletecollection,
 #   Node get and list, Lease create and update, events.k8s.io Events, and the
 #   TokenReview + SubjectAccessReview that authenticate and authorize a driver;
+#   for the self-signed inventory TLS: its one Secret and the CA ConfigMaps (in
+#   its namespace and the drivers'), by name, and no other Secret;
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
 # - the pre-delete hook's ServiceAccount: list, delete and deletecollection on
@@ -38,13 +40,13 @@ kubectl create serviceaccount prometheus -n monitoring >/dev/null
 helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" \
   --set-json 'drivers=[{"name":"gpu-driver","namespace":"gpu-system","driverNames":["gpu.example.com"]},{"name":"nic-driver","namespace":"nic-system"}]' \
   --set-json 'metrics.scrapers=[{"name":"prometheus","namespace":"monitoring"}]' \
-  --show-only templates/metrics-rbac.yaml \
+  --show-only templates/metrics-rbac.yaml --show-only templates/inventory-tls.yaml \
   --show-only templates/serviceaccount.yaml --show-only templates/clusterrole.yaml \
   --show-only templates/role.yaml --show-only templates/drivers-rbac.yaml \
   --show-only templates/cleanup-hook.yaml >"$work/rbac.yaml"
 check_ok "the chart's RBAC applies" kubectl apply -f "$work/rbac.yaml"
 check "applied kinds" \
-  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","RoleBinding","ServiceAccount","ServiceAccount"]' \
+  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","Role","Role","Role","RoleBinding","RoleBinding","RoleBinding","RoleBinding","ServiceAccount","ServiceAccount"]' \
   "$(kubectl apply --dry-run=server -o json -f "$work/rbac.yaml" | jq -c '[.items[].kind] | sort')"
 
 # A kubeconfig holding nothing but a token, so that requests authenticate as
@@ -112,10 +114,26 @@ done
 can controller no get nodes --subresource=status
 # (blockOwnerDeletion on an owner reference would need this; the controller sets none)
 can controller no update nodes --subresource=finalizers
+# Self-signed inventory TLS: its own Secret and CA ConfigMaps, by name.
+tls_secret="$controller_sa-inventory-tls"
+ca_config_map="$controller_sa-ca"
+can controller yes create secrets -n "$ns"
+can controller yes get "secrets/$tls_secret" -n "$ns"
+can controller yes update "secrets/$tls_secret" -n "$ns"
+for cm_ns in "$ns" gpu-system nic-system; do
+  can controller yes create configmaps -n "$cm_ns"
+  can controller yes get "configmaps/$ca_config_map" -n "$cm_ns"
+  can controller yes update "configmaps/$ca_config_map" -n "$cm_ns"
+  can controller no get configmaps/kube-root-ca.crt -n "$cm_ns"
+done
 can controller no get secrets -n "$ns"
+can controller no get secrets/other -n "$ns"
+can controller no delete "secrets/$tls_secret" -n "$ns"
+can controller no create secrets -n gpu-system
 can controller no list secrets -n kube-system
 can controller no list secrets --all-namespaces
 can controller no get configmaps -n "$ns"
+can controller no create configmaps -n kube-system
 can controller no create pods -n "$ns"
 can controller no create serviceaccounts/token -n gpu-system
 can controller no get leases.coordination.k8s.io -n kube-system
