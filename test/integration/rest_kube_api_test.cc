@@ -106,7 +106,7 @@ TEST_F(RestKubeApiIntegration, ResourceSliceLifecycle) {
   const std::string name = created->metadata.name;
   EXPECT_THAT(name, ::testing::StartsWith("rsc-it-crud-"));
   EXPECT_FALSE(created->metadata.uid.empty());
-  EXPECT_EQ(created->spec.devices.at(0).attributes.at("model").string_value, "A100");
+  EXPECT_EQ(created->spec.devices.at(0).device().attributes.at("model").string_value, "A100");
 
   // Get.
   auto got = api_->getResourceSlice(name);
@@ -116,7 +116,8 @@ TEST_F(RestKubeApiIntegration, ResourceSliceLifecycle) {
 
   // Update with the resourceVersion read.
   ResourceSlice changed = *got;
-  changed.spec.devices[0].attributes["model"].string_value = "H100";
+  changed.spec.devices[0].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   changed.spec.pool.generation = 2;
   auto updated = api_->updateResourceSlice(changed);
   ASSERT_TRUE(updated.ok()) << updated.status().toString();
@@ -295,7 +296,7 @@ TEST_F(RestKubeApiIntegration, WatchEndsWhenTheServerTimesOut) {
 TEST_F(RestKubeApiIntegration, InvalidSliceIsUnprocessableWithCauses) {
   ResourceSlice bad = newSlice("invalid");
   bad.spec.driver = "";
-  bad.spec.devices[0].name = "Not_A_Valid_Name";
+  bad.spec.devices[0].edit([&](client::Device& d_) { d_.name = "Not_A_Valid_Name"; });
   auto created = api_->createResourceSlice(bad);
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().code(), StatusCode::kUnprocessable) << created.status().toString();
