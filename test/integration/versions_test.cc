@@ -164,8 +164,7 @@ class VersionsTest : public ::testing::Test {
   }
 
   Json poolStatus(const std::string& driver, const std::string& pool) {
-    return env_
-        .http("GET", controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool)
+    return env_.http("GET", controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool)
         .json();
   }
 
