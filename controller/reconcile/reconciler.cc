@@ -128,11 +128,23 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
 // delete it and create it again, bumping the pool, on every reconcile. Kept,
 // it is compared below as it really is, so that what the server dropped is
 // no change and anything else costs one update of that slice.
+// Only when no live slice of the pool holds counter sets (the server drops
+// them from every slice) and there are enough emptied slices for every chunk
+// of counter sets: then chunk i goes to the i-th of them by index, as it
+// went when they were created, and no chunk is placed before another.
 Plan planWithEmptiedCounterSlices(const Pool& pool, std::vector<SlicePtr> live) {
   if (pool.slices.has_value() || pool.shared_counters.empty()) return planPool(pool, live);
+  size_t empty = 0;
+  for (const SlicePtr& s : live) {
+    if (!s->spec.shared_counters.empty()) return planPool(pool, live);
+    if (s->spec.devices.empty()) ++empty;
+  }
+  const size_t chunks =
+      (pool.shared_counters.size() + kMaxCounterSetsPerSlice - 1) / kMaxCounterSetsPerSlice;
+  if (empty < chunks) return planPool(pool, live);
   std::map<const client::ResourceSlice*, SlicePtr> emptied;  // stand-in -> live slice
   for (SlicePtr& s : live) {
-    if (!s->spec.devices.empty() || !s->spec.shared_counters.empty()) continue;
+    if (!s->spec.devices.empty()) continue;
     auto stand_in = std::make_shared<client::ResourceSlice>(*s);
     // No counter set is named "": the planner hands it a chunk of counter
     // sets only after the slices that hold one, in index order.
