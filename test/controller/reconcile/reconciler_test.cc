@@ -690,6 +690,63 @@ TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
   EXPECT_EQ(counter_slices, 1);
 }
 
+// Kubernetes 1.34 and 1.35 with DRAPartitionableDevices off (their default)
+// drop sharedCounters and consumesCounters: the slice of counter sets is
+// stored empty. Publishing costs one create per slice, and after that the
+// pool is left alone: no generation bump, no create and delete of the counter
+// slice on every reconcile (issue 15's write storm).
+TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
+  auto dropCounters = [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    req.slice->spec.shared_counters.clear();
+    for (client::Device& d : req.slice->spec.devices) d.consumes_counters.clear();
+    return okStatus();
+  };
+  api_.prependReactor("create", "resourceslices", dropCounters);
+  api_.prependReactor("update", "resourceslices", dropCounters);
+  Pool pool = nodePool(2);
+  client::CounterSet set;
+  set.name = "gpu-0-counters";
+  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
+  pool.shared_counters.push_back(set);
+  for (client::Device& d : pool.devices) {
+    client::DeviceCounterConsumption c;
+    c.counter_set = "gpu-0-counters";
+    c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
+    d.consumes_counters.push_back(c);
+  }
+  store_.put(kNodeA, pool);
+  sync();  // also asserts that a second reconcile writes nothing
+  expectComplete(1, 2);
+  EXPECT_EQ(writes("create"), 2U);
+  EXPECT_EQ(writes("update"), 0U);
+  EXPECT_EQ(writes("delete"), 0U);
+  const auto status = store_.status(kNodeA);
+  EXPECT_NE(std::find(status->dropped_fields.begin(), status->dropped_fields.end(),
+                      "spec.sharedCounters"),
+            status->dropped_fields.end());
+
+  // On a server that keeps counter sets (upgraded, or the gate turned on),
+  // a restarted controller fills the emptied slice in again: updates, no
+  // create and delete.
+  std::string emptied;
+  for (const ResourceSlice& s : poolSlices()) {
+    if (s.spec.devices.empty()) emptied = s.metadata.name;
+  }
+  ASSERT_FALSE(emptied.empty());
+  api_.clearReactors();
+  DesiredStore fresh(clock_);
+  fresh.put(kNodeA, pool);
+  reconciler_ = restartedWith(fresh);
+  ASSERT_TRUE(reconciler_->reconcile(kNodeA).status.ok());
+  EXPECT_EQ(writes("create"), 2U);
+  EXPECT_EQ(writes("delete"), 0U);
+  StatusOr<ResourceSlice> refilled = api_.getResourceSlice(emptied);
+  ASSERT_TRUE(refilled.ok()) << refilled.status().toString();
+  EXPECT_EQ(refilled->spec.shared_counters.size(), 1U);
+  expectComplete(2, 2);
+}
+
 // A slice someone else made by hand for node-a's pool, without our label or
 // an index in its name, claiming generation 5.
 ResourceSlice handmadeSlice() {
