@@ -699,7 +699,8 @@ TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
   auto dropCounters = [](testing::FakeKubeApi::Request& req) {
     if (!req.slice) return okStatus();
     req.slice->spec.shared_counters.clear();
-    for (client::Device& d : req.slice->spec.devices) d.consumes_counters.clear();
+    client::editDevices(req.slice->spec.devices,
+                        [&](client::Device& d) { d.consumes_counters.clear(); });
     return okStatus();
   };
   api_.prependReactor("create", "resourceslices", dropCounters);
@@ -709,12 +710,12 @@ TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
   set.name = "gpu-0-counters";
   set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
   pool.shared_counters.push_back(set);
-  for (client::Device& d : pool.devices) {
+  client::editDevices(pool.devices, [&](client::Device& d) {
     client::DeviceCounterConsumption c;
     c.counter_set = "gpu-0-counters";
     c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
     d.consumes_counters.push_back(c);
-  }
+  });
   store_.put(kNodeA, pool);
   sync();  // also asserts that a second reconcile writes nothing
   expectComplete(1, 2);
