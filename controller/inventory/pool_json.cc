@@ -647,8 +647,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
       const bool advanced =
           std::any_of(slice_devices.begin(), slice_devices.end(),
                       [](const client::Device& d) { return d.usesAdvancedFeatures(); });
-      const size_t limit = advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                                    : client::kResourceSliceMaxDevices;
+      const size_t limit = deviceLimit(advanced);
       if (slice_devices.size() > limit) {
         bad.add(devices_path,
                 "must have at most " + std::to_string(limit) + " devices per slice" +

@@ -76,11 +76,14 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
 
 }  // namespace
 
+size_t deviceLimit(bool advanced) {
+  return advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
+                  : client::kResourceSliceMaxDevices;
+}
+
 size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
-  for (const client::DeviceRef& d : devices) {
-    if (d->advanced()) return client::kResourceSliceMaxDevicesWithAdvancedFeatures;
-  }
-  return client::kResourceSliceMaxDevices;
+  return deviceLimit(std::any_of(devices.begin(), devices.end(),
+                                 [](const client::DeviceRef& d) { return d->advanced(); }));
 }
 
 Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
@@ -162,10 +165,7 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   std::vector<std::vector<size_t>> assigned(live_devices.size());
   std::vector<bool> advanced(live_devices.size(), false);
   auto fits = [&](size_t slot, const client::DeviceRef& d) {
-    const bool adv = advanced[slot] || d->advanced();
-    const size_t limit = adv ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                             : client::kResourceSliceMaxDevices;
-    return assigned[slot].size() + 1 <= limit;
+    return assigned[slot].size() + 1 <= deviceLimit(advanced[slot] || d->advanced());
   };
   auto place = [&](size_t slot, size_t pos) {
     advanced[slot] = advanced[slot] || pool.devices[pos]->advanced();
@@ -230,9 +230,7 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   bool new_advanced = false;
   for (const client::DeviceRef* d : rest) {
     const bool advanced_after = new_advanced || (*d)->advanced();
-    const size_t limit = advanced_after ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                                        : client::kResourceSliceMaxDevices;
-    if (new_slices.empty() || new_slices.back().devices.size() + 1 > limit) {
+    if (new_slices.empty() || new_slices.back().devices.size() + 1 > deviceLimit(advanced_after)) {
       new_slices.emplace_back();
       new_advanced = (*d)->advanced();
     } else {

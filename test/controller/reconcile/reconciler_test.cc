@@ -665,18 +665,24 @@ TEST_F(ReconcilerTest, ExplicitSlicesArePublishedAsGiven) {
   EXPECT_EQ(contents, (std::set<std::vector<std::string>>{{"a-0", "a-1"}, {"b-0"}}));
 }
 
-TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
-  Pool pool = nodePool(2);
+// nodePool(n) with one counter set, of which every device consumes half.
+Pool nodePoolWithCounters(int n) {
+  Pool pool = nodePool(n);
   client::CounterSet set;
   set.name = "gpu-0-counters";
   set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
   pool.shared_counters.push_back(set);
-  client::editDevices(pool.devices, [&](client::Device& d) {
+  client::editDevices(pool.devices, [](client::Device& d) {
     client::DeviceCounterConsumption c;
     c.counter_set = "gpu-0-counters";
     c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
     d.consumes_counters.push_back(c);
   });
+  return pool;
+}
+
+TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
+  Pool pool = nodePoolWithCounters(2);
   store_.put(kNodeA, pool);
   sync();
   expectComplete(1, 2);
@@ -705,17 +711,7 @@ TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
   };
   api_.prependReactor("create", "resourceslices", dropCounters);
   api_.prependReactor("update", "resourceslices", dropCounters);
-  Pool pool = nodePool(2);
-  client::CounterSet set;
-  set.name = "gpu-0-counters";
-  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
-  pool.shared_counters.push_back(set);
-  client::editDevices(pool.devices, [&](client::Device& d) {
-    client::DeviceCounterConsumption c;
-    c.counter_set = "gpu-0-counters";
-    c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
-    d.consumes_counters.push_back(c);
-  });
+  Pool pool = nodePoolWithCounters(2);
   store_.put(kNodeA, pool);
   sync();  // also asserts that a second reconcile writes nothing
   expectComplete(1, 2);
