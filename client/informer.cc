@@ -270,40 +270,43 @@ typename Informer<R>::WatchResult Informer<R>::watchOnce(const std::stop_token& 
 
 template <typename R>
 void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
-  // Objects are transformed before the store and the handlers see them; a
-  // copy only when there is a transform.
-  std::optional<Object> transformed;
-  if (options_.transform &&
-      (event.type == WatchEventType::kAdded || event.type == WatchEventType::kModified ||
-       event.type == WatchEventType::kDeleted)) {
-    transformed = event.object;
-    options_.transform(*transformed);
-  }
-  const Object& object = transformed ? *transformed : event.object;
+  // Objects are transformed before the store and the handlers see them. The
+  // event's object is copied once, into the store (or for a delete, only when
+  // there is a transform).
+  const auto transformedCopy = [&] {
+    Object copy = event.object;
+    if (options_.transform) options_.transform(copy);
+    return copy;
+  };
   switch (event.type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
-      typename Store<Object>::Ptr old = store_.applyUpsert(object);
+      const typename Store<Object>::Change change = store_.applyUpsert(transformedCopy());
+      const Object& object = *change.now;
       setLastResourceVersion(object.metadata.resource_version);
-      if (!old) {
+      if (!change.old) {
         if (handlers_.on_add) {
           handlers_.on_add(object);
         }
-      } else if (old->metadata.resource_version != object.metadata.resource_version &&
+      } else if (change.old->metadata.resource_version != object.metadata.resource_version &&
                  handlers_.on_update) {
-        handlers_.on_update(*old, object);
+        handlers_.on_update(*change.old, object);
       }
       break;
     }
-    case WatchEventType::kDeleted:
+    case WatchEventType::kDeleted: {
+      std::optional<Object> transformed;
+      if (options_.transform) transformed = transformedCopy();
+      const Object& object = transformed ? *transformed : event.object;
       store_.applyDelete(object);
       setLastResourceVersion(object.metadata.resource_version);
       if (handlers_.on_delete) {
         handlers_.on_delete(object);
       }
       break;
+    }
     case WatchEventType::kBookmark:
-      setLastResourceVersion(object.metadata.resource_version);
+      setLastResourceVersion(event.object.metadata.resource_version);
       break;
     case WatchEventType::kError:
       break;  // handled by the caller

@@ -341,6 +341,18 @@ class SemanticComparer {
            unknown<ResourcePool>(d.unknown, l.unknown, at);
   }
 
+  // Equal digests: equal JSON, so equal with nothing dropped. Otherwise the typed devices are
+  // compared field by field.
+  bool device(const DeviceRef& d, const DeviceRef& l, const FieldPath& at) {
+    if (d == l) {
+      return true;
+    }
+    if (!d || !l || d->name() != l->name()) {
+      return false;
+    }
+    return device(d.device(), l.device(), at);
+  }
+
   bool device(const Device& d, const Device& l, const FieldPath& at) {
     if (d.name != l.name) {
       return false;
@@ -433,6 +445,25 @@ Json toJson(const ResourceSlice& slice) { return codec::toJson<ResourceSlice>(sl
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j) {
   return codec::decode<ResourceSlice>(j, "");
 }
+
+FeatureSet featuresOf(const Device& device) {
+  Presence presence;
+  codec::visitObjects<Device>(device, presence);
+  return presence.features();
+}
+
+namespace codec {
+
+void Form::decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d) {
+  Device device;
+  const size_t before = d.failures();
+  decodeObject<Device>(v, device, at, d);
+  if (d.failures() == before) out = DeviceRef(device);
+}
+
+Json Form::encode(const DeviceRef& ref) { return Json::parse(ref->json()); }
+
+}  // namespace codec
 
 FeatureSet featuresOf(const ResourceSliceSpec& spec) {
   Presence presence;

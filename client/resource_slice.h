@@ -17,6 +17,7 @@
 
 #include "client/api_features.h"
 #include "client/codec.h"
+#include "client/device_form.h"
 #include "client/objects.h"
 #include "client/quantity.h"
 
@@ -153,7 +154,7 @@ struct ResourceSliceSpec {
   std::optional<NodeSelector> node_selector;
   std::optional<bool> all_nodes;
   std::optional<bool> per_device_node_selection;
-  std::vector<Device> devices;
+  std::vector<DeviceRef> devices;  // shared compact forms (device_form.h)
   std::vector<CounterSet> shared_counters;
   Json unknown = nullptr;
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
@@ -198,6 +199,7 @@ bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& li
 
 // The tagged features that `spec` uses anywhere (what a server kept, for a live slice).
 FeatureSet featuresOf(const ResourceSliceSpec& spec);
+FeatureSet featuresOf(const Device& device);
 
 // Seconds since the epoch of an RFC 3339 time ("2026-12-01T10:00:00Z",
 // fractions and offsets allowed, as metav1.Time parses it), fractions dropped;
@@ -367,6 +369,28 @@ struct Table<Device> {
   static constexpr Json Device::*kUnknown = &Device::unknown;
 };
 
+// A device held as a DeviceRef: decoded by the Device table, and made into its shared form only
+// when it decoded without problems; encoded from the form's JSON.
+struct Form {
+  using Type = DeviceRef;
+  static void decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d);
+  static bool isEmpty(const DeviceRef& ref) { return !ref; }
+  static Json encode(const DeviceRef& ref);
+};
+
+namespace detail {
+// Visitors (the comparer's presence scan) see the typed device: decoded on the spot.
+template <>
+struct Children<Form> {
+  template <typename Visitor>
+  static void visit(const DeviceRef& ref, Visitor& visitor) {
+    if (!ref) return;
+    const Device device = ref.device();
+    visitObjects<Device>(device, visitor);
+  }
+};
+}  // namespace detail
+
 template <>
 struct Table<ResourcePool> {
   using Owner = ResourcePool;
@@ -383,7 +407,7 @@ struct Table<ResourceSliceSpec> {
   using Owner = ResourceSliceSpec;
   static constexpr auto kFields = std::tuple{
       field("allNodes", &ResourceSliceSpec::all_nodes, Opt<Bool>{}),
-      field("devices", &ResourceSliceSpec::devices, ListOf<Obj<Device>>{}),
+      field("devices", &ResourceSliceSpec::devices, ListOf<Form>{}),
       field("driver", &ResourceSliceSpec::driver, Str{}, Omit::kNever),
       field("nodeName", &ResourceSliceSpec::node_name, Opt<Str>{}),
       field("nodeSelector", &ResourceSliceSpec::node_selector, Opt<Selector>{}),

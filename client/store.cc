@@ -111,14 +111,15 @@ size_t Store<T>::pendingAssumptions() const {
 }
 
 template <typename T>
-typename Store<T>::Ptr Store<T>::applyUpsert(const T& object) {
-  const std::string& name = object.metadata.name;
+typename Store<T>::Change Store<T>::applyUpsert(T object) {
+  Ptr now = std::make_shared<const T>(std::move(object));
+  const std::string& name = now->metadata.name;
   std::lock_guard lock(mu_);
   Entry& entry = entries_[name];
-  Ptr previous = std::exchange(entry.watched, std::make_shared<const T>(object));
+  Ptr previous = std::exchange(entry.watched, now);
   settleAfterUpsert(entry);
   refreshLocked(name);
-  return previous;
+  return {std::move(previous), std::move(now)};
 }
 
 template <typename T>

@@ -63,9 +63,10 @@ class Store {
   // Number of assumptions not yet superseded by the watch.
   size_t pendingAssumptions() const;
 
-  // Feeding, by the Informer's thread. Each returns the previous watched state
-  // (null if none).
-  Ptr applyUpsert(const T& object);
+  // Feeding, by the Informer's thread. applyUpsert keeps `object` itself (moved
+  // in, not copied) and returns the previous watched state and the new one;
+  // applyDelete returns the previous watched state (null if none).
+  Change applyUpsert(T object);
   Ptr applyDelete(const T& last_state);
   // Replaces the watched state with a full list taken at `resource_version`
   // and returns the differences, ordered by name.

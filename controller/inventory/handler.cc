@@ -183,9 +183,10 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool
   if (!selection.per_device_node_selection) return std::nullopt;
   const auto check_devices =
       [&](std::string_view base,
-          const std::vector<client::Device>& devices) -> std::optional<FieldError> {
+          const std::vector<client::DeviceRef>& devices) -> std::optional<FieldError> {
     for (size_t i = 0; i < devices.size(); ++i) {
-      const client::Device& d = devices[i];
+      if (!devices[i]->placed()) continue;
+      const client::Device d = devices[i].device();
       std::string_view field;
       std::optional<std::string> why;
       if (d.node_name) {

@@ -137,7 +137,9 @@ using ProblemClass = client::codec::Problems::Class;
 
 // A pool as sent, before validation: what decoding found out about presence.
 struct RawPool {
-  Pool pool;
+  Pool pool;  // devices are made into shared forms once the pool is valid
+  std::vector<client::Device> devices;
+  std::vector<std::vector<client::Device>> slice_devices;  // slices[i].devices
   bool has_devices = false;
   bool has_shared_counters = false;
   bool has_slices = false;
@@ -180,7 +182,7 @@ RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
   selection.all_nodes = wire.all_nodes.value_or(false);
   selection.per_device_node_selection = wire.per_device_node_selection.value_or(false);
   raw.has_devices = wire.devices.has_value();
-  if (wire.devices) raw.pool.devices = std::move(*wire.devices);
+  if (wire.devices) raw.devices = std::move(*wire.devices);
   raw.has_shared_counters = wire.shared_counters.has_value();
   if (wire.shared_counters) raw.pool.shared_counters = std::move(*wire.shared_counters);
   raw.has_generation = wire.generation.has_value();
@@ -193,7 +195,8 @@ RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
   if (wire.slices) {
     std::vector<DesiredSlice> slices;
     for (WireSlice& s : *wire.slices) {
-      slices.push_back({std::move(s.devices), std::move(s.shared_counters)});
+      slices.push_back({{}, std::move(s.shared_counters)});
+      raw.slice_devices.push_back(std::move(s.devices));
       raw.slice_per_device.push_back(s.per_device_node_selection);
     }
     raw.pool.slices = std::move(slices);
@@ -627,10 +630,11 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
     }
     for (size_t i = 0; i < pool.slices->size(); ++i) {
       const DesiredSlice& slice = (*pool.slices)[i];
+      const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
       const std::string at = indexPath(slices_path, i);
       const std::string devices_path = fieldPath(at, "devices");
       const std::string sets_path = fieldPath(at, "sharedCounters");
-      if (!slice.devices.empty() && !slice.shared_counters.empty()) {
+      if (!slice_devices.empty() && !slice.shared_counters.empty()) {
         bad.add(sets_path,
                 "must not be in the same slice as devices; put shared counters in "
                 "a slice of their own");
@@ -640,14 +644,17 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                                " counter sets per slice, not " +
                                std::to_string(slice.shared_counters.size()));
       }
-      const size_t limit = deviceLimit(slice.devices);
-      if (slice.devices.size() > limit) {
+      const bool advanced =
+          std::any_of(slice_devices.begin(), slice_devices.end(),
+                      [](const client::Device& d) { return d.usesAdvancedFeatures(); });
+      const size_t limit = deviceLimit(advanced);
+      if (slice_devices.size() > limit) {
         bad.add(devices_path,
                 "must have at most " + std::to_string(limit) + " devices per slice" +
                     (limit < client::kResourceSliceMaxDevices
                          ? " when a device uses taints, consumesCounters or list attributes"
                          : "") +
-                    ", not " + std::to_string(slice.devices.size()));
+                    ", not " + std::to_string(slice_devices.size()));
       }
       const std::optional<bool>& per_device = raw.slice_per_device[i];
       if (per_device && *per_device != s.per_device_node_selection) {
@@ -655,16 +662,16 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                 "must match the pool's perDeviceNodeSelection (" +
                     std::string(s.per_device_node_selection ? "true" : "unset") + ")");
       }
-      for (size_t d = 0; d < slice.devices.size(); ++d) {
-        devices.push_back({&slice.devices[d], indexPath(devices_path, d)});
+      for (size_t d = 0; d < slice_devices.size(); ++d) {
+        devices.push_back({&slice_devices[d], indexPath(devices_path, d)});
       }
       for (size_t c = 0; c < slice.shared_counters.size(); ++c) {
         sets.push_back({&slice.shared_counters[c], indexPath(sets_path, c)});
       }
     }
   } else {
-    for (size_t d = 0; d < pool.devices.size(); ++d) {
-      devices.push_back({&pool.devices[d], indexPath(fieldPath(prefix, "devices"), d)});
+    for (size_t d = 0; d < raw.devices.size(); ++d) {
+      devices.push_back({&raw.devices[d], indexPath(fieldPath(prefix, "devices"), d)});
     }
     for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
       sets.push_back({&pool.shared_counters[c], indexPath(fieldPath(prefix, "sharedCounters"), c)});
@@ -708,9 +715,18 @@ Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& prob
     malformed.add(e.field, e.message);
   }
   problems.malformed_omitted += found.omitted(ProblemClass::kMalformed);
-  if (found.empty()) {
-    Problems invalid(problems.invalid, problems.invalid_omitted);
-    validateRawPool(raw, at.toString(), invalid);
+  if (!found.empty()) return std::move(raw.pool);
+  Problems invalid(problems.invalid, problems.invalid_omitted);
+  const size_t invalid_before = invalid.size();
+  validateRawPool(raw, at.toString(), invalid);
+  if (invalid.size() != invalid_before) return std::move(raw.pool);
+  // Valid: each device becomes its shared form.
+  raw.pool.devices.assign(raw.devices.begin(), raw.devices.end());
+  if (raw.pool.slices) {
+    for (size_t i = 0; i < raw.pool.slices->size(); ++i) {
+      (*raw.pool.slices)[i].devices.assign(raw.slice_devices[i].begin(),
+                                           raw.slice_devices[i].end());
+    }
   }
   return std::move(raw.pool);
 }

@@ -76,11 +76,14 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
 
 }  // namespace
 
-size_t deviceLimit(const std::vector<client::Device>& devices) {
-  for (const client::Device& d : devices) {
-    if (d.usesAdvancedFeatures()) return client::kResourceSliceMaxDevicesWithAdvancedFeatures;
-  }
-  return client::kResourceSliceMaxDevices;
+size_t deviceLimit(bool advanced) {
+  return advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
+                  : client::kResourceSliceMaxDevices;
+}
+
+size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
+  return deviceLimit(std::any_of(devices.begin(), devices.end(),
+                                 [](const client::DeviceRef& d) { return d->advanced(); }));
 }
 
 Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
@@ -153,22 +156,19 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   // room; the rest are placed afterwards.
   std::unordered_map<std::string, size_t> live_slice_of;  // device -> live_devices position
   for (size_t i = 0; i < live_devices.size(); ++i) {
-    for (const client::Device& d : live_devices[i].slice->spec.devices) {
-      live_slice_of.emplace(d.name, i);
+    for (const client::DeviceRef& d : live_devices[i].slice->spec.devices) {
+      live_slice_of.emplace(d->name(), i);
     }
   }
   // assigned[slot] holds positions in pool.devices; advanced[slot] says
   // whether the slot holds a device that lowers its limit to 64.
   std::vector<std::vector<size_t>> assigned(live_devices.size());
   std::vector<bool> advanced(live_devices.size(), false);
-  auto fits = [&](size_t slot, const client::Device& d) {
-    const bool adv = advanced[slot] || d.usesAdvancedFeatures();
-    const size_t limit = adv ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                             : client::kResourceSliceMaxDevices;
-    return assigned[slot].size() + 1 <= limit;
+  auto fits = [&](size_t slot, const client::DeviceRef& d) {
+    return assigned[slot].size() + 1 <= deviceLimit(advanced[slot] || d->advanced());
   };
   auto place = [&](size_t slot, size_t pos) {
-    advanced[slot] = advanced[slot] || pool.devices[pos].usesAdvancedFeatures();
+    advanced[slot] = advanced[slot] || pool.devices[pos]->advanced();
     assigned[slot].push_back(pos);
   };
   // Plain devices go back to their slices first, then those with taints,
@@ -178,9 +178,9 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   std::vector<size_t> unplaced;
   for (const bool advanced_pass : {false, true}) {
     for (size_t pos = 0; pos < pool.devices.size(); ++pos) {
-      const client::Device& d = pool.devices[pos];
-      if (d.usesAdvancedFeatures() != advanced_pass) continue;
-      auto it = live_slice_of.find(d.name);
+      const client::DeviceRef& d = pool.devices[pos];
+      if (d->advanced() != advanced_pass) continue;
+      auto it = live_slice_of.find(d->name());
       if (it != live_slice_of.end() && fits(it->second, d)) {
         place(it->second, pos);
       } else {
@@ -192,9 +192,9 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   // Second pass: free room in live slices that already hold devices of this
   // push, in index order; emptied slices are not refilled, so that they can
   // go away.
-  std::vector<const client::Device*> rest;
+  std::vector<const client::DeviceRef*> rest;
   for (const size_t pos : unplaced) {
-    const client::Device& d = pool.devices[pos];
+    const client::DeviceRef& d = pool.devices[pos];
     size_t slot = 0;
     while (slot < live_devices.size() && (assigned[slot].empty() || !fits(slot, d))) ++slot;
     if (slot < live_devices.size()) {
@@ -225,14 +225,16 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
   }
 
   // New slices for what is left, each filled up to its limit.
+  // A new slice is full at 128 devices, or at 64 once it holds an advanced one.
   std::vector<PlannedSlice> new_slices;
-  for (const client::Device* d : rest) {
-    if (new_slices.empty()) {
+  bool new_advanced = false;
+  for (const client::DeviceRef* d : rest) {
+    const bool advanced_after = new_advanced || (*d)->advanced();
+    if (new_slices.empty() || new_slices.back().devices.size() + 1 > deviceLimit(advanced_after)) {
       new_slices.emplace_back();
+      new_advanced = (*d)->advanced();
     } else {
-      std::vector<client::Device> probe = new_slices.back().devices;
-      probe.push_back(*d);
-      if (probe.size() > deviceLimit(probe)) new_slices.emplace_back();
+      new_advanced = advanced_after;
     }
     new_slices.back().devices.push_back(*d);
   }

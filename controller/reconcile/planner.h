@@ -24,7 +24,7 @@ struct PlannedSlice {
   int64_t index = 0;
   // The live slice this one becomes; null when it must be created.
   SlicePtr live;
-  std::vector<client::Device> devices;
+  std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
 };
 
@@ -37,7 +37,9 @@ struct Plan {
 
 // Returns the most devices a slice holding `devices` may hold: 64 when any of
 // them uses taints, counters or list attributes, else 128.
-size_t deviceLimit(const std::vector<client::Device>& devices);
+size_t deviceLimit(const std::vector<client::DeviceRef>& devices);
+// The same rule for a slice that holds an advanced device (`advanced`) or not.
+size_t deviceLimit(bool advanced);
 
 // Plans a pool. With Pool::slices the driver's split is kept and slice i of
 // the push becomes the live slice with index i. Otherwise devices are split

@@ -35,7 +35,7 @@ struct PoolKeyHash {
 
 // One slice the driver chose itself (Pool::slices).
 struct DesiredSlice {
-  std::vector<client::Device> devices;
+  std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
   friend bool operator==(const DesiredSlice&, const DesiredSlice&) = default;
 };
@@ -53,7 +53,7 @@ struct NodeSelection {
 // which the planner splits into slices, or `slices` chosen by the driver.
 struct Pool {
   NodeSelection selection;
-  std::vector<client::Device> devices;
+  std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
   std::optional<std::vector<DesiredSlice>> slices;
   // Publish at least this generation.

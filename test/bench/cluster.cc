@@ -135,6 +135,11 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::start(const std::filesystem::path& s
   cluster->transport_ = std::move(*transport);
   client::RestKubeApiOptions options;
   options.qps = 0;
+  // Deleting the slices of a workload (20,000 at scale 1) in one collection
+  // call takes minutes on a loaded machine; the server stops deleting when
+  // the client gives up.
+  options.request_timeout = std::chrono::minutes(10);
+  options.call_timeout = std::chrono::minutes(10);
   auto api = client::RestKubeApi::create(*cluster->transport_, clock, options);
   if (!api.ok()) {
     return api.status();

@@ -253,7 +253,7 @@ StatusOr<CheckReport> checkSlices(const std::vector<client::ResourceSlice>& live
       } else if (!s->spec.node_selector || s->spec.node_selector->value != pool->nodeSelector()) {
         problem(sid + ": wrong nodeSelector");
       }
-      for (const client::Device& d : s->spec.devices) {
+      for (const client::Device& d : client::decodeAll(s->spec.devices)) {
         ++report.devices;
         if (!seen.insert(d.name).second) {
           problem(sid + ": device " + d.name + " twice");

@@ -112,7 +112,9 @@ check "values.yaml has a default for every parameter" "" "${missing_default[*]}"
 # The README's Default column is the default of values.yaml, as JSON.
 wrong_default=()
 for p in "${params[@]}"; do
-  row="$(grep -F "| \`$p\` |" "$chart/README.md" | head -n1)" || continue
+  # grep -m1, not `grep | head -n1`: under pipefail, grep's SIGPIPE after head
+  # exits would skip the row.
+  row="$(grep -m1 -F "| \`$p\` |" "$chart/README.md")" || continue
   documented="$(awk -F' [|] ' '{print $3}' <<<"$row" | sed 's/^`//; s/`$//' | jq -cS . 2>/dev/null || echo unparsable)"
   actual="$(jq -cS --arg p "$p" 'getpath($p | split("."))' <<<"$defaults")"
   [[ "$documented" == "$actual" ]] || wrong_default+=("$p (README $documented, values.yaml $actual)")

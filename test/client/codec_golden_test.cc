@@ -204,9 +204,8 @@ std::string objects(const std::vector<fs::path>& inputs) {
 // one side of semanticEqual.
 using Edit = std::function<void(ResourceSliceSpec&)>;
 Edit eachDevice(const std::function<void(Device&)>& edit) {
-  return [edit](ResourceSliceSpec& s) {
-    for (Device& d : s.devices) edit(d);
-  };
+  return
+      [edit](ResourceSliceSpec& s) { client::editDevices(s.devices, [&](Device& d) { edit(d); }); };
 }
 const std::vector<std::pair<std::string, Edit>>& edits() {
   static const std::vector<std::pair<std::string, Edit>> list = {
@@ -231,12 +230,12 @@ const std::vector<std::pair<std::string, Edit>>& edits() {
        [](ResourceSliceSpec& s) {
          s.shared_counters.clear();
          s.per_device_node_selection.reset();
-         for (Device& d : s.devices) {
+         client::editDevices(s.devices, [&](Device& d) {
            d.consumes_counters.clear();
            d.node_name.reset();
            d.node_selector.reset();
            d.all_nodes.reset();
-         }
+         });
        }},
       {"dropListAttributes", eachDevice([](Device& d) {
          for (auto& [name, a] : d.attributes) {
@@ -249,29 +248,30 @@ const std::vector<std::pair<std::string, Edit>>& edits() {
       {"dropUnknown",
        [](ResourceSliceSpec& s) {
          s.unknown = Json();
-         for (Device& d : s.devices) {
+         client::editDevices(s.devices, [&](Device& d) {
            d.unknown = Json();
            for (auto& [name, a] : d.attributes) a.unknown = Json();
            for (auto& [name, c] : d.capacity) {
              c.unknown = Json();
              if (c.request_policy) c.request_policy->unknown = Json();
            }
-         }
+         });
        }},
       {"addUnknown",
        [](ResourceSliceSpec& s) {
          s.unknown["futureSpecField"] = 1;
-         for (Device& d : s.devices) d.unknown["futureDeviceField"] = Json::array({"x"});
+         client::editDevices(
+             s.devices, [&](Device& d) { d.unknown["futureDeviceField"] = Json::array({"x"}); });
        }},
       {"quantityText",
        [](ResourceSliceSpec& s) {
          // The same value in other words: "80Gi" as "85899345920".
-         for (Device& d : s.devices) {
+         client::editDevices(s.devices, [&](Device& d) {
            for (auto& [name, c] : d.capacity) {
              StatusOr<Quantity> plain = Quantity::parse(std::to_string(c.value.toInt64()));
              if (plain.ok() && *plain == c.value) c.value = *plain;
            }
-         }
+         });
        }},
       {"quantityValue", eachDevice([](Device& d) {
          if (!d.capacity.empty()) d.capacity.begin()->second.value = Quantity::parse("7").value();
@@ -279,7 +279,7 @@ const std::vector<std::pair<std::string, Edit>>& edits() {
       {"poolGeneration", [](ResourceSliceSpec& s) { ++s.pool.generation; }},
       {"firstDeviceRenamed",
        [](ResourceSliceSpec& s) {
-         if (!s.devices.empty()) s.devices.front().name += "-x";
+         if (!s.devices.empty()) s.devices.front().edit([](Device& d) { d.name += "-x"; });
        }},
       {"lastDeviceRemoved",
        [](ResourceSliceSpec& s) {

@@ -123,7 +123,7 @@ TEST(ResourceSlice, DecodesEveryModelledField) {
   EXPECT_EQ(spec.unknown, Json::parse(R"({"skipNodeOperations": ["Future"]})"));
   ASSERT_EQ(spec.devices.size(), 2u);
 
-  const Device& gpu = spec.devices[0];
+  const Device gpu = spec.devices[0].device();
   EXPECT_EQ(gpu.name, "gpu-0");
   EXPECT_EQ(gpu.attributes.at("model").string_value, "A100-SXM4-80GB");
   EXPECT_EQ(gpu.attributes.at("driverVersion").version_value, "550.54.15");
@@ -155,7 +155,7 @@ TEST(ResourceSlice, DecodesEveryModelledField) {
   EXPECT_EQ(gpu.allow_multiple_allocations, true);
   EXPECT_TRUE(gpu.unknown.contains("nodeAllocatableResources"));
 
-  const Device& mig = spec.devices[1];
+  const Device mig = spec.devices[1].device();
   ASSERT_EQ(mig.consumes_counters.size(), 1u);
   EXPECT_EQ(mig.consumes_counters[0].counter_set, "gpu-0-counters");
   EXPECT_EQ(mig.consumes_counters[0].counters.at("memory").value,
@@ -401,9 +401,11 @@ TEST(ResourceSlice, FeaturesOfNamesTheTaggedFieldsThatAreSet) {
   EXPECT_FALSE(all.test(static_cast<size_t>(Feature::kNone)));
 
   ResourceSliceSpec plain;
-  plain.devices.emplace_back().attributes["a"].ints = std::vector<int64_t>{};  // empty: not set
+  Device device;
+  device.attributes["a"].ints = std::vector<int64_t>{};  // empty: not set
+  plain.devices.emplace_back(device);
   EXPECT_TRUE(featuresOf(plain).none());
-  plain.devices.back().binds_to_node = false;  // set, though false
+  plain.devices.back().edit([](Device& d) { d.binds_to_node = false; });  // set, though false
   EXPECT_EQ(featuresOf(plain),
             FeatureSet().set(static_cast<size_t>(Feature::kDeviceBindingConditions)));
 }
@@ -414,11 +416,11 @@ TEST(ResourceSlice, FeaturesOfNamesTheTaggedFieldsThatAreSet) {
 // server-set fields, taints without timeAdded.
 ResourceSliceSpec desiredGpuSpec() {
   ResourceSliceSpec spec = mustDecode(Json::parse(kGpuSlice)).spec;
-  for (Device& d : spec.devices) {
+  client::editDevices(spec.devices, [&](Device& d) {
     for (DeviceTaint& t : d.taints) {
       t.time_added.reset();
     }
-  }
+  });
   return spec;
 }
 
@@ -435,15 +437,18 @@ TEST(SemanticEqual, IdenticalSpecsAreEqual) {
 
 TEST(SemanticEqual, ComparesQuantitiesByValue) {
   ResourceSliceSpec desired = desiredGpuSpec();
-  desired.devices[0].capacity["memory"].value = q("81920Mi");
-  desired.devices[0].capacity["bandwidth"].request_policy->default_value = q("0.5");
-  desired.devices[0].capacity["slots"].request_policy->valid_values[2] = q("4000m");
-  desired.devices[1].consumes_counters[0].counters["memory"].value = q("10737418240");
+  desired.devices[0].edit([&](Device& d_) { d_.capacity["memory"].value = q("81920Mi"); });
+  desired.devices[0].edit(
+      [&](Device& d_) { d_.capacity["bandwidth"].request_policy->default_value = q("0.5"); });
+  desired.devices[0].edit(
+      [&](Device& d_) { d_.capacity["slots"].request_policy->valid_values[2] = q("4000m"); });
+  desired.devices[1].edit(
+      [&](Device& d_) { d_.consumes_counters[0].counters["memory"].value = q("10737418240"); });
   std::vector<std::string> dropped;
   EXPECT_TRUE(semanticEqual(desired, liveGpuSpec(), &dropped));
   EXPECT_THAT(dropped, IsEmpty());
 
-  desired.devices[0].capacity["memory"].value = q("80G");
+  desired.devices[0].edit([&](Device& d_) { d_.capacity["memory"].value = q("80G"); });
   EXPECT_FALSE(semanticEqual(desired, liveGpuSpec()));
 }
 
@@ -452,14 +457,15 @@ TEST(SemanticEqual, TaintTimeAddedUnsetInDesiredIsNotCompared) {
   EXPECT_TRUE(semanticEqual(desired, liveGpuSpec()));
 
   // Set in desired: compared as a time (the server stores seconds, in UTC).
-  desired.devices[0].taints[0].time_added = "2026-07-01T12:00:00.75+02:00";
+  desired.devices[0].edit(
+      [&](Device& d_) { d_.taints[0].time_added = "2026-07-01T12:00:00.75+02:00"; });
   EXPECT_TRUE(semanticEqual(desired, liveGpuSpec()));
-  desired.devices[0].taints[0].time_added = "2026-07-01T10:00:01Z";
+  desired.devices[0].edit([&](Device& d_) { d_.taints[0].time_added = "2026-07-01T10:00:01Z"; });
   EXPECT_FALSE(semanticEqual(desired, liveGpuSpec()));
 
   // The rest of the taint is compared as ever.
   desired = desiredGpuSpec();
-  desired.devices[0].taints[0].effect = "NoExecute";
+  desired.devices[0].edit([&](Device& d_) { d_.taints[0].effect = "NoExecute"; });
   EXPECT_FALSE(semanticEqual(desired, liveGpuSpec()));
 }
 
@@ -473,37 +479,41 @@ TEST(SemanticEqual, ReportsFieldsTheServerDropped) {
   };
   const std::vector<Case> cases = {
       {"taints",
-       [](ResourceSliceSpec& s) { s.devices[0].taints.clear(); },
+       [](ResourceSliceSpec& s) { s.devices[0].edit([&](Device& d_) { d_.taints.clear(); }); },
        {"spec.devices[0].taints"}},
       {"bindingConditions",
        [](ResourceSliceSpec& s) {
-         s.devices[0].binds_to_node.reset();
-         s.devices[0].binding_conditions.clear();
-         s.devices[0].binding_failure_conditions.clear();
+         s.devices[0].edit([&](Device& d_) { d_.binds_to_node.reset(); });
+         s.devices[0].edit([&](Device& d_) { d_.binding_conditions.clear(); });
+         s.devices[0].edit([&](Device& d_) { d_.binding_failure_conditions.clear(); });
        },
        {"spec.devices[0].bindsToNode", "spec.devices[0].bindingConditions",
         "spec.devices[0].bindingFailureConditions"}},
       {"consumableCapacity",
        [](ResourceSliceSpec& s) {
-         s.devices[0].allow_multiple_allocations.reset();
-         for (auto& [name, c] : s.devices[0].capacity) {
-           c.request_policy.reset();
-         }
+         s.devices[0].edit([&](Device& d_) { d_.allow_multiple_allocations.reset(); });
+         s.devices[0].edit([](Device& d) {
+           for (auto& [name, c] : d.capacity) c.request_policy.reset();
+         });
        },
        {"spec.devices[0].capacity[\"bandwidth\"].requestPolicy",
         "spec.devices[0].capacity[\"slots\"].requestPolicy",
         "spec.devices[0].allowMultipleAllocations"}},
       {"partitionable",
-       [](ResourceSliceSpec& s) { s.devices[1].consumes_counters.clear(); },
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([&](Device& d_) { d_.consumes_counters.clear(); });
+       },
        {"spec.devices[1].consumesCounters"}},
       {"listAttributes",
        [](ResourceSliceSpec& s) {
-         for (auto& [name, a] : s.devices[0].attributes) {
-           a.ints.reset();
-           a.bools.reset();
-           a.strings.reset();
-           a.versions.reset();
-         }
+         s.devices[0].edit([](Device& d) {
+           for (auto& [name, a] : d.attributes) {
+             a.ints.reset();
+             a.bools.reset();
+             a.strings.reset();
+             a.versions.reset();
+           }
+         });
        },
        {"spec.devices[0].attributes[\"gpu.example.com/compat\"].versions",
         "spec.devices[0].attributes[\"gpu.example.com/flags\"].bools",
@@ -512,8 +522,9 @@ TEST(SemanticEqual, ReportsFieldsTheServerDropped) {
       {"unknownFields",
        [](ResourceSliceSpec& s) {
          s.unknown.erase("skipNodeOperations");
-         s.devices[0].unknown.erase("nodeAllocatableResources");
-         s.devices[0].capacity["bandwidth"].unknown.erase("futureCapacityField");
+         s.devices[0].edit([&](Device& d_) { d_.unknown.erase("nodeAllocatableResources"); });
+         s.devices[0].edit(
+             [&](Device& d_) { d_.capacity["bandwidth"].unknown.erase("futureCapacityField"); });
        },
        {"spec.devices[0].capacity[\"bandwidth\"].futureCapacityField",
         "spec.devices[0].nodeAllocatableResources", "spec.skipNodeOperations"}},
@@ -548,8 +559,8 @@ TEST(SemanticEqual, ReportsDroppedSliceLevelFields) {
   ResourceSliceSpec live = desired;
   live.per_device_node_selection.reset();
   live.shared_counters.clear();
-  live.devices[0].node_name.reset();
-  live.devices[1].all_nodes.reset();
+  live.devices[0].edit([&](Device& d_) { d_.node_name.reset(); });
+  live.devices[1].edit([&](Device& d_) { d_.all_nodes.reset(); });
   std::vector<std::string> dropped;
   EXPECT_TRUE(semanticEqual(desired, live, &dropped));
   EXPECT_THAT(dropped, ElementsAre("spec.perDeviceNodeSelection", "spec.sharedCounters",
@@ -560,18 +571,21 @@ TEST(SemanticEqual, ReportsDroppedSliceLevelFields) {
 // was not dropped by a feature gate: it is a real difference.
 TEST(SemanticEqual, MissingFieldIsADifferenceWhenLiveHasItElsewhere) {
   ResourceSliceSpec desired = desiredGpuSpec();
-  desired.devices[1].taints.push_back({"k", "", "NoSchedule", std::nullopt});
+  desired.devices[1].edit([&](Device& d_) {
+    d_.taints.push_back({"k", "", "NoSchedule", std::nullopt});
+  });
   std::vector<std::string> dropped = {"kept"};
   EXPECT_FALSE(semanticEqual(desired, liveGpuSpec(), &dropped));
   EXPECT_THAT(dropped, ElementsAre("kept"));  // untouched on a difference
 
   desired = desiredGpuSpec();
-  desired.devices[1].attributes["profile"].ints = std::vector<int64_t>{1};
+  desired.devices[1].edit(
+      [&](Device& d_) { d_.attributes["profile"].ints = std::vector<int64_t>{1}; });
   EXPECT_FALSE(semanticEqual(desired, liveGpuSpec()));
 
   // Fewer taints than desired (but some) is a difference too.
   ResourceSliceSpec live = liveGpuSpec();
-  live.devices[0].taints.pop_back();
+  live.devices[0].edit([&](Device& d_) { d_.taints.pop_back(); });
   EXPECT_FALSE(semanticEqual(desiredGpuSpec(), live));
 }
 
@@ -589,47 +603,84 @@ TEST(SemanticEqual, DetectsGenuineDifferences) {
       {"deviceRemoved", [](ResourceSliceSpec& s) { s.devices.pop_back(); }},
       {"deviceAdded", [](ResourceSliceSpec& s) { s.devices.push_back(s.devices[1]); }},
       {"devicesReordered", [](ResourceSliceSpec& s) { std::swap(s.devices[0], s.devices[1]); }},
-      {"deviceName", [](ResourceSliceSpec& s) { s.devices[1].name = "gpu-1"; }},
+      {"deviceName",
+       [](ResourceSliceSpec& s) { s.devices[1].edit([&](Device& d_) { d_.name = "gpu-1"; }); }},
       {"attributeValue",
-       [](ResourceSliceSpec& s) { s.devices[0].attributes["model"].string_value = "H100"; }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.attributes["model"].string_value = "H100"; });
+       }},
       {"attributeType",
        [](ResourceSliceSpec& s) {
-         s.devices[0].attributes["index"].int_value.reset();
-         s.devices[0].attributes["index"].string_value = "0";
+         s.devices[0].edit([&](Device& d_) { d_.attributes["index"].int_value.reset(); });
+         s.devices[0].edit([&](Device& d_) { d_.attributes["index"].string_value = "0"; });
        }},
       {"attributeAdded",
-       [](ResourceSliceSpec& s) { s.devices[0].attributes["extra"].bool_value = true; }},
-      {"attributeRemoved", [](ResourceSliceSpec& s) { s.devices[0].attributes.erase("mig"); }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.attributes["extra"].bool_value = true; });
+       }},
+      {"attributeRemoved",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.attributes.erase("mig"); });
+       }},
       {"listValue",
        [](ResourceSliceSpec& s) {
-         s.devices[0].attributes["gpu.example.com/numaNodes"].ints = std::vector<int64_t>{1, 0};
+         s.devices[0].edit([&](Device& d_) {
+           d_.attributes["gpu.example.com/numaNodes"].ints = std::vector<int64_t>{1, 0};
+         });
        }},
-      {"capacityRemoved", [](ResourceSliceSpec& s) { s.devices[0].capacity.erase("cores"); }},
+      {"capacityRemoved",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.capacity.erase("cores"); });
+       }},
       {"capacityValue",
-       [](ResourceSliceSpec& s) { s.devices[0].capacity["cores"].value = q("6913"); }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.capacity["cores"].value = q("6913"); });
+       }},
       {"requestPolicyRange",
        [](ResourceSliceSpec& s) {
-         s.devices[0].capacity["bandwidth"].request_policy->valid_range->step = q("200m");
+         s.devices[0].edit([&](Device& d_) {
+           d_.capacity["bandwidth"].request_policy->valid_range->step = q("200m");
+         });
        }},
       {"requestPolicyAddedOnLive",
-       [](ResourceSliceSpec& s) { s.devices[0].capacity["cores"].request_policy.emplace(); }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.capacity["cores"].request_policy.emplace(); });
+       }},
       {"taintAddedOnLive",
        [](ResourceSliceSpec& s) {
-         s.devices[1].taints.push_back({"k", "v", "NoExecute", "2026-07-01T10:00:00Z"});
+         s.devices[1].edit([&](Device& d_) {
+           d_.taints.push_back({"k", "v", "NoExecute", "2026-07-01T10:00:00Z"});
+         });
        }},
-      {"taintValue", [](ResourceSliceSpec& s) { s.devices[0].taints[0].value = "xid"; }},
+      {"taintValue",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.taints[0].value = "xid"; });
+       }},
       {"counterValue",
        [](ResourceSliceSpec& s) {
-         s.devices[1].consumes_counters[0].counters["memory"].value = q("20Gi");
+         s.devices[1].edit(
+             [&](Device& d_) { d_.consumes_counters[0].counters["memory"].value = q("20Gi"); });
        }},
       {"counterSetName",
-       [](ResourceSliceSpec& s) { s.devices[1].consumes_counters[0].counter_set = "other"; }},
-      {"bindsToNodeFalse", [](ResourceSliceSpec& s) { s.devices[0].binds_to_node = false; }},
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([&](Device& d_) { d_.consumes_counters[0].counter_set = "other"; });
+       }},
+      {"bindsToNodeFalse",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.binds_to_node = false; });
+       }},
       {"bindingConditions",
-       [](ResourceSliceSpec& s) { s.devices[0].binding_conditions.emplace_back("more"); }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.binding_conditions.emplace_back("more"); });
+       }},
       {"allowMultipleAllocationsOnLive",
-       [](ResourceSliceSpec& s) { s.devices[1].allow_multiple_allocations = true; }},
-      {"deviceNodeNameOnLive", [](ResourceSliceSpec& s) { s.devices[1].node_name = "node-a"; }},
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([&](Device& d_) { d_.allow_multiple_allocations = true; });
+       }},
+      {"deviceNodeNameOnLive",
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([&](Device& d_) { d_.node_name = "node-a"; });
+       }},
       {"sharedCountersOnLive",
        [](ResourceSliceSpec& s) {
          s.shared_counters.push_back({"set", {}});
@@ -637,7 +688,9 @@ TEST(SemanticEqual, DetectsGenuineDifferences) {
       {"unknownValue",
        [](ResourceSliceSpec& s) { s.unknown["skipNodeOperations"] = Json::array({"Other"}); }},
       {"deviceUnknownValue",
-       [](ResourceSliceSpec& s) { s.devices[0].unknown["nodeAllocatableResources"] = 1; }},
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([&](Device& d_) { d_.unknown["nodeAllocatableResources"] = 1; });
+       }},
   };
   for (const Case& c : cases) {
     ResourceSliceSpec live = liveGpuSpec();
@@ -669,14 +722,14 @@ TEST(SemanticEqual, NodeSelectorsCompareAsTheServerWritesThem) {
 TEST(SemanticEqual, UnknownFieldsOnlyOnLiveAreNotCompared) {
   ResourceSliceSpec live = liveGpuSpec();
   live.unknown["serverDefaultedField"] = "x";
-  live.devices[1].unknown["serverDefaultedField"] = 1;
+  live.devices[1].edit([&](Device& d_) { d_.unknown["serverDefaultedField"] = 1; });
   std::vector<std::string> dropped;
   EXPECT_TRUE(semanticEqual(desiredGpuSpec(), live, &dropped));
   EXPECT_THAT(dropped, IsEmpty());
 
   // An empty unknown value in desired is what the server writes as nothing.
   ResourceSliceSpec desired = desiredGpuSpec();
-  desired.devices[1].unknown["emptyFutureList"] = Json::array();
+  desired.devices[1].edit([&](Device& d_) { d_.unknown["emptyFutureList"] = Json::array(); });
   EXPECT_TRUE(semanticEqual(desired, liveGpuSpec(), &dropped));
   EXPECT_THAT(dropped, IsEmpty());
 }

@@ -597,13 +597,13 @@ TEST_F(FakeKubeApiTest, ReactorErrorFailsTheCallAndChangesNothing) {
 TEST_F(FakeKubeApiTest, ReactorCanDefaultFieldsLikeTheServer) {
   api_.prependReactor("*", "resourceslices", [](FakeKubeApi::Request& request) {
     if (request.slice) {
-      for (auto& device : request.slice->spec.devices) {
+      client::editDevices(request.slice->spec.devices, [](client::Device& device) {
         for (auto& taint : device.taints) {
           if (!taint.time_added) {
             taint.time_added = "2026-01-01T00:00:00Z";
           }
         }
-      }
+      });
     }
     return okStatus();
   });
@@ -614,8 +614,9 @@ TEST_F(FakeKubeApiTest, ReactorCanDefaultFieldsLikeTheServer) {
   slice.spec.devices.push_back(device);
   const auto created = api_.createResourceSlice(slice);
   ASSERT_TRUE(created.ok());
-  EXPECT_EQ(created->spec.devices[0].taints[0].time_added, "2026-01-01T00:00:00Z");
-  EXPECT_EQ(api_.resourceSlice("a")->spec.devices[0].taints[0].time_added, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(created->spec.devices[0].device().taints[0].time_added, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(api_.resourceSlice("a")->spec.devices[0].device().taints[0].time_added,
+            "2026-01-01T00:00:00Z");
 }
 
 TEST_F(FakeKubeApiTest, NewestReactorRunsFirstAndCanCallTheFake) {

@@ -411,7 +411,7 @@ TEST_F(HardeningTest, UnknownFieldsAreRefusedWithTheirPaths) {
   const std::vector<client::ResourceSlice> slices = env_.poolSlices(kDriver, "typos");
   ASSERT_EQ(slices.size(), 1U);
   ASSERT_EQ(slices[0].spec.devices.size(), 1U);
-  const client::Device& published = slices[0].spec.devices[0];
+  const client::Device published = slices[0].spec.devices[0].device();
   EXPECT_EQ(published.attributes.at("model").string_value, "A100");
   if (!published.taints.empty()) {
     EXPECT_EQ(published.taints[0].value, "ecc");

@@ -52,14 +52,15 @@ TEST_F(InformerIntegration, SeesSlicesBeforeAndAfterStartEditsAndDeletes) {
   // An edit.
   ResourceSlice edited = before[0];
   edited.spec.pool.generation = 2;
-  edited.spec.devices[0].attributes["model"].string_value = "H100";
+  edited.spec.devices[0].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   auto updated = api_->updateResourceSlice(edited);
   ASSERT_TRUE(updated.ok()) << updated.status().toString();
   ASSERT_TRUE(recorder_.waitFor("update " + edited.metadata.name));
   const SlicePtr cached = informer_->store().get(edited.metadata.name);
   ASSERT_NE(cached, nullptr);
   EXPECT_EQ(cached->metadata.resource_version, updated->metadata.resource_version);
-  EXPECT_EQ(cached->spec.devices.at(0).attributes.at("model").string_value, "H100");
+  EXPECT_EQ(cached->spec.devices.at(0).device().attributes.at("model").string_value, "H100");
 
   // A delete.
   ASSERT_TRUE(api_->deleteResourceSlice(after.metadata.name,

@@ -214,7 +214,7 @@ TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
   EXPECT_EQ(versions(driver, "node-d"), kept) << "the pool was written again";
   EXPECT_TRUE(whole(driver, "node-d", 2));
   for (const auto& s : claimingSlices(driver, "node-d")) {
-    for (const auto& d : s.spec.devices) {
+    for (const client::Device& d : client::decodeAll(s.spec.devices)) {
       EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
       EXPECT_TRUE(d.taints.empty()) << d.name;
     }
@@ -258,7 +258,9 @@ TEST_F(PoolIntegrityTest, ASliceRefusedByAnAdmissionPolicyLeavesThePoolWhole) {
   probe.spec.driver = driver;
   probe.spec.pool = {"probe", 1, 1};
   probe.spec.all_nodes = true;
-  probe.spec.devices.emplace_back().name = "refused-0";
+  client::Device refused;
+  refused.name = "refused-0";
+  probe.spec.devices.emplace_back(refused);
   ASSERT_TRUE(ServiceEnv::eventually([&] {
     StatusOr<client::ResourceSlice> created = env_.api().createResourceSlice(probe);
     if (created.ok()) (void)env_.api().deleteResourceSlice(probe.metadata.name, {});
@@ -280,7 +282,7 @@ TEST_F(PoolIntegrityTest, ASliceRefusedByAnAdmissionPolicyLeavesThePoolWhole) {
   std::set<std::string> names;
   for (const auto& s : claimingSlices(driver, "node-f")) {
     EXPECT_GE(s.spec.pool.generation, 3) << "the published content was not written back";
-    for (const auto& d : s.spec.devices) {
+    for (const client::Device& d : client::decodeAll(s.spec.devices)) {
       EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
       names.insert(d.name);
     }

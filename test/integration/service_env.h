@@ -109,7 +109,8 @@ class ServiceEnv {
   // A scrape of a controller's /metrics, and one sample's value (NaN if absent).
   double metric(const ControllerProcess& c, const std::string& series);
   // The API server's own count of the requests it served for `resource`
-  // with `verb` (GET, LIST, WATCH, CREATE, ...), from every client: the sum
+  // with `verb` (GET, LIST, WATCH, POST, PUT, PATCH, DELETE: writes by their
+  // HTTP method), from every client: the sum
   // of apiserver_request_total over its other labels, scraped as admin.
   double apiServerRequests(const std::string& resource, const std::string& verb);
 

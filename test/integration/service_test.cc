@@ -239,7 +239,7 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
     std::set<std::string> devices;
     size_t count = 0;
     for (const auto& s : env_.poolSlices(driver, node)) {
-      for (const auto& d : s.spec.devices) {
+      for (const client::Device& d : client::decodeAll(s.spec.devices)) {
         devices.insert(d.name);
         ++count;
       }

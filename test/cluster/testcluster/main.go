@@ -7,6 +7,7 @@
 //	testcluster stop DIR
 //
 // start returns once /readyz answers and DIR/kubeconfig (admin) is written;
+// DIR/bin links to BINDIR, so that stop and kubectl use the same release;
 // the servers keep running in their own session until stop. With --owner-pid
 // a watchdog stops the cluster when that process dies, so a crashed test
 // suite leaves nothing behind.
@@ -127,6 +128,9 @@ func startCommand(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *bin, err = filepath.Abs(*bin); err != nil {
+		return err
+	}
 	if running(dir) {
 		return fmt.Errorf("a cluster is already running in %s; stop it first", dir)
 	}
@@ -172,6 +176,13 @@ func start(dir, bin string, apiserverArgs []string) error {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return err
 		}
+	}
+	// stop and kubectl run the binaries of the release this cluster runs.
+	if err := os.Remove(filepath.Join(dir, "bin")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bin")); err != nil {
+		return err
 	}
 	pki, err := writePKI(filepath.Join(dir, "pki"))
 	if err != nil {

@@ -580,8 +580,8 @@ TEST(PoolJson, DecodesEveryPoolField) {
   ASSERT_EQ(pool->shared_counters.size(), 1U);
   EXPECT_EQ(pool->shared_counters[0].name, "gpu-0");
   ASSERT_EQ(pool->devices.size(), 1U);
-  EXPECT_EQ(pool->devices[0].attributes.at("model").string_value, "H100");
-  EXPECT_TRUE(pool->devices[0].unknown.is_null());
+  EXPECT_EQ(pool->devices[0].device().attributes.at("model").string_value, "H100");
+  EXPECT_TRUE(pool->devices[0].device().unknown.is_null());
   EXPECT_FALSE(pool->slices.has_value());
 
   // A field no table lists is refused, not kept for the API server to prune.
@@ -643,7 +643,7 @@ TEST(PoolJson, DecodesExplicitSlicesInOrder) {
   ASSERT_TRUE(pool->slices.has_value());
   ASSERT_EQ(pool->slices->size(), 2U);
   EXPECT_EQ((*pool->slices)[0].devices.size(), 2U);
-  EXPECT_EQ((*pool->slices)[1].devices[0].name, "b-0");
+  EXPECT_EQ((*pool->slices)[1].devices[0].device().name, "b-0");
   EXPECT_TRUE(pool->selection.all_nodes);
 }
 
@@ -777,7 +777,8 @@ TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   EXPECT_FALSE(pool->shared_counters.empty());
   size_t consuming = 0;
-  for (const client::Device& d : pool->devices) consuming += d.consumes_counters.empty() ? 0 : 1;
+  for (const client::Device& d : client::decodeAll(pool->devices))
+    consuming += d.consumes_counters.empty() ? 0 : 1;
   EXPECT_EQ(consuming, pool->devices.size());
 }
 
@@ -789,7 +790,7 @@ TEST(InventoryExamples, GpuPoolsLookLikeRealGpuDrivers) {
     ASSERT_TRUE(pool.ok()) << file << ": " << pool.status().toString();
     EXPECT_TRUE(pool->selection.node_name.has_value()) << file;
     ASSERT_GE(pool->devices.size(), 4U) << file;
-    for (const client::Device& d : pool->devices) {
+    for (const client::Device& d : client::decodeAll(pool->devices)) {
       EXPECT_GE(d.attributes.size(), 10U) << file << " " << d.name;
       EXPECT_EQ(d.capacity.size(), 2U) << file << " " << d.name;
     }

@@ -124,10 +124,11 @@ bool sameDevice(const Device& want, Device live) {
   return want == live;
 }
 
-bool sameDevices(const std::vector<Device>& want, const std::vector<Device>& live) {
+bool sameDevices(const std::vector<client::DeviceRef>& want,
+                 const std::vector<client::DeviceRef>& live) {
   if (want.size() != live.size()) return false;
   for (size_t i = 0; i < want.size(); ++i) {
-    if (!sameDevice(want[i], live[i])) return false;
+    if (want[i] != live[i] && !sameDevice(want[i].device(), live[i].device())) return false;
   }
   return true;
 }
@@ -147,7 +148,7 @@ std::string describe(const Pool& p) {
     out << ']';
   } else {
     size_t tainted = 0;
-    for (const Device& d : p.devices) tainted += d.usesAdvancedFeatures();
+    for (const Device& d : client::decodeAll(p.devices)) tainted += d.usesAdvancedFeatures();
     out << " devices=" << p.devices.size() << " advanced=" << tainted
         << " counterSets=" << p.shared_counters.size();
   }
@@ -196,9 +197,9 @@ class PoolGenerator {
       for (int i = 0; i < count; ++i) p.devices.push_back(device(rng_.chance(taints)));
       if (rng_.chance(0.2)) {
         p.shared_counters = counterSets(rng_.uniform(1, kMaxPoolCounterSets));
-        for (Device& d : p.devices) {
+        client::editDevices(p.devices, [&](Device& d) {
           if (rng_.chance(0.1)) consume(d, p.shared_counters);
-        }
+        });
       }
     }
     if (rng_.chance(0.1)) p.generation = rng_.uniform(1, 20);
@@ -212,7 +213,7 @@ class PoolGenerator {
   Pool change(Pool p, const std::string& pool_name) {
     const int changes = rng_.uniform(1, 3);
     for (int c = 0; c < changes; ++c) {
-      std::vector<Device>& devices =
+      std::vector<client::DeviceRef>& devices =
           p.slices ? (*p.slices)[static_cast<size_t>(
                                      rng_.uniform(0, static_cast<int>(p.slices->size()) - 1))]
                          .devices
@@ -238,22 +239,22 @@ class PoolGenerator {
         case 3: {  // change attributes
           const int k = rng_.uniform(1, 5);
           for (int i = 0; i < k && !devices.empty(); ++i) {
-            Device& d =
-                devices[static_cast<size_t>(rng_.uniform(0, static_cast<int>(devices.size()) - 1))];
-            setAttributes(d, rng_.uniform(0, 1000));
+            devices[static_cast<size_t>(rng_.uniform(0, static_cast<int>(devices.size()) - 1))]
+                .edit([&](Device& d) { setAttributes(d, rng_.uniform(0, 1000)); });
           }
           break;
         }
         case 4: {  // taint or untaint
           const int k = rng_.uniform(1, 70);
           for (int i = 0; i < k && !devices.empty(); ++i) {
-            Device& d =
-                devices[static_cast<size_t>(rng_.uniform(0, static_cast<int>(devices.size()) - 1))];
-            if (d.taints.empty()) {
-              taint(d);
-            } else {
-              d.taints.clear();
-            }
+            devices[static_cast<size_t>(rng_.uniform(0, static_cast<int>(devices.size()) - 1))]
+                .edit([&](Device& d) {
+                  if (d.taints.empty()) {
+                    taint(d);
+                  } else {
+                    d.taints.clear();
+                  }
+                });
           }
           break;
         }
@@ -262,10 +263,10 @@ class PoolGenerator {
             p.shared_counters = rng_.chance(0.3)
                                     ? std::vector<client::CounterSet>{}
                                     : counterSets(rng_.uniform(1, kMaxPoolCounterSets));
-            for (Device& d : p.devices) {
+            client::editDevices(p.devices, [&](Device& d) {
               d.consumes_counters.clear();
               if (!p.shared_counters.empty() && rng_.chance(0.1)) consume(d, p.shared_counters);
-            }
+            });
           }
           break;
         case 6:
@@ -319,10 +320,10 @@ class PoolGenerator {
         }
       }
     };
-    for (Device& d : p.devices) fix(d);
+    client::editDevices(p.devices, [&](Device& d) { fix(d); });
     if (p.slices) {
       for (DesiredSlice& s : *p.slices) {
-        for (Device& d : s.devices) fix(d);
+        client::editDevices(s.devices, [&](Device& d) { fix(d); });
       }
     }
   }
@@ -716,7 +717,9 @@ class Scenario {
     switch (rng_.uniform(0, 12)) {
       case 0:
         edit("change a device", [](ResourceSlice& s) {
-          if (!s.spec.devices.empty()) s.spec.devices[0].attributes["model"].string_value = "x";
+          if (!s.spec.devices.empty()) {
+            s.spec.devices[0].edit([](Device& d) { d.attributes["model"].string_value = "x"; });
+          }
         });
         break;
       case 1:
@@ -897,11 +900,11 @@ class Scenario {
 
   // The server defaults a taint's timeAdded.
   void defaultTaints(ResourceSlice& slice) {
-    for (Device& d : slice.spec.devices) {
+    client::editDevices(slice.spec.devices, [&](Device& d) {
       for (client::DeviceTaint& t : d.taints) {
         if (!t.time_added) t.time_added = formatTime(clock_.systemNow());
       }
-    }
+    });
   }
 
   void installReactors() {
@@ -1096,13 +1099,14 @@ class Scenario {
       }
     } else {
       std::map<std::string, const Device*> want;
-      for (const Device& d : pool.devices) want[d.name] = &d;
+      const std::vector<Device> desired_devices = client::decodeAll(pool.devices);
+      for (const Device& d : desired_devices) want[d.name] = &d;
       std::set<std::string> seen;
       std::vector<client::CounterSet> counters;
       size_t empty = 0;
       for (const auto& [index, s] : by_index) {
         const std::string& n = s->metadata.name;
-        for (const Device& d : s->spec.devices) {
+        for (const Device& d : client::decodeAll(s->spec.devices)) {
           auto it = want.find(d.name);
           if (it == want.end()) {
             bad(key, n + " has device " + d.name + ", which is not desired");
@@ -1277,7 +1281,9 @@ TEST_F(ConvergenceTest, CheckerCatchesAnIncompleteOrTamperedPool) {
   ASSERT_TRUE(scenario.api()
                   .editResourceSlice(name,
                                      [](ResourceSlice& s) {
-                                       s.spec.devices[0].attributes["model"].string_value = "x";
+                                       s.spec.devices[0].edit([&](client::Device& d_) {
+                                         d_.attributes["model"].string_value = "x";
+                                       });
                                      })
                   .ok());
   ASSERT_TRUE(scenario.settleForTest());
@@ -1317,7 +1323,7 @@ TEST_F(ConvergenceTest, ATaintAddedToAnUntaintedSliceIsPublished) {
   client::DeviceTaint taint;
   taint.key = kTaintKey;
   taint.effect = "NoSchedule";
-  pool.devices[0].taints.push_back(taint);
+  pool.devices[0].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
   scenario.pushForTest(key, pool);
   ASSERT_TRUE(scenario.drain()) << scenario.report();
   const std::vector<std::string> problems = scenario.violations();

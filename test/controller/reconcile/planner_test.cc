@@ -23,8 +23,8 @@ client::Device device(const std::string& name, bool tainted = false) {
   return d;
 }
 
-std::vector<client::Device> devices(const std::string& prefix, int n, bool tainted = false) {
-  std::vector<client::Device> out;
+std::vector<client::DeviceRef> devices(const std::string& prefix, int n, bool tainted = false) {
+  std::vector<client::DeviceRef> out;
   for (int i = 0; i < n; ++i) out.push_back(device(prefix + std::to_string(i), tainted));
   return out;
 }
@@ -36,7 +36,7 @@ client::CounterSet counterSet(const std::string& name) {
   return c;
 }
 
-SlicePtr liveSlice(int64_t index, std::vector<client::Device> devs,
+SlicePtr liveSlice(int64_t index, std::vector<client::DeviceRef> devs,
                    std::vector<client::CounterSet> counters = {}) {
   auto s = std::make_shared<client::ResourceSlice>();
   const PoolKey key{"gpu.example.com", "node-a"};
@@ -51,7 +51,7 @@ SlicePtr liveSlice(int64_t index, std::vector<client::Device> devs,
 
 std::vector<std::string> names(const PlannedSlice& p) {
   std::vector<std::string> out;
-  for (const auto& d : p.devices) out.push_back(d.name);
+  for (const auto& d : p.devices) out.push_back(d->name());
   return out;
 }
 
@@ -159,7 +159,8 @@ TEST(Planner, OneDeviceChangeTouchesOneSlice) {
   EXPECT_EQ(changedSlices(removed), 1);
 
   Pool modified = pool;
-  modified.devices[200].attributes["model"].string_value = "H100";
+  modified.devices[200].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   EXPECT_EQ(changedSlices(modified), 1);
 
   // Reordering the push does not move devices between slices.
@@ -169,9 +170,9 @@ TEST(Planner, OneDeviceChangeTouchesOneSlice) {
   for (const PlannedSlice& s : plan.slices) {
     ASSERT_NE(s.live, nullptr);
     std::set<std::string> want;
-    for (const auto& d : s.live->spec.devices) want.insert(d.name);
+    for (const auto& d : s.live->spec.devices) want.insert(d->name());
     std::set<std::string> got;
-    for (const auto& d : s.devices) got.insert(d.name);
+    for (const auto& d : s.devices) got.insert(d->name());
     EXPECT_EQ(got, want);
   }
 }
@@ -243,7 +244,7 @@ TEST(Planner, NewSlicesTakeTheLowestFreeIndices) {
   Pool pool;
   pool.devices = devices("gpu-", 300);
   // Live: only slice 1 exists, holding the first 128 devices.
-  std::vector<client::Device> first(pool.devices.begin(), pool.devices.begin() + 128);
+  std::vector<client::DeviceRef> first(pool.devices.begin(), pool.devices.begin() + 128);
   const Plan plan = planPool(pool, {liveSlice(1, first)});
   ASSERT_EQ(plan.slices.size(), 3U);
   EXPECT_EQ(plan.slices[0].index, 0);

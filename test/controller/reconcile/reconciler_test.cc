@@ -87,13 +87,15 @@ std::map<std::string, std::vector<std::string>> deviceNames(
     const std::vector<ResourceSlice>& slices) {
   std::map<std::string, std::vector<std::string>> out;
   for (const ResourceSlice& s : slices) {
-    for (const client::Device& d : s.spec.devices) out[s.metadata.name].push_back(d.name);
+    for (const client::Device& d : client::decodeAll(s.spec.devices))
+      out[s.metadata.name].push_back(d.name);
   }
   return out;
 }
 
 bool anyDevice(const ResourceSlice& slice, const std::function<bool(const client::Device&)>& f) {
-  return std::any_of(slice.spec.devices.begin(), slice.spec.devices.end(), f);
+  const std::vector<client::Device> devices = client::decodeAll(slice.spec.devices);
+  return std::any_of(devices.begin(), devices.end(), f);
 }
 
 class ReconcilerTest : public ::testing::Test {
@@ -201,7 +203,7 @@ class ReconcilerTest : public ::testing::Test {
     expectComplete(generation, published.size());
     EXPECT_EQ(deviceNames(now), published);
     for (const ResourceSlice& s : now) {
-      for (const client::Device& d : s.spec.devices) {
+      for (const client::Device& d : client::decodeAll(s.spec.devices)) {
         EXPECT_EQ(d.attributes.at("model").string_value, "A100") << d.name;
         EXPECT_FALSE(d.attributes.contains("firmware")) << d.name;
       }
@@ -222,8 +224,10 @@ class ReconcilerTest : public ::testing::Test {
         "spec.devices[22].attributes[firmware].version: Invalid value: \"v1\": must be a "
         "semantic version");
     Pool changed = nodePool(200);
-    changed.devices[10].attributes["model"].string_value = "H100";
-    changed.devices[150].attributes["firmware"].version_value = "v1";
+    changed.devices[10].edit(
+        [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
+    changed.devices[150].edit(
+        [&](client::Device& d_) { d_.attributes["firmware"].version_value = "v1"; });
     store.put(kNodeA, changed);
     return changed;
   }
@@ -281,7 +285,8 @@ TEST_F(ReconcilerTest, ChangingOneDeviceUpdatesOneSliceWithoutABump) {
   api_.clearActions();
 
   Pool changed = nodePool(300);
-  changed.devices[200].attributes["model"].string_value = "H100";
+  changed.devices[200].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   store_.put(kNodeA, changed);
   sync();
   EXPECT_EQ(api_.countWrites(), 1U);
@@ -386,7 +391,7 @@ TEST_F(ReconcilerTest, AFailedWriteAmongConcurrentOnesLeavesThePoolToBeRepaired)
   expectComplete(poolSlices()[0].spec.pool.generation, 16);
   std::set<std::string> devices;
   for (const ResourceSlice& s : poolSlices()) {
-    for (const client::Device& d : s.spec.devices) {
+    for (const client::Device& d : client::decodeAll(s.spec.devices)) {
       EXPECT_TRUE(devices.insert(d.name).second) << d.name << " published twice";
     }
   }
@@ -400,14 +405,15 @@ TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
   const std::string name = poolSlices()[0].metadata.name;
   ASSERT_TRUE(api_.editResourceSlice(name,
                                      [](ResourceSlice& s) {
-                                       s.spec.devices[0].attributes["model"].string_value =
-                                           "tampered";
+                                       s.spec.devices[0].edit([&](client::Device& d_) {
+                                         d_.attributes["model"].string_value = "tampered";
+                                       });
                                      })
                   .ok());
   api_.clearActions();
   sync();
   EXPECT_EQ(writes("update"), 1U);
-  EXPECT_EQ(poolSlices()[0].spec.devices[0].attributes.at("model").string_value, "A100");
+  EXPECT_EQ(poolSlices()[0].spec.devices[0].device().attributes.at("model").string_value, "A100");
   expectComplete(1, 1);
 }
 
@@ -471,10 +477,11 @@ TEST_F(ReconcilerTest, ConflictingUpdateIsReReadAndRetried) {
     return okStatus();
   });
   Pool changed = nodePool(3);
-  changed.devices[0].attributes["model"].string_value = "H100";
+  changed.devices[0].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   store_.put(kNodeA, changed);
   sync();
-  EXPECT_EQ(poolSlices()[0].spec.devices[0].attributes.at("model").string_value, "H100");
+  EXPECT_EQ(poolSlices()[0].spec.devices[0].device().attributes.at("model").string_value, "H100");
   EXPECT_EQ(observer_.writes["gpu.example.com/update/conflict"], 1);
   EXPECT_EQ(observer_.writes["gpu.example.com/update/success"], 1);
 }
@@ -546,13 +553,13 @@ TEST_F(ReconcilerTest, ServerDefaultsAndDroppedFieldsCauseNoUpdateLoop) {
   // the feature disabled).
   auto serverSide = [](testing::FakeKubeApi::Request& req) {
     if (!req.slice) return okStatus();
-    for (client::Device& d : req.slice->spec.devices) {
+    client::editDevices(req.slice->spec.devices, [&](client::Device& d) {
       for (client::DeviceTaint& t : d.taints) {
         if (!t.time_added) t.time_added = "2026-01-01T00:00:00Z";
       }
       d.binding_conditions.clear();
       d.binding_failure_conditions.clear();
-    }
+    });
     return okStatus();
   };
   api_.prependReactor("create", "resourceslices", serverSide);
@@ -561,9 +568,11 @@ TEST_F(ReconcilerTest, ServerDefaultsAndDroppedFieldsCauseNoUpdateLoop) {
   client::DeviceTaint taint;
   taint.key = "example.com/maintenance";
   taint.effect = "NoSchedule";
-  pool.devices[0].taints.push_back(taint);
-  pool.devices[1].binding_conditions = {"example.com/attached"};
-  pool.devices[1].binding_failure_conditions = {"example.com/failed"};
+  pool.devices[0].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
+  pool.devices[1].edit(
+      [&](client::Device& d_) { d_.binding_conditions = {"example.com/attached"}; });
+  pool.devices[1].edit(
+      [&](client::Device& d_) { d_.binding_failure_conditions = {"example.com/failed"}; });
   store_.put(kNodeA, pool);
   sync();  // also asserts that the second reconcile writes nothing
   EXPECT_EQ(api_.countWrites(), 1U);
@@ -650,24 +659,30 @@ TEST_F(ReconcilerTest, ExplicitSlicesArePublishedAsGiven) {
   std::set<std::vector<std::string>> contents;
   for (const ResourceSlice& s : poolSlices()) {
     std::vector<std::string> names;
-    for (const auto& d : s.spec.devices) names.push_back(d.name);
+    for (const auto& d : s.spec.devices) names.push_back(d->name());
     contents.insert(names);
   }
   EXPECT_EQ(contents, (std::set<std::vector<std::string>>{{"a-0", "a-1"}, {"b-0"}}));
 }
 
-TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
-  Pool pool = nodePool(2);
+// nodePool(n) with one counter set, of which every device consumes half.
+Pool nodePoolWithCounters(int n) {
+  Pool pool = nodePool(n);
   client::CounterSet set;
   set.name = "gpu-0-counters";
   set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
   pool.shared_counters.push_back(set);
-  for (client::Device& d : pool.devices) {
+  client::editDevices(pool.devices, [](client::Device& d) {
     client::DeviceCounterConsumption c;
     c.counter_set = "gpu-0-counters";
     c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
     d.consumes_counters.push_back(c);
-  }
+  });
+  return pool;
+}
+
+TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
+  Pool pool = nodePoolWithCounters(2);
   store_.put(kNodeA, pool);
   sync();
   expectComplete(1, 2);
@@ -679,6 +694,54 @@ TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
     }
   }
   EXPECT_EQ(counter_slices, 1);
+}
+
+// Kubernetes 1.34 and 1.35 with DRAPartitionableDevices off (their default)
+// drop sharedCounters and consumesCounters: the slice of counter sets is
+// stored empty. Publishing costs one create per slice, and after that the
+// pool is left alone: no generation bump, no create and delete of the counter
+// slice on every reconcile (issue 15's write storm).
+TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
+  auto dropCounters = [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    req.slice->spec.shared_counters.clear();
+    client::editDevices(req.slice->spec.devices,
+                        [&](client::Device& d) { d.consumes_counters.clear(); });
+    return okStatus();
+  };
+  api_.prependReactor("create", "resourceslices", dropCounters);
+  api_.prependReactor("update", "resourceslices", dropCounters);
+  Pool pool = nodePoolWithCounters(2);
+  store_.put(kNodeA, pool);
+  sync();  // also asserts that a second reconcile writes nothing
+  expectComplete(1, 2);
+  EXPECT_EQ(writes("create"), 2U);
+  EXPECT_EQ(writes("update"), 0U);
+  EXPECT_EQ(writes("delete"), 0U);
+  const auto status = store_.status(kNodeA);
+  EXPECT_NE(std::find(status->dropped_fields.begin(), status->dropped_fields.end(),
+                      "spec.sharedCounters"),
+            status->dropped_fields.end());
+
+  // On a server that keeps counter sets (upgraded, or the gate turned on),
+  // a restarted controller fills the emptied slice in again: updates, no
+  // create and delete.
+  std::string emptied;
+  for (const ResourceSlice& s : poolSlices()) {
+    if (s.spec.devices.empty()) emptied = s.metadata.name;
+  }
+  ASSERT_FALSE(emptied.empty());
+  api_.clearReactors();
+  DesiredStore fresh(clock_);
+  fresh.put(kNodeA, pool);
+  reconciler_ = restartedWith(fresh);
+  ASSERT_TRUE(reconciler_->reconcile(kNodeA).status.ok());
+  EXPECT_EQ(writes("create"), 2U);
+  EXPECT_EQ(writes("delete"), 0U);
+  StatusOr<ResourceSlice> refilled = api_.getResourceSlice(emptied);
+  ASSERT_TRUE(refilled.ok()) << refilled.status().toString();
+  EXPECT_EQ(refilled->spec.shared_counters.size(), 1U);
+  expectComplete(2, 2);
 }
 
 // A slice someone else made by hand for node-a's pool, without our label or
@@ -780,7 +843,7 @@ TEST_F(ReconcilerTest, ARejectedBumpWritesNothingElseAndIsNotRetried) {
   taint.key = "example.com/unhealthy";
   taint.effect = "NoSchedule";
   taint.time_added = "yesterday";
-  changed.devices[150].taints.push_back(taint);
+  changed.devices[150].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
   store_.put(kNodeA, changed);
   api_.clearActions();
 
@@ -797,7 +860,7 @@ TEST_F(ReconcilerTest, ARejectedBumpWritesNothingElseAndIsNotRetried) {
   expectRefusedAndNotRetried("yesterday");
   expectComplete(generation, 2);
 
-  changed.devices[150].taints[0].time_added.reset();
+  changed.devices[150].edit([&](client::Device& d_) { d_.taints[0].time_added.reset(); });
   store_.put(kNodeA, changed);
   sync();
   expectComplete(generation + 1, 3);
@@ -819,7 +882,8 @@ TEST_F(ReconcilerTest, ARejectedSecondWriteRestoresThePublishedContentOnce) {
   expectRefusedAndNotRetried("semantic version");
   expectComplete(generation, 2);
 
-  changed.devices[150].attributes["firmware"].version_value = "1.0.0";
+  changed.devices[150].edit(
+      [&](client::Device& d_) { d_.attributes["firmware"].version_value = "1.0.0"; });
   store_.put(kNodeA, changed);
   sync();
   expectComplete(generation + 1, 2);
@@ -886,7 +950,8 @@ TEST_F(ReconcilerTest, MissingRbacIsRetriedButAnAdmissionDenialIsNot) {
                   {}, "Forbidden");
   });
   Pool changed = nodePool(3);
-  changed.devices[0].attributes["model"].string_value = "H100";
+  changed.devices[0].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
   store_.put(kNodeA, changed);
   EXPECT_EQ(reconciler_->reconcile(kNodeA).status.code(), StatusCode::kPermissionDenied);
   expectRefusedAndNotRetried("no H100 here");

@@ -1,6 +1,9 @@
-module resourceslice-controller/test/cluster/kubernetes
+// kube-apiserver and kubectl v1.37.2 for the test cluster; written by ../pin.
+module resourceslice-controller/test/cluster/kubernetes/1.37
 
 go 1.26.0
+
+godebug default=go1.26
 
 replace k8s.io/api => k8s.io/api v0.37.2
 
@@ -29,6 +32,8 @@ replace k8s.io/controller-manager => k8s.io/controller-manager v0.37.2
 replace k8s.io/cri-api => k8s.io/cri-api v0.37.2
 
 replace k8s.io/cri-client => k8s.io/cri-client v0.37.2
+
+replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.2
 
 replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.37.2
 
@@ -67,12 +72,6 @@ replace k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
 replace k8s.io/streaming => k8s.io/streaming v0.37.2
 
 require (
-	k8s.io/component-base v0.37.2
-	k8s.io/kubectl v0.0.0
-	k8s.io/kubernetes v1.37.2
-)
-
-require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
@@ -99,6 +98,7 @@ require (
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect
 	github.com/go-openapi/swag v0.27.1 // indirect
@@ -195,6 +195,7 @@ require (
 	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/cloud-provider v0.37.2 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
+	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.37.2 // indirect
 	k8s.io/controller-manager v0.37.2 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
@@ -208,7 +209,9 @@ require (
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
+	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.37.2 // indirect
+	k8s.io/kubernetes v1.37.2 // indirect
 	k8s.io/metrics v0.37.2 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
@@ -222,4 +225,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+tool (
+	k8s.io/kubernetes/cmd/kube-apiserver
+	k8s.io/kubernetes/cmd/kubectl
 )

@@ -1,0 +1,141 @@
+#include "client/device_form.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "client/resource_slice.h"
+
+namespace rsc::client {
+
+struct DeviceForm::Parts {
+  std::string name;
+  std::string json;
+  Digest128 digest;
+  FeatureSet features;
+  bool advanced = false;
+  bool placed = false;
+};
+
+DeviceForm::DeviceForm(Parts&& parts)
+    : name_(std::move(parts.name)),
+      json_(std::move(parts.json)),
+      digest_(parts.digest),
+      features_(parts.features),
+      advanced_(parts.advanced),
+      placed_(parts.placed) {}
+
+namespace {
+
+struct DigestHash {
+  size_t operator()(const Digest128& d) const { return static_cast<size_t>(d.lo); }
+};
+
+// Forms by digest, held weakly: a form lives as long as some DeviceRef holds it. Expired slots
+// are swept when the table has doubled since the last sweep, so it stays within twice the live
+// forms (plus a floor) without a callback on every release.
+class Interner {
+ public:
+  std::shared_ptr<const DeviceForm> intern(DeviceForm::Parts&& parts) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = forms_.find(parts.digest);
+    if (it != forms_.end()) {
+      if (auto held = it->second.lock(); held != nullptr && held->json() == parts.json) {
+        return held;
+      }
+    }
+    auto form = std::make_shared<const DeviceForm>(std::move(parts));
+    if (it != forms_.end()) {
+      it->second = form;
+    } else {
+      forms_.emplace(form->digest(), form);
+      if (forms_.size() >= sweep_at_) sweep();
+    }
+    return form;
+  }
+
+  DeviceFormStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    DeviceFormStats s;
+    s.entries = forms_.size();
+    for (const auto& [digest, form] : forms_) s.live += form.expired() ? 0 : 1;
+    return s;
+  }
+
+ private:
+  static constexpr size_t kMinSweep = 1024;
+
+  void sweep() {
+    std::erase_if(forms_, [](const auto& entry) { return entry.second.expired(); });
+    sweep_at_ = std::max(kMinSweep, 2 * forms_.size());
+  }
+
+  std::mutex mu_;
+  std::unordered_map<Digest128, std::weak_ptr<const DeviceForm>, DigestHash> forms_;
+  size_t sweep_at_ = kMinSweep;
+};
+
+Interner& interner() {
+  static Interner* table = new Interner();  // never destroyed: forms may outlive main
+  return *table;
+}
+
+const SipHashKey& digestKey() {
+  static const SipHashKey key = SipHashKey::random();
+  return key;
+}
+
+}  // namespace
+
+Device DeviceForm::decode() const {
+  StatusOr<Device> device = deviceFromJson(Json::parse(json_), "");
+  if (!device.ok()) {
+    // The JSON was encoded from a typed device by the same tables.
+    std::fprintf(stderr, "internal error: a device form does not decode: %s\n",
+                 device.status().message().c_str());
+    std::abort();
+  }
+  return *std::move(device);
+}
+
+DeviceRef::DeviceRef(const Device& device) {
+  DeviceForm::Parts parts;
+  parts.name = device.name;
+  parts.json = toJson(device).dump();
+  parts.digest = sipHash128(digestKey(), parts.json);
+  parts.features = featuresOf(device);
+  parts.advanced = device.usesAdvancedFeatures();
+  parts.placed = device.node_name || device.node_selector || device.all_nodes;
+  form_ = interner().intern(std::move(parts));
+}
+
+const Device DeviceRef::device() const { return form_->decode(); }
+
+void DeviceRef::edit(const std::function<void(Device&)>& change) {
+  Device device = form_->decode();
+  change(device);
+  *this = DeviceRef(device);
+}
+
+void editDevices(std::vector<DeviceRef>& devices, const std::function<void(Device&)>& change) {
+  for (DeviceRef& ref : devices) ref.edit(change);
+}
+
+std::vector<Device> decodeAll(const std::vector<DeviceRef>& devices) {
+  std::vector<Device> out;
+  out.reserve(devices.size());
+  for (const DeviceRef& ref : devices) out.push_back(ref->decode());
+  return out;
+}
+
+bool operator==(const DeviceRef& a, const DeviceRef& b) {
+  if (a.form_ == b.form_) return true;
+  if (a.form_ == nullptr || b.form_ == nullptr) return false;
+  return a.form_->digest() == b.form_->digest();
+}
+
+DeviceFormStats deviceFormStats() { return interner().stats(); }
+
+}  // namespace rsc::client

@@ -1,0 +1,93 @@
+// One device of a ResourceSlice in its compact, shared form (CODEC.md section 3): the device's
+// JSON exactly as the controller writes it, a keyed 128-bit digest of that JSON, and the few
+// facts the planner, the node restriction and the comparer ask for. A DeviceRef holds one.
+//
+// Forms are interned process-wide: two devices with the same JSON share one form, so the desired
+// store, the informer's cache, plans and answers to writes hold one copy of each device and
+// 16 bytes per reference. A typed Device exists only while it is decoded, validated or edited.
+//
+// Thread-safe: a form never changes; the intern table has its own lock.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/api_features.h"
+#include "common/siphash.h"
+
+namespace rsc::client {
+
+struct Device;
+
+class DeviceForm {
+ public:
+  const std::string& name() const { return name_; }
+  // Compact JSON of the device (codec encoding, keys in table order).
+  std::string_view json() const { return json_; }
+  // SipHash-2-4-128 of json() under a key chosen at process start. Equal digests mean equal
+  // JSON, so equal devices with nothing dropped: the comparer's fast path.
+  const Digest128& digest() const { return digest_; }
+  // The tagged fields the device sets (api_features.h).
+  FeatureSet features() const { return features_; }
+  // Taints, consumesCounters or list attributes: the slice limit is then 64 devices.
+  bool advanced() const { return advanced_; }
+  // nodeName, nodeSelector or allNodes set on the device itself.
+  bool placed() const { return placed_; }
+  // The typed device again; for slow paths (a difference to explain, an edit, tests).
+  Device decode() const;
+
+  // Use DeviceRef.
+  struct Parts;
+  explicit DeviceForm(Parts&& parts);
+
+ private:
+  std::string name_;
+  std::string json_;
+  Digest128 digest_;
+  FeatureSet features_;
+  bool advanced_ = false;
+  bool placed_ = false;
+};
+
+class DeviceRef {
+ public:
+  DeviceRef() = default;
+  // Encodes, digests and interns `device`. Implicit, so that builders and tests can write
+  // `spec.devices = {gpu0, gpu1}`.
+  DeviceRef(const Device& device);  // NOLINT(google-explicit-constructor)
+
+  const DeviceForm* operator->() const { return form_.get(); }
+  const DeviceForm& operator*() const { return *form_; }
+  const DeviceForm* get() const { return form_.get(); }
+  explicit operator bool() const { return form_ != nullptr; }
+
+  // A typed copy (const: editing it would change nothing; use edit()).
+  const Device device() const;  // NOLINT(readability-const-return-type)
+  // Replaces this reference by the form of the device after `change`.
+  void edit(const std::function<void(Device&)>& change);
+
+  // Same JSON (by digest): the same device. A null reference equals only a null one.
+  friend bool operator==(const DeviceRef& a, const DeviceRef& b);
+
+ private:
+  std::shared_ptr<const DeviceForm> form_;
+};
+
+// Applies `change` to every device of `devices` (each decoded, changed and made again).
+void editDevices(std::vector<DeviceRef>& devices, const std::function<void(Device&)>& change);
+
+// Typed copies of `devices`, in order (slow path: tests, tools).
+std::vector<Device> decodeAll(const std::vector<DeviceRef>& devices);
+
+// The intern table, for tests and memory accounting.
+struct DeviceFormStats {
+  size_t entries = 0;  // slots in the table, expired ones included
+  size_t live = 0;     // forms some DeviceRef still holds
+};
+DeviceFormStats deviceFormStats();
+
+}  // namespace rsc::client
