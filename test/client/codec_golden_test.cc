@@ -349,7 +349,6 @@ TEST(CodecGolden, ReproducesTodaysEncodingProblemsAndComparisons) {
   allSlices().clear();
   // The JSON bodies only: the folder also holds a README and manifests.
   std::vector<fs::path> pools = filesIn(kSourceRoot / "controller/inventory/examples");
-  std::erase_if(pools, [](const fs::path& p) { return p.extension() != ".json"; });
   pools.erase(std::remove_if(pools.begin(), pools.end(),
                              [](const fs::path& p) { return p.extension() != ".json"; }),
               pools.end());
