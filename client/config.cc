@@ -9,6 +9,7 @@
 #include <sstream>
 #include <utility>
 
+#include "client/base64.h"
 #include "common/log.h"
 
 namespace rsc::client {
@@ -58,62 +59,6 @@ StatusOr<std::string> readFile(const fs::path& path) {
 bool fileExists(const fs::path& path) {
   std::error_code ec;
   return fs::is_regular_file(path, ec);
-}
-
-int base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') {
-    return c - 'A';
-  }
-  if (c >= 'a' && c <= 'z') {
-    return c - 'a' + 26;
-  }
-  if (c >= '0' && c <= '9') {
-    return c - '0' + 52;
-  }
-  if (c == '+') {
-    return 62;
-  }
-  if (c == '/') {
-    return 63;
-  }
-  return -1;
-}
-
-// Standard base64 with padding; whitespace is ignored (some tools wrap it).
-std::optional<std::string> decodeBase64(std::string_view text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  int padding = 0;
-  size_t symbols = 0;
-  for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      continue;
-    }
-    if (c == '=') {
-      ++padding;
-      ++symbols;
-      continue;
-    }
-    if (padding > 0) {
-      return std::nullopt;  // data after padding
-    }
-    int v = base64Value(c);
-    if (v < 0) {
-      return std::nullopt;
-    }
-    ++symbols;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  if (symbols % 4 != 0 || padding > 2) {
-    return std::nullopt;
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------

@@ -97,6 +97,17 @@ class KubeApi {
   virtual StatusOr<Lease> createLease(const Lease& lease) = 0;
   virtual StatusOr<Lease> updateLease(const Lease& lease) = 0;
 
+  // v1 Secrets and ConfigMaps (the inventory API's self-signed certificate
+  // and its CA bundle). Updates require metadata.resourceVersion: a stale one
+  // fails with kConflict; a create of an existing one with kAlreadyExists.
+  virtual StatusOr<Secret> getSecret(const std::string& namespace_, const std::string& name) = 0;
+  virtual StatusOr<Secret> createSecret(const Secret& secret) = 0;
+  virtual StatusOr<Secret> updateSecret(const Secret& secret) = 0;
+  virtual StatusOr<ConfigMap> getConfigMap(const std::string& namespace_,
+                                           const std::string& name) = 0;
+  virtual StatusOr<ConfigMap> createConfigMap(const ConfigMap& config_map) = 0;
+  virtual StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) = 0;
+
   // v1 Nodes.
   virtual StatusOr<Node> getNode(const std::string& name) = 0;
   // Every Node's metadata alone (meta.k8s.io/v1 PartialObjectMetadata), for

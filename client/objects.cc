@@ -4,6 +4,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "client/base64.h"
+
 namespace rsc::client {
 
 // Tag types of JSON objects whose fields live in their parent's struct
@@ -39,6 +41,55 @@ struct Table<Lease> {
       field("spec", &Lease::spec, Obj<LeaseSpec>{}, Omit::kNever),
   };
   static constexpr Json Lease::*kUnknown = &Lease::unknown;
+};
+
+// Secret values: base64 on the wire, decoded in the struct.
+struct Base64Map {
+  using Type = std::map<std::string, std::string>;
+  static void decode(const Json& v, Type& out, const FieldPath& at, Decoder& d) {
+    if (!v.is_object()) return d.fail(at, "must be an object");
+    out.clear();
+    for (const auto& [key, value] : v.items()) {
+      std::optional<std::string> bytes;
+      if (value.is_string()) bytes = decodeBase64(value.get_ref<const std::string&>());
+      if (!bytes) {
+        d.fail(at.key(key), "must be a base64 string");
+        continue;
+      }
+      out.emplace_hint(out.end(), key, std::move(*bytes));
+    }
+  }
+  static bool isEmpty(const Type& map) { return map.empty(); }
+  static Json encode(const Type& map) {
+    Json j = Json::object();
+    for (const auto& [key, value] : map) j[key] = encodeBase64(value);
+    return j;
+  }
+};
+
+template <>
+struct Table<Secret> {
+  using Owner = Secret;
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "Secret";
+  static constexpr auto kFields = std::tuple{
+      field("data", &Secret::data, Base64Map{}),
+      field("metadata", &Secret::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+      field("type", &Secret::type, Str{}),
+  };
+  static constexpr Json Secret::*kUnknown = &Secret::unknown;
+};
+
+template <>
+struct Table<ConfigMap> {
+  using Owner = ConfigMap;
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "ConfigMap";
+  static constexpr auto kFields = std::tuple{
+      field("data", &ConfigMap::data, StringMap{}),
+      field("metadata", &ConfigMap::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+  };
+  static constexpr Json ConfigMap::*kUnknown = &ConfigMap::unknown;
 };
 
 template <>
@@ -108,6 +159,15 @@ struct Table<TokenReview> {
 };
 
 template <>
+struct Table<NonResourceAttributes> {
+  using Owner = NonResourceAttributes;
+  static constexpr auto kFields = std::tuple{
+      field("path", &NonResourceAttributes::path, Str{}),
+      field("verb", &NonResourceAttributes::verb, Str{}),
+  };
+};
+
+template <>
 struct Table<ResourceAttributes> {
   using Owner = SubjectAccessReview;
   static constexpr auto kFields = std::tuple{
@@ -130,7 +190,10 @@ struct Table<SubjectAccessReviewSpec> {
           "extra", [](auto& r) -> auto& { return r.user.extra; }, MapOf<Strings>{}),
       field(
           "groups", [](auto& r) -> auto& { return r.user.groups; }, Strings{}),
-      field("resourceAttributes", kSelf, Obj<ResourceAttributes>{}, Omit::kNever),
+      field("nonResourceAttributes", &SubjectAccessReview::non_resource,
+            Obj<NonResourceAttributes>{}),
+      // Empty in a review of a non-resource path.
+      field("resourceAttributes", kSelf, Obj<ResourceAttributes>{}),
       field(
           "uid", [](auto& r) -> auto& { return r.user.uid; }, Str{}),
       field(
@@ -202,6 +265,14 @@ StatusOr<ObjectMeta> objectMetaFromJson(const Json& j) {
 Json toJson(const Lease& lease) { return codec::toJson<Lease>(lease); }
 
 StatusOr<Lease> leaseFromJson(const Json& j) { return codec::decode<Lease>(j, ""); }
+
+Json toJson(const Secret& secret) { return codec::toJson<Secret>(secret); }
+
+StatusOr<Secret> secretFromJson(const Json& j) { return codec::decode<Secret>(j, ""); }
+
+Json toJson(const ConfigMap& config_map) { return codec::toJson<ConfigMap>(config_map); }
+
+StatusOr<ConfigMap> configMapFromJson(const Json& j) { return codec::decode<ConfigMap>(j, ""); }
 
 StatusOr<Node> nodeFromJson(const Json& j) { return codec::decode<Node>(j, ""); }
 

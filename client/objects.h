@@ -68,6 +68,23 @@ struct Lease {
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 
+// v1 Secret. `data` holds the decoded values (base64 on the wire).
+struct Secret {
+  ObjectMeta metadata;
+  std::string type;
+  std::map<std::string, std::string> data;
+  Json unknown = nullptr;
+  friend bool operator==(const Secret&, const Secret&) = default;
+};
+
+// v1 ConfigMap (string data only).
+struct ConfigMap {
+  ObjectMeta metadata;
+  std::map<std::string, std::string> data;
+  Json unknown = nullptr;
+  friend bool operator==(const ConfigMap&, const ConfigMap&) = default;
+};
+
 // v1 Node: the controller needs only its identity (the UID for owner
 // references); the rest is kept verbatim.
 struct Node {
@@ -105,10 +122,18 @@ struct TokenReview {
   std::string error;
 };
 
-// authorization.k8s.io/v1 SubjectAccessReview with resource attributes.
+// authorization.k8s.io/v1 SubjectAccessReview with resource attributes, or,
+// when non_resource.path is set, with non-resource attributes (an HTTP path
+// such as /metrics; the resource fields stay empty then).
+struct NonResourceAttributes {
+  std::string path;
+  std::string verb;
+};
+
 struct SubjectAccessReview {
   // spec
   UserInfo user;
+  NonResourceAttributes non_resource;
   std::string namespace_;
   std::string verb;
   std::string group;
@@ -152,6 +177,10 @@ Json toJson(const ObjectMeta& meta);
 StatusOr<ObjectMeta> objectMetaFromJson(const Json& j);
 Json toJson(const Lease& lease);
 StatusOr<Lease> leaseFromJson(const Json& j);
+Json toJson(const Secret& secret);
+StatusOr<Secret> secretFromJson(const Json& j);
+Json toJson(const ConfigMap& config_map);
+StatusOr<ConfigMap> configMapFromJson(const Json& j);
 StatusOr<Node> nodeFromJson(const Json& j);
 StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j);
 Json toJson(const TokenReview& review);

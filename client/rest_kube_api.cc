@@ -34,10 +34,6 @@ constexpr auto kStopCheckInterval = std::chrono::seconds(1);
 // Jitter adds up to this fraction of the backoff.
 constexpr double kJitterFraction = 0.2;
 
-std::string leasesPath(const std::string& ns) {
-  return "/apis/coordination.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(ns) + "/leases";
-}
-
 std::string eventsPath(const std::string& ns) {
   return "/apis/events.k8s.io/v1/namespaces/" + RestKubeApi::urlEncode(ns) + "/events";
 }
@@ -606,57 +602,101 @@ Status RestKubeApi::deleteResourceSlices(const ListOptions& options) {
 // ---------------------------------------------------------------------------
 // Leases, Nodes, reviews and Events.
 
-StatusOr<Lease> RestKubeApi::getLease(const std::string& ns, const std::string& name) {
-  const std::string context = "get Lease " + ns + "/" + name;
+namespace {
+
+constexpr NamespacedKind kLeaseKind{"Lease", "coordination.k8s.io/v1", "leases"};
+constexpr NamespacedKind kSecretKind{"Secret", "v1", "secrets"};
+constexpr NamespacedKind kConfigMapKind{"ConfigMap", "v1", "configmaps"};
+
+std::string collectionPath(const NamespacedKind& kind, const std::string& ns) {
+  const std::string prefix =
+      kind.group_version == "v1" ? "/api/v1" : "/apis/" + std::string(kind.group_version);
+  return prefix + "/namespaces/" + RestKubeApi::urlEncode(ns) + "/" + std::string(kind.resource);
+}
+
+}  // namespace
+
+template <typename T>
+StatusOr<T> RestKubeApi::getNamespaced(const NamespacedKind& kind, const std::string& ns,
+                                       const std::string& name,
+                                       StatusOr<T> (*decode)(const Json&)) {
+  const std::string context = "get " + std::string(kind.kind) + " " + ns + "/" + name;
   RETURN_IF_ERROR(requireSet(ns, context, "namespace"));
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  auto j = call("GET", itemPath(leasesPath(ns), name), nullptr);
+  auto j = call("GET", itemPath(collectionPath(kind, ns), name), nullptr);
   if (!j.ok()) {
     return j.status().withContext(context);
   }
-  auto lease = decoded(leaseFromJson(*j));
-  if (!lease.ok()) {
-    return lease.status().withContext(context);
+  auto object = decoded(decode(*j));
+  if (!object.ok()) {
+    return object.status().withContext(context);
   }
-  return lease;
+  return object;
+}
+
+template <typename T>
+StatusOr<T> RestKubeApi::writeNamespaced(const NamespacedKind& kind, const T& object, bool update,
+                                         StatusOr<T> (*decode)(const Json&)) {
+  const ObjectMeta& meta = object.metadata;
+  const std::string context = std::string(update ? "update " : "create ") + std::string(kind.kind) +
+                              " " + meta.namespace_ + "/" + meta.name;
+  RETURN_IF_ERROR(requireSet(meta.namespace_, context, "namespace"));
+  RETURN_IF_ERROR(requireSet(meta.name, context, "name"));
+  if (update && meta.resource_version.empty()) {
+    // Leader election and the certificate Secret depend on the conflict a
+    // stale write gets.
+    return invalidArgument(context + ": metadata.resourceVersion is required");
+  }
+  const std::string api_version(kind.group_version);
+  const std::string kind_name(kind.kind);
+  const Json body = withTypeMeta(toJson(object), api_version.c_str(), kind_name.c_str());
+  const std::string collection = collectionPath(kind, meta.namespace_);
+  auto j = update ? call("PUT", itemPath(collection, meta.name), &body)
+                  : call("POST", collection, &body);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
+  auto written = decoded(decode(*j));
+  if (!written.ok()) {
+    return written.status().withContext(context);
+  }
+  return written;
+}
+
+StatusOr<Lease> RestKubeApi::getLease(const std::string& ns, const std::string& name) {
+  return getNamespaced(kLeaseKind, ns, name, &leaseFromJson);
 }
 
 StatusOr<Lease> RestKubeApi::createLease(const Lease& lease) {
-  const std::string context =
-      "create Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
-  RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
-  RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
-  const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
-  auto j = call("POST", leasesPath(lease.metadata.namespace_), &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto created = decoded(leaseFromJson(*j));
-  if (!created.ok()) {
-    return created.status().withContext(context);
-  }
-  return created;
+  return writeNamespaced(kLeaseKind, lease, false, &leaseFromJson);
 }
 
 StatusOr<Lease> RestKubeApi::updateLease(const Lease& lease) {
-  const std::string context =
-      "update Lease " + lease.metadata.namespace_ + "/" + lease.metadata.name;
-  RETURN_IF_ERROR(requireSet(lease.metadata.namespace_, context, "namespace"));
-  RETURN_IF_ERROR(requireSet(lease.metadata.name, context, "name"));
-  if (lease.metadata.resource_version.empty()) {
-    // Leader election depends on the conflict a stale write gets.
-    return invalidArgument(context + ": metadata.resourceVersion is required");
-  }
-  const Json body = withTypeMeta(toJson(lease), "coordination.k8s.io/v1", "Lease");
-  auto j = call("PUT", itemPath(leasesPath(lease.metadata.namespace_), lease.metadata.name), &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto updated = decoded(leaseFromJson(*j));
-  if (!updated.ok()) {
-    return updated.status().withContext(context);
-  }
-  return updated;
+  return writeNamespaced(kLeaseKind, lease, true, &leaseFromJson);
+}
+
+StatusOr<Secret> RestKubeApi::getSecret(const std::string& ns, const std::string& name) {
+  return getNamespaced(kSecretKind, ns, name, &secretFromJson);
+}
+
+StatusOr<Secret> RestKubeApi::createSecret(const Secret& secret) {
+  return writeNamespaced(kSecretKind, secret, false, &secretFromJson);
+}
+
+StatusOr<Secret> RestKubeApi::updateSecret(const Secret& secret) {
+  return writeNamespaced(kSecretKind, secret, true, &secretFromJson);
+}
+
+StatusOr<ConfigMap> RestKubeApi::getConfigMap(const std::string& ns, const std::string& name) {
+  return getNamespaced(kConfigMapKind, ns, name, &configMapFromJson);
+}
+
+StatusOr<ConfigMap> RestKubeApi::createConfigMap(const ConfigMap& config_map) {
+  return writeNamespaced(kConfigMapKind, config_map, false, &configMapFromJson);
+}
+
+StatusOr<ConfigMap> RestKubeApi::updateConfigMap(const ConfigMap& config_map) {
+  return writeNamespaced(kConfigMapKind, config_map, true, &configMapFromJson);
 }
 
 StatusOr<Node> RestKubeApi::getNode(const std::string& name) {

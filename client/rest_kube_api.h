@@ -71,6 +71,15 @@ struct RestKubeApiOptions {
   std::function<void(const RequestResult&)> request_observer;
 };
 
+// One namespaced kind of object for RestKubeApi's shared get, create and
+// update (Leases, Secrets, ConfigMaps): `kind` names it in errors,
+// `group_version` is "v1" or "group/v1", `resource` its plural.
+struct NamespacedKind {
+  std::string_view kind;
+  std::string_view group_version;
+  std::string_view resource;
+};
+
 class RestKubeApi final : public KubeApi {
  public:
   static constexpr std::string_view kJsonMediaType = "application/json";
@@ -102,6 +111,12 @@ class RestKubeApi final : public KubeApi {
   StatusOr<Lease> getLease(const std::string& ns, const std::string& name) override;
   StatusOr<Lease> createLease(const Lease& lease) override;
   StatusOr<Lease> updateLease(const Lease& lease) override;
+  StatusOr<Secret> getSecret(const std::string& ns, const std::string& name) override;
+  StatusOr<Secret> createSecret(const Secret& secret) override;
+  StatusOr<Secret> updateSecret(const Secret& secret) override;
+  StatusOr<ConfigMap> getConfigMap(const std::string& ns, const std::string& name) override;
+  StatusOr<ConfigMap> createConfigMap(const ConfigMap& config_map) override;
+  StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) override;
 
   StatusOr<Node> getNode(const std::string& name) override;
   // Ask for PartialObjectMetadataList (list) and PartialObjectMetadata
@@ -151,6 +166,14 @@ class RestKubeApi final : public KubeApi {
   StatusOr<Json> call(std::string method, std::string path, const Json* body,
                       RetryPolicy policy = RetryPolicy::kAlways,
                       std::string_view accept = kJsonMediaType);
+
+  // Get, create and update of one namespaced kind (NamespacedKind).
+  template <typename T>
+  StatusOr<T> getNamespaced(const NamespacedKind& kind, const std::string& ns,
+                            const std::string& name, StatusOr<T> (*decode)(const Json&));
+  template <typename T>
+  StatusOr<T> writeNamespaced(const NamespacedKind& kind, const T& object, bool update,
+                              StatusOr<T> (*decode)(const Json&));
 
   // List and watch of the collection at `path`, shared by every resource:
   // the list decodes each item with `decode`, the watch each event with

@@ -1,5 +1,6 @@
 #include "controller/flags.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -57,6 +58,20 @@ std::optional<std::string> parseRate(const std::string& v, double* out, bool zer
   return std::nullopt;
 }
 
+// A comma-separated list of non-empty items.
+std::optional<std::string> parseList(const std::string& v, std::vector<std::string>* out) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    if (comma == start) return "must be a comma-separated list without empty items";
+    items.push_back(v.substr(start, comma - start));
+    start = comma + 1;
+  }
+  *out = std::move(items);
+  return std::nullopt;
+}
+
 // String flags that must not be empty.
 std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
   if (v.empty()) return std::string("must not be empty");
@@ -100,6 +115,17 @@ const std::vector<FlagSpec>& specs() {
       {"metrics-bind-address", "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
        false,
        [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_bind_address); }},
+      {"metrics-secure",
+       "Serve /metrics over HTTPS to callers whose bearer token passes TokenReview and a "
+       "SubjectAccessReview for get on the non-resource URL /metrics (401 and 403 otherwise).",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.metrics_secure); }},
+      {"metrics-tls-cert-file",
+       "PEM certificate of the secure /metrics (re-read when it changes). Unset: a self-signed "
+       "certificate made in memory at start.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_cert_file); }},
+      {"metrics-tls-key-file", "PEM private key of the secure /metrics.", false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_key_file); }},
       {"health-probe-bind-address", "Address of /healthz and /readyz; \"0\" disables them.", false,
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.health_probe_bind_address);
@@ -122,6 +148,49 @@ const std::vector<FlagSpec>& specs() {
       {"inventory-tls-key-file", "PEM private key of the inventory API.", false,
        [](ServiceFlags& f, const std::string& v) {
          return nonEmpty(v, &f.inventory_tls_key_file);
+       }},
+      {"inventory-tls-secret",
+       "Serve the inventory API with a self-signed CA and certificate that the controller makes, "
+       "keeps in this Secret of its namespace (one for every replica: created if absent, else "
+       "read) and rotates well before expiry. Not with --inventory-tls-cert-file.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_tls_secret); }},
+      {"inventory-ca-configmap",
+       "ConfigMap (key ca.crt) in which the self-signed mode publishes its CA bundle for drivers "
+       "to mount. Required with --inventory-tls-secret.",
+       false,
+       [](ServiceFlags& f, const std::string& v) {
+         return nonEmpty(v, &f.inventory_ca_config_map);
+       }},
+      {"inventory-ca-namespaces",
+       "More namespaces (comma-separated; drivers') to publish the CA bundle ConfigMap in.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseList(v, &f.inventory_ca_namespaces);
+       }},
+      {"inventory-tls-names",
+       "Comma-separated DNS names and IPs of the self-signed serving certificate (the Service's "
+       "names). Required with --inventory-tls-secret.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return parseList(v, &f.inventory_tls_names); }},
+      {"inventory-tls-validity",
+       "Validity of each self-signed CA and serving certificate; rotation starts at half of it "
+       "(a new CA joins the bundle) and switches the certificate at two thirds.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (auto err = parseDurationInto(v, &f.inventory_tls_validity)) return err;
+         if (f.inventory_tls_validity < std::chrono::seconds(6))
+           return std::string("must be at least 6s");
+         return std::nullopt;
+       }},
+      {"inventory-tls-sync-interval",
+       "How often each replica reads the self-signed certificate Secret (to serve a rotated "
+       "certificate, or rotate it). Keep it far below a sixth of --inventory-tls-validity.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (auto err = parseDurationInto(v, &f.inventory_tls_sync_interval)) return err;
+         if (f.inventory_tls_sync_interval < std::chrono::milliseconds(100))
+           return std::string("must be at least 100ms");
+         return std::nullopt;
        }},
       {"inventory-ca-file",
        "PEM CA bundle that the leader's inventory certificate must chain to when a push is "
@@ -198,9 +267,8 @@ const std::vector<FlagSpec>& specs() {
        "TokenReviews per second that one client address may cause (429 past it); 0: no "
        "per-client limit.",
        false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseRate(v, &f.auth_client_review_qps, true);
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) { return parseRate(v, &f.auth_client_review_qps, true); }},
       {"auth-client-review-burst", "Burst of reviews above --auth-client-review-qps.", false,
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<int>(v, &f.auth_client_review_burst, 1);
@@ -209,20 +277,21 @@ const std::vector<FlagSpec>& specs() {
        "Let a token bound to no node publish devices of a named node (nodeName, per-device "
        "nodeName). Off: only a token of a pod on that node may.",
        true,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseBool(v, &f.allow_unbound_node_pools);
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) { return parseBool(v, &f.allow_unbound_node_pools); }},
       {"auth",
        "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or none "
        "(local development only).",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (v != "tokenreview" && v != "none") {
-           return "must be tokenreview or none, not \"" + v + "\"";
-         }
-         f.auth = v;
-         return std::nullopt;
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) -> std::
+                                    optional<std::string> {
+                                      if (v != "tokenreview" && v != "none") {
+                                        return "must be tokenreview or none, not \"" + v + "\"";
+                                      }
+                                      f.auth = v;
+                                      return std::nullopt;
+                                    }},
       {"token-audience", "Audience drivers' service-account tokens must be issued for.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          f.token_audience = v;
@@ -239,12 +308,15 @@ const std::vector<FlagSpec>& specs() {
        "that would end past it, and the call returns its last error. The attempt under way is "
        "bounded by the API server's own 60 s request timeout.",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.kube_api_call_timeout)) return err;
-         if (f.kube_api_call_timeout < std::chrono::seconds(1))
-           return std::string("must be at least 1s");
-         return std::nullopt;
-       }},
+       [](ServiceFlags& f,
+          const std::string& v) -> std::
+                                    optional<std::string> {
+                                      if (auto err = parseDurationInto(v, &f.kube_api_call_timeout))
+                                        return err;
+                                      if (f.kube_api_call_timeout < std::chrono::seconds(1))
+                                        return std::string("must be at least 1s");
+                                      return std::nullopt;
+                                    }},
       {"workers", "Pools reconciled at the same time.", false,
        [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
       {"max-parallel-slice-writes",
@@ -335,6 +407,23 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
     return invalidArgument(
         "flags --inventory-tls-cert-file and --inventory-tls-key-file must be given together");
   }
+  if (!flags.inventory_tls_secret.empty()) {
+    if (!flags.inventory_tls_cert_file.empty()) {
+      return invalidArgument(
+          "flags --inventory-tls-secret and --inventory-tls-cert-file exclude each other");
+    }
+    if (flags.inventory_ca_config_map.empty() || flags.inventory_tls_names.empty()) {
+      return invalidArgument(
+          "flag --inventory-tls-secret needs --inventory-ca-configmap and --inventory-tls-names");
+    }
+  }
+  if (flags.metrics_tls_cert_file.empty() != flags.metrics_tls_key_file.empty()) {
+    return invalidArgument(
+        "flags --metrics-tls-cert-file and --metrics-tls-key-file must be given together");
+  }
+  if (!flags.metrics_secure && !flags.metrics_tls_cert_file.empty()) {
+    return invalidArgument("flags --metrics-tls-cert-file and -key-file need --metrics-secure");
+  }
   if (!(flags.leader_elect_lease_duration > flags.leader_elect_renew_deadline)) {
     return invalidArgument(
         "flag --leader-elect-lease-duration must be longer than --leader-elect-renew-deadline");
@@ -352,6 +441,7 @@ namespace {
 // Formats a duration as the flags take it: "2m", "15s", "500ms".
 std::string formatDuration(std::chrono::milliseconds d) {
   const int64_t ms = d.count();
+  if (ms % 3'600'000 == 0 && ms != 0) return std::to_string(ms / 3'600'000) + "h";
   if (ms % 60'000 == 0 && ms != 0) return std::to_string(ms / 60'000) + "m";
   if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
   return std::to_string(ms) + "ms";
@@ -371,8 +461,11 @@ std::string flagsUsage() {
       {"leader-elect-renew-deadline", formatDuration(d.leader_elect_renew_deadline)},
       {"leader-elect-retry-period", formatDuration(d.leader_elect_retry_period)},
       {"metrics-bind-address", d.metrics_bind_address},
+      {"metrics-secure", d.metrics_secure ? "true" : "false"},
       {"health-probe-bind-address", d.health_probe_bind_address},
       {"inventory-bind-address", d.inventory_bind_address},
+      {"inventory-tls-validity", formatDuration(d.inventory_tls_validity)},
+      {"inventory-tls-sync-interval", formatDuration(d.inventory_tls_sync_interval)},
       {"max-request-bytes", std::to_string(d.max_request_bytes)},
       {"max-decoded-bytes", std::to_string(d.max_decoded_bytes)},
       {"inventory-max-connections", std::to_string(d.inventory_max_connections)},

@@ -23,6 +23,14 @@ struct ServiceFlags {
   std::chrono::milliseconds leader_elect_retry_period{2'000};
   std::string identity;  // empty: POD_NAME or host name, plus a random suffix
   std::string metrics_bind_address = ":8080";
+  // /metrics over HTTPS, for callers whose token passes TokenReview and a
+  // SubjectAccessReview for get on /metrics (controller-runtime's
+  // --metrics-secure). Off here for local runs; the chart turns it on.
+  bool metrics_secure = false;
+  // The certificate of the secure /metrics; unset: a self-signed one made in
+  // memory at start, as controller-runtime does.
+  std::string metrics_tls_cert_file;
+  std::string metrics_tls_key_file;
   std::string health_probe_bind_address = ":8081";
   std::string inventory_bind_address = ":8082";
   // How other replicas reach this one's inventory API when it leads
@@ -30,6 +38,17 @@ struct ServiceFlags {
   std::string inventory_advertise_url;
   std::string inventory_tls_cert_file;
   std::string inventory_tls_key_file;
+  // Self-signed TLS of the inventory API (CertificateSecret): the Secret that
+  // holds the CA and serving certificate in the pod's namespace (empty: off),
+  // the ConfigMap the CA bundle is published in (in that namespace and in
+  // each of inventory_ca_namespaces), the serving certificate's names, the
+  // validity of each certificate, and how often the Secret is read.
+  std::string inventory_tls_secret;
+  std::string inventory_ca_config_map;
+  std::vector<std::string> inventory_ca_namespaces;
+  std::vector<std::string> inventory_tls_names;
+  std::chrono::milliseconds inventory_tls_validity{365LL * 24 * 3'600'000};
+  std::chrono::milliseconds inventory_tls_sync_interval{60'000};
   // PEM bundle a follower verifies the leader's inventory certificate with
   // when it forwards a push; re-read when the file changes. Empty: the
   // replica's own --inventory-tls-cert-file (a self-signed certificate that

@@ -32,6 +32,14 @@ size_t LeaderForwarder::caLoadsForTest() const {
 }
 
 void LeaderForwarder::refreshCaLocked() {
+  if (options_.ca_bundle) {
+    std::string pem = options_.ca_bundle();
+    if (pem == ca_pem_) return;
+    ca_pem_ = std::move(pem);
+    ++ca_loads_;
+    transport_.reset();
+    return;
+  }
   if (options_.ca_file.empty()) return;
   const Clock::TimePoint now = options_.clock->now();
   if (ca_checked_at_ && now - *ca_checked_at_ < options_.ca_reload_interval) return;

@@ -32,6 +32,9 @@ struct LeaderForwarderOptions {
   // used from the next forward on, an unreadable one keeps the last good one.
   std::string ca_file;
   std::chrono::milliseconds ca_reload_interval{5'000};
+  // The bundle itself, cheap to call, instead of ca_file (the self-signed
+  // mode's, which changes as it rotates); checked on every forward.
+  std::function<std::string()> ca_bundle = nullptr;
   // The name the leader's certificate is checked against, if not its host.
   std::string tls_server_name;
 };

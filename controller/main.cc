@@ -25,17 +25,19 @@
 #include "controller/flags.h"
 #include "controller/forwarder.h"
 #include "controller/inventory/authenticator.h"
+#include "controller/inventory/certificate_secret.h"
+#include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
 #include "controller/leader/write_fence.h"
+#include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
 #include "metrics/build_info.h"
 #include "metrics/controller_metrics.h"
-#include "metrics/exposition.h"
 #include "metrics/inventory_metrics.h"
 #include "metrics/leader_election_metrics.h"
 #include "metrics/process_collector.h"
@@ -205,6 +207,20 @@ int runCleanup(client::KubeApi& api) {
   return 0;
 }
 
+// The self-signed certificate of a secure /metrics without certificate
+// files, made in memory at start as controller-runtime does; scrapers skip
+// verification or pin it by name. Names: the host (the pod) and loopback.
+StatusOr<inv::TlsKeyPair> metricsSelfSigned(Clock& clock) {
+  inv::CertificateRequest request;
+  request.common_name = "resourceslice-controller-metrics";
+  request.names = {hostName(), "localhost", "127.0.0.1"};
+  if (const char* ip = std::getenv("POD_IP"); ip != nullptr && *ip != '\0') {
+    request.names.emplace_back(ip);
+  }
+  request.not_before = clock.systemNow();
+  return inv::issueServingCertificate(request, nullptr);
+}
+
 inv::HttpResponse textResponse(int status, std::string body,
                                std::string content_type = "text/plain; charset=utf-8") {
   inv::HttpResponse r;
@@ -367,6 +383,39 @@ int run(const controller::ServiceFlags& flags) {
   store.setStatusListener(
       [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
 
+  // The inventory API's self-signed certificate: made (or read) before the
+  // server starts, so that the first connection is served with it; a signal
+  // ends the wait for an API server out of reach.
+  std::unique_ptr<inv::CertificateSecret> certificates;
+  std::jthread certificate_sync;
+  if (!flags.inventory_tls_secret.empty()) {
+    inv::CertificateSecretOptions copts;
+    copts.api = api->get();
+    copts.clock = &clock;
+    copts.namespace_ = envOr("POD_NAMESPACE", config->namespace_);
+    copts.secret_name = flags.inventory_tls_secret;
+    copts.config_map_name = flags.inventory_ca_config_map;
+    copts.config_map_namespaces = flags.inventory_ca_namespaces;
+    copts.names = flags.inventory_tls_names;
+    copts.validity = flags.inventory_tls_validity;
+    copts.sync_interval = flags.inventory_tls_sync_interval;
+    copts.on_event = [&inventory_metrics](inv::CertificateEvent event) {
+      inventory_metrics.certificateEvent(inv::certificateEventName(event));
+    };
+    auto made = inv::CertificateSecret::create(copts);
+    if (!made.ok()) return usageError("flag --inventory-tls-secret: " + made.status().message());
+    certificates = std::move(*made);
+    std::mutex wait_mu;
+    std::condition_variable_any wait_cv;
+    while (!certificates->sync().ok()) {
+      std::unique_lock lock(wait_mu);
+      wait_cv.wait_for(lock, stopping, std::chrono::seconds(2), [] { return false; });
+      if (stopping.stop_requested()) return 0;
+    }
+    certificate_sync =
+        std::jthread([c = certificates.get()](std::stop_token stop) { c->run(std::move(stop)); });
+  }
+
   inv::HttpServerOptions iopts;
   iopts.bind_address = flags.inventory_bind_address;
   iopts.max_request_bytes = flags.max_request_bytes;
@@ -383,6 +432,9 @@ int run(const controller::ServiceFlags& flags) {
   };
   iopts.tls_cert_file = flags.inventory_tls_cert_file;
   iopts.tls_key_file = flags.inventory_tls_key_file;
+  if (certificates) {
+    iopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
+  }
   iopts.clock = &clock;
   iopts.name = "inventory";
   // The server's own refusals (413, 431, 503...) in the API's JSON error form.
@@ -393,32 +445,58 @@ int run(const controller::ServiceFlags& flags) {
   if (!inventory_server.ok()) {
     return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
   }
-  const bool tls = !flags.inventory_tls_cert_file.empty();
+  const bool tls = !flags.inventory_tls_cert_file.empty() || certificates != nullptr;
+  if (!tls && flags.auth == "tokenreview") {
+    log::warning(
+        "THE INVENTORY API SERVES PLAIN HTTP: drivers' bearer tokens cross the network in clear "
+        "text, and anyone who reads them can push as those drivers until they expire. Serve TLS "
+        "with --inventory-tls-secret (self-signed) or --inventory-tls-cert-file.");
+  }
   const std::string own_url = !flags.inventory_advertise_url.empty()
                                   ? flags.inventory_advertise_url
                                   : std::string(tls ? "https://" : "http://") +
                                         envOr("POD_IP", "127.0.0.1") + ":" +
                                         std::to_string((*inventory_server)->port());
 
-  // Metrics and health probes.
+  // Metrics and health probes. With --metrics-secure, /metrics checks the
+  // caller's token (any audience the API server accepts, as a scraper's
+  // service-account token has) with reviews of its own cache and budget.
+  std::unique_ptr<inv::TokenReviewAuthenticator> metrics_authenticator;
+  std::unique_ptr<controller::MetricsEndpoint> metrics_endpoint;
   std::unique_ptr<inv::HttpServer> metrics_server;
   if (flags.metrics_bind_address != "0") {
+    controller::MetricsEndpointOptions meopts;
+    meopts.collectables = {registry, process_collector};
     inv::HttpServerOptions mopts;
     mopts.bind_address = flags.metrics_bind_address;
     mopts.name = "metrics";
     mopts.clock = &clock;
-    std::weak_ptr<prometheus::Collectable> sources[] = {registry, process_collector};
-    std::vector<std::weak_ptr<prometheus::Collectable>> collectables(std::begin(sources),
-                                                                     std::end(sources));
-    auto server = inv::HttpServer::start(
-        mopts, [collectables](inv::HttpRequest req, inv::HttpServer::Responder respond) {
-          if (inv::splitTarget(req.target).first != "/metrics") {
-            respond(textResponse(404, "not found\n"));
-            return;
-          }
-          respond(textResponse(200, metrics::serializeText(collectables),
-                               std::string(metrics::kTextContentType)));
-        });
+    if (flags.metrics_secure) {
+      inv::TokenReviewAuthenticatorOptions aopts;
+      aopts.review_qps = flags.auth_review_qps;
+      aopts.review_burst = flags.auth_review_burst;
+      aopts.client_review_qps = flags.auth_client_review_qps;
+      aopts.client_review_burst = flags.auth_client_review_burst;
+      metrics_authenticator =
+          std::make_unique<inv::TokenReviewAuthenticator>(**auth_api, clock, aopts);
+      meopts.authenticator = metrics_authenticator.get();
+      if (!flags.metrics_tls_cert_file.empty()) {
+        mopts.tls_cert_file = flags.metrics_tls_cert_file;
+        mopts.tls_key_file = flags.metrics_tls_key_file;
+      } else if (certificates) {
+        // The inventory API's certificate, which scrapers verify with the
+        // published CA bundle.
+        mopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
+      } else {
+        StatusOr<inv::TlsKeyPair> self_signed = metricsSelfSigned(clock);
+        if (!self_signed.ok()) return usageError(self_signed.status().message());
+        auto pair = std::make_shared<const inv::TlsKeyPair>(std::move(*self_signed));
+        mopts.tls_key_pair = [pair] { return pair; };
+      }
+    }
+    metrics_endpoint = std::make_unique<controller::MetricsEndpoint>(std::move(meopts));
+    mopts.admit = metrics_endpoint->admitHandler();
+    auto server = inv::HttpServer::start(mopts, metrics_endpoint->httpHandler());
     if (!server.ok())
       return usageError("flag --metrics-bind-address: " + server.status().message());
     metrics_server = std::move(*server);
@@ -453,6 +531,7 @@ int run(const controller::ServiceFlags& flags) {
   log::info("Serving", {{"inventory", (*inventory_server)->address()},
                         {"advertise", own_url},
                         {"metrics", metrics_server ? metrics_server->address() : "off"},
+                        {"metricsSecure", flags.metrics_secure},
                         {"health", health_server ? health_server->address() : "off"},
                         {"auth", flags.auth},
                         {"version", RSC_VERSION}});
@@ -532,6 +611,7 @@ int run(const controller::ServiceFlags& flags) {
                     : tls                            ? flags.inventory_tls_cert_file
                                                      : "";
     fopts.tls_server_name = flags.inventory_server_name;
+    if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
     forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
@@ -563,6 +643,10 @@ int run(const controller::ServiceFlags& flags) {
   lease_holder = nullptr;
   leader_forwarder = nullptr;
   if (metrics_server) metrics_server->stop();
+  if (certificate_sync.joinable()) {
+    certificate_sync.request_stop();
+    certificate_sync.join();
+  }
   if (health_server) health_server->stop();
   log::info("Stopped");
   return exit_code.load();

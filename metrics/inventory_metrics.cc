@@ -28,7 +28,18 @@ InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t m
                     .Help("Connections and requests the inventory API refused at one of its "
                           "limits, by reason.")
                     .Register(registry)),
+      certificate_events_(prometheus::BuildCounter()
+                              .Name("resourceslice_controller_inventory_certificate_events_total")
+                              .Help("Events of the inventory API's self-signed certificate "
+                                    "Secret and CA bundle ConfigMap: created, adopted (made by "
+                                    "another replica), prepared (a next CA joined the bundle), "
+                                    "rotated, repaired, published, failed.")
+                              .Register(registry)),
       max_drivers_(max_drivers) {
+  for (std::string_view event : kCertificateEvents) {
+    certificate_counters_[event] = &certificate_events_.Add({{"event", std::string(event)}});
+  }
+  certificate_counters_["other"] = &certificate_events_.Add({{"event", "other"}});
   for (std::string_view reason : kRefusalReasons) {
     refusal_counters_[reason] = &refusals_.Add({{"reason", std::string(reason)}});
   }
@@ -38,6 +49,12 @@ InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t m
 void InventoryMetrics::refused(std::string_view reason) {
   auto it = refusal_counters_.find(reason);
   if (it == refusal_counters_.end()) it = refusal_counters_.find("other");
+  it->second->Increment();
+}
+
+void InventoryMetrics::certificateEvent(std::string_view event) {
+  auto it = certificate_counters_.find(event);
+  if (it == certificate_counters_.end()) it = certificate_counters_.find("other");
   it->second->Increment();
 }
 

@@ -56,6 +56,15 @@ class InventoryMetrics {
   // programmer error and counted as "other").
   void refused(std::string_view reason);
 
+  // What the self-signed certificate of the inventory API went through
+  // (CertificateSecret's events); created at 0. "failed" rising means the
+  // Secret or the CA bundle ConfigMap cannot be read or written: rotation
+  // stalls while the served certificate ages.
+  static constexpr std::array<std::string_view, 7> kCertificateEvents = {
+      "created", "adopted", "prepared", "rotated", "repaired", "published", "failed"};
+  // Counts one event; others are counted as "other".
+  void certificateEvent(std::string_view event);
+
  private:
   prometheus::Counter& counterLocked(const std::string& driver, int http_code);
 
@@ -64,6 +73,8 @@ class InventoryMetrics {
   prometheus::Family<prometheus::Counter>& refusals_;
   // One counter per reason, fixed at construction: no lock needed.
   std::map<std::string_view, prometheus::Counter*> refusal_counters_;
+  prometheus::Family<prometheus::Counter>& certificate_events_;
+  std::map<std::string_view, prometheus::Counter*> certificate_counters_;
   const std::size_t max_drivers_;
 
   std::mutex mu_;

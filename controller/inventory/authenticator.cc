@@ -191,6 +191,10 @@ Status NoAuthAuthenticator::authorize(const Caller&, std::string_view, std::stri
   return okStatus();
 }
 
+Status NoAuthAuthenticator::authorizePath(const Caller&, std::string_view, std::string_view) {
+  return okStatus();
+}
+
 TokenReviewAuthenticator::TokenReviewAuthenticator(client::KubeApi& api, Clock& clock,
                                                    TokenReviewAuthenticatorOptions options)
     : api_(api),
@@ -288,17 +292,38 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
 
 Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_view verb,
                                            std::string_view driver) {
-  const std::string key = decisionKey(caller, verb, driver);
-  if (std::optional<Status> cached = decisions_->get(key)) return *cached;
-  // Only authenticated callers get here; they share the global budget.
-  RETURN_IF_ERROR(takeReview(""));
-
   client::SubjectAccessReview review;
-  review.user = caller.user;
   review.verb = std::string(verb);
   review.group = kAuthzGroup;
   review.resource = kAuthzResource;
   review.name = std::string(driver);
+  const std::string what =
+      driver.empty() ? std::string("drivers") : "driver \"" + std::string(driver) + "\"";
+  return decide(caller, decisionKey(caller, verb, driver), std::move(review),
+                "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " + what +
+                    " (RBAC: verb " + std::string(verb) + " on " + kAuthzResource + "." +
+                    kAuthzGroup + ")");
+}
+
+Status TokenReviewAuthenticator::authorizePath(const Caller& caller, std::string_view verb,
+                                               std::string_view path) {
+  client::SubjectAccessReview review;
+  review.non_resource = {std::string(path), std::string(verb)};
+  // Driver keys start with a digit: a path never shares a driver's key.
+  return decide(caller, "path" + decisionKey(caller, verb, path), std::move(review),
+                "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " +
+                    std::string(path) + " (RBAC: verb " + std::string(verb) +
+                    " on nonResourceURLs " + std::string(path) + ")");
+}
+
+Status TokenReviewAuthenticator::decide(const Caller& caller, const std::string& key,
+                                        client::SubjectAccessReview review,
+                                        const std::string& denied) {
+  if (std::optional<Status> cached = decisions_->get(key)) return *cached;
+  // Only authenticated callers get here; they share the global budget.
+  RETURN_IF_ERROR(takeReview(""));
+
+  review.user = caller.user;
   StatusOr<client::SubjectAccessReview> reviewed = api_.createSubjectAccessReview(review);
   if (!reviewed.ok()) {
     log::warning("SubjectAccessReview failed", {{"error", reviewed.status().toString()}});
@@ -308,16 +333,12 @@ Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_vie
 
   Status decision = okStatus();
   if (!reviewed->allowed || reviewed->denied) {
-    const std::string what =
-        driver.empty() ? std::string("drivers") : "driver \"" + std::string(driver) + "\"";
-    decision = Status(StatusCode::kPermissionDenied,
-                      "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " +
-                          what + " (RBAC: verb " + std::string(verb) + " on " + kAuthzResource +
-                          "." + kAuthzGroup + ")");
+    decision = Status(StatusCode::kPermissionDenied, denied);
     log::debug(2, "Access denied",
                {{"user", caller.user.username},
-                {"verb", verb},
-                {"driver", driver},
+                {"verb", review.verb.empty() ? review.non_resource.verb : review.verb},
+                {"driver", review.name},
+                {"path", review.non_resource.path},
                 {"reason", reviewed->reason}});
   }
   decisions_->put(key, decision);

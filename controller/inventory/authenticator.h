@@ -1,5 +1,6 @@
-// Who may push to the inventory API: an Authenticator turns a bearer token into a Caller and
-// decides whether it may act on a driver (the handler adds the node restriction).
+// Who may push to the inventory API, or read /metrics: an Authenticator turns a bearer token
+// into a Caller and decides whether it may act on a driver (the handler adds the node
+// restriction) or fetch a non-resource path (/metrics, as controller-runtime's metrics filter).
 // TokenReviewAuthenticator asks the API server (TokenReview, SubjectAccessReview) and caches
 // both answers; NoAuthAuthenticator (--auth=none, local development only) allows everything.
 // Implementations are thread-safe: handler threads call them concurrently.
@@ -62,6 +63,11 @@ class Authenticator {
   // Fails with PermissionDenied (403) or Unavailable (503).
   virtual Status authorize(const Caller& caller, std::string_view verb,
                            std::string_view driver) = 0;
+
+  // Decides whether `caller` may do `verb` on the non-resource URL `path`
+  // (RBAC nonResourceURLs, e.g. get /metrics). Fails as authorize().
+  virtual Status authorizePath(const Caller& caller, std::string_view verb,
+                               std::string_view path) = 0;
 };
 
 // Allows everything, as an unrestricted caller. For --auth=none only.
@@ -70,6 +76,7 @@ class NoAuthAuthenticator final : public Authenticator {
   StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
                                 std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
+  Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
 };
 
 // Why TokenReviewAuthenticator refused to ask the API server; the label of
@@ -125,6 +132,7 @@ class TokenReviewAuthenticator final : public Authenticator {
   StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
                                 std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
+  Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
 
   // The number of cached answers (tokens plus access decisions).
   size_t cacheSizeForTest() const;
@@ -137,6 +145,10 @@ class TokenReviewAuthenticator final : public Authenticator {
   // Takes one review from the budget of `client` (empty: none) and the
   // global one; the refusal when either is spent.
   Status takeReview(std::string_view client);
+  // Sends `review` (its user filled in here) unless `key` is cached, and
+  // caches the answer; a refusal says `denied`.
+  Status decide(const Caller& caller, const std::string& key, client::SubjectAccessReview review,
+                const std::string& denied);
 
   client::KubeApi& api_;
   Clock& clock_;

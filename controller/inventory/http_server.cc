@@ -72,8 +72,10 @@ std::optional<FileStamp> stampOf(const std::string& path) {
   return stamp;
 }
 
-StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_file,
-                                                       const std::string& key_file) {
+// A server context with this project's protocol floor (TLS 1.2), its
+// certificate and key set by `load` (from files or memory).
+StatusOr<std::shared_ptr<ssl::context>> makeTlsContext(
+    const std::function<Status(ssl::context&)>& load) {
   try {
     auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
     boost::system::error_code ec;
@@ -82,19 +84,44 @@ StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_f
                              ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
                          ec);
     if (ec) return internalError("configure TLS: " + ec.message());
-    context->use_certificate_chain_file(cert_file, ec);
-    if (ec) return invalidArgument("load TLS certificate " + cert_file + ": " + ec.message());
-    context->use_private_key_file(key_file, ssl::context::pem, ec);
-    if (ec) return invalidArgument("load TLS key " + key_file + ": " + ec.message());
+    RETURN_IF_ERROR(load(*context));
     // A rotation caught between writing the certificate and the key leaves a
     // pair that does not match; refuse it and keep the old one.
     if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-      return invalidArgument("TLS key " + key_file + " does not match certificate " + cert_file);
+      return invalidArgument("the TLS key does not match the certificate");
     }
     return context;
   } catch (const std::exception& e) {
     return internalError(std::string("configure TLS: ") + e.what());
   }
+}
+
+StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_file,
+                                                       const std::string& key_file) {
+  auto context = makeTlsContext([&](ssl::context& c) {
+    boost::system::error_code ec;
+    c.use_certificate_chain_file(cert_file, ec);
+    if (ec) return invalidArgument("load TLS certificate " + cert_file + ": " + ec.message());
+    c.use_private_key_file(key_file, ssl::context::pem, ec);
+    if (ec) return invalidArgument("load TLS key " + key_file + ": " + ec.message());
+    return okStatus();
+  });
+  if (!context.ok()) {
+    return Status(context.status().code(),
+                  context.status().message() + " (" + cert_file + ", " + key_file + ")");
+  }
+  return context;
+}
+
+StatusOr<std::shared_ptr<ssl::context>> memoryTlsContext(const TlsKeyPair& pair) {
+  return makeTlsContext([&](ssl::context& c) {
+    boost::system::error_code ec;
+    c.use_certificate_chain(asio::buffer(pair.cert_pem), ec);
+    if (ec) return invalidArgument("load TLS certificate: " + ec.message());
+    c.use_private_key(asio::buffer(pair.key_pem), ssl::context::pem, ec);
+    if (ec) return invalidArgument("load TLS key: " + ec.message());
+    return okStatus();
+  });
 }
 
 }  // namespace
@@ -266,6 +293,8 @@ class HttpServer::Impl {
   std::optional<FileStamp> cert_stamp_;
   std::optional<FileStamp> key_stamp_;
   std::optional<Clock::TimePoint> tls_checked_at_;
+  // The pair tls_ was made from, with options_.tls_key_pair.
+  std::shared_ptr<const TlsKeyPair> tls_pair_;
 };
 
 // ---- Connections ------------------------------------------------------------
@@ -678,6 +707,17 @@ class Connection final : public ConnectionBase,
 // ---- Server -----------------------------------------------------------------
 
 Status HttpServer::Impl::loadTls() {
+  if (options_.tls_key_pair) {
+    std::shared_ptr<const TlsKeyPair> pair = options_.tls_key_pair();
+    if (pair == nullptr) return failedPrecondition("no TLS certificate yet");
+    StatusOr<std::shared_ptr<ssl::context>> context = memoryTlsContext(*pair);
+    // Not tried again until the pair changes.
+    tls_pair_ = std::move(pair);
+    if (!context.ok()) return context.status();
+    tls_ = std::move(*context);
+    ++tls_loads_;
+    return okStatus();
+  }
   StatusOr<std::shared_ptr<ssl::context>> context =
       loadTlsContext(options_.tls_cert_file, options_.tls_key_file);
   if (!context.ok()) return context.status();
@@ -689,6 +729,18 @@ Status HttpServer::Impl::loadTls() {
 }
 
 std::shared_ptr<ssl::context> HttpServer::Impl::tlsContext() {
+  if (options_.tls_key_pair) {
+    std::shared_ptr<const TlsKeyPair> pair = options_.tls_key_pair();
+    if (pair == nullptr || pair == tls_pair_) return tls_;
+    Status status = loadTls();
+    if (status.ok()) {
+      log::info("Loaded a new TLS certificate", {{"server", options_.name}});
+    } else {
+      log::error("Cannot load the new TLS certificate; keeping the previous one", status,
+                 {{"server", options_.name}});
+    }
+    return tls_;
+  }
   const Clock::TimePoint now = options_.clock->now();
   if (tls_checked_at_ && now - *tls_checked_at_ < options_.tls_reload_interval) return tls_;
   tls_checked_at_ = now;
@@ -712,11 +764,14 @@ Status HttpServer::Impl::open() {
   if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
     return invalidArgument("TLS needs both a certificate file and a key file");
   }
+  if (options_.tls_key_pair && !options_.tls_cert_file.empty()) {
+    return invalidArgument("TLS from files or from memory, not both");
+  }
   if (options_.max_connections == 0) return invalidArgument("max_connections must be positive");
   if (options_.max_connections_per_client == 0) {
     return invalidArgument("max_connections_per_client must be positive");
   }
-  tls_enabled_ = !options_.tls_cert_file.empty();
+  tls_enabled_ = !options_.tls_cert_file.empty() || options_.tls_key_pair != nullptr;
   if (tls_enabled_) {
     RETURN_IF_ERROR(loadTls());
     tls_checked_at_ = options_.clock->now();
@@ -900,7 +955,8 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions option
   });
   log::info("HTTP server listening", {{"server", impl->options().name},
                                       {"address", server->address_},
-                                      {"tls", !impl->options().tls_cert_file.empty()}});
+                                      {"tls", !impl->options().tls_cert_file.empty() ||
+                                                  impl->options().tls_key_pair != nullptr}});
   return server;
 }
 

@@ -36,6 +36,12 @@ enum class Refusal {
 };
 std::string_view refusalName(Refusal refusal);
 
+// A PEM certificate chain and its private key, held in memory.
+struct TlsKeyPair {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
 struct HttpServerOptions {
   // "host:port", ":port" (every interface) or "[::1]:port"; port 0 picks a
   // free port (see HttpServer::port()).
@@ -72,6 +78,12 @@ struct HttpServerOptions {
   std::string tls_cert_file = {};
   std::string tls_key_file = {};
   std::chrono::milliseconds tls_reload_interval{5'000};
+  // TLS from memory instead of files (the certificates the controller makes
+  // itself). Called on the I/O thread for each new connection, so it must be
+  // cheap and must not block; it returns the pair to serve, and a pointer
+  // other than the last one means a new pair (a rotation). A pair that does
+  // not load is logged and the previous one kept. Not with tls_cert_file.
+  std::function<std::shared_ptr<const TlsKeyPair>()> tls_key_pair = nullptr;
   // Paces the TLS file checks; RealClock when null.
   Clock* clock = nullptr;
   // Builds the answers the server gives itself (400, 413, 431, 500, 503);

@@ -46,7 +46,7 @@ obj() { echo ".items[] | select(.kind == \"$1\" and .metadata.name == \"$2\")"; 
 # --- Default values.
 dry_run default
 check "default render: objects" \
-  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
+  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRole/rsc-resourceslice-controller-metrics-reader","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-inventory-tls","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
   "$(q default '[.items[] | "\(.kind)/\(.metadata.name)"] | sort')"
 
 deploy="$(obj Deployment rsc-resourceslice-controller)"
@@ -54,11 +54,11 @@ pod="$deploy | .spec.template.spec"
 container="$pod | .containers[0]"
 check "two replicas" 2 "$(q default "$deploy | .spec.replicas")"
 check "the controller's flags" \
-  '["--leader-elect=true","--leader-election-namespace=rsc-system","--leader-election-id=rsc-resourceslice-controller","--metrics-bind-address=:8080","--health-probe-bind-address=:8081","--inventory-bind-address=:8082","--auth=tokenreview","--token-audience=resourceslice-controller","--shutdown-timeout=25s","--log-format=json","-v=0"]' \
+  '["--leader-elect=true","--leader-election-namespace=rsc-system","--leader-election-id=rsc-resourceslice-controller","--metrics-bind-address=:8080","--metrics-secure=true","--health-probe-bind-address=:8081","--inventory-bind-address=:8443","--inventory-tls-secret=rsc-resourceslice-controller-inventory-tls","--inventory-ca-configmap=rsc-resourceslice-controller-ca","--inventory-tls-names=rsc-resourceslice-controller.rsc-system.svc,rsc-resourceslice-controller.rsc-system.svc.cluster.local,rsc-resourceslice-controller.rsc-system,rsc-resourceslice-controller","--inventory-tls-validity=8760h","--inventory-server-name=rsc-resourceslice-controller.rsc-system.svc","--auth=tokenreview","--token-audience=resourceslice-controller","--shutdown-timeout=25s","--log-format=json","-v=0"]' \
   "$(q default "$container | .args")"
 check "image tag defaults to appVersion" '"ghcr.io/resourceslice-controller/resourceslice-controller:0.1.0"' \
   "$(q default "$container | .image")"
-check "named ports" '[["inventory",8082],["metrics",8080],["health",8081]]' \
+check "named ports (the inventory on 8443: TLS by default)" '[["inventory",8443],["metrics",8080],["health",8081]]' \
   "$(q default "[$container | .ports[] | [.name, .containerPort]]")"
 check "liveness probe: /healthz on the health port" '{"path":"/healthz","port":"health","scheme":"HTTP"}' \
   "$(q default "$container | .livenessProbe.httpGet")"
@@ -74,8 +74,8 @@ check "requests and limits" '[true,true,true,true]' \
   "$(q default "$container | .resources | [.requests.cpu != null, .requests.memory != null, .limits.cpu != null, .limits.memory != null]")"
 check "an emptyDir at /tmp" '[{"emptyDir":{"sizeLimit":"64Mi"},"name":"tmp"},{"mountPath":"/tmp","name":"tmp"}]' \
   "$(q default "[($pod | .volumes[] | select(.name == \"tmp\")), ($container | .volumeMounts[] | select(.name == \"tmp\"))]")"
-check "POD_NAMESPACE and POD_NAME from the downward API" \
-  '[["POD_NAMESPACE","metadata.namespace"],["POD_NAME","metadata.name"]]' \
+check "POD_NAMESPACE, POD_NAME and POD_IP from the downward API" \
+  '[["POD_NAMESPACE","metadata.namespace"],["POD_NAME","metadata.name"],["POD_IP","status.podIP"]]' \
   "$(q default "[$container | .env[] | [.name, .valueFrom.fieldRef.fieldPath]]")"
 check "preferred anti-affinity by hostname" '"kubernetes.io/hostname"' \
   "$(q default "$pod | .affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey")"
@@ -85,10 +85,11 @@ check "the anti-affinity selects the controller's pods" \
 check "termination grace period" 30 "$(q default "$pod | .terminationGracePeriodSeconds")"
 check "the pods use the controller's ServiceAccount" '"rsc-resourceslice-controller"' \
   "$(q default "$pod | .serviceAccountName")"
-check "no TLS flags without TLS" '[]' "$(q default "[$container | .args[] | select(startswith(\"--inventory-tls\"))]")"
+check "self-signed TLS by default: no Secret volume (the controller reads its Secret itself)" '[]' \
+  "$(q default "[$pod | .volumes[] | select(.name == \"inventory-tls\")]")"
 
 svc="$(obj Service rsc-resourceslice-controller)"
-check "Service ports" '[["inventory",8082,"inventory"],["metrics",8080,"metrics"]]' \
+check "Service ports" '[["inventory",8443,"inventory"],["metrics",8080,"metrics"]]' \
   "$(q default "[$svc | .spec.ports[] | [.name, .port, .targetPort]]")"
 check "the Service selects the Deployment's pods" \
   "$(q default "$deploy | .spec.selector.matchLabels")" "$(q default "$svc | .spec.selector")"
@@ -133,12 +134,12 @@ container="$pod | .containers[0]"
 check "all: namespaceOverride places the Deployment" '"rsc-all"' "$(q all "$deploy | .metadata.namespace")"
 check "all: image by tag and digest" "\"$image\"" "$(q all "$container | .image")"
 check "all: the controller's flags" \
-  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
+  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--metrics-secure=true","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--metrics-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--metrics-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
   "$(q all "$container | .args")"
 check "all: TLS Secret mounted read-only" \
   '[{"name":"inventory-tls","secret":{"defaultMode":420,"secretName":"rsc-inventory-tls"}},{"mountPath":"/etc/resourceslice-controller/tls","name":"inventory-tls","readOnly":true}]' \
   "$(q all "[($pod | .volumes[] | select(.name == \"inventory-tls\")), ($container | .volumeMounts[] | select(.name == \"inventory-tls\"))]")"
-check "all: Service serves the inventory on 9443 over https" '[["inventory",9443,"https"],["metrics",9090,"http"]]' \
+check "all: Service serves the inventory and the metrics over https" '[["inventory",9443,"https"],["metrics",9090,"https"]]' \
   "$(q all "[$(obj Service rsc-all) | .spec.ports[] | [.name, .port, .appProtocol]]")"
 check "all: scheduling settings" \
   '["system-cluster-critical",45,"node-role.kubernetes.io/control-plane",true]' \
@@ -149,7 +150,7 @@ check "all: a spread constraint without a selector gets the pod selector" \
 check "all: pod labels and annotations" '["control","true","rsc"]' \
   "$(q all "$deploy | .spec.template.metadata | [.labels[\"example.com/tier\"], .annotations[\"example.com/pod\"], .labels[\"app.kubernetes.io/name\"]]")"
 check "all: extra env, volumes, pull secrets" '["GODEBUG","NODE_NAME","extra-config","/etc/extra","registry-credentials"]' \
-  "$(q all "$pod | [.containers[0].env[2].name, .containers[0].env[3].name, (.volumes[] | select(.name == \"extra-config\") | .name), (.containers[0].volumeMounts[] | select(.name == \"extra-config\") | .mountPath), .imagePullSecrets[0].name]")"
+  "$(q all "$pod | [.containers[0].env[3].name, .containers[0].env[4].name, (.volumes[] | select(.name == \"extra-config\") | .name), (.containers[0].volumeMounts[] | select(.name == \"extra-config\") | .mountPath), .imagePullSecrets[0].name]")"
 check "all: Lease Role in the leader election namespace" '"rsc-leases"' \
   "$(q all "$(obj Role rsc-all-leader-election) | .metadata.namespace")"
 check "all: RoleBinding names the controller's ServiceAccount" '[{"kind":"ServiceAccount","name":"rsc-controller","namespace":"rsc-all"}]' \
@@ -192,6 +193,12 @@ sm="$(obj ServiceMonitor rsc-all)"
 check "all: ServiceMonitor" \
   '["monitoring","kube-prometheus-stack","app.kubernetes.io/name",["rsc-all"],"metrics","/metrics","15s","5s",true]' \
   "$(q all "$sm | [.metadata.namespace, .metadata.labels.release, .spec.jobLabel, .spec.namespaceSelector.matchNames, .spec.endpoints[0].port, .spec.endpoints[0].path, .spec.endpoints[0].interval, .spec.endpoints[0].scrapeTimeout, .spec.endpoints[0].honorLabels]")"
+check "all: ServiceMonitor scrapes over https with the scraper's token" \
+  '["https","/var/run/secrets/kubernetes.io/serviceaccount/token",{"insecureSkipVerify":true}]' \
+  "$(q all "$sm | .spec.endpoints[0] | [.scheme, .bearerTokenFile, .tlsConfig]")"
+check "all: the metrics reader ClusterRole and its binding for metrics.scrapers" \
+  '[[{"nonResourceURLs":["/metrics"],"verbs":["get"]}],[{"kind":"ServiceAccount","name":"prometheus-k8s","namespace":"monitoring"}]]' \
+  "$(q all "[($(obj ClusterRole rsc-all-metrics-reader) | .rules), ($(obj ClusterRoleBinding rsc-all-metrics-reader) | .subjects)]")"
 check "all: ServiceMonitor selects the Service" "$(q all "$(obj Service rsc-all) | .spec.selector")" \
   "$(q all "$sm | .spec.selector.matchLabels")"
 
@@ -235,7 +242,8 @@ check "rbac.create=false: the controller and the cleanup Job use the given Servi
 
 dry_run single --set replicaCount=1 --set leaderElection.enabled=false --set cleanup.enabled=false
 check "one replica: no PodDisruptionBudget, no Lease Role, no hook" \
-  '["ClusterRole","ClusterRoleBinding","Deployment","Service","ServiceAccount"]' "$(q single '[.items[].kind] | sort')"
+  '["ClusterRole","ClusterRole","ClusterRoleBinding","Deployment","Role/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-inventory-tls","Service","ServiceAccount"]' \
+  "$(q single '[.items[] | if (.kind | startswith("Role")) then "\(.kind)/\(.metadata.name)" else .kind end] | sort')"
 check "one replica without leader election: the flag says so, no anti-affinity" '[["--leader-elect=false"],null]' \
   "$(q single '.items[] | select(.kind == "Deployment") | [[.spec.template.spec.containers[0].args[] | select(startswith("--leader-elect"))], .spec.template.spec.affinity]')"
 

@@ -2,7 +2,10 @@
 # The controller binary runs with the chart's own ServiceAccount token and
 # RBAC, and with the arguments the chart's Deployment gives it, against the
 # real API server: it elects a leader, authenticates a driver pod's token,
-# publishes; then one verb is removed from the chart's ClusterRole and the
+# publishes over the HTTPS the chart configures by default (a self-signed CA
+# the controller makes under the chart's Role, published in the driver's
+# namespace, which the driver trusts alone, for the Service's name); then one
+# verb is removed from the chart's ClusterRole and the
 # controller reports a clear "forbidden" error naming what it could not do.
 # The uninstall hook's --cleanup then runs under the hook's own account.
 # Usage: chart_controller_test.sh CONTROLLER_BINARY
@@ -92,6 +95,11 @@ for _ in $(seq 100); do
 done
 check_contains "it elects itself leader on the chart's Lease" "controller-0_" "$holder"
 
+# /metrics as the chart configures it: HTTPS, reviewed with the chart's own
+# ClusterRole (tokenreviews, subjectaccessreviews): no token, no scrape.
+check "the chart's /metrics refuses a scrape without a token" 401 \
+  "$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 "https://127.0.0.1:$metrics_port/metrics")"
+
 # A driver pod on node-a, with a token for the controller's audience.
 for node in node-a node-b; do
   kubectl apply -f - >/dev/null <<YAML
@@ -114,11 +122,29 @@ YAML
 driver_token="$(kubectl -n drivers create token gpu-driver --audience resourceslice-controller \
   --bound-object-kind Pod --bound-object-name gpu-driver-a)"
 
+# The CA bundle as the driver's pod mounts it: the ConfigMap in its namespace.
+kubectl -n drivers get configmap "$release-resourceslice-controller-ca" \
+  -o jsonpath='{.data.ca\.crt}' >"$work/ca.crt"
+check_contains "the CA bundle is published in the driver's namespace" "BEGIN CERTIFICATE" \
+  "$(cat "$work/ca.crt")"
+check "one Secret holds the CA and the serving certificate" kubernetes.io/tls \
+  "$(kubectl -n "$ns" get secret "$release-resourceslice-controller-inventory-tls" -o jsonpath='{.type}')"
+service_host="$release-resourceslice-controller.$ns.svc"
+inventory="https://$service_host:$inventory_port"
+# curl ARGS...: to the Service's name (resolved to the local controller),
+# trusting nothing but the published bundle.
+icurl() { curl --resolve "$service_host:$inventory_port:127.0.0.1" --cacert "$work/ca.crt" "$@"; }
+check "plain HTTP is not served" 000 \
+  "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$inventory_port/openapi.json" || true)"
+check "the served certificate is not trusted without the bundle" 000 \
+  "$(curl -s -o /dev/null -w '%{http_code}' --resolve "$service_host:$inventory_port:127.0.0.1" \
+      "$inventory/openapi.json" || true)"
+
 push() {  # push NODE: prints the HTTP code, the body goes to $work/answer
-  curl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+  icurl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
     -H "Authorization: Bearer $driver_token" \
     --data "{\"nodeName\": \"$1\", \"devices\": [{\"name\": \"gpu-0\", \"attributes\": {\"model\": {\"string\": \"A100\"}}}]}" \
-    "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/$1?wait=20s"
+    "$inventory/v1/drivers/gpu.example.com/pools/$1?wait=20s"
 }
 check "the driver's pod token publishes its node's pool" 200 "$(push node-a)"
 check "the pool's slice exists" 1 \
@@ -130,15 +156,15 @@ kubectl get clusterrole "$sa" -o json \
   | jq '(.rules[] | select(.resources | index("resourceslices")) | .verbs) |= map(select(. != "create"))' \
   | kubectl replace -f - >/dev/null
 # A new pool now needs a create, which the API server refuses.
-code="$(curl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+code="$(icurl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
   -H "Authorization: Bearer $driver_token" \
   --data '{"nodeName": "node-a", "devices": [{"name": "gpu-1"}]}' \
-  "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/node-a-extra?wait=5s")"
+  "$inventory/v1/drivers/gpu.example.com/pools/node-a-extra?wait=5s")"
 check "without create the push is accepted but not published" 202 "$code"
 status=""
 for _ in $(seq 100); do
-  status="$(curl -s -H "Authorization: Bearer $driver_token" \
-    "http://127.0.0.1:$inventory_port/v1/drivers/gpu.example.com/pools/node-a-extra")"
+  status="$(icurl -s -H "Authorization: Bearer $driver_token" \
+    "$inventory/v1/drivers/gpu.example.com/pools/node-a-extra")"
   [[ "$(jq -r .phase <<<"$status")" == Failed ]] && break
   sleep 0.1
 done

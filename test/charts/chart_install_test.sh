@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The chart's life cycle with helm against a real kube-apiserver: install
-# (with its notes for drivers), upgrade to TLS, and uninstall through the
+# (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, and
+# uninstall through the
 # pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
 # ever starts: while `helm uninstall` waits for the cleanup Job, this script
 # does the Job's work with the Job's own ServiceAccount token (delete the
@@ -17,29 +18,36 @@ name=rsc-resourceslice-controller
 managed=app.kubernetes.io/managed-by=resourceslice-controller
 export KUBECONFIG="$cluster/kubeconfig"
 
-# --- Install.
+# --- Install. The drivers' namespaces exist first (the chart publishes the CA
+# bundle there, under a Role it creates in each).
+kubectl create namespace gpu-system >/dev/null
 check_ok "helm install" helm install "$release" "$chart" --namespace "$ns" --create-namespace \
   --set-json 'drivers=[{"name":"gpu-driver","namespace":"gpu-system","driverNames":["gpu.example.com"]}]'
 check "the release is deployed" deployed "$(helm status "$release" -n "$ns" -o json | jq -r .info.status)"
 check "the Deployment exists with two replicas" 2 "$(kubectl get deployment "$name" -n "$ns" -o json | jq .spec.replicas)"
 check "hooks are not installed with the release" NotFound \
   "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" 2>&1 | grep -o NotFound || true)"
+check "the CA bundle Role exists in the driver's namespace" "$name-inventory-tls" \
+  "$(kubectl get role "$name-inventory-tls" -n gpu-system -o jsonpath='{.metadata.name}')"
 
 notes="$(helm get notes "$release" -n "$ns")"
-check_contains "notes: where drivers push" \
-  "PUT http://$name.$ns.svc:8082/v1/drivers/{driver}/pools/{pool}" "$notes"
+check_contains "notes: where drivers push (https by default)" \
+  "PUT https://$name.$ns.svc:8443/v1/drivers/{driver}/pools/{pool}" "$notes"
 check_contains "notes: the token audience" "audience: resourceslice-controller" "$notes"
 check_contains "notes: how to grant publish" 'verbs: ["publish"]' "$notes"
 check_contains "notes: who may publish now" "gpu-system/gpu-driver: gpu.example.com" "$notes"
-check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
+check_contains "notes: the CA bundle to mount" "name: $name-ca" "$notes"
+check_contains "notes: secure metrics" "Metrics: https://$name.$ns.svc:8080/metrics" "$notes"
+check "notes: no plain HTTP warning by default" 0 "$(grep -c "plain HTTP, so" <<<"$notes" || true)"
 
-# --- Upgrade: TLS on (no immutable field may change).
-check_ok "helm upgrade to TLS" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
-  --set inventory.tls.enabled=true --set inventory.tls.secretName=rsc-inventory-tls
-check "the Service now serves the inventory on 8443" 8443 \
+# --- Upgrade: plain HTTP only when asked (no immutable field may change).
+check_ok "helm upgrade to plain HTTP" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
+  --set inventory.tls.enabled=false
+check "the Service now serves the inventory on 8082" 8082 \
   "$(kubectl get service "$name" -n "$ns" -o json | jq '.spec.ports[] | select(.name == "inventory") | .port')"
 notes="$(helm get notes "$release" -n "$ns")"
-check_contains "notes: https after the upgrade" "PUT https://$name.$ns.svc:8443/v1/drivers/" "$notes"
+check_contains "notes: http after the upgrade" "PUT http://$name.$ns.svc:8082/v1/drivers/" "$notes"
+check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
 
 # Slices as the controller would have published them, and one that is not its.
 kubectl create -f - >/dev/null <<'EOF'

@@ -26,6 +26,8 @@ bad_cases=(
   'image: {tags: latest}'$'\t'"at '/image': additional properties 'tags' not allowed"
   'metrics: {serviceMonitor: {enabeld: true}}'$'\t'"at '/metrics/serviceMonitor': additional properties 'enabeld' not allowed"
   'auth: {mode: oidc}'$'\t'"at '/auth/mode': value must be one of 'tokenreview', 'none'"
+  'inventory: {tls: {mode: vault}}'$'\t'"at '/inventory/tls/mode': value must be one of 'self-signed', 'cert-manager', 'secret'"
+  'inventory: {tls: {certManager: {issuerRef: {kind: Vault}}}}'$'\t'"at '/inventory/tls/certManager/issuerRef/kind'"
   'leaderElection: {enabled: "yes"}'$'\t'"at '/leaderElection/enabled': got string, want boolean"
   'drivers: [{name: gpu-driver}]'$'\t'"at '/drivers/0': missing property 'namespace'"
   'drivers: [{name: d, namespace: n, driverNames: [Bad_Name]}]'$'\t'"at '/drivers/0/driverNames/0': 'Bad_Name' does not match pattern"
@@ -50,7 +52,7 @@ done
 # Combinations the schema cannot express fail with the chart's own message.
 fail_cases=(
   'leaderElection: {enabled: false}'$'\t'"replicaCount above 1 needs leaderElection.enabled"
-  'inventory: {tls: {enabled: true}}'$'\t'"inventory.tls.secretName is required when inventory.tls.enabled is true"
+  'inventory: {tls: {mode: secret}}'$'\t'"inventory.tls.secretName is required when inventory.tls.mode is secret"
   'podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}'$'\t'"set minAvailable or maxUnavailable, not both"
   'serviceAccount: {create: false}'$'\t'"serviceAccount.name is required when serviceAccount.create is false"
   'drivers: [{name: d, namespace: ns1}, {name: d, namespace: ns1}]'$'\t'"ServiceAccount ns1/d is listed twice"
@@ -63,6 +65,21 @@ for case in "${fail_cases[@]}"; do
   check "helm template refuses '$body'" 1 "$rc"
   check_contains "helm template explains '$body'" "$want" "$out"
 done
+
+# Each certificate mode renders what it needs, and plain HTTP only when asked.
+out="$(helm template rsc "$chart" --set inventory.tls.mode=cert-manager 2>&1)"
+check_contains "cert-manager mode: a Certificate for the Service's names" \
+  "- rsc-resourceslice-controller.default.svc.cluster.local" "$out"
+check_contains "cert-manager mode: the chart's own CA Issuer without issuerRef" "secretName: rsc-resourceslice-controller-ca" "$out"
+out="$(helm template rsc "$chart" --set inventory.tls.mode=cert-manager \
+  --set-json 'inventory.tls.certManager.issuerRef={"name":"corp-ca","kind":"ClusterIssuer","group":"cert-manager.io"}' 2>&1)"
+check "cert-manager mode with issuerRef: no Issuer of the chart's own" 0 "$(grep -c '^kind: Issuer' <<<"$out" || true)"
+check_contains "cert-manager mode with issuerRef: the Certificate uses it" "name: corp-ca" "$out"
+out="$(helm template rsc "$chart" 2>&1)"
+check_contains "self-signed by default: the controller makes the Secret" "--inventory-tls-secret=rsc-resourceslice-controller-inventory-tls" "$out"
+check_contains "self-signed by default: the ServiceMonitor-ready CA ConfigMap is named" "--inventory-ca-configmap=rsc-resourceslice-controller-ca" "$out"
+out="$(helm template rsc "$chart" --set inventory.tls.enabled=false 2>&1)"
+check "plain HTTP only when asked: no TLS flag" 0 "$(grep -c -- '--inventory-tls' <<<"$out" || true)"
 
 # One replica may run without leader election.
 check_ok "one replica without leader election renders" \

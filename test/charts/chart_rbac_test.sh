@@ -7,10 +7,14 @@
 #   with that token: ResourceSlice create, update, delete and deletecollection,
 #   Node get and list, Lease create and update, events.k8s.io Events, and the
 #   TokenReview + SubjectAccessReview that authenticate and authorize a driver;
+#   for the self-signed inventory TLS: its one Secret and the CA ConfigMaps (in
+#   its namespace and the drivers'), by name, and no other Secret;
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
 # - the pre-delete hook's ServiceAccount: list, delete and deletecollection on
-#   ResourceSlices, nothing else.
+#   ResourceSlices, nothing else;
+# - the scrapers in metrics.scrapers: get on /metrics (the SubjectAccessReview
+#   a secure /metrics asks), nothing else; other ServiceAccounts: not even that.
 # Starts its own cluster and always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,17 +32,21 @@ for n in "$ns" gpu-system nic-system; do kubectl create namespace "$n" >/dev/nul
 kubectl create serviceaccount gpu-driver -n gpu-system >/dev/null
 kubectl create serviceaccount rogue-driver -n gpu-system >/dev/null
 kubectl create serviceaccount nic-driver -n nic-system >/dev/null
+kubectl create namespace monitoring >/dev/null
+kubectl create serviceaccount prometheus -n monitoring >/dev/null
 
 # The chart's identity and RBAC objects only (the hook file also holds the
 # cleanup Job, which stays inert: the test cluster has no Job controller).
 helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" \
   --set-json 'drivers=[{"name":"gpu-driver","namespace":"gpu-system","driverNames":["gpu.example.com"]},{"name":"nic-driver","namespace":"nic-system"}]' \
+  --set-json 'metrics.scrapers=[{"name":"prometheus","namespace":"monitoring"}]' \
+  --show-only templates/metrics-rbac.yaml --show-only templates/inventory-tls.yaml \
   --show-only templates/serviceaccount.yaml --show-only templates/clusterrole.yaml \
   --show-only templates/role.yaml --show-only templates/drivers-rbac.yaml \
   --show-only templates/cleanup-hook.yaml >"$work/rbac.yaml"
 check_ok "the chart's RBAC applies" kubectl apply -f "$work/rbac.yaml"
 check "applied kinds" \
-  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","RoleBinding","ServiceAccount","ServiceAccount"]' \
+  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","Role","Role","Role","RoleBinding","RoleBinding","RoleBinding","RoleBinding","ServiceAccount","ServiceAccount"]' \
   "$(kubectl apply --dry-run=server -o json -f "$work/rbac.yaml" | jq -c '[.items[].kind] | sort')"
 
 # A kubeconfig holding nothing but a token, so that requests authenticate as
@@ -106,10 +114,26 @@ done
 can controller no get nodes --subresource=status
 # (blockOwnerDeletion on an owner reference would need this; the controller sets none)
 can controller no update nodes --subresource=finalizers
+# Self-signed inventory TLS: its own Secret and CA ConfigMaps, by name.
+tls_secret="$controller_sa-inventory-tls"
+ca_config_map="$controller_sa-ca"
+can controller yes create secrets -n "$ns"
+can controller yes get "secrets/$tls_secret" -n "$ns"
+can controller yes update "secrets/$tls_secret" -n "$ns"
+for cm_ns in "$ns" gpu-system nic-system; do
+  can controller yes create configmaps -n "$cm_ns"
+  can controller yes get "configmaps/$ca_config_map" -n "$cm_ns"
+  can controller yes update "configmaps/$ca_config_map" -n "$cm_ns"
+  can controller no get configmaps/kube-root-ca.crt -n "$cm_ns"
+done
 can controller no get secrets -n "$ns"
+can controller no get secrets/other -n "$ns"
+can controller no delete "secrets/$tls_secret" -n "$ns"
+can controller no create secrets -n gpu-system
 can controller no list secrets -n kube-system
 can controller no list secrets --all-namespaces
 can controller no get configmaps -n "$ns"
+can controller no create configmaps -n kube-system
 can controller no create pods -n "$ns"
 can controller no create serviceaccounts/token -n gpu-system
 can controller no get leases.coordination.k8s.io -n kube-system
@@ -268,5 +292,24 @@ code="$(call "$cleanup_token" DELETE \
 check "the hook's ServiceAccount deletes the managed slices" 200 "$code"
 check "no managed slice is left after the hook's delete" 0 \
   "$(kubectl get resourceslices -l app.kubernetes.io/managed-by=resourceslice-controller -o json | jq '.items | length')"
+
+# --- Scrapers of a secure /metrics: the controller asks a SubjectAccessReview
+# for get on the non-resource URL /metrics with the scraper's identity.
+may_get_metrics() {  # may_get_metrics USER: the SAR's status.allowed, asked as the controller
+  local body
+  body="$(jq -cn --arg u "$1" '{apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview",
+    spec: {user: $u, groups: ["system:serviceaccounts", "system:authenticated"],
+           nonResourceAttributes: {path: "/metrics", verb: "get"}}}')"
+  call "$controller_token" POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$body" >/dev/null
+  jq -r .status.allowed "$work/response"
+}
+check "SAR: the scraper in metrics.scrapers may get /metrics" true \
+  "$(may_get_metrics system:serviceaccount:monitoring:prometheus)"
+check "SAR: another ServiceAccount may not get /metrics" false \
+  "$(may_get_metrics system:serviceaccount:gpu-system:gpu-driver)"
+check "the scraper may get no other non-resource URL (/debug/pprof/)" no \
+  "$(kubectl auth can-i get /debug/pprof/ --as=system:serviceaccount:monitoring:prometheus 2>/dev/null || true)"
+check "the scraper may not read secrets" no \
+  "$(kubectl auth can-i get secrets -n "$ns" --as=system:serviceaccount:monitoring:prometheus 2>/dev/null || true)"
 
 finish

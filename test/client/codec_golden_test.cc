@@ -347,6 +347,7 @@ void expectGolden(const std::string& file, const std::string& got) {
 // One test: the semanticEqual section uses the slices of the others, in order.
 TEST(CodecGolden, ReproducesTodaysEncodingProblemsAndComparisons) {
   allSlices().clear();
+  // The JSON bodies only: the folder also holds a README and manifests.
   std::vector<fs::path> pools = filesIn(kSourceRoot / "controller/inventory/examples");
   pools.erase(std::remove_if(pools.begin(), pools.end(),
                              [](const fs::path& p) { return p.extension() != ".json"; }),

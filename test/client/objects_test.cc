@@ -273,6 +273,50 @@ TEST(TokenReview, ReadsFailureAndRejectsBadExtra) {
   EXPECT_EQ(review.status().message(), "status.user.extra[\"k\"]: must be a list of strings");
 }
 
+TEST(Secret, DataIsBase64OnTheWireAndBytesInTheStruct) {
+  StatusOr<Secret> secret = secretFromJson(Json::parse(R"({
+    "apiVersion": "v1", "kind": "Secret",
+    "metadata": {"name": "tls", "namespace": "dra", "resourceVersion": "7"},
+    "type": "kubernetes.io/tls",
+    "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5Cg==", "empty": ""}
+  })"));
+  ASSERT_TRUE(secret.ok()) << secret.status().toString();
+  EXPECT_EQ(secret->type, "kubernetes.io/tls");
+  EXPECT_EQ(secret->data.at("tls.crt"), "cert");
+  EXPECT_EQ(secret->data.at("tls.key"), "key\n");
+  EXPECT_EQ(secret->data.at("empty"), "");
+  const Json written = toJson(*secret);
+  EXPECT_EQ(written["data"]["tls.crt"], "Y2VydA==");
+  EXPECT_EQ(written["data"]["tls.key"], "a2V5Cg==");
+  EXPECT_EQ(written["kind"], "Secret");
+  StatusOr<Secret> again = secretFromJson(written);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *secret);
+  // Every length of tail survives the round trip.
+  Secret bytes;
+  bytes.data = {{"a", "x"}, {"b", "xy"}, {"c", "xyz"}, {"d", std::string("\0\xff\x10", 3)}};
+  StatusOr<Secret> round = secretFromJson(toJson(bytes));
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->data, bytes.data);
+
+  StatusOr<Secret> bad = secretFromJson(Json::parse(R"({"data": {"k": "not base64!"}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "data[\"k\"]: must be a base64 string");
+}
+
+TEST(ConfigMap, ReadsAndWritesStringData) {
+  ConfigMap cm;
+  cm.metadata.name = "rsc-ca";
+  cm.metadata.namespace_ = "gpu-system";
+  cm.data["ca.crt"] = "-----BEGIN CERTIFICATE-----\n";
+  const Json written = toJson(cm);
+  EXPECT_EQ(written["kind"], "ConfigMap");
+  EXPECT_EQ(written["data"]["ca.crt"], "-----BEGIN CERTIFICATE-----\n");
+  StatusOr<ConfigMap> again = configMapFromJson(written);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, cm);
+}
+
 TEST(SubjectAccessReview, WritesRequest) {
   SubjectAccessReview review;
   review.user.username = "system:serviceaccount:gpu:gpu-driver";
@@ -294,6 +338,38 @@ TEST(SubjectAccessReview, WritesRequest) {
       "extra": {"authentication.kubernetes.io/node-name": ["node-a"]}
     }
   })"));
+}
+
+TEST(SubjectAccessReview, WritesNonResourceRequest) {
+  SubjectAccessReview review;
+  review.user.username = "system:serviceaccount:monitoring:prometheus";
+  review.non_resource = {"/metrics", "get"};
+  EXPECT_EQ(toJson(review), Json::parse(R"({
+    "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+    "spec": {
+      "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+      "user": "system:serviceaccount:monitoring:prometheus"
+    }
+  })"));
+  StatusOr<SubjectAccessReview> again = subjectAccessReviewFromJson(toJson(review));
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  EXPECT_EQ(again->non_resource.path, "/metrics");
+  EXPECT_EQ(again->non_resource.verb, "get");
+  EXPECT_EQ(again->verb, "");
+}
+
+TEST(SubjectAccessReview, ReadsNonResourceResponse) {
+  StatusOr<SubjectAccessReview> review = subjectAccessReviewFromJson(Json::parse(R"({
+    "kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+    "metadata": {"creationTimestamp": null},
+    "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+             "user": "system:serviceaccount:default:stranger", "groups": ["system:authenticated"],
+             "extra": {"authentication.kubernetes.io/credential-id": ["JTI=x"]}, "uid": "u"},
+    "status": {"allowed": false}
+  })"));
+  ASSERT_TRUE(review.ok()) << review.status().toString();
+  EXPECT_EQ(review->non_resource.path, "/metrics");
+  EXPECT_FALSE(review->allowed);
 }
 
 TEST(SubjectAccessReview, ReadsResponse) {

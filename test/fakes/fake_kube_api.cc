@@ -7,12 +7,14 @@
 
 namespace rsc::testing {
 
+using client::ConfigMap;
 using client::Lease;
 using client::ListOptions;
 using client::Node;
 using client::Preconditions;
 using client::ResourceSlice;
 using client::ResourceSliceList;
+using client::Secret;
 using client::WatchEvent;
 using client::WatchEventType;
 
@@ -248,6 +250,8 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
 constexpr std::string_view kLeases = "leases.coordination.k8s.io";
+constexpr std::string_view kSecrets = "secrets";
+constexpr std::string_view kConfigMaps = "configmaps";
 
 // Queues the first events of a watch as the API server does: from "" or "0",
 // every current object (`add_current`); from a resourceVersion, the events of
@@ -751,33 +755,31 @@ Status FakeKubeApi::deleteResourceSlices(const ListOptions& options) {
 
 // ---- Leases, Nodes, reviews, Events -----------------------------------------
 
-StatusOr<Lease> FakeKubeApi::getLease(const std::string& ns, const std::string& name) {
-  Request request = newRequest("get", "leases", ns, name);
-  RETURN_IF_ERROR(invoke(request));
+template <typename T>
+StatusOr<T> FakeKubeApi::getNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                                       std::string_view kind, const Request& request) {
   std::lock_guard lock(mu_);
-  const auto it = leases_.find({request.namespace_, request.name});
-  if (it == leases_.end()) {
-    return notFoundError(kLeases, request.name);
+  const auto it = store.find({request.namespace_, request.name});
+  if (it == store.end()) {
+    return notFoundError(kind, request.name);
   }
   return it->second;
 }
 
-StatusOr<Lease> FakeKubeApi::createLease(const Lease& lease) {
-  Request request = newRequest("create", "leases", lease.metadata.namespace_, lease.metadata.name);
-  request.lease = lease;
-  RETURN_IF_ERROR(invoke(request));
-  Lease created = std::move(*request.lease);
+template <typename T>
+StatusOr<T> FakeKubeApi::createNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                                          std::string_view kind, T created) {
   std::lock_guard lock(mu_);
   if (created.metadata.name.empty()) {
-    return invalidError(kLeases, "", "metadata.name", "Required value: name is required");
+    return invalidError(kind, "", "metadata.name", "Required value: name is required");
   }
   if (created.metadata.namespace_.empty()) {
-    return invalidError(kLeases, created.metadata.name, "metadata.namespace",
+    return invalidError(kind, created.metadata.name, "metadata.namespace",
                         "Required value: namespace is required");
   }
   const auto key = std::make_pair(created.metadata.namespace_, created.metadata.name);
-  if (leases_.contains(key)) {
-    return alreadyExistsError(kLeases, created.metadata.name);
+  if (store.contains(key)) {
+    return alreadyExistsError(kind, created.metadata.name);
   }
   if (!created.metadata.resource_version.empty()) {
     return internalError("resourceVersion should not be set on objects to be created");
@@ -785,26 +787,24 @@ StatusOr<Lease> FakeKubeApi::createLease(const Lease& lease) {
   created.metadata.uid = newUidLocked();
   created.metadata.creation_timestamp = formatTime(clock_.systemNow());
   created.metadata.resource_version = nextResourceVersionLocked();
-  leases_[key] = created;
+  store[key] = created;
   return created;
 }
 
-StatusOr<Lease> FakeKubeApi::updateLease(const Lease& lease) {
-  Request request = newRequest("update", "leases", lease.metadata.namespace_, lease.metadata.name);
-  request.lease = lease;
-  RETURN_IF_ERROR(invoke(request));
-  Lease updated = std::move(*request.lease);
+template <typename T>
+StatusOr<T> FakeKubeApi::updateNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                                          std::string_view kind, T updated) {
   std::lock_guard lock(mu_);
-  const auto it = leases_.find({updated.metadata.namespace_, updated.metadata.name});
-  if (it == leases_.end()) {
-    return notFoundError(kLeases, updated.metadata.name);
+  const auto it = store.find({updated.metadata.namespace_, updated.metadata.name});
+  if (it == store.end()) {
+    return notFoundError(kind, updated.metadata.name);
   }
   if (updated.metadata.resource_version.empty()) {
-    return invalidError(kLeases, updated.metadata.name, "metadata.resourceVersion",
+    return invalidError(kind, updated.metadata.name, "metadata.resourceVersion",
                         "Invalid value: must be specified for an update");
   }
   if (updated.metadata.resource_version != it->second.metadata.resource_version) {
-    return staleError(kLeases, updated.metadata.name);
+    return staleError(kind, updated.metadata.name);
   }
   updated.metadata.uid = it->second.metadata.uid;
   updated.metadata.creation_timestamp = it->second.metadata.creation_timestamp;
@@ -814,6 +814,66 @@ StatusOr<Lease> FakeKubeApi::updateLease(const Lease& lease) {
   updated.metadata.resource_version = nextResourceVersionLocked();
   it->second = updated;
   return updated;
+}
+
+StatusOr<Lease> FakeKubeApi::getLease(const std::string& ns, const std::string& name) {
+  Request request = newRequest("get", "leases", ns, name);
+  RETURN_IF_ERROR(invoke(request));
+  return getNamespaced(leases_, kLeases, request);
+}
+
+StatusOr<Lease> FakeKubeApi::createLease(const Lease& lease) {
+  Request request = newRequest("create", "leases", lease.metadata.namespace_, lease.metadata.name);
+  request.lease = lease;
+  RETURN_IF_ERROR(invoke(request));
+  return createNamespaced(leases_, kLeases, std::move(*request.lease));
+}
+
+StatusOr<Lease> FakeKubeApi::updateLease(const Lease& lease) {
+  Request request = newRequest("update", "leases", lease.metadata.namespace_, lease.metadata.name);
+  request.lease = lease;
+  RETURN_IF_ERROR(invoke(request));
+  return updateNamespaced(leases_, kLeases, std::move(*request.lease));
+}
+
+StatusOr<Secret> FakeKubeApi::getSecret(const std::string& ns, const std::string& name) {
+  Request request = newRequest("get", "secrets", ns, name);
+  RETURN_IF_ERROR(invoke(request));
+  return getNamespaced(secrets_, kSecrets, request);
+}
+
+StatusOr<Secret> FakeKubeApi::createSecret(const Secret& secret) {
+  Request request =
+      newRequest("create", "secrets", secret.metadata.namespace_, secret.metadata.name);
+  RETURN_IF_ERROR(invoke(request));
+  return createNamespaced(secrets_, kSecrets, secret);
+}
+
+StatusOr<Secret> FakeKubeApi::updateSecret(const Secret& secret) {
+  Request request =
+      newRequest("update", "secrets", secret.metadata.namespace_, secret.metadata.name);
+  RETURN_IF_ERROR(invoke(request));
+  return updateNamespaced(secrets_, kSecrets, secret);
+}
+
+StatusOr<ConfigMap> FakeKubeApi::getConfigMap(const std::string& ns, const std::string& name) {
+  Request request = newRequest("get", "configmaps", ns, name);
+  RETURN_IF_ERROR(invoke(request));
+  return getNamespaced(config_maps_, kConfigMaps, request);
+}
+
+StatusOr<ConfigMap> FakeKubeApi::createConfigMap(const ConfigMap& config_map) {
+  Request request =
+      newRequest("create", "configmaps", config_map.metadata.namespace_, config_map.metadata.name);
+  RETURN_IF_ERROR(invoke(request));
+  return createNamespaced(config_maps_, kConfigMaps, config_map);
+}
+
+StatusOr<ConfigMap> FakeKubeApi::updateConfigMap(const ConfigMap& config_map) {
+  Request request =
+      newRequest("update", "configmaps", config_map.metadata.namespace_, config_map.metadata.name);
+  RETURN_IF_ERROR(invoke(request));
+  return updateNamespaced(config_maps_, kConfigMaps, config_map);
 }
 
 StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {

@@ -114,6 +114,12 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<client::Lease> getLease(const std::string& ns, const std::string& name) override;
   StatusOr<client::Lease> createLease(const client::Lease& lease) override;
   StatusOr<client::Lease> updateLease(const client::Lease& lease) override;
+  StatusOr<client::Secret> getSecret(const std::string& ns, const std::string& name) override;
+  StatusOr<client::Secret> createSecret(const client::Secret& secret) override;
+  StatusOr<client::Secret> updateSecret(const client::Secret& secret) override;
+  StatusOr<client::ConfigMap> getConfigMap(const std::string& ns, const std::string& name) override;
+  StatusOr<client::ConfigMap> createConfigMap(const client::ConfigMap& config_map) override;
+  StatusOr<client::ConfigMap> updateConfigMap(const client::ConfigMap& config_map) override;
   StatusOr<client::Node> getNode(const std::string& name) override;
   StatusOr<client::PartialObjectMetadataList> listNodeMetadata(
       const client::ListOptions& options) override;
@@ -229,6 +235,18 @@ class FakeKubeApi final : public client::KubeApi {
   std::string nextResourceVersionLocked();
   std::string generateSuffixLocked(size_t length);
   std::string newUidLocked();
+  // Get, create and update of a namespaced object kept in `store`, with the
+  // API server's name, namespace and resourceVersion rules; `kind` names it
+  // in errors ("leases.coordination.k8s.io").
+  template <typename T>
+  StatusOr<T> getNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                            std::string_view kind, const Request& request);
+  template <typename T>
+  StatusOr<T> createNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                               std::string_view kind, T created);
+  template <typename T>
+  StatusOr<T> updateNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
+                               std::string_view kind, T updated);
   StatusOr<client::ResourceSlice> createSliceLocked(client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> updateSliceLocked(client::ResourceSlice slice,
                                                     bool require_resource_version);
@@ -257,6 +275,8 @@ class FakeKubeApi final : public client::KubeApi {
   uint64_t resource_version_;
   std::map<std::string, client::ResourceSlice> slices_;
   std::map<std::pair<std::string, std::string>, client::Lease> leases_;
+  std::map<std::pair<std::string, std::string>, client::Secret> secrets_;
+  std::map<std::pair<std::string, std::string>, client::ConfigMap> config_maps_;
   std::map<std::string, client::Node> nodes_;
   std::vector<client::Event> events_;
   std::deque<HistoryEntry> history_;

@@ -121,6 +121,25 @@ class WatchGate final : public KubeApi {
   }
   StatusOr<Lease> createLease(const Lease& lease) override { return server_.createLease(lease); }
   StatusOr<Lease> updateLease(const Lease& lease) override { return server_.updateLease(lease); }
+  StatusOr<Secret> getSecret(const std::string& namespace_, const std::string& name) override {
+    return server_.getSecret(namespace_, name);
+  }
+  StatusOr<Secret> createSecret(const Secret& secret) override {
+    return server_.createSecret(secret);
+  }
+  StatusOr<Secret> updateSecret(const Secret& secret) override {
+    return server_.updateSecret(secret);
+  }
+  StatusOr<ConfigMap> getConfigMap(const std::string& namespace_,
+                                   const std::string& name) override {
+    return server_.getConfigMap(namespace_, name);
+  }
+  StatusOr<ConfigMap> createConfigMap(const ConfigMap& config_map) override {
+    return server_.createConfigMap(config_map);
+  }
+  StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) override {
+    return server_.updateConfigMap(config_map);
+  }
   StatusOr<Node> getNode(const std::string& name) override { return server_.getNode(name); }
   StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) override {
     return server_.listNodeMetadata(options);

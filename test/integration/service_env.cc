@@ -59,12 +59,15 @@ bool ServiceEnv::waitReady(const ControllerProcess& c, std::chrono::seconds time
 }
 
 HttpAnswer ServiceEnv::http(const std::string& method, const std::string& url,
-                            const std::string& body, const std::string& token) {
+                            const std::string& body, const std::string& token, const HttpTls& tls) {
   // url: http://host:port/path
   const size_t slash = url.find('/', url.find("//") + 2);
   client::ClientConfig config;
   config.server = url.substr(0, slash);
   config.qps = 0;
+  config.ca_pem = tls.ca_pem;
+  config.tls_server_name = tls.server_name;
+  config.insecure_skip_tls_verify = tls.insecure;
   auto transport = client::CpprestTransport::create(config, RealClock::instance());
   if (!transport.ok()) return {};
   client::HttpRequest req;
@@ -141,13 +144,24 @@ std::string ServiceEnv::podToken(const std::string& ns, const std::string& sa,
   return token.json()["status"]["token"].get<std::string>();
 }
 
-void ServiceEnv::grantPublish(const std::string& ns, const std::string& sa,
-                              const std::vector<std::string>& drivers) {
-  const std::string name = "publish-" + ns + "-" + sa;
-  Json rule = {{"apiGroups", {"resourceslice.dra.k8s.io"}},
-               {"resources", {"drivers"}},
-               {"verbs", {"publish", "get"}}};
-  if (!drivers.empty()) rule["resourceNames"] = drivers;
+std::string ServiceEnv::serviceAccountToken(const std::string& ns, const std::string& sa) {
+  ensureServiceAccount(ns, sa);
+  const HttpAnswer token =
+      kube("POST", "/api/v1/namespaces/" + ns + "/serviceaccounts/" + sa + "/token",
+           {{"apiVersion", "authentication.k8s.io/v1"},
+            {"kind", "TokenRequest"},
+            {"spec", {{"expirationSeconds", 3600}}}});
+  EXPECT_EQ(token.code, 201) << token.body;
+  return token.json()["status"]["token"].get<std::string>();
+}
+
+void ServiceEnv::grantMetricsReader(const std::string& ns, const std::string& sa) {
+  grant("metrics-reader-" + ns + "-" + sa, {{"nonResourceURLs", {"/metrics"}}, {"verbs", {"get"}}},
+        ns, sa);
+}
+
+void ServiceEnv::grant(const std::string& name, const Json& rule, const std::string& ns,
+                       const std::string& sa) {
   ensure("/apis/rbac.authorization.k8s.io/v1/clusterroles",
          {{"apiVersion", "rbac.authorization.k8s.io/v1"},
           {"kind", "ClusterRole"},
@@ -160,6 +174,15 @@ void ServiceEnv::grantPublish(const std::string& ns, const std::string& sa,
           {"roleRef",
            {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", name}}},
           {"subjects", {{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}}}});
+}
+
+void ServiceEnv::grantPublish(const std::string& ns, const std::string& sa,
+                              const std::vector<std::string>& drivers) {
+  Json rule = {{"apiGroups", {"resourceslice.dra.k8s.io"}},
+               {"resources", {"drivers"}},
+               {"verbs", {"publish", "get"}}};
+  if (!drivers.empty()) rule["resourceNames"] = drivers;
+  grant("publish-" + ns + "-" + sa, rule, ns, sa);
 }
 
 std::vector<client::ResourceSlice> ServiceEnv::poolSlices(const std::string& driver,

@@ -32,6 +32,14 @@ struct ControllerProcess {
   std::string inventoryUrl() const { return "http://127.0.0.1:" + std::to_string(inventory_port); }
 };
 
+// How a test client checks an HTTPS server: against `ca_pem` (empty: the
+// system store), for `server_name` (empty: the URL's host), or not at all.
+struct HttpTls {
+  std::string ca_pem = {};
+  std::string server_name = {};
+  bool insecure = false;
+};
+
 struct HttpAnswer {
   int code = 0;
   std::string body;
@@ -55,7 +63,8 @@ class ServiceEnv {
   // An HTTP request to a controller (or any loopback URL, etcd's say), with
   // an optional bearer token.
   static HttpAnswer http(const std::string& method, const std::string& url,
-                         const std::string& body = "", const std::string& token = "");
+                         const std::string& body = "", const std::string& token = "",
+                         const HttpTls& tls = {});
 
   // A raw request to the API server as admin; fails the test on a transport
   // error (not on an HTTP error code).
@@ -70,10 +79,20 @@ class ServiceEnv {
   // with `audience`, as a projected service-account token would be.
   std::string podToken(const std::string& ns, const std::string& sa, const std::string& pod,
                        const std::string& node, const std::string& audience);
+  // A token of the ServiceAccount for the API server's own audience, as a
+  // scraper's mounted token is (TokenRequest, one hour).
+  std::string serviceAccountToken(const std::string& ns, const std::string& sa);
+  // Grants the ServiceAccount get on the non-resource URL /metrics, as the
+  // chart's <fullname>-metrics-reader ClusterRole does.
+  void grantMetricsReader(const std::string& ns, const std::string& sa);
   // Grants the ServiceAccount the given verbs on the drivers virtual resource
   // of the controller (resourceNames = driver names, empty: all).
   void grantPublish(const std::string& ns, const std::string& sa,
                     const std::vector<std::string>& drivers);
+
+  // A ClusterRole `name` with `rule`, bound to the ServiceAccount ns/sa.
+  void grant(const std::string& name, const Json& rule, const std::string& ns,
+             const std::string& sa);
 
   // The managed slices of one pool, as the API server has them.
   // With `managed_only` false, also slices without the controller's label.

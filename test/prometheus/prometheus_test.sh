@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Usage: prometheus_test.sh CONTROLLER_BINARY [PROMETHEUS [PROMTOOL]]
 # A real Prometheus scrapes the real controller: the test starts a test cluster
-# (test/cluster), the controller with leader election on free loopback ports,
+# (test/cluster), the controller with leader election and --metrics-secure on
+# free loopback ports (Prometheus scrapes over HTTPS with a real ServiceAccount
+# token bound to a reader ClusterRole, as the chart's ServiceMonitor does),
 # and Prometheus with the chart's alert rules; pushes pools of two drivers and
 # checks, through Prometheus' query API, the exact values of the series that
 # dashboards and alerts read (DESIGN.md section 8), that the alert rules load
@@ -106,14 +108,29 @@ for node in node-a node-b node-c; do
   printf 'apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n' "$node" | kubectl apply -f - >/dev/null
 done
 
+# The scraper: a ServiceAccount that may get /metrics (the chart's
+# <fullname>-metrics-reader ClusterRole), and its token.
+kubectl create serviceaccount prometheus -n default >/dev/null
+kubectl create clusterrole metrics-reader --non-resource-url=/metrics --verb=get >/dev/null
+kubectl create clusterrolebinding prometheus-metrics-reader --clusterrole=metrics-reader \
+  --serviceaccount=default:prometheus >/dev/null
+kubectl create serviceaccount stranger -n default >/dev/null
+kubectl create token prometheus -n default --duration=1h >"$work/token"
+stranger_token="$(kubectl create token stranger -n default --duration=1h)"
+
 inventory_port="$(free_port)"
 metrics_port="$(free_port)"
 health_port="$(free_port)"
 inventory="http://127.0.0.1:$inventory_port"
-metrics="http://127.0.0.1:$metrics_port/metrics"
+metrics="https://127.0.0.1:$metrics_port/metrics"
+# scrape [CURL ARGS...]: GET /metrics as the scraper (the certificate is the
+# controller's self-signed one, so it is not verified).
+scrape() {
+  curl -sfk --max-time 5 -H "Authorization: Bearer $(cat "$work/token")" "$@" "$metrics"
+}
 "$controller_bin" --auth=none --kubeconfig="$cluster/kubeconfig" \
   --inventory-bind-address="127.0.0.1:$inventory_port" \
-  --metrics-bind-address="127.0.0.1:$metrics_port" \
+  --metrics-bind-address="127.0.0.1:$metrics_port" --metrics-secure \
   --health-probe-bind-address="127.0.0.1:$health_port" \
   --leader-elect --leader-election-namespace=default --leader-election-id="$lease" \
   --leader-elect-lease-duration=4s --leader-elect-renew-deadline=3s \
@@ -123,16 +140,22 @@ controller_pid=$!
 
 # scraped SERIES: the value of one exact series in a scrape of the controller.
 scraped() {
-  curl -sf --max-time 5 "$metrics" | awk -v s="$1" '$1 == s { print $2 }'
+  scrape | awk -v s="$1" '$1 == s { print $2 }'
 }
 # scraped_sum NAME: the sum of every series of one metric in a scrape.
 scraped_sum() {
-  curl -sf --max-time 5 "$metrics" |
+  scrape |
     awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $2 } END { print s + 0 }'
 }
 is_leader() { [[ "$(scraped "leader_election_master_status{name=\"$lease\"}")" == 1 ]]; }
 wait_for 60 "the controller answers /readyz" curl -sf --max-time 2 "http://127.0.0.1:$health_port/readyz"
 wait_for 60 "the controller becomes leader of Lease default/$lease" is_leader
+# /metrics answers only the scraper: 401 without a token, 403 without the grant.
+status_of() { curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "$@" "$metrics"; }
+check "a scrape without a token is refused" 401 "$(status_of)"
+check "a scrape with a token lacking the grant is refused" 403 \
+  "$(status_of -H "Authorization: Bearer $stranger_token")"
+check "the scraper's scrape is answered" 200 "$(status_of -H "Authorization: Bearer $(cat "$work/token")")"
 
 # --- Prometheus, scraping the controller every second with the chart's rules.
 prom_port="$(free_port)"
@@ -146,6 +169,11 @@ rule_files:
   - $rules
 scrape_configs:
   - job_name: $job
+    scheme: https
+    tls_config:
+      insecure_skip_verify: true
+    authorization:
+      credentials_file: $work/token
     static_configs:
       - targets: ['127.0.0.1:$metrics_port']
 EOF
@@ -286,7 +314,7 @@ check "publications of $gpu after the change" 4 \
   "$(query "resourceslice_controller_publish_latency_seconds_count{$sel,driver=\"$gpu\"}")"
 
 # --- promtool lints a real scrape.
-curl -sf --max-time 10 "$metrics" >"$work/scrape.txt" || fatal "scrape of $metrics failed"
+scrape >"$work/scrape.txt" || fatal "scrape of $metrics failed"
 lint_rc=0
 lint="$("$promtool_bin" check metrics <"$work/scrape.txt" 2>&1)" || lint_rc=$?
 check "promtool check metrics reports no problem" "0 " "$lint_rc $lint"

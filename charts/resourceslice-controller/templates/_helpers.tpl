@@ -145,8 +145,8 @@ before anything is installed.
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount above 1 needs leaderElection.enabled: without it every replica would write ResourceSlices" }}
 {{- end }}
-{{- if and .Values.inventory.tls.enabled (not .Values.inventory.tls.secretName) }}
-{{- fail "inventory.tls.secretName is required when inventory.tls.enabled is true" }}
+{{- if and .Values.inventory.tls.enabled (eq .Values.inventory.tls.mode "secret") (not .Values.inventory.tls.secretName) }}
+{{- fail "inventory.tls.secretName is required when inventory.tls.mode is secret" }}
 {{- end }}
 {{- if not (or (kindIs "invalid" .Values.podDisruptionBudget.minAvailable) (kindIs "invalid" .Values.podDisruptionBudget.maxUnavailable)) }}
 {{- fail "podDisruptionBudget: set minAvailable or maxUnavailable, not both" }}
@@ -159,4 +159,57 @@ before anything is installed.
 {{- end }}
 {{- $_ := set $seen $key true }}
 {{- end }}
+{{- end }}
+
+{{/*
+How Prometheus checks the certificate of a secure /metrics. With inventory TLS, /metrics serves
+the inventory's certificate, so Prometheus verifies it against that CA (the ConfigMap of the
+self-signed mode, or the Secret's ca.crt) for the Service's name; Prometheus reads them from the
+ServiceMonitor's namespace, so only when that is the release namespace. Otherwise the controller
+serves a self-signed certificate made in memory, which no CA vouches for, and verification is
+skipped; the bearer token still authenticates the scraper, and TLS still encrypts the scrape.
+*/}}
+{{- define "resourceslice-controller.metricsTlsConfig" -}}
+{{- $ns := include "resourceslice-controller.namespace" . }}
+{{- $tls := .Values.inventory.tls }}
+{{- $sameNamespace := eq (default $ns .Values.metrics.serviceMonitor.namespace) $ns }}
+{{- if and $tls.enabled $sameNamespace }}
+serverName: {{ include "resourceslice-controller.fullname" . }}.{{ $ns }}.svc
+ca:
+  {{- if eq $tls.mode "self-signed" }}
+  configMap:
+    name: {{ include "resourceslice-controller.caConfigMap" . }}
+    key: ca.crt
+  {{- else }}
+  secret:
+    name: {{ include "resourceslice-controller.inventoryTlsSecret" . }}
+    key: {{ if eq $tls.mode "cert-manager" }}ca.crt{{ else }}{{ default "tls.crt" $tls.caSecretKey }}{{ end }}
+  {{- end }}
+{{- else }}
+insecureSkipVerify: true
+{{- end }}
+{{- end }}
+
+{{/* The Service's DNS names, which the inventory certificate must carry. */}}
+{{- define "resourceslice-controller.serviceNames" -}}
+{{- $name := include "resourceslice-controller.fullname" . }}
+{{- $ns := include "resourceslice-controller.namespace" . }}
+- {{ $name }}.{{ $ns }}.svc
+- {{ $name }}.{{ $ns }}.svc.cluster.local
+- {{ $name }}.{{ $ns }}
+- {{ $name }}
+{{- end }}
+
+{{/* The Secret with the inventory API's certificate, in every TLS mode. */}}
+{{- define "resourceslice-controller.inventoryTlsSecret" -}}
+{{- if eq .Values.inventory.tls.mode "secret" }}
+{{- .Values.inventory.tls.secretName }}
+{{- else }}
+{{- include "resourceslice-controller.suffixedName" (list . "inventory-tls") }}
+{{- end }}
+{{- end }}
+
+{{/* The ConfigMap with the CA bundle that drivers mount (self-signed mode). */}}
+{{- define "resourceslice-controller.caConfigMap" -}}
+{{- include "resourceslice-controller.suffixedName" (list . "ca") }}
 {{- end }}

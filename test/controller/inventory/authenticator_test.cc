@@ -163,6 +163,31 @@ TEST_F(TokenReviewAuthenticatorTest, CachesDecisionsPerUserVerbAndDriver) {
   EXPECT_EQ(accessReviews(), 5U);
 }
 
+TEST_F(TokenReviewAuthenticatorTest, AuthorizesNonResourcePathsAndCachesThem) {
+  api_.setAccessReviewer([this](const client::SubjectAccessReview& review) {
+    access_.push_back(review);
+    client::SubjectAccessReview answer = review;
+    answer.allowed = review.non_resource.path == "/metrics" && review.non_resource.verb == "get";
+    return answer;
+  });
+  const Caller caller = *auth_.authenticate("Bearer central", kClient);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(auth_.authorizePath(caller, "get", "/metrics").ok());
+  }
+  Status denied = auth_.authorizePath(caller, "get", "/debug");
+  EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
+  EXPECT_THAT(denied.message(), HasSubstr("nonResourceURLs /debug"));
+  ASSERT_EQ(access_.size(), 2U);
+  EXPECT_EQ(access_[0].non_resource.path, "/metrics");
+  EXPECT_EQ(access_[0].non_resource.verb, "get");
+  EXPECT_EQ(access_[0].resource, "");
+  EXPECT_EQ(access_[0].verb, "");
+  EXPECT_EQ(access_[0].user, podUser(""));
+  // A path decision is not a driver decision of the same name.
+  EXPECT_FALSE(auth_.authorize(caller, "get", "/metrics").ok());
+  EXPECT_EQ(access_.size(), 3U);
+}
+
 TEST_F(TokenReviewAuthenticatorTest, FailedAccessReviewsAreUnavailable) {
   const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   api_.prependReactor("create", "subjectaccessreviews",

@@ -1,6 +1,6 @@
 // FakeAuthenticator: an Authenticator for handler tests. Tokens map to
 // callers set up by the test; access is allowed unless denied for a verb and
-// driver; every authorize() call is recorded. Thread-safe.
+// driver (or path); every authorize() and authorizePath() call is recorded. Thread-safe.
 #pragma once
 
 #include <map>
@@ -74,6 +74,12 @@ class FakeAuthenticator final : public Authenticator {
       return Status(StatusCode::kPermissionDenied, "denied by the test");
     }
     return okStatus();
+  }
+
+  // Recorded and denied as authorize(), with the path in place of the driver.
+  Status authorizePath(const Caller& caller, std::string_view verb,
+                       std::string_view path) override {
+    return authorize(caller, verb, path);
   }
 
  private:

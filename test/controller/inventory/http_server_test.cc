@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/inventory/certificates.h"
 #include "test/controller/inventory/test_http_client.h"
 #include "test/fakes/fake_clock.h"
 
@@ -428,6 +429,65 @@ TEST(HttpServer, StopClosesWhatIsLeftAfterTheGrace) {
   // Answering after the server stopped, even after it is gone, is harmless.
   server.reset();
   held.answer(0, 200);
+}
+
+TEST(HttpServer, ServesTlsFromMemoryAndSwitchesToANewPair) {
+  CertificateRequest request;
+  request.names = {"localhost", "127.0.0.1"};
+  request.not_before = std::chrono::system_clock::now();
+  request.common_name = "ca";
+  const TlsKeyPair ca = *makeCertificateAuthority(request);
+  request.common_name = "first";
+  auto first = std::make_shared<const TlsKeyPair>(*issueServingCertificate(request, &ca));
+  request.common_name = "second";
+  auto second = std::make_shared<const TlsKeyPair>(*issueServingCertificate(request, &ca));
+
+  std::mutex mu;
+  std::shared_ptr<const TlsKeyPair> current = first;
+  HttpServerOptions options;
+  options.tls_key_pair = [&] {
+    std::lock_guard lock(mu);
+    return current;
+  };
+  auto server = startServer(options, echoHandler());
+  ASSERT_NE(server, nullptr);
+  asio::ssl::context trusts_ca(asio::ssl::context::tls_client);
+  trusts_ca.add_certificate_authority(asio::buffer(ca.cert_pem));
+  {
+    TestHttpClient client(server->port(), &trusts_ca);
+    EXPECT_EQ(client.peerCommonName(), "first");
+    EXPECT_EQ(client.send("GET", "/secure").status, 200);
+  }
+  // A new pair is served from the next connection on, with no reload delay.
+  {
+    std::lock_guard lock(mu);
+    current = second;
+  }
+  {
+    TestHttpClient client(server->port(), &trusts_ca);
+    EXPECT_EQ(client.peerCommonName(), "second");
+    EXPECT_EQ(client.send("GET", "/").status, 200);
+  }
+  EXPECT_EQ(server->tlsLoadCount(), 2U);
+  // A pair that does not load keeps the last good one, and is not retried.
+  {
+    std::lock_guard lock(mu);
+    current = std::make_shared<const TlsKeyPair>(TlsKeyPair{second->cert_pem, first->key_pem});
+  }
+  for (int i = 0; i < 2; ++i) {
+    TestHttpClient client(server->port(), &trusts_ca);
+    EXPECT_EQ(client.peerCommonName(), "second");
+  }
+  EXPECT_EQ(server->tlsLoadCount(), 2U);
+
+  // Files and memory at once are refused; so is no pair at start.
+  HttpServerOptions both = options;
+  both.tls_cert_file = "/x.crt";
+  both.tls_key_file = "/x.key";
+  EXPECT_FALSE(HttpServer::start(both, echoHandler()).ok());
+  HttpServerOptions none;
+  none.tls_key_pair = [] { return std::shared_ptr<const TlsKeyPair>(); };
+  EXPECT_FALSE(HttpServer::start(none, echoHandler()).ok());
 }
 
 TEST(HttpServer, ServesTlsAndReloadsChangedCertificates) {

@@ -1,0 +1,115 @@
+#include "controller/metrics_endpoint.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/log.h"
+#include "controller/inventory/asio.h"
+#include "metrics/exposition.h"
+
+namespace rsc::controller {
+
+namespace inv = inventory;
+namespace asio = inventory::asio;
+
+namespace {
+
+inv::HttpResponse textResponse(int status, std::string body) {
+  inv::HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
+}
+
+// The HTTP answer to a failed check, as the API server's own authn/authz
+// filters give it.
+inv::HttpResponse refusalOf(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kUnauthenticated: {
+      inv::HttpResponse r = textResponse(401, "Unauthorized: " + status.message() + "\n");
+      r.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return r;
+    }
+    case StatusCode::kPermissionDenied:
+      return textResponse(403, "Forbidden: " + status.message() + "\n");
+    case StatusCode::kResourceExhausted: {
+      inv::HttpResponse r = textResponse(429, status.message() + "\n");
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    default: {
+      inv::HttpResponse r = textResponse(503, status.message() + "\n");
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+  }
+}
+
+}  // namespace
+
+struct MetricsEndpoint::Workers {
+  explicit Workers(size_t n) : pool(std::max<size_t>(n, 1)) {}
+  asio::thread_pool pool;
+};
+
+MetricsEndpoint::MetricsEndpoint(MetricsEndpointOptions options)
+    : options_(std::move(options)), workers_(std::make_unique<Workers>(options_.workers)) {}
+
+MetricsEndpoint::~MetricsEndpoint() { workers_->pool.join(); }
+
+inv::Admission MetricsEndpoint::admit(const inv::HttpRequest& head) {
+  inv::Admission admission;
+  // Scrapes have no body.
+  admission.max_body_bytes = 0;
+  if (options_.authenticator == nullptr) return admission;
+  Status checked = [&]() -> Status {
+    StatusOr<inv::Caller> caller =
+        options_.authenticator->authenticate(head.header("authorization"), head.client_address);
+    if (!caller.ok()) return caller.status();
+    // The verb of a non-resource request is its method in lower case.
+    return options_.authenticator->authorizePath(*caller, inv::asciiLower(head.method),
+                                                 inv::splitTarget(head.target).first);
+  }();
+  if (!checked.ok()) {
+    admission.refusal = refusalOf(checked);
+    log::debug(2, "Metrics request refused",
+               {{"target", head.target},
+                {"code", admission.refusal->status},
+                {"remote", head.remote_address},
+                {"error", checked.message()}});
+  }
+  return admission;
+}
+
+inv::HttpResponse MetricsEndpoint::handle(const inv::HttpRequest& request) const {
+  if (inv::splitTarget(request.target).first != "/metrics") {
+    return textResponse(404, "not found\n");
+  }
+  if (request.method != "GET" && request.method != "HEAD") {
+    inv::HttpResponse r = textResponse(405, "method not allowed\n");
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
+  inv::HttpResponse r;
+  r.status = 200;
+  r.content_type = std::string(metrics::kTextContentType);
+  r.body = metrics::serializeText(options_.collectables);
+  return r;
+}
+
+std::function<void(const inv::HttpRequest&, std::function<void(inv::Admission)>)>
+MetricsEndpoint::admitHandler() {
+  if (options_.authenticator == nullptr) return nullptr;
+  return [this](const inv::HttpRequest& head, std::function<void(inv::Admission)> decide) {
+    asio::post(workers_->pool, [this, head, decide = std::move(decide)] { decide(admit(head)); });
+  };
+}
+
+inv::HttpServer::Handler MetricsEndpoint::httpHandler() {
+  return [this](inv::HttpRequest request, inv::HttpServer::Responder respond) {
+    respond(handle(request));
+  };
+}
+
+}  // namespace rsc::controller

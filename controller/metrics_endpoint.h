@@ -1,0 +1,61 @@
+// MetricsEndpoint: the service's /metrics behind an HttpServer. With an Authenticator
+// (--metrics-secure) every request must carry a bearer token that passes TokenReview and a
+// SubjectAccessReview for its verb on its path (RBAC nonResourceURLs, get /metrics), as
+// controller-runtime's metrics filter does: 401 without or with a bad token, 403 without the
+// grant. The checks run in the server's admission step on worker threads of their own, so the
+// I/O thread never blocks on the API server. main builds it and gives admitHandler() and
+// httpHandler() to the metrics server. Thread-safe.
+#pragma once
+
+#include <prometheus/collectable.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "controller/inventory/authenticator.h"
+#include "controller/inventory/http.h"
+#include "controller/inventory/http_server.h"
+
+namespace rsc::controller {
+
+struct MetricsEndpointOptions {
+  // What a scrape reports, in order (metrics::serializeText).
+  std::vector<std::weak_ptr<prometheus::Collectable>> collectables;
+  // Null: every request is admitted (--metrics-secure=false). Must outlive
+  // the endpoint.
+  inventory::Authenticator* authenticator = nullptr;
+  // Threads that wait on TokenReview and SubjectAccessReview; a scraper or
+  // two need little.
+  size_t workers = 2;
+};
+
+class MetricsEndpoint {
+ public:
+  explicit MetricsEndpoint(MetricsEndpointOptions options);
+  // Joins the workers: destroy after the server is stopped.
+  ~MetricsEndpoint();
+  MetricsEndpoint(const MetricsEndpoint&) = delete;
+  MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+
+  // Decides on a request from its headers; blocks on the API server on a
+  // cache miss. Pure apart from the authenticator, for tests.
+  inventory::Admission admit(const inventory::HttpRequest& head);
+  // Answers an admitted request: the scrape on GET /metrics, else 404.
+  inventory::HttpResponse handle(const inventory::HttpRequest& request) const;
+
+  // For HttpServerOptions::admit: admit() on the worker threads. Unset
+  // (nullptr) when there is no authenticator.
+  std::function<void(const inventory::HttpRequest&, std::function<void(inventory::Admission)>)>
+  admitHandler();
+  // For HttpServer::start.
+  inventory::HttpServer::Handler httpHandler();
+
+ private:
+  struct Workers;
+  const MetricsEndpointOptions options_;
+  std::unique_ptr<Workers> workers_;
+};
+
+}  // namespace rsc::controller
