@@ -12,6 +12,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <utility>
@@ -54,18 +55,73 @@ struct PkeyFree {
 struct BioFree {
   void operator()(BIO* b) const { BIO_free(b); }
 };
+struct StoreFree {
+  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
+};
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using BioPtr = std::unique_ptr<BIO, BioFree>;
+using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
 
 // Certificates and key parsed from PEM bytes (not files: they may come from
 // kubeconfig "-data" fields), shared by every connection's SSL context.
 struct TlsMaterial {
-  std::vector<X509Ptr> ca;
+  // What verifies the server: the configured CA, or the system's trust store.
+  // One store shared by every connection (X509_STORE is reference-counted
+  // and may serve several SSL contexts at once).
+  StorePtr trust;
   X509Ptr cert;
   std::vector<X509Ptr> chain;
   PkeyPtr key;
 };
+
+// cpprest's Asio client loads OpenSSL's default trust store (the system's CA
+// bundle) into the SSL context of every new connection before our callback
+// runs, and the callback then replaces that store. With OpenSSL 3 the load
+// costs about 23 ms of CPU for Debian's 144 certificates, more when several
+// connections open at once (its decoders contend on shared locks): a pool
+// whose slices are written eight at a time spent more time loading it than
+// writing. So the first transport notes where the default store is, points
+// OpenSSL's default file at an empty one for the rest of the process, and
+// the system store is loaded once, here, only if a transport uses it.
+struct DefaultTrustPaths {
+  std::string file;
+  std::string dir;
+};
+
+constexpr char kEmptyTrustFile[] = "/dev/null";
+
+const DefaultTrustPaths& defaultTrustPaths() {
+  static const DefaultTrustPaths paths = [] {
+    // The paths OpenSSL itself would use: the environment's, else its own.
+    const char* file = std::getenv(X509_get_default_cert_file_env());
+    const char* dir = std::getenv(X509_get_default_cert_dir_env());
+    DefaultTrustPaths p{file != nullptr ? file : X509_get_default_cert_file(),
+                        dir != nullptr ? dir : X509_get_default_cert_dir()};
+    setenv(X509_get_default_cert_file_env(), kEmptyTrustFile, 1);
+    return p;
+  }();
+  return paths;
+}
+
+// The system's trust store, loaded on first use and kept for the process.
+X509_STORE* systemTrustStore() {
+  static X509_STORE* const store = [] {
+    const DefaultTrustPaths& paths = defaultTrustPaths();
+    X509_STORE* s = X509_STORE_new();
+    // A missing file or directory leaves the store without it, as with
+    // OpenSSL's own default: verification then fails, naming the issuer.
+    if (X509_LOOKUP* lookup = X509_STORE_add_lookup(s, X509_LOOKUP_file())) {
+      X509_LOOKUP_load_file(lookup, paths.file.c_str(), X509_FILETYPE_PEM);
+    }
+    if (X509_LOOKUP* lookup = X509_STORE_add_lookup(s, X509_LOOKUP_hash_dir())) {
+      X509_LOOKUP_add_dir(lookup, paths.dir.c_str(), X509_FILETYPE_PEM);
+    }
+    ERR_clear_error();
+    return s;
+  }();
+  return store;
+}
 
 std::string takeOpensslError() {
   unsigned long code = ERR_get_error();
@@ -105,7 +161,17 @@ StatusOr<std::vector<X509Ptr>> parseCertificates(const std::string& pem, const s
 StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config) {
   auto tls = std::make_shared<TlsMaterial>();
   if (!config.ca_pem.empty()) {
-    ASSIGN_OR_RETURN(tls->ca, parseCertificates(config.ca_pem, "certificate authority"));
+    // Trust exactly the configured CA, not the system store as well, as
+    // kubectl does with certificate-authority.
+    ASSIGN_OR_RETURN(auto ca, parseCertificates(config.ca_pem, "certificate authority"));
+    tls->trust.reset(X509_STORE_new());
+    for (const auto& cert : ca) {
+      X509_STORE_add_cert(tls->trust.get(), cert.get());
+    }
+  } else if (!config.insecure_skip_tls_verify) {
+    X509_STORE* system = systemTrustStore();
+    X509_STORE_up_ref(system);
+    tls->trust.reset(system);
   }
   if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
     return invalidArgument("client certificate and key: set both or neither");
@@ -136,14 +202,8 @@ StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config
 void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& context) {
   SSL_CTX* ctx = context.native_handle();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  if (!tls.ca.empty()) {
-    // Trust exactly the configured CA, not the system store as well, as
-    // kubectl does with certificate-authority.
-    X509_STORE* store = X509_STORE_new();
-    for (const auto& cert : tls.ca) {
-      X509_STORE_add_cert(store, cert.get());
-    }
-    SSL_CTX_set_cert_store(ctx, store);
+  if (tls.trust) {
+    SSL_CTX_set1_cert_store(ctx, tls.trust.get());
   }
   if (tls.cert) {
     if (SSL_CTX_use_certificate(ctx, tls.cert.get()) != 1 ||
@@ -293,6 +353,7 @@ StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const Clien
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return invalidArgument("server \"" + config.server + "\" is not an http:// or https:// URL");
   }
+  defaultTrustPaths();
   ASSIGN_OR_RETURN(auto tls, parseTls(config));
   initThreadPoolOnce();
   auto impl = std::make_unique<Impl>(config, std::move(tls), clock);

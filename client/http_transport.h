@@ -90,7 +90,11 @@ class HttpTransport {
 // The real transport, over cpprestsdk's http_client (Boost.Asio, OpenSSL).
 // Ordinary requests share keep-alive connections; each stream() has its own
 // client and connection, closed through a cancellation token when `stop` is
-// requested. The certificates and key are parsed once, at create().
+// requested. The certificates and key are parsed once, at create(), and so
+// is the system's trust store when no CA is configured: the first create()
+// points OpenSSL's default CA file ($SSL_CERT_FILE) at an empty one for the
+// rest of the process, because cpprest would otherwise load the system store
+// again for every new connection (see http_transport.cc).
 class CpprestTransport final : public HttpTransport {
  public:
   // Fails with InvalidArgument when the server URL, the CA, or the client

@@ -125,7 +125,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
   const std::string ca = (dir.path() / "ca.crt").string();
   std::ofstream(ca) << cert.cert_pem;
-  setenv("SSL_CERT_FILE", ca.c_str(), 1);
+  const HttpTls trust_replicas{.ca_pem = cert.cert_pem};
   auto with = [&](const std::string& server_name) {
     return std::vector<std::string>{
         "--inventory-tls-cert-file=" + (dir.path() / "tls.crt").string(),
@@ -148,7 +148,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   // certificate for "localhost" against the CA file.
   HttpAnswer a;
   ASSERT_TRUE(ServiceEnv::eventually([&] {
-    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump());
+    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump(), "", trust_replicas);
     return a.code == 200;
   })) << a.code
       << " " << a.body << "\n"
@@ -161,7 +161,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   ASSERT_TRUE(ServiceEnv::eventually([&] {
     return r3.process->log().find("leader=\"" + leader_id + "\"") != std::string::npos;
   })) << r3.process->log();
-  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump());
+  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump(), "", trust_replicas);
   EXPECT_EQ(a.code, 503) << a.body;
   EXPECT_NE(r3.process->log().find("Forwarding to the leader failed"), std::string::npos)
       << r3.process->log();

@@ -5,6 +5,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/x509.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <filesystem>
@@ -370,6 +373,88 @@ TEST_F(RestKubeApiIntegration, RotatedTokenFileIsReadAgainAfterA401) {
   std::ofstream(token_file) << cluster.token("admin") << "\n";
   auto node = api->getNode("rsc-it-no-such-node");
   EXPECT_EQ(node.status().code(), StatusCode::kNotFound) << node.status().toString();
+}
+
+// Counts the opens of a file while it lives, by any thread or process and
+// through any path (inotify). Opens between two calls of opens() may count
+// as one: inotify merges identical events that are not yet read.
+class OpenCounter {
+ public:
+  explicit OpenCounter(const std::string& path)
+      : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)),
+        watch_(fd_ < 0 ? -1 : inotify_add_watch(fd_, path.c_str(), IN_OPEN)) {}
+  ~OpenCounter() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool watching() const { return watch_ >= 0; }
+  int opens() {
+    alignas(inotify_event) char buf[4096];
+    for (ssize_t n; (n = read(fd_, buf, sizeof buf)) > 0;) {
+      for (ssize_t at = 0; at < n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(buf + at);
+        if (event->mask & IN_OPEN) ++opens_;
+        at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      }
+    }
+    return opens_;
+  }
+
+ private:
+  int fd_;
+  int watch_;
+  int opens_ = 0;
+};
+
+// Sends `per_thread` GETs from each of `threads` threads at once, so that the
+// transport opens several new connections; returns the codes seen.
+std::multiset<int> getConcurrently(CpprestTransport& transport, int threads, int per_thread) {
+  std::mutex mu;
+  std::multiset<int> codes;
+  std::vector<std::jthread> senders;
+  for (int t = 0; t < threads; ++t) {
+    senders.emplace_back([&] {
+      for (int i = 0; i < per_thread; ++i) {
+        HttpRequest req;
+        req.path_and_query = "/version";
+        StatusOr<HttpResponse> got = transport.send(req);
+        std::lock_guard lock(mu);
+        codes.insert(got.ok() ? got->code : 0);
+      }
+    });
+  }
+  senders.clear();
+  return codes;
+}
+
+// cpprest loads OpenSSL's default trust store (the system's CA bundle) into
+// every new connection, which cost about 23 ms of CPU each and made eight
+// concurrent slice writes slower than one at a time. With a configured CA
+// the system bundle is not read at all; without one it is read once in the
+// process, however many connections open.
+TEST_F(RestKubeApiIntegration, NewConnectionsDoNotReadTheSystemTrustStore) {
+  OpenCounter bundle(X509_get_default_cert_file());
+  if (!bundle.watching()) {
+    GTEST_SKIP() << "no system CA bundle at " << X509_get_default_cert_file();
+  }
+  auto configured = CpprestTransport::create(config_, RealClock::instance());
+  ASSERT_TRUE(configured.ok()) << configured.status().toString();
+  const std::multiset<int> codes = getConcurrently(**configured, 8, 3);
+  EXPECT_EQ(codes.count(200), 24u) << "codes: " << ::testing::PrintToString(codes);
+  EXPECT_EQ(bundle.opens(), 0);
+
+  // Without a CA the system store verifies the server (which it does not
+  // know): every connection fails its handshake, and the bundle is read at
+  // most once (not at all if an earlier test of this process read it). One
+  // new connection at a time, counting in between: inotify merges identical
+  // events that are not yet read.
+  ClientConfig system = config_;
+  system.ca_pem.clear();
+  for (int round = 0; round < 3; ++round) {
+    auto t = CpprestTransport::create(system, RealClock::instance());
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    EXPECT_EQ(getConcurrently(**t, 1, 1), std::multiset<int>{0});
+    EXPECT_LE(bundle.opens(), 1) << "round " << round;
+  }
 }
 
 TEST_F(RestKubeApiIntegration, WrongCertificateAuthorityFailsTheHandshake) {
