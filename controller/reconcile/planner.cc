@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -74,6 +75,189 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
   return plan;
 }
 
+// What one slice must hold together in CounterPlacement::kWithConsumers:
+// a group of counter sets with the devices that consume them, or a single
+// device that consumes none. Positions index the pool's lists.
+struct Unit {
+  std::vector<size_t> sets;
+  std::vector<size_t> devices;
+  bool advanced = false;
+};
+
+// Union-find over counter-set positions.
+class SetGroups {
+ public:
+  explicit SetGroups(size_t n) : parent_(n) {
+    for (size_t i = 0; i < n; ++i) parent_[i] = i;
+  }
+  size_t root(size_t i) {
+    while (parent_[i] != i) i = parent_[i] = parent_[parent_[i]];
+    return i;
+  }
+  void join(size_t a, size_t b) { parent_[root(a)] = root(b); }
+
+ private:
+  std::vector<size_t> parent_;
+};
+
+// The pool's units, in the order of their first device (units without
+// devices last, in counter-set order).
+std::vector<Unit> unitsOf(const Pool& pool) {
+  std::unordered_map<std::string, size_t> set_position;
+  for (size_t i = 0; i < pool.shared_counters.size(); ++i) {
+    set_position.emplace(pool.shared_counters[i].name, i);
+  }
+  SetGroups groups(pool.shared_counters.size());
+  // consumed[d]: the first counter set device d consumes, if any.
+  std::vector<std::optional<size_t>> consumed(pool.devices.size());
+  for (size_t d = 0; d < pool.devices.size(); ++d) {
+    // Only an advanced device can consume counters: decode only those.
+    if (!pool.devices[d]->advanced()) continue;
+    for (const client::DeviceCounterConsumption& c : pool.devices[d].device().consumes_counters) {
+      auto it = set_position.find(c.counter_set);
+      if (it == set_position.end()) continue;  // refused by the push validation
+      if (consumed[d]) {
+        groups.join(it->second, *consumed[d]);
+      } else {
+        consumed[d] = it->second;
+      }
+    }
+  }
+  std::vector<Unit> units;
+  std::unordered_map<size_t, size_t> unit_of_root;
+  auto groupUnit = [&](size_t set) -> Unit& {
+    auto [it, added] = unit_of_root.emplace(groups.root(set), units.size());
+    if (added) units.emplace_back();
+    return units[it->second];
+  };
+  for (size_t d = 0; d < pool.devices.size(); ++d) {
+    if (consumed[d]) {
+      groupUnit(*consumed[d]).devices.push_back(d);
+    } else {
+      units.push_back({{}, {d}, false});
+    }
+  }
+  for (size_t s = 0; s < pool.shared_counters.size(); ++s) groupUnit(s).sets.push_back(s);
+  for (Unit& u : units) {
+    u.advanced = std::any_of(u.devices.begin(), u.devices.end(),
+                             [&](size_t d) { return pool.devices[d]->advanced(); });
+  }
+  return units;
+}
+
+Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
+  Plan plan;
+  IndexAllocator indices;
+  std::vector<IndexedSlice> slots;
+  std::set<int64_t> seen;
+  for (const IndexedSlice& s : sortedByIndex(live)) {
+    if (s.index < 0 || seen.contains(s.index)) {
+      plan.obsolete.push_back(s.slice);
+      continue;
+    }
+    seen.insert(s.index);
+    slots.push_back(s);
+  }
+  // Where each device and counter set lives now, by name.
+  std::unordered_map<std::string, size_t> slot_of_device;
+  std::unordered_map<std::string, size_t> slot_of_set;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    for (const client::DeviceRef& d : slots[i].slice->spec.devices) {
+      slot_of_device.emplace(d->name(), i);
+    }
+    for (const client::CounterSet& c : slots[i].slice->spec.shared_counters) {
+      slot_of_set.emplace(c.name, i);
+    }
+  }
+
+  struct Content {
+    std::vector<size_t> devices;
+    std::vector<size_t> sets;
+    bool advanced = false;
+  };
+  auto fits = [](const Content& c, const Unit& u) {
+    return c.devices.size() + u.devices.size() <= deviceLimit(c.advanced || u.advanced) &&
+           c.sets.size() + u.sets.size() <= kMaxCounterSetsPerSlice;
+  };
+  auto put = [](Content& c, const Unit& u) {
+    c.devices.insert(c.devices.end(), u.devices.begin(), u.devices.end());
+    c.sets.insert(c.sets.end(), u.sets.begin(), u.sets.end());
+    c.advanced = c.advanced || u.advanced;
+  };
+
+  const std::vector<Unit> units = unitsOf(pool);
+  std::vector<Content> kept(slots.size());
+  // A unit goes back to the slice of its first device, else of its first
+  // counter set, while there is room; plain units first, so that a device
+  // that gains a feature is the one that moves (as in kOwnSlices).
+  std::vector<size_t> unplaced;
+  for (const bool advanced_pass : {false, true}) {
+    for (size_t u = 0; u < units.size(); ++u) {
+      const Unit& unit = units[u];
+      if (unit.advanced != advanced_pass) continue;
+      std::optional<size_t> home;
+      if (!unit.devices.empty()) {
+        auto it = slot_of_device.find(pool.devices[unit.devices.front()]->name());
+        if (it != slot_of_device.end()) home = it->second;
+      }
+      if (!home && !unit.sets.empty()) {
+        auto it = slot_of_set.find(pool.shared_counters[unit.sets.front()].name);
+        if (it != slot_of_set.end()) home = it->second;
+      }
+      if (home && fits(kept[*home], unit)) {
+        put(kept[*home], unit);
+      } else {
+        unplaced.push_back(u);
+      }
+    }
+  }
+  std::sort(unplaced.begin(), unplaced.end());
+  // Then free room in live slices that hold something of this push, in
+  // index order; then new slices, each filled while the next unit fits.
+  std::vector<Content> added;
+  for (const size_t u : unplaced) {
+    const Unit& unit = units[u];
+    size_t slot = 0;
+    while (slot < kept.size() &&
+           ((kept[slot].devices.empty() && kept[slot].sets.empty()) || !fits(kept[slot], unit))) {
+      ++slot;
+    }
+    if (slot < kept.size()) {
+      put(kept[slot], unit);
+      continue;
+    }
+    if (added.empty() || !fits(added.back(), unit)) added.emplace_back();
+    put(added.back(), unit);
+  }
+
+  // Devices and counter sets keep the order of the push within a slice.
+  auto planned = [&](Content& c, int64_t index, SlicePtr slice) {
+    std::sort(c.devices.begin(), c.devices.end());
+    std::sort(c.sets.begin(), c.sets.end());
+    PlannedSlice p;
+    p.index = index;
+    p.live = std::move(slice);
+    p.devices.reserve(c.devices.size());
+    for (const size_t d : c.devices) p.devices.push_back(pool.devices[d]);
+    for (const size_t s : c.sets) p.shared_counters.push_back(pool.shared_counters[s]);
+    return p;
+  };
+  const bool empty_pool = pool.devices.empty() && pool.shared_counters.empty();
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (kept[i].devices.empty() && kept[i].sets.empty() && !(empty_pool && i == 0)) {
+      plan.obsolete.push_back(slots[i].slice);
+      continue;
+    }
+    indices.reserve(slots[i].index);
+    plan.slices.push_back(planned(kept[i], slots[i].index, slots[i].slice));
+  }
+  if (empty_pool && plan.slices.empty()) added.emplace_back();
+  for (Content& c : added) plan.slices.push_back(planned(c, indices.next(), nullptr));
+  std::sort(plan.slices.begin(), plan.slices.end(),
+            [](const PlannedSlice& a, const PlannedSlice& b) { return a.index < b.index; });
+  return plan;
+}
+
 }  // namespace
 
 size_t deviceLimit(bool advanced) {
@@ -86,8 +270,9 @@ size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
                                  [](const client::DeviceRef& d) { return d->advanced(); }));
 }
 
-Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live) {
+Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacement counters) {
   if (pool.slices.has_value()) return planExplicit(*pool.slices, live);
+  if (counters == CounterPlacement::kWithConsumers) return planWithConsumers(pool, live);
 
   Plan plan;
   IndexAllocator indices;

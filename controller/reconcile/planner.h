@@ -41,6 +41,20 @@ size_t deviceLimit(const std::vector<client::DeviceRef>& devices);
 // The same rule for a slice that holds an advanced device (`advanced`) or not.
 size_t deviceLimit(bool advanced);
 
+// Where the automatic split puts a pool's shared counter sets.
+enum class CounterPlacement {
+  // In slices of their own (Kubernetes 1.35 and later accept a device that
+  // consumes a counter set of another slice of its pool).
+  kOwnSlices,
+  // Each counter set in the slice of the devices that consume it, as
+  // Kubernetes 1.34 requires: a counter set, its consumers and every other
+  // set those consume form a group that one slice holds (at most 64 devices
+  // and kMaxCounterSetsPerSlice sets; the push validation refuses larger
+  // groups). Counter sets nobody consumes join the slices like a group of
+  // their own.
+  kWithConsumers,
+};
+
 // Plans a pool. With Pool::slices the driver's split is kept and slice i of
 // the push becomes the live slice with index i. Otherwise devices are split
 // automatically and stably: a device stays in the live slice it is in while
@@ -49,7 +63,8 @@ size_t deviceLimit(bool advanced);
 // first, in index order, then new slices; shared counters go in slices of
 // their own. A pool always has at least one slice (an empty pool publishes
 // one empty slice, so the scheduler sees it exists).
-Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live);
+Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live,
+              CounterPlacement counters = CounterPlacement::kOwnSlices);
 
 // Returns the index encoded in a slice name ("0000a-gpu.example.com-x-ab12c"
 // is 10), or -1 if the name has no index prefix.

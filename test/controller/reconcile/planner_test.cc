@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -209,6 +210,113 @@ TEST(Planner, SharedCountersGoInSlicesOfTheirOwn) {
   }
   EXPECT_EQ(counter_slices, 2);
   EXPECT_EQ(plan.slices.size(), 3U);
+}
+
+// A device that consumes memory of each of `sets`.
+client::DeviceRef consumer(const std::string& name, const std::vector<std::string>& sets) {
+  client::Device d = device(name);
+  for (const std::string& set : sets) {
+    client::DeviceCounterConsumption c;
+    c.counter_set = set;
+    c.counters["memory"] = client::Counter{*client::Quantity::parse("10Gi")};
+    d.consumes_counters.push_back(c);
+  }
+  return d;
+}
+
+std::vector<std::string> setNames(const PlannedSlice& p) {
+  std::vector<std::string> out;
+  for (const auto& c : p.shared_counters) out.push_back(c.name);
+  return out;
+}
+
+// Kubernetes 1.34: a device may consume only counter sets of its own slice.
+TEST(PlannerWithConsumers, EachCounterSetSharesTheSliceOfItsConsumers) {
+  Pool pool;
+  // Two GPUs of 40 partitions each: 80 devices do not fit in one slice of
+  // 64, so each GPU's counter set and partitions get a slice; the plain
+  // devices fill the free room.
+  for (const std::string gpu : {"gpu-0", "gpu-1"}) {
+    pool.shared_counters.push_back(counterSet(gpu));
+    for (int i = 0; i < 40; ++i)
+      pool.devices.push_back(consumer(gpu + "-p" + std::to_string(i), {gpu}));
+  }
+  for (const client::DeviceRef& d : devices("cpu-", 3)) pool.devices.push_back(d);
+  const Plan plan = planPool(pool, {}, CounterPlacement::kWithConsumers);
+  ASSERT_EQ(plan.slices.size(), 2U);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string gpu = "gpu-" + std::to_string(i);
+    EXPECT_EQ(setNames(plan.slices[i]), std::vector<std::string>{gpu});
+    for (const client::DeviceRef& d : plan.slices[i].devices) {
+      for (const auto& c : d.device().consumes_counters) EXPECT_EQ(c.counter_set, gpu);
+    }
+    EXPECT_LE(plan.slices[i].devices.size(), 64U);
+  }
+  EXPECT_EQ(plan.slices[0].devices.size() + plan.slices[1].devices.size(), 83U);
+
+  // Planning its own result again changes nothing.
+  const Plan again = planPool(pool, materialize(plan), CounterPlacement::kWithConsumers);
+  EXPECT_TRUE(again.obsolete.empty());
+  ASSERT_EQ(again.slices.size(), plan.slices.size());
+  for (size_t i = 0; i < plan.slices.size(); ++i) {
+    EXPECT_EQ(again.slices[i].index, plan.slices[i].index);
+    EXPECT_EQ(names(again.slices[i]), names(plan.slices[i]));
+    EXPECT_EQ(setNames(again.slices[i]), setNames(plan.slices[i]));
+  }
+}
+
+TEST(PlannerWithConsumers, ADeviceConsumingTwoSetsKeepsBothWithIt) {
+  Pool pool;
+  pool.shared_counters = {counterSet("a"), counterSet("b"), counterSet("c"), counterSet("idle")};
+  pool.devices = {consumer("on-a", {"a"}), consumer("on-c", {"c"}),
+                  consumer("on-a-and-b", {"a", "b"}), consumer("on-b", {"b"})};
+  const Plan plan = planPool(pool, {}, CounterPlacement::kWithConsumers);
+  // Everything fits one slice: one slice with all four sets.
+  ASSERT_EQ(plan.slices.size(), 1U);
+  EXPECT_EQ(setNames(plan.slices[0]), (std::vector<std::string>{"a", "b", "c", "idle"}));
+  EXPECT_EQ(names(plan.slices[0]),
+            (std::vector<std::string>{"on-a", "on-c", "on-a-and-b", "on-b"}));
+
+  // With 61 more consumers of "c" (3 + 62 devices), the groups {a, b} and
+  // {c} must part.
+  for (int i = 0; i < 61; ++i) pool.devices.push_back(consumer("c-" + std::to_string(i), {"c"}));
+  const Plan split = planPool(pool, {}, CounterPlacement::kWithConsumers);
+  ASSERT_EQ(split.slices.size(), 2U);
+  std::map<std::string, std::set<std::string>> sets_of_device_slice;
+  for (const PlannedSlice& s : split.slices) {
+    const std::vector<std::string> sets = setNames(s);
+    for (const client::DeviceRef& d : s.devices) {
+      for (const auto& c : d.device().consumes_counters) {
+        EXPECT_NE(std::find(sets.begin(), sets.end(), c.counter_set), sets.end())
+            << d->name() << " consumes " << c.counter_set << " of another slice";
+      }
+    }
+    EXPECT_LE(s.devices.size(), 64U);
+  }
+}
+
+TEST(PlannerWithConsumers, ALiveSliceOfCountersAloneIsEmptiedIntoTheConsumers) {
+  // What kOwnSlices published (on a server that then turned out to be 1.34):
+  // the counter set moves into its consumers' slice, and the counter slice
+  // goes.
+  Pool pool;
+  pool.shared_counters = {counterSet("gpu-0")};
+  pool.devices = {consumer("p0", {"gpu-0"}), consumer("p1", {"gpu-0"})};
+  const Plan own = planPool(pool, {});
+  ASSERT_EQ(own.slices.size(), 2U);
+  const std::vector<SlicePtr> live = materialize(own);
+  const Plan plan = planPool(pool, live, CounterPlacement::kWithConsumers);
+  ASSERT_EQ(plan.slices.size(), 1U);
+  EXPECT_EQ(setNames(plan.slices[0]), std::vector<std::string>{"gpu-0"});
+  EXPECT_EQ(names(plan.slices[0]), (std::vector<std::string>{"p0", "p1"}));
+  ASSERT_EQ(plan.obsolete.size(), 1U);
+  EXPECT_TRUE(plan.obsolete[0]->spec.devices.empty());
+}
+
+TEST(PlannerWithConsumers, AnEmptyPoolStillHasOneSlice) {
+  const Plan plan = planPool(Pool{}, {}, CounterPlacement::kWithConsumers);
+  ASSERT_EQ(plan.slices.size(), 1U);
+  EXPECT_TRUE(plan.slices[0].devices.empty());
 }
 
 TEST(Planner, DuplicateIndicesAndForeignNamesAreObsolete) {
