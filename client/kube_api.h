@@ -108,6 +108,9 @@ class KubeApi {
   virtual StatusOr<ConfigMap> createConfigMap(const ConfigMap& config_map) = 0;
   virtual StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) = 0;
 
+  // GET /version: the release the API server runs.
+  virtual StatusOr<ServerVersion> getServerVersion() = 0;
+
   // v1 Nodes.
   virtual StatusOr<Node> getNode(const std::string& name) = 0;
   // Every Node's metadata alone (meta.k8s.io/v1 PartialObjectMetadata), for

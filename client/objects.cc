@@ -93,6 +93,17 @@ struct Table<ConfigMap> {
 };
 
 template <>
+struct Table<ServerVersion> {
+  using Owner = ServerVersion;
+  static constexpr auto kFields = std::tuple{
+      field("gitVersion", &ServerVersion::git_version, Str{}),
+      field("major", &ServerVersion::major, Str{}),
+      field("minor", &ServerVersion::minor, Str{}),
+  };
+  static constexpr Json ServerVersion::*kUnknown = &ServerVersion::unknown;
+};
+
+template <>
 struct Table<Node> {
   using Owner = Node;
   static constexpr std::string_view kApiVersion = "v1";
@@ -275,6 +286,24 @@ Json toJson(const ConfigMap& config_map) { return codec::toJson<ConfigMap>(confi
 StatusOr<ConfigMap> configMapFromJson(const Json& j) { return codec::decode<ConfigMap>(j, ""); }
 
 StatusOr<Node> nodeFromJson(const Json& j) { return codec::decode<Node>(j, ""); }
+
+StatusOr<ServerVersion> serverVersionFromJson(const Json& j) {
+  return codec::decode<ServerVersion>(j, "");
+}
+
+namespace {
+int leadingNumber(const std::string& s) {
+  int n = -1;
+  for (const char c : s) {
+    if (c < '0' || c > '9' || n > 100000) break;
+    n = (n < 0 ? 0 : n * 10) + (c - '0');
+  }
+  return n;
+}
+}  // namespace
+
+int ServerVersion::majorNumber() const { return leadingNumber(major); }
+int ServerVersion::minorNumber() const { return leadingNumber(minor); }
 
 StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j) {
   return codec::decode<PartialObjectMetadata>(j, "");

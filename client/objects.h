@@ -85,6 +85,19 @@ struct ConfigMap {
   friend bool operator==(const ConfigMap&, const ConfigMap&) = default;
 };
 
+// What GET /version answers (version.Info): the release the API server runs.
+// Providers may append to the numbers ("34+"); the *Number() accessors read
+// the leading digits (-1 when there are none).
+struct ServerVersion {
+  std::string major;
+  std::string minor;
+  std::string git_version;  // "v1.34.4"
+  Json unknown = nullptr;
+
+  int majorNumber() const;
+  int minorNumber() const;
+};
+
 // v1 Node: the controller needs only its identity (the UID for owner
 // references); the rest is kept verbatim.
 struct Node {
@@ -182,6 +195,7 @@ StatusOr<Secret> secretFromJson(const Json& j);
 Json toJson(const ConfigMap& config_map);
 StatusOr<ConfigMap> configMapFromJson(const Json& j);
 StatusOr<Node> nodeFromJson(const Json& j);
+StatusOr<ServerVersion> serverVersionFromJson(const Json& j);
 StatusOr<PartialObjectMetadata> partialObjectMetadataFromJson(const Json& j);
 Json toJson(const TokenReview& review);
 StatusOr<TokenReview> tokenReviewFromJson(const Json& j);

@@ -699,6 +699,19 @@ StatusOr<ConfigMap> RestKubeApi::updateConfigMap(const ConfigMap& config_map) {
   return writeNamespaced(kConfigMapKind, config_map, true, &configMapFromJson);
 }
 
+StatusOr<ServerVersion> RestKubeApi::getServerVersion() {
+  const std::string context = "get the server version";
+  auto j = call("GET", "/version", nullptr);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
+  auto version = decoded(serverVersionFromJson(*j));
+  if (!version.ok()) {
+    return version.status().withContext(context);
+  }
+  return version;
+}
+
 StatusOr<Node> RestKubeApi::getNode(const std::string& name) {
   const std::string context = "get Node " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));

@@ -118,6 +118,7 @@ class RestKubeApi final : public KubeApi {
   StatusOr<ConfigMap> createConfigMap(const ConfigMap& config_map) override;
   StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) override;
 
+  StatusOr<ServerVersion> getServerVersion() override;
   StatusOr<Node> getNode(const std::string& name) override;
   // Ask for PartialObjectMetadataList (list) and PartialObjectMetadata
   // (watch) in the Accept header.

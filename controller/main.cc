@@ -230,6 +230,27 @@ inv::HttpResponse textResponse(int status, std::string body,
   return r;
 }
 
+// Asks the API server for its release: counter sets go where it accepts them.
+// When it cannot be read at start, the placement of Kubernetes 1.35 and later;
+// a 1.34 server with partitionable devices on then refuses such pools, and
+// the refusal is in their status.
+controller::CounterPlacement counterPlacementOf(client::KubeApi& api) {
+  StatusOr<client::ServerVersion> version = api.getServerVersion();
+  if (!version.ok()) {
+    log::warning("Cannot read the API server's version; counter sets go in slices of their own",
+                 {{"error", version.status().toString()}});
+    return controller::CounterPlacement::kOwnSlices;
+  }
+  const controller::CounterPlacement placement =
+      controller::counterPlacementFor(version->majorNumber(), version->minorNumber());
+  log::info("Kubernetes API server",
+            {{"version", version->git_version},
+             {"counterSets", placement == controller::CounterPlacement::kWithConsumers
+                                 ? "with their consumers"
+                                 : "in slices of their own"}});
+  return placement;
+}
+
 int run(const controller::ServiceFlags& flags) {
   Clock& clock = RealClock::instance();
   // Before anything that may block: SIGTERM is honoured from here on.
@@ -305,6 +326,7 @@ int run(const controller::ServiceFlags& flags) {
   copts.store = &store;
   copts.workers = flags.workers;
   copts.max_parallel_writes = flags.max_parallel_slice_writes;
+  copts.counter_placement = counterPlacementOf(**api);
   copts.adoption_grace = flags.adoption_grace;
   copts.observer = &reconcile_observer;
   copts.reconciler_observer = &reconcile_observer;

@@ -210,6 +210,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   r.nodes = c->nodes_.get();
   r.observer = options.reconciler_observer;
   r.max_parallel_writes = options.max_parallel_writes;
+  r.counter_placement = options.counter_placement;
   // No deletions until leading starts and sets the real grace.
   r.adoption_grace_until = Clock::TimePoint::max();
   ASSIGN_OR_RETURN(c->reconciler_, Reconciler::create(r));

@@ -72,6 +72,8 @@ struct ControllerOptions {
   int workers = 4;
   // Slice writes of one pool under way at once (ReconcilerOptions).
   int max_parallel_writes = 8;
+  // ReconcilerOptions::counter_placement.
+  CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
   Clock::Duration adoption_grace = kDefaultAdoptionGrace;
   Clock::Duration batch_window = kDefaultBatchWindow;
   ControllerObserver* observer = nullptr;

@@ -260,6 +260,11 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
 
 }  // namespace
 
+CounterPlacement counterPlacementFor(int major, int minor) {
+  return major == 1 && minor <= 34 ? CounterPlacement::kWithConsumers
+                                   : CounterPlacement::kOwnSlices;
+}
+
 size_t deviceLimit(bool advanced) {
   return advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
                   : client::kResourceSliceMaxDevices;

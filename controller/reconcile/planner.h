@@ -55,6 +55,10 @@ enum class CounterPlacement {
   kWithConsumers,
 };
 
+// The placement a Kubernetes release accepts: kWithConsumers up to 1.34,
+// kOwnSlices from 1.35 on.
+CounterPlacement counterPlacementFor(int major, int minor);
+
 // Plans a pool. With Pool::slices the driver's split is kept and slice i of
 // the push becomes the live slice with index i. Otherwise devices are split
 // automatically and stably: a device stays in the live slice it is in while

@@ -132,7 +132,11 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
 // them from every slice) and there are enough emptied slices for every chunk
 // of counter sets: then chunk i goes to the i-th of them by index, as it
 // went when they were created, and no chunk is placed before another.
-Plan planWithEmptiedCounterSlices(const Pool& pool, std::vector<SlicePtr> live) {
+// With counter sets in their consumers' slices there are no counter slices to
+// keep: an emptied slice is planned like any other.
+Plan planWithEmptiedCounterSlices(const Pool& pool, std::vector<SlicePtr> live,
+                                  CounterPlacement placement) {
+  if (placement == CounterPlacement::kWithConsumers) return planPool(pool, live, placement);
   if (pool.slices.has_value() || pool.shared_counters.empty()) return planPool(pool, live);
   size_t empty = 0;
   for (const SlicePtr& s : live) {
@@ -382,7 +386,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   });
 
   // Plan which slices the pool consists of.
-  Plan plan = planWithEmptiedCounterSlices(pool, live);
+  Plan plan = planWithEmptiedCounterSlices(pool, live, options_.counter_placement);
   plan.obsolete.insert(plan.obsolete.end(), stale.begin(), stale.end());
 
   // Node-local slices are owned by their Node (its live UID), so that the

@@ -89,6 +89,9 @@ struct ReconcilerOptions {
   // the API server in about one round trip instead of one per slice. 1:
   // one after another.
   int max_parallel_writes = 8;
+  // Where the automatic split puts counter sets: what the API server accepts
+  // (counterPlacementFor its version).
+  CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
 };
 
 class Reconciler {

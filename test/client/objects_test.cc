@@ -436,5 +436,25 @@ TEST(Event, WritesEventsV1) {
   })"));
 }
 
+// GET /version, as kube-apiserver and a provider's (with "+") answer it.
+TEST(ServerVersion, ReadsTheReleaseNumbers) {
+  auto v = serverVersionFromJson(
+      Json::parse(R"({"major":"1","minor":"34","gitVersion":"v1.34.4","platform":"linux/amd64"})"));
+  ASSERT_TRUE(v.ok()) << v.status().toString();
+  EXPECT_EQ(v->majorNumber(), 1);
+  EXPECT_EQ(v->minorNumber(), 34);
+  EXPECT_EQ(v->git_version, "v1.34.4");
+  EXPECT_EQ(v->unknown["platform"], "linux/amd64");
+
+  auto provider = serverVersionFromJson(Json::parse(R"({"major":"1","minor":"35+"})"));
+  ASSERT_TRUE(provider.ok());
+  EXPECT_EQ(provider->minorNumber(), 35);
+  auto none = serverVersionFromJson(Json::parse(R"({"major":"","minor":"x"})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->majorNumber(), -1);
+  EXPECT_EQ(none->minorNumber(), -1);
+  EXPECT_FALSE(serverVersionFromJson(Json::parse(R"({"minor":34})")).ok());
+}
+
 }  // namespace
 }  // namespace rsc::client

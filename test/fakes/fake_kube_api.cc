@@ -876,6 +876,18 @@ StatusOr<ConfigMap> FakeKubeApi::updateConfigMap(const ConfigMap& config_map) {
   return updateNamespaced(config_maps_, kConfigMaps, config_map);
 }
 
+void FakeKubeApi::setServerVersion(client::ServerVersion version) {
+  std::lock_guard lock(mu_);
+  server_version_ = std::move(version);
+}
+
+StatusOr<client::ServerVersion> FakeKubeApi::getServerVersion() {
+  Request request = newRequest("get", "version", "", "");
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  return server_version_;
+}
+
 StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {
   Request request = newRequest("get", "nodes", "", name);
   RETURN_IF_ERROR(invoke(request));

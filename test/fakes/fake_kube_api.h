@@ -120,6 +120,7 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<client::ConfigMap> getConfigMap(const std::string& ns, const std::string& name) override;
   StatusOr<client::ConfigMap> createConfigMap(const client::ConfigMap& config_map) override;
   StatusOr<client::ConfigMap> updateConfigMap(const client::ConfigMap& config_map) override;
+  StatusOr<client::ServerVersion> getServerVersion() override;
   StatusOr<client::Node> getNode(const std::string& name) override;
   StatusOr<client::PartialObjectMetadataList> listNodeMetadata(
       const client::ListOptions& options) override;
@@ -211,6 +212,9 @@ class FakeKubeApi final : public client::KubeApi {
   void setAccessReviewer(
       std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer);
 
+  // What getServerVersion answers; by default the newest supported release.
+  void setServerVersion(client::ServerVersion version);
+
  private:
   struct Watcher;
   struct NodeWatcher;
@@ -272,6 +276,7 @@ class FakeKubeApi final : public client::KubeApi {
   // One condition for all waiters: watches wait for events, tests for watches.
   mutable std::condition_variable_any cv_;
   std::mt19937_64 random_;
+  client::ServerVersion server_version_ = {"1", "37", "v1.37.2"};  // guarded by mu_
   uint64_t resource_version_;
   std::map<std::string, client::ResourceSlice> slices_;
   std::map<std::pair<std::string, std::string>, client::Lease> leases_;

@@ -140,6 +140,7 @@ class WatchGate final : public KubeApi {
   StatusOr<ConfigMap> updateConfigMap(const ConfigMap& config_map) override {
     return server_.updateConfigMap(config_map);
   }
+  StatusOr<ServerVersion> getServerVersion() override { return server_.getServerVersion(); }
   StatusOr<Node> getNode(const std::string& name) override { return server_.getNode(name); }
   StatusOr<PartialObjectMetadataList> listNodeMetadata(const ListOptions& options) override {
     return server_.listNodeMetadata(options);

@@ -375,6 +375,16 @@ TEST_F(RestKubeApiIntegration, RotatedTokenFileIsReadAgainAfterA401) {
   EXPECT_EQ(node.status().code(), StatusCode::kNotFound) << node.status().toString();
 }
 
+// The release decides where counter sets go (counterPlacementFor).
+TEST_F(RestKubeApiIntegration, TheServerVersionIsRead) {
+  StatusOr<ServerVersion> version = api_->getServerVersion();
+  ASSERT_TRUE(version.ok()) << version.status().toString();
+  EXPECT_EQ(version->majorNumber(), 1);
+  EXPECT_GE(version->minorNumber(), 34);
+  EXPECT_EQ(version->git_version.rfind("v1." + std::to_string(version->minorNumber()) + ".", 0), 0U)
+      << version->git_version;
+}
+
 // Counts the opens of a file while it lives, by any thread or process and
 // through any path (inotify). Opens between two calls of opens() may count
 // as one: inotify merges identical events that are not yet read.

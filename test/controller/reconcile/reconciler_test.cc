@@ -696,6 +696,36 @@ TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
   EXPECT_EQ(counter_slices, 1);
 }
 
+// Kubernetes 1.34 with DRAPartitionableDevices on refuses a device that
+// consumes a counter set of another slice; for it the counter set shares the
+// slice of its consumers: one create, and nothing more.
+TEST_F(ReconcilerTest, OnKubernetes134CounterSetsShareTheirConsumersSlice) {
+  api_.prependReactor("create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    std::set<std::string> here;
+    for (const client::CounterSet& c : req.slice->spec.shared_counters) here.insert(c.name);
+    for (const client::DeviceRef& d : req.slice->spec.devices) {
+      for (const auto& c : d.device().consumes_counters) {
+        if (!here.contains(c.counter_set)) {
+          return invalidArgument("must reference a counterSet defined in the ResourceSlice");
+        }
+      }
+    }
+    return okStatus();
+  });
+  ReconcilerOptions o = options(store_);
+  o.counter_placement = counterPlacementFor(1, 34);
+  reconciler_ = std::move(*Reconciler::create(o));
+  store_.put(kNodeA, nodePoolWithCounters(2));
+  sync();
+  expectComplete(1, 1);
+  EXPECT_EQ(writes("create"), 1U);
+  const std::vector<ResourceSlice> slices = poolSlices();
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_EQ(slices[0].spec.shared_counters.size(), 1U);
+  EXPECT_EQ(slices[0].spec.devices.size(), 2U);
+}
+
 // Kubernetes 1.34 and 1.35 with DRAPartitionableDevices off (their default)
 // drop sharedCounters and consumesCounters: the slice of counter sets is
 // stored empty. Publishing costs one create per slice, and after that the
