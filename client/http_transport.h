@@ -93,8 +93,9 @@ class HttpTransport {
 // requested. The certificates and key are parsed once, at create(), and so
 // is the system's trust store when no CA is configured: the first create()
 // points OpenSSL's default CA file ($SSL_CERT_FILE) at an empty one for the
-// rest of the process, because cpprest would otherwise load the system store
-// again for every new connection (see http_transport.cc).
+// rest of the process (and the processes it starts, which inherit the
+// variable), because cpprest would otherwise load the system store again for
+// every new connection (see http_transport.cc).
 class CpprestTransport final : public HttpTransport {
  public:
   // Fails with InvalidArgument when the server URL, the CA, or the client
