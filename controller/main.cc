@@ -326,7 +326,7 @@ int run(const controller::ServiceFlags& flags) {
   copts.store = &store;
   copts.workers = flags.workers;
   copts.max_parallel_writes = flags.max_parallel_slice_writes;
-  copts.counter_placement = counterPlacementOf(**api);
+  copts.counter_placement_probe = [&api] { return counterPlacementOf(**api); };
   copts.adoption_grace = flags.adoption_grace;
   copts.observer = &reconcile_observer;
   copts.reconciler_observer = &reconcile_observer;

@@ -259,11 +259,17 @@ bool Controller::waitForCacheSync(std::stop_token stop) {
 bool Controller::hasSynced() const { return informer_->hasSynced() && node_informer_->hasSynced(); }
 
 void Controller::startLeading(std::stop_token stop) {
+  // Before the lock: the probe may wait for the API server.
+  std::optional<CounterPlacement> placement;
+  if (options_.counter_placement_probe && !stop.stop_requested()) {
+    placement = options_.counter_placement_probe();
+  }
   // Under mu_, so that stopLeading() either sees the workers or prevents them.
   std::lock_guard lock(mu_);
   if (stop.stop_requested() || stopped_leading_) return;
   if (leading_.exchange(true)) return;
   reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
+  if (placement) reconciler_->setCounterPlacement(*placement);
   // Every pool we know of, desired or live, gets a look.
   for (const PoolKey& key : options_.store->keys()) queue_->add(key);
   for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);

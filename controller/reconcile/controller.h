@@ -74,6 +74,10 @@ struct ControllerOptions {
   int max_parallel_writes = 8;
   // ReconcilerOptions::counter_placement.
   CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
+  // When set, asked once as leading starts (the caches have synced, so the
+  // API server answers; not at start, which must not wait for it), and its
+  // answer replaces counter_placement.
+  std::function<CounterPlacement()> counter_placement_probe;
   Clock::Duration adoption_grace = kDefaultAdoptionGrace;
   Clock::Duration batch_window = kDefaultBatchWindow;
   ControllerObserver* observer = nullptr;

@@ -102,6 +102,8 @@ class Reconciler {
   ReconcileResult reconcile(const PoolKey& key);
 
   void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
+  // Before any reconcile runs (when leading starts).
+  void setCounterPlacement(CounterPlacement p) { options_.counter_placement = p; }
 
  private:
   // The outcome of writing one pool's content.

@@ -241,6 +241,55 @@ TEST_F(ControllerTest, NodeLocalPoolsArePublishedWithoutReadingTheirNodes) {
   EXPECT_EQ(api_.countActions("get", "nodes"), 0U);
 }
 
+// The counter placement is asked for when leading starts, not when the
+// controller is made (the API server may not answer then), and used from
+// the first reconcile on.
+TEST(ControllerPlacement, IsAskedForWhenLeadingStarts) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api{clock};
+  DesiredStore store{clock};
+  api.addNode("node-a");
+  ControllerOptions o = manualOptions(api, clock, store);
+  int asked = 0;
+  o.counter_placement_probe = [&] {
+    ++asked;
+    return CounterPlacement::kWithConsumers;
+  };
+  auto c = Controller::create(o);
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  Controller& controller = **c;
+  controller.informerForTest().start();
+  controller.nodeInformerForTest().start();
+  ASSERT_TRUE(controller.waitForCacheSync(std::stop_token()));
+  EXPECT_EQ(asked, 0);
+  controller.startLeading();
+  EXPECT_EQ(asked, 1);
+
+  Pool pool = nodePool(2);
+  client::CounterSet set;
+  set.name = "gpu-0";
+  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
+  pool.shared_counters.push_back(set);
+  client::editDevices(pool.devices, [](client::Device& d) {
+    client::DeviceCounterConsumption use;
+    use.counter_set = "gpu-0";
+    use.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
+    d.consumes_counters.push_back(use);
+  });
+  store.put(kNodeA, pool);
+  clock.advance(std::chrono::seconds(1));
+  controller.queueForTest().releaseDueForTest();
+  while (controller.processNextItemForTest()) {
+  }
+  // One slice with the counter set and both consumers, not a counter slice
+  // of its own.
+  const std::vector<client::ResourceSlice> slices = api.resourceSlices();
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_EQ(slices[0].spec.shared_counters.size(), 1U);
+  EXPECT_EQ(slices[0].spec.devices.size(), 2U);
+  controller.stop();
+}
+
 // A pool pushed before its Node exists fails and waits for its backoff; the
 // Node's arrival queues it at once, so no time has to pass.
 TEST_F(ControllerTest, APoolWaitingForItsNodeIsPublishedAsSoonAsTheNodeAppears) {
