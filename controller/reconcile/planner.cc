@@ -37,6 +37,28 @@ std::vector<IndexedSlice> sortedByIndex(const std::vector<SlicePtr>& live) {
   return out;
 }
 
+// The live slices the plan may keep, by index: one per index (the first by
+// name); the rest, and names without an index (not ours to keep), go to
+// `obsolete`.
+std::vector<IndexedSlice> keepableSlices(const std::vector<SlicePtr>& live,
+                                         std::vector<SlicePtr>& obsolete) {
+  std::vector<IndexedSlice> kept;
+  std::set<int64_t> seen;
+  for (const IndexedSlice& s : sortedByIndex(live)) {
+    if (s.index < 0 || !seen.insert(s.index).second) {
+      obsolete.push_back(s.slice);
+    } else {
+      kept.push_back(s);
+    }
+  }
+  return kept;
+}
+
+void orderByIndex(Plan& plan) {
+  std::sort(plan.slices.begin(), plan.slices.end(),
+            [](const PlannedSlice& a, const PlannedSlice& b) { return a.index < b.index; });
+}
+
 // Hands out indices not used by any kept slice, lowest first.
 class IndexAllocator {
  public:
@@ -148,16 +170,7 @@ std::vector<Unit> unitsOf(const Pool& pool) {
 Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   Plan plan;
   IndexAllocator indices;
-  std::vector<IndexedSlice> slots;
-  std::set<int64_t> seen;
-  for (const IndexedSlice& s : sortedByIndex(live)) {
-    if (s.index < 0 || seen.contains(s.index)) {
-      plan.obsolete.push_back(s.slice);
-      continue;
-    }
-    seen.insert(s.index);
-    slots.push_back(s);
-  }
+  const std::vector<IndexedSlice> slots = keepableSlices(live, plan.obsolete);
   // Where each device and counter set lives now, by name.
   std::unordered_map<std::string, size_t> slot_of_device;
   std::unordered_map<std::string, size_t> slot_of_set;
@@ -253,8 +266,7 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   }
   if (empty_pool && plan.slices.empty()) added.emplace_back();
   for (Content& c : added) plan.slices.push_back(planned(c, indices.next(), nullptr));
-  std::sort(plan.slices.begin(), plan.slices.end(),
-            [](const PlannedSlice& a, const PlannedSlice& b) { return a.index < b.index; });
+  orderByIndex(plan);
   return plan;
 }
 
@@ -281,19 +293,11 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacem
 
   Plan plan;
   IndexAllocator indices;
-  const std::vector<IndexedSlice> sorted = sortedByIndex(live);
 
-  // Split live slices into counter slices and device slices; a name without
-  // an index is not one of ours to keep.
+  // Split the keepable live slices into counter slices and device slices.
   std::vector<IndexedSlice> live_counters;
   std::vector<IndexedSlice> live_devices;
-  std::set<int64_t> seen;
-  for (const IndexedSlice& s : sorted) {
-    if (s.index < 0 || seen.contains(s.index)) {
-      plan.obsolete.push_back(s.slice);
-      continue;
-    }
-    seen.insert(s.index);
+  for (const IndexedSlice& s : keepableSlices(live, plan.obsolete)) {
     (isCounterSlice(*s.slice) ? live_counters : live_devices).push_back(s);
   }
 
@@ -440,8 +444,7 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacem
   for (PlannedSlice& p : counter_slices) plan.slices.push_back(std::move(p));
   for (PlannedSlice& p : device_slices) plan.slices.push_back(std::move(p));
   for (PlannedSlice& p : new_slices) plan.slices.push_back(std::move(p));
-  std::sort(plan.slices.begin(), plan.slices.end(),
-            [](const PlannedSlice& a, const PlannedSlice& b) { return a.index < b.index; });
+  orderByIndex(plan);
   return plan;
 }
 
