@@ -195,6 +195,17 @@ Status NoAuthAuthenticator::authorizePath(const Caller&, std::string_view, std::
   return okStatus();
 }
 
+std::optional<StatusOr<Caller>> NoAuthAuthenticator::authenticateCached(
+    std::optional<std::string_view> authorization) {
+  return authenticate(authorization, "");
+}
+
+std::optional<Status> NoAuthAuthenticator::authorizeCached(const Caller& caller,
+                                                           std::string_view verb,
+                                                           std::string_view driver) {
+  return authorize(caller, verb, driver);
+}
+
 TokenReviewAuthenticator::TokenReviewAuthenticator(client::KubeApi& api, Clock& clock,
                                                    TokenReviewAuthenticatorOptions options)
     : api_(api),
@@ -236,8 +247,8 @@ Status TokenReviewAuthenticator::takeReview(std::string_view client) {
   return okStatus();
 }
 
-StatusOr<Caller> TokenReviewAuthenticator::authenticate(
-    std::optional<std::string_view> authorization, std::string_view client) {
+std::optional<StatusOr<Caller>> TokenReviewAuthenticator::authenticateCached(
+    std::optional<std::string_view> authorization) {
   if (!authorization) {
     return Status(StatusCode::kUnauthenticated,
                   "missing credentials: send Authorization: Bearer <service account token>");
@@ -247,13 +258,20 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
     return Status(StatusCode::kUnauthenticated,
                   "malformed Authorization header: expected Bearer <service account token>");
   }
+  return tokens_->get(sha256Hex(*token));
+}
 
-  const std::string key = sha256Hex(*token);
-  if (std::optional<StatusOr<Caller>> cached = tokens_->get(key)) return *cached;
+StatusOr<Caller> TokenReviewAuthenticator::authenticate(
+    std::optional<std::string_view> authorization, std::string_view client) {
+  if (std::optional<StatusOr<Caller>> known = authenticateCached(authorization)) return *known;
+  // A well-formed bearer token that is not cached (authenticateCached
+  // answered every other case).
+  const std::string_view token = *bearerToken(*authorization);
+  const std::string key = sha256Hex(token);
   RETURN_IF_ERROR(takeReview(client));
 
   client::TokenReview review;
-  review.token = std::string(*token);
+  review.token = std::string(token);
   if (!options_.audience.empty()) review.audiences = {options_.audience};
   StatusOr<client::TokenReview> reviewed = api_.createTokenReview(review);
   if (!reviewed.ok()) {
@@ -303,6 +321,12 @@ Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_vie
                 "user \"" + caller.user.username + "\" may not " + std::string(verb) + " " + what +
                     " (RBAC: verb " + std::string(verb) + " on " + kAuthzResource + "." +
                     kAuthzGroup + ")");
+}
+
+std::optional<Status> TokenReviewAuthenticator::authorizeCached(const Caller& caller,
+                                                                std::string_view verb,
+                                                                std::string_view driver) {
+  return decisions_->get(decisionKey(caller, verb, driver));
 }
 
 Status TokenReviewAuthenticator::authorizePath(const Caller& caller, std::string_view verb,

@@ -68,6 +68,21 @@ class Authenticator {
   // (RBAC nonResourceURLs, e.g. get /metrics). Fails as authorize().
   virtual Status authorizePath(const Caller& caller, std::string_view verb,
                                std::string_view path) = 0;
+
+  // What authenticate() would answer, when that needs no call to the API
+  // server (a cached token, a missing or malformed header); nullopt when it
+  // would. Never blocks, so the HTTP server's I/O thread may call it. The
+  // default knows nothing without asking.
+  virtual std::optional<StatusOr<Caller>> authenticateCached(
+      std::optional<std::string_view> /*authorization*/) {
+    return std::nullopt;
+  }
+  // What authorize() would answer, when that needs no call to the API server;
+  // nullopt when it would. Never blocks.
+  virtual std::optional<Status> authorizeCached(const Caller& /*caller*/, std::string_view /*verb*/,
+                                                std::string_view /*driver*/) {
+    return std::nullopt;
+  }
 };
 
 // Allows everything, as an unrestricted caller. For --auth=none only.
@@ -77,6 +92,10 @@ class NoAuthAuthenticator final : public Authenticator {
                                 std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
   Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
+  std::optional<StatusOr<Caller>> authenticateCached(
+      std::optional<std::string_view> authorization) override;
+  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+                                        std::string_view driver) override;
 };
 
 // Why TokenReviewAuthenticator refused to ask the API server; the label of
@@ -133,6 +152,10 @@ class TokenReviewAuthenticator final : public Authenticator {
                                 std::string_view client) override;
   Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
   Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
+  std::optional<StatusOr<Caller>> authenticateCached(
+      std::optional<std::string_view> authorization) override;
+  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+                                        std::string_view driver) override;
 
   // The number of cached answers (tokens plus access decisions).
   size_t cacheSizeForTest() const;

@@ -1,6 +1,7 @@
 #include "controller/inventory/endpoint.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "common/log.h"
@@ -20,6 +21,17 @@ struct InventoryEndpoint::Impl {
   };
 
   void run(const HttpRequest& request, const HttpServer::Responder& respond);
+  // The handler's answers that need no blocking call, given on the calling
+  // (I/O) thread; nullopt, for the workers to try, also when it throws.
+  std::optional<HandlerResult> handleNow(const HttpRequest& request);
+  std::optional<Admission> admitNow(const HttpRequest& head);
+  bool isStopping() const {
+    std::lock_guard lock(mu);
+    return stopping;
+  }
+  // Sends a handler's answer, or holds it when it waits for publication.
+  void answer(HandlerResult result, const HttpRequest& request,
+              const HttpServer::Responder& respond);
   void hold(PendingWait wait, HttpServer::Responder respond);
   // Answers held push `id` if it is still held (exactly one caller wins).
   void complete(uint64_t id);
@@ -50,6 +62,27 @@ void InventoryEndpoint::Impl::run(const HttpRequest& request,
     respond(errorResponse(internalError("internal error")));
     return;
   }
+  answer(std::move(result), request, respond);
+}
+
+std::optional<HandlerResult> InventoryEndpoint::Impl::handleNow(const HttpRequest& request) {
+  try {
+    return handler.handleNow(request);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<Admission> InventoryEndpoint::Impl::admitNow(const HttpRequest& head) {
+  try {
+    return handler.admitNow(head);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void InventoryEndpoint::Impl::answer(HandlerResult result, const HttpRequest& request,
+                                     const HttpServer::Responder& respond) {
   log::debug(3, "Inventory request",
              {{"method", request.method},
               {"target", request.target},
@@ -153,6 +186,15 @@ InventoryEndpoint::~InventoryEndpoint() { stop(); }
 
 HttpServer::Handler InventoryEndpoint::httpHandler() {
   return [impl = impl_](HttpRequest request, HttpServer::Responder respond) {
+    // A no-op push is answered here, on the I/O thread: two hand-offs
+    // between threads would cost it more than its work. Anything the handler
+    // cannot answer without blocking goes to the workers.
+    if (!impl->isStopping()) {
+      if (std::optional<HandlerResult> now = impl->handleNow(request)) {
+        impl->answer(std::move(*now), request, respond);
+        return;
+      }
+    }
     {
       std::lock_guard lock(impl->mu);
       if (!impl->stopping) {
@@ -170,6 +212,13 @@ HttpServer::Handler InventoryEndpoint::httpHandler() {
 std::function<void(const HttpRequest&, std::function<void(Admission)>)>
 InventoryEndpoint::admitHandler() {
   return [impl = impl_](const HttpRequest& head, std::function<void(Admission)> decide) {
+    // Cached credentials are checked here, on the I/O thread.
+    if (!impl->isStopping()) {
+      if (std::optional<Admission> now = impl->admitNow(head)) {
+        decide(std::move(*now));
+        return;
+      }
+    }
     {
       std::lock_guard lock(impl->mu);
       if (!impl->stopping) {

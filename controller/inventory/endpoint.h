@@ -1,8 +1,10 @@
 // InventoryEndpoint: the InventoryHandler behind an HttpServer. It runs the handler on worker
 // threads of its own (authentication and forwarding may block), so the I/O thread never blocks,
-// and holds ?wait= pushes until the DesiredStore reports them published or the deadline passes,
-// without a thread per held request. main wires store.setStatusListener() to
-// poolStatusChanged() and gives httpHandler() to the server. Thread-safe.
+// except for what the handler answers without blocking (cached credentials, a no-op push),
+// which is answered on the I/O thread; and it holds ?wait= pushes until the DesiredStore
+// reports them published or the deadline passes, without a thread per held request. main wires
+// store.setStatusListener() to poolStatusChanged() and gives httpHandler() to the server.
+// Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -34,8 +36,9 @@ class InventoryEndpoint {
   // The handler to give HttpServer.
   HttpServer::Handler httpHandler();
   // The admission step to give HttpServer (HttpServerOptions::admit): runs
-  // InventoryHandler::admit on the worker threads, so that authentication
-  // happens before the server reads a body, without blocking the I/O thread.
+  // InventoryHandler::admit on the worker threads (admitNow on the I/O
+  // thread when the credentials are cached), so that authentication happens
+  // before the server reads a body, without blocking the I/O thread.
   std::function<void(const HttpRequest&, std::function<void(Admission)>)> admitHandler();
 
   // Tells held pushes of `key` to look again. Cheap; any thread, also the

@@ -312,18 +312,29 @@ std::string InventoryHandler::leaderIdentity() const {
 
 Admission InventoryHandler::admit(const HttpRequest& head) {
   PushInfo push;
-  std::variant<HttpResponse, Admitted> admitted = admitRequest(head, push);
+  return admission(admitRequest(head, push, /*may_block=*/true), head, push);
+}
+
+std::optional<Admission> InventoryHandler::admitNow(const HttpRequest& head) {
+  PushInfo push;
+  Decision decided = admitRequest(head, push, /*may_block=*/false);
+  if (std::holds_alternative<WouldBlock>(decided)) return std::nullopt;
+  return admission(std::move(decided), head, push);
+}
+
+Admission InventoryHandler::admission(Decision decided, const HttpRequest& head,
+                                      const PushInfo& push) {
   Admission admission;
-  if (HttpResponse* refusal = std::get_if<HttpResponse>(&admitted)) {
+  if (HttpResponse* refusal = std::get_if<HttpResponse>(&decided)) {
     countPush(push, *refusal);
     admission.refusal = std::move(*refusal);
     return admission;
   }
-  const Admitted& a = std::get<Admitted>(admitted);
+  const Admitted& a = std::get<Admitted>(decided);
   // Only the two PUTs carry a pool; anything else needs no body.
   const bool has_body = head.method == "PUT" && (a.route == kDriver || a.route == kPoolRoute);
   admission.max_body_bytes = has_body ? options_.max_body_bytes : kMaxBodylessBytes;
-  admission.state = std::move(std::get<Admitted>(admitted));
+  admission.state = std::move(std::get<Admitted>(decided));
   return admission;
 }
 
@@ -335,7 +346,7 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
     result = serve(request, *admitted, push);
   } else {
     // Not admitted by the server (a direct call): admit here.
-    std::variant<HttpResponse, Admitted> decided = admitRequest(request, push);
+    Decision decided = admitRequest(request, push, /*may_block=*/true);
     if (HttpResponse* refusal = std::get_if<HttpResponse>(&decided)) {
       result.response = std::move(*refusal);
     } else {
@@ -347,6 +358,26 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
   return result;
 }
 
+std::optional<HandlerResult> InventoryHandler::handleNow(const HttpRequest& request) {
+  const Admitted* admitted = std::any_cast<Admitted>(&request.admission);
+  if (admitted == nullptr || admitted->route != kPoolRoute || request.method != "PUT" ||
+      request.body.size() > kMaxBodyDigestedNow) {
+    return std::nullopt;
+  }
+  // A follower forwards, which blocks.
+  const LeaderHooks leader = hooks();
+  if (leader.is_leader && !leader.is_leader()) return std::nullopt;
+  Context ctx{request,        admitted->driver, admitted->pool,
+              admitted->wait, admitted->caller, std::nullopt};
+  const std::optional<Digest128> digest = poolBodyDigest(ctx);
+  if (!digest) return std::nullopt;
+  std::optional<HttpResponse> response = putUnchangedPool(ctx, *digest, /*may_block=*/false);
+  if (!response) return std::nullopt;
+  HandlerResult result{std::move(*response), std::move(ctx.pending)};
+  if (!result.wait) countPush({.driver = admitted->driver}, result.response);
+  return result;
+}
+
 void InventoryHandler::countPush(const PushInfo& push, const HttpResponse& response) {
   // Every answered push is counted, refused ones too (their ratio is what
   // alerts watch); a forwarded one is counted by the leader.
@@ -355,8 +386,8 @@ void InventoryHandler::countPush(const PushInfo& push, const HttpResponse& respo
   }
 }
 
-std::variant<HttpResponse, InventoryHandler::Admitted> InventoryHandler::admitRequest(
-    const HttpRequest& request, PushInfo& push) {
+InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& request,
+                                                          PushInfo& push, bool may_block) {
   // Route.
   const auto [path, query] = splitTarget(request.target);
   const std::vector<std::string_view> segments = splitPath(path);
@@ -414,10 +445,13 @@ std::variant<HttpResponse, InventoryHandler::Admitted> InventoryHandler::admitRe
 
   // Authentication, from the headers alone: nothing of the body is read for
   // a caller without valid credentials.
-  StatusOr<Caller> caller =
-      options_.authenticator->authenticate(request.header("authorization"), request.client_address);
-  if (!caller.ok()) return {errorResponse(caller.status())};
-  ctx.caller = std::move(*caller);
+  const std::optional<std::string_view> authorization = request.header("authorization");
+  std::optional<StatusOr<Caller>> caller =
+      may_block ? options_.authenticator->authenticate(authorization, request.client_address)
+                : options_.authenticator->authenticateCached(authorization);
+  if (!caller) return WouldBlock{};
+  if (!caller->ok()) return {errorResponse(caller->status())};
+  ctx.caller = std::move(**caller);
 
   // Names from the path.
   std::vector<FieldError> name_errors;
@@ -437,8 +471,11 @@ std::variant<HttpResponse, InventoryHandler::Admitted> InventoryHandler::admitRe
   // Authorization.
   const std::string_view verb =
       isWrite(request.method) ? kVerbPublish : (route == kDrivers ? kVerbList : kVerbGet);
-  Status allowed = options_.authenticator->authorize(ctx.caller, verb, ctx.driver);
-  if (!allowed.ok()) return {errorResponse(allowed)};
+  std::optional<Status> allowed =
+      may_block ? options_.authenticator->authorize(ctx.caller, verb, ctx.driver)
+                : options_.authenticator->authorizeCached(ctx.caller, verb, ctx.driver);
+  if (!allowed) return WouldBlock{};
+  if (!allowed->ok()) return {errorResponse(*allowed)};
   return ctx;
 }
 
@@ -507,16 +544,20 @@ HttpResponse InventoryHandler::getPool(Context& ctx) {
                       poolStatusToJson(*status, options_.store->get(ctx.key()), leaderIdentity()));
 }
 
+std::optional<Digest128> InventoryHandler::poolBodyDigest(const Context& ctx) const {
+  if (!isJsonContentType(ctx.request.header("content-type"))) return std::nullopt;
+  return digester_.digest(ctx.request.body);
+}
+
 HttpResponse InventoryHandler::putPool(Context& ctx) {
-  if (!isJsonContentType(ctx.request.header("content-type"))) {
-    return errorResponse(415, "Content-Type must be application/json");
-  }
+  const std::optional<Digest128> body_digest = poolBodyDigest(ctx);
+  if (!body_digest) return errorResponse(415, "Content-Type must be application/json");
   // The body that set the pool's current content, again (a driver renewing
   // its lease by pushing): that content is taken without decoding. Only
   // ?wait can come with a PUT (admission refuses other parameters); one that
   // changes what a push does (DESIGN's ?dryRun) must not take this path.
-  const Digest128 body_digest = sipHash128(body_key_, ctx.request.body);
-  if (std::optional<HttpResponse> answer = putUnchangedPool(ctx, body_digest)) {
+  if (std::optional<HttpResponse> answer =
+          putUnchangedPool(ctx, *body_digest, /*may_block=*/true)) {
     return std::move(*answer);
   }
   if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/false);
@@ -539,7 +580,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
       return errorResponse(*refused);
     }
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
-    version = options_.store->put(ctx.key(), std::move(pool), body_digest);
+    version = options_.store->put(ctx.key(), std::move(pool), *body_digest);
   }
   PendingWait wait;
   wait.kind = PendingWait::Kind::kPool;
@@ -549,11 +590,19 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
 }
 
 std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
-                                                               const Digest128& body_digest) {
+                                                               const Digest128& body_digest,
+                                                               bool may_block) {
   uint64_t version = 0;
   std::optional<Status> refused;
   {
-    std::lock_guard lock(write_mu_);
+    // Without blocking, a write under way (a whole driver's, say) sends the
+    // request to a worker instead of making the I/O thread wait for it.
+    std::unique_lock lock(write_mu_, std::defer_lock);
+    if (may_block) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return std::nullopt;
+    }
     const std::shared_ptr<const DesiredPool> existing =
         options_.store->getByBodyDigest(ctx.key(), body_digest);
     if (!existing) return std::nullopt;

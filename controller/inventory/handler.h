@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/siphash.h"
 #include "common/status.h"
 #include "controller/inventory/authenticator.h"
+#include "controller/inventory/body_digest.h"
 #include "controller/inventory/http.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/reconcile/desired_store.h"
@@ -122,6 +122,19 @@ class InventoryHandler {
   // for publication.
   HandlerResult handle(const HttpRequest& request);
 
+  // The two calls above where they need no blocking call, for the HTTP
+  // server's I/O thread; nullopt where they would block, and the caller
+  // then makes the blocking call on a worker. admitNow() decides with cached
+  // credentials. handleNow() answers only the cheapest frequent request, a
+  // driver renewing its lease by pushing the body that set its pool's
+  // current content (on the leader, admitted, at most kMaxBodyDigestedNow
+  // bytes); its answer and counting equal handle()'s.
+  std::optional<Admission> admitNow(const HttpRequest& head);
+  std::optional<HandlerResult> handleNow(const HttpRequest& request);
+  // The largest body handleNow() digests on the calling thread (about 0.1 ms
+  // of CPU); larger ones wait for a worker.
+  static constexpr size_t kMaxBodyDigestedNow = 1024 * 1024;
+
   // True when what `wait` waits for has happened.
   bool done(const PendingWait& wait) const;
   // The answer to a held push now: 200 when done, 422 when the API server
@@ -129,27 +142,36 @@ class InventoryHandler {
   HttpResponse render(const PendingWait& wait);
 
  private:
-  explicit InventoryHandler(InventoryHandlerOptions options)
-      : options_(std::move(options)), body_key_(SipHashKey::random()) {}
+  explicit InventoryHandler(InventoryHandlerOptions options) : options_(std::move(options)) {}
 
   struct Admitted;
   struct Context;
+  // Admission could not decide without a blocking call.
+  struct WouldBlock {};
   // What the push counter needs to know about a request.
   struct PushInfo {
     std::optional<std::string> driver;  // set for writes to a driver's path
     bool forwarded = false;
   };
   // Routing, query, authentication and authorization: a refusal, or what
-  // serve() needs.
-  std::variant<HttpResponse, Admitted> admitRequest(const HttpRequest& request, PushInfo& push);
+  // serve() needs; with `may_block` false, WouldBlock where the
+  // Authenticator would have to ask the API server.
+  using Decision = std::variant<HttpResponse, Admitted, WouldBlock>;
+  Decision admitRequest(const HttpRequest& request, PushInfo& push, bool may_block);
+  Admission admission(Decision decided, const HttpRequest& head, const PushInfo& push);
   HandlerResult serve(const HttpRequest& request, const Admitted& admitted, PushInfo& push);
   void countPush(const PushInfo& push, const HttpResponse& response);
   HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
   HttpResponse getPool(Context& ctx);
   HttpResponse putPool(Context& ctx);
+  // The digest of the request's body, when the request is a PUT of a pool
+  // with a JSON body (putPool's other answers need no digest).
+  std::optional<Digest128> poolBodyDigest(const Context& ctx) const;
   // Answers a PUT of a pool whose body has the digest of the body that set
-  // the pool's current content, as putPool would; nullopt when it has not.
-  std::optional<HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest);
+  // the pool's current content, as putPool would; nullopt when it has not,
+  // or, unless `may_block`, when another write holds the store.
+  std::optional<HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest,
+                                               bool may_block);
   HttpResponse deletePool(Context& ctx);
   HttpResponse renewPool(Context& ctx);
   HttpResponse getDriver(Context& ctx);
@@ -162,9 +184,9 @@ class InventoryHandler {
   LeaderHooks hooks() const;
 
   const InventoryHandlerOptions options_;
-  // Keys the digests of pushed bodies; random per process, so that no
-  // client can make two different bodies collide on purpose.
-  const SipHashKey body_key_;
+  // Digests pushed bodies under a key random per process, so that no client
+  // can make two different bodies collide on purpose.
+  const BodyDigester digester_;
   mutable std::mutex hooks_mu_;
   LeaderHooks hooks_;  // guarded by hooks_mu_
   // Serialises check-then-write sequences on the store.

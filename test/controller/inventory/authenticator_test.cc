@@ -120,6 +120,41 @@ TEST_F(TokenReviewAuthenticatorTest, CachesTokenReviewsForTheTtl) {
   EXPECT_EQ(tokenReviews(), 3U);
 }
 
+// What the I/O thread may ask: the answer when it is known without a call to
+// the API server, and nothing (no review, no budget spent) when it is not.
+TEST_F(TokenReviewAuthenticatorTest, CachedAnswersNeverAskTheApiServer) {
+  EXPECT_EQ(auth_.authenticateCached(std::nullopt)->status().code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth_.authenticateCached("Basic dXNlcjpwYXNz")->status().code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(auth_.authenticateCached("Bearer node-a"), std::nullopt);
+  EXPECT_EQ(auth_.authenticateCached("Bearer forged"), std::nullopt);
+  EXPECT_EQ(tokenReviews(), 0U);
+
+  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
+  EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
+            StatusCode::kUnauthenticated);
+  ASSERT_TRUE(auth_.authenticateCached("Bearer node-a").has_value());
+  EXPECT_EQ(auth_.authenticateCached("Bearer node-a")->value().node_name, "node-a");
+  EXPECT_EQ(auth_.authenticateCached("Bearer forged")->status().code(),
+            StatusCode::kUnauthenticated);
+
+  EXPECT_EQ(auth_.authorizeCached(caller, kVerbPublish, "gpu.example.com"), std::nullopt);
+  EXPECT_EQ(accessReviews(), 0U);
+  EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
+  EXPECT_FALSE(auth_.authorize(caller, kVerbPublish, "nic.example.com").ok());
+  EXPECT_EQ(auth_.authorizeCached(caller, kVerbPublish, "gpu.example.com"), okStatus());
+  EXPECT_EQ(auth_.authorizeCached(caller, kVerbPublish, "nic.example.com")->code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(auth_.authorizeCached(caller, kVerbGet, "gpu.example.com"), std::nullopt);
+  EXPECT_EQ(tokenReviews(), 2U);
+  EXPECT_EQ(accessReviews(), 2U);
+
+  // Cached answers expire with the cache.
+  clock_.advance(std::chrono::seconds(10));
+  EXPECT_EQ(auth_.authenticateCached("Bearer node-a"), std::nullopt);
+  EXPECT_EQ(auth_.authorizeCached(caller, kVerbPublish, "gpu.example.com"), std::nullopt);
+}
+
 TEST_F(TokenReviewAuthenticatorTest, FailedReviewsAreUnavailableAndNotCached) {
   api_.prependReactor("create", "tokenreviews",
                       [](testing::FakeKubeApi::Request&) { return unavailable("apiserver down"); });
@@ -312,6 +347,10 @@ TEST(NoAuthAuthenticator, AllowsEverythingUnrestricted) {
   ASSERT_TRUE(caller.ok());
   EXPECT_TRUE(caller->unrestricted);
   EXPECT_TRUE(auth.authorize(*caller, kVerbPublish, "any.example.com").ok());
+  // It never blocks, so its cached answers are its answers.
+  ASSERT_TRUE(auth.authenticateCached(std::nullopt).has_value());
+  EXPECT_TRUE(auth.authenticateCached(std::nullopt)->value().unrestricted);
+  EXPECT_EQ(auth.authorizeCached(*caller, kVerbPublish, "any.example.com"), okStatus());
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "test/controller/inventory/fake_authenticator.h"
 #include "test/controller/inventory/test_http_client.h"
@@ -118,6 +120,67 @@ TEST_F(InventoryEndpointTest, StopAnswersHeldPushesAndRefusesNewOnes) {
   std::future<HttpResponse> late = send("GET", "/v1/drivers", "");
   ASSERT_EQ(late.wait_for(0s), std::future_status::ready);
   EXPECT_EQ(late.get().status, 503);
+}
+
+// A request the handler answers without blocking is answered on the calling
+// (I/O) thread, before the call returns; every other one on a worker.
+TEST_F(InventoryEndpointTest, AnswersANoOpPushOnTheCallingThread) {
+  const std::string target = "/v1/drivers/nic.example.com/pools/p";
+  ASSERT_EQ(send("PUT", target).get().status, 202);
+  publish({"nic.example.com", "p"});
+
+  struct Answered {
+    std::optional<HttpResponse> response;
+    std::thread::id thread;
+  };
+  const auto push = [&](const std::string& body) {
+    HttpRequest request;
+    request.method = "PUT";
+    request.target = target;
+    request.body = body;
+    request.headers["authorization"] = "Bearer admin";
+    request.headers["content-type"] = "application/json";
+    std::optional<Admission> admission;
+    endpoint_->admitHandler()(request, [&](Admission a) { admission = std::move(a); });
+    EXPECT_TRUE(admission.has_value()) << "cached credentials are checked on this thread";
+    if (admission) request.admission = std::move(admission->state);
+    auto answered = std::make_shared<std::promise<Answered>>();
+    std::future<Answered> future = answered->get_future();
+    endpoint_->httpHandler()(std::move(request), [answered](HttpResponse r) {
+      answered->set_value({std::move(r), std::this_thread::get_id()});
+    });
+    return future;
+  };
+
+  std::future<Answered> same = push(kPool);
+  ASSERT_EQ(same.wait_for(0s), std::future_status::ready);
+  Answered now = same.get();
+  EXPECT_EQ(now.thread, std::this_thread::get_id());
+  EXPECT_EQ(now.response->status, 200);
+
+  std::future<Answered> changed =
+      push(R"({"allNodes": true, "devices": [{"name": "nic-0"}, {"name": "nic-1"}]})");
+  ASSERT_EQ(changed.wait_for(5s), std::future_status::ready);
+  Answered later = changed.get();
+  EXPECT_NE(later.thread, std::this_thread::get_id());
+  EXPECT_EQ(later.response->status, 202);
+
+  // Credentials not cached: admission waits for a worker too.
+  auth_.setUncached(true);
+  std::promise<Admission> decided;
+  HttpRequest head;
+  head.method = "GET";
+  head.target = target;
+  head.headers["authorization"] = "Bearer admin";
+  std::thread::id decided_on;
+  endpoint_->admitHandler()(head, [&](Admission a) {
+    decided_on = std::this_thread::get_id();
+    decided.set_value(std::move(a));
+  });
+  std::future<Admission> admission = decided.get_future();
+  ASSERT_EQ(admission.wait_for(5s), std::future_status::ready);
+  EXPECT_FALSE(admission.get().refusal.has_value());
+  EXPECT_NE(decided_on, std::this_thread::get_id());
 }
 
 TEST_F(InventoryEndpointTest, HeldPushOverHttp) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -76,6 +77,23 @@ class FakeAuthenticator final : public Authenticator {
     return okStatus();
   }
 
+  // The fake never blocks: its cached answers are its answers, unless the
+  // test makes it a cache that knows nothing.
+  std::optional<StatusOr<Caller>> authenticateCached(
+      std::optional<std::string_view> authorization) override {
+    if (uncached()) return std::nullopt;
+    return authenticate(authorization, "");
+  }
+  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+                                        std::string_view driver) override {
+    if (uncached()) return std::nullopt;
+    return authorize(caller, verb, driver);
+  }
+  void setUncached(bool uncached) {
+    std::lock_guard lock(mu_);
+    uncached_ = uncached;
+  }
+
   // Recorded and denied as authorize(), with the path in place of the driver.
   Status authorizePath(const Caller& caller, std::string_view verb,
                        std::string_view path) override {
@@ -83,10 +101,16 @@ class FakeAuthenticator final : public Authenticator {
   }
 
  private:
+  bool uncached() const {
+    std::lock_guard lock(mu_);
+    return uncached_;
+  }
+
   mutable std::mutex mu_;
   std::map<std::string, Caller> tokens_;
   std::set<std::pair<std::string, std::string>> denied_;
   bool unavailable_ = false;
+  bool uncached_ = false;
   std::vector<Check> checks_;
 };
 

@@ -958,6 +958,75 @@ TEST_F(InventoryHandlerTest, AdmitDecidesFromTheHeadersAlone) {
   EXPECT_EQ(handler_->handle(full).response.status, 202);
 }
 
+// admitNow() decides as admit() where the credentials are cached, and leaves
+// the rest to a worker.
+TEST_F(InventoryHandlerTest, AdmitNowDecidesAsAdmitWithCachedCredentials) {
+  for (const char* token : {"stolen", "node-a"}) {
+    SCOPED_TRACE(token);
+    const HttpRequest head = request("PUT", kPoolA, "", token);
+    const Admission blocking = handler_->admit(head);
+    std::optional<Admission> now = handler_->admitNow(head);
+    ASSERT_TRUE(now.has_value());
+    EXPECT_EQ(now->refusal.has_value(), blocking.refusal.has_value());
+    if (now->refusal) {
+      EXPECT_EQ(now->refusal->body, blocking.refusal->body);
+    }
+    EXPECT_EQ(now->max_body_bytes, blocking.max_body_bytes);
+  }
+  EXPECT_EQ(pushes_.size(), 2u);  // the two 401s, each counted once
+  auth_.setUncached(true);
+  EXPECT_EQ(handler_->admitNow(request("PUT", kPoolA, "", "node-a")), std::nullopt);
+  EXPECT_EQ(pushes_.size(), 2u);
+}
+
+// handleNow() answers the push of the body that set the pool's current
+// content exactly as handle() would, and nothing else.
+TEST_F(InventoryHandlerTest, HandleNowAnswersOnlyTheUnchangedBody) {
+  const std::string body = gpuPool("node-a", 8);
+  const auto admitted = [&](std::string method, std::string target, std::string bytes) {
+    HttpRequest r = request(std::move(method), std::move(target), std::move(bytes), "node-a");
+    r.admission = handler_->admit(r).state;
+    return r;
+  };
+  ASSERT_EQ(handler_->handle(admitted("PUT", kPoolA, body)).response.status, 202);
+  publish({kGpu, "node-a"});
+  for (const char* query : {"", "?wait=10s"}) {
+    const HttpRequest push = admitted("PUT", kPoolA + std::string(query), body);
+    bodies_.clear();
+    const HandlerResult blocking = handler_->handle(push);
+    const std::string after = snapshot();
+    std::optional<HandlerResult> now = handler_->handleNow(push);
+    ASSERT_TRUE(now.has_value());
+    EXPECT_EQ(answerText(*now), answerText(blocking));
+    EXPECT_EQ(now->response.status, 200);
+    EXPECT_EQ(snapshot(), after);
+    EXPECT_THAT(bodies_, ElementsAre("unchanged", "unchanged"));
+    EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 200));
+  }
+
+  const size_t pushes = pushes_.size();
+  bodies_.clear();
+  // Another body, a request not admitted, a read, a follower, a body too
+  // large to digest on the I/O thread: each for a worker, untouched.
+  EXPECT_EQ(handler_->handleNow(admitted("PUT", kPoolA, otherBytes(body))), std::nullopt);
+  EXPECT_EQ(handler_->handleNow(request("PUT", kPoolA, body, "node-a")), std::nullopt);
+  EXPECT_EQ(handler_->handleNow(admitted("GET", kPoolA, "")), std::nullopt);
+  HttpRequest wrong_type = admitted("PUT", kPoolA, body);
+  wrong_type.headers["content-type"] = "text/plain";
+  EXPECT_EQ(handler_->handleNow(wrong_type), std::nullopt);
+  const std::string large = body + std::string(InventoryHandler::kMaxBodyDigestedNow, ' ');
+  // Same content in other bytes: decoded, and already published.
+  ASSERT_EQ(handler_->handle(admitted("PUT", kPoolA, large)).response.status, 200);
+  EXPECT_EQ(handler_->handleNow(admitted("PUT", kPoolA, large)), std::nullopt);
+  LeaderHooks follower;
+  follower.is_leader = [] { return false; };
+  handler_->setLeaderHooks(follower);
+  ASSERT_EQ(handler_->handle(admitted("PUT", kPoolA, body)).response.status, 503);
+  EXPECT_EQ(handler_->handleNow(admitted("PUT", kPoolA, body)), std::nullopt);
+  EXPECT_THAT(bodies_, ElementsAre("decoded"));
+  EXPECT_EQ(pushes_.size(), pushes + 2);  // the two handle() calls
+}
+
 TEST_F(InventoryHandlerTest, MethodNotAllowedNamesTheAllowedMethods) {
   HandlerResult result = call("POST", "/v1/drivers/gpu.example.com/pools/node-a");
   EXPECT_EQ(result.response.status, 405);
