@@ -562,5 +562,180 @@ Json toJson(const OwnerOf<T>& value) {
   return encodeObject<T>(value);
 }
 
+// ---- Text encoding ------------------------------------------------------------
+// Writes JSON text into a string without building a DOM: the same bytes as
+// toJson(value).dump() with invalid UTF-8 replaced (keys in byte order,
+// captured members merged in, a written table field winning a tie). A value
+// codec with `write(value, JsonWriter&)` writes its own text: device forms
+// splice the JSON they hold, which is how request bodies are built.
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::string& out)
+      : out_(out),
+        serializer_(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
+                    Json::error_handler_t::replace) {}
+
+  // Text that is JSON already.
+  void raw(std::string_view text) { out_.append(text); }
+  void raw(char c) { out_.push_back(c); }
+  // Any value, as dump() writes it.
+  void value(const Json& j) { serializer_.dump(j, false, false, 0); }
+  // A string, quoted and escaped.
+  void string(std::string_view s) { value(Json(s)); }
+
+ private:
+  std::string& out_;
+  nlohmann::detail::serializer<Json> serializer_;
+};
+
+template <typename T>
+void writeObject(const OwnerOf<T>& value, JsonWriter& w);
+
+namespace detail {
+
+template <typename Codec>
+struct Writer {
+  static void write(const typename Codec::Type& v, JsonWriter& w) {
+    if constexpr (requires { Codec::write(v, w); }) {
+      Codec::write(v, w);
+    } else {
+      w.value(Codec::encode(v));
+    }
+  }
+};
+template <typename T>
+struct Writer<Obj<T>> {
+  static void write(const OwnerOf<T>& v, JsonWriter& w) { writeObject<T>(v, w); }
+};
+template <typename V>
+struct Writer<Opt<V>> {
+  static void write(const typename Opt<V>::Type& v, JsonWriter& w) {
+    if (v) {
+      Writer<V>::write(*v, w);
+    } else {
+      w.raw("null");
+    }
+  }
+};
+template <typename V>
+struct Writer<ListOf<V>> {
+  static void write(const typename ListOf<V>::Type& list, JsonWriter& w) {
+    w.raw('[');
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0) w.raw(',');
+      Writer<V>::write(list[i], w);
+    }
+    w.raw(']');
+  }
+};
+template <typename V>
+struct Writer<MapOf<V>> {
+  static void write(const typename MapOf<V>::Type& map, JsonWriter& w) {
+    w.raw('{');
+    bool first = true;
+    for (const auto& [key, item] : map) {
+      if (!first) w.raw(',');
+      first = false;
+      w.string(key);
+      w.raw(':');
+      Writer<V>::write(item, w);
+    }
+    w.raw('}');
+  }
+};
+
+// Writes row I as `"name":value` unless omitted; false when omitted.
+template <typename T, size_t I>
+bool writeField(const OwnerOf<T>& value, JsonWriter& w, bool comma) {
+  const auto& row = std::get<I>(Table<T>::kFields);
+  using Codec = std::remove_cvref_t<decltype(row.codec)>;
+  const auto& member = std::invoke(row.access, value);
+  if (row.omit == Omit::kEmpty && Codec::isEmpty(member)) return false;
+  if (comma) w.raw(',');
+  w.raw('"');
+  w.raw(row.name);
+  w.raw("\":");
+  Writer<Codec>::write(member, w);
+  return true;
+}
+
+template <typename T, size_t... I>
+constexpr auto fieldWriters(std::index_sequence<I...> /*unused*/) {
+  using Fn = bool (*)(const OwnerOf<T>&, JsonWriter&, bool);
+  return std::array<Fn, sizeof...(I)>{&writeField<T, I>...};
+}
+
+}  // namespace detail
+
+template <typename T>
+void writeObject(const OwnerOf<T>& value, JsonWriter& w) {
+  using Info = TableInfo<T>;
+  static constexpr auto kWriters = detail::fieldWriters<T>(std::make_index_sequence<Info::kSize>());
+  // The object's own keys in byte order: table rows, and apiVersion and kind
+  // (rows kSize and kSize + 1) for top-level kinds.
+  struct Key {
+    std::string_view name;
+    size_t row;
+  };
+  static const std::vector<Key> kKeys = [] {
+    std::vector<Key> keys;
+    for (size_t i = 0; i < Info::kSize; ++i) keys.push_back({Info::kNames[i], i});
+    if constexpr (Info::kTypeMeta) {
+      keys.push_back({"apiVersion", Info::kSize});
+      keys.push_back({"kind", Info::kSize + 1});
+    }
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) { return a.name < b.name; });
+    return keys;
+  }();
+  const auto writeKey = [&](const Key& key, bool comma) {
+    if constexpr (Info::kTypeMeta) {
+      if (key.row >= Info::kSize) {
+        if (comma) w.raw(',');
+        w.raw(key.row == Info::kSize ? "\"apiVersion\":" : "\"kind\":");
+        w.string(key.row == Info::kSize ? Table<T>::kApiVersion : Table<T>::kKind);
+        return true;
+      }
+    }
+    return kWriters[key.row](value, w, comma);
+  };
+
+  w.raw('{');
+  bool comma = false;
+  auto next = kKeys.begin();
+  if constexpr (Info::kCaptures) {
+    const Json& unknown = value.*Table<T>::kUnknown;
+    if (unknown.is_object()) {
+      for (const auto& [name, member] : unknown.items()) {
+        for (; next != kKeys.end() && next->name < name; ++next) {
+          comma = writeKey(*next, comma) || comma;
+        }
+        // A tie: the table's field when it is written, else the captured one.
+        if (next != kKeys.end() && next->name == name) {
+          const bool written = writeKey(*next++, comma);
+          comma = written || comma;
+          if (written) continue;
+        }
+        if (comma) w.raw(',');
+        w.string(name);
+        w.raw(':');
+        w.value(member);
+        comma = true;
+      }
+    }
+  }
+  for (; next != kKeys.end(); ++next) comma = writeKey(*next, comma) || comma;
+  w.raw('}');
+}
+
+// The JSON text of `value`: toJson(value).dump(), without the DOM.
+template <typename T>
+std::string toJsonText(const OwnerOf<T>& value) {
+  std::string out;
+  JsonWriter writer(out);
+  writeObject<T>(value, writer);
+  return out;
+}
+
 }  // namespace codec
 }  // namespace rsc::client

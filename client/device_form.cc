@@ -56,6 +56,14 @@ class Interner {
     return form;
   }
 
+  std::shared_ptr<const DeviceForm> find(const Digest128& digest, std::string_view json) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = forms_.find(digest);
+    if (it == forms_.end()) return nullptr;
+    auto held = it->second.lock();
+    return held != nullptr && held->json() == json ? held : nullptr;
+  }
+
   DeviceFormStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     DeviceFormStats s;
@@ -109,6 +117,12 @@ DeviceRef::DeviceRef(const Device& device) {
   parts.advanced = device.usesAdvancedFeatures();
   parts.placed = device.node_name || device.node_selector || device.all_nodes;
   form_ = interner().intern(std::move(parts));
+}
+
+DeviceRef DeviceRef::interned(std::string_view json) {
+  DeviceRef ref;
+  ref.form_ = interner().find(sipHash128(digestKey(), json), json);
+  return ref;
 }
 
 const Device DeviceRef::device() const { return form_->decode(); }

@@ -59,6 +59,10 @@ class DeviceRef {
   // Encodes, digests and interns `device`. Implicit, so that builders and tests can write
   // `spec.devices = {gpu0, gpu1}`.
   DeviceRef(const Device& device);  // NOLINT(google-explicit-constructor)
+  // The form whose JSON is exactly `json`, if some reference holds one; else a null reference.
+  // Canonical JSON decodes to the device it was encoded from, so a decoder that finds the
+  // bytes it reads here needs no typed decoding.
+  static DeviceRef interned(std::string_view json);
 
   const DeviceForm* operator->() const { return form_.get(); }
   const DeviceForm& operator*() const { return *form_; }

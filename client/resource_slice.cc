@@ -442,6 +442,10 @@ StatusOr<CounterSet> counterSetFromJson(const Json& j, const std::string& path) 
 
 Json toJson(const ResourceSlice& slice) { return codec::toJson<ResourceSlice>(slice); }
 
+std::string toJsonText(const ResourceSlice& slice) {
+  return codec::toJsonText<ResourceSlice>(slice);
+}
+
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j) {
   return codec::decode<ResourceSlice>(j, "");
 }
@@ -455,6 +459,17 @@ FeatureSet featuresOf(const Device& device) {
 namespace codec {
 
 void Form::decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d) {
+  // An object read from the API server whose device is one we hold already
+  // (the answer to our write, its watch event): its bytes find the form,
+  // without a typed decoding and a second encoding. Pushed devices are
+  // always decoded, for their problems.
+  if (d.unknown() == Unknown::kCapture && v.is_object()) {
+    if (DeviceRef known =
+            DeviceRef::interned(v.dump(-1, ' ', false, Json::error_handler_t::replace))) {
+      out = std::move(known);
+      return;
+    }
+  }
   Device device;
   const size_t before = d.failures();
   decodeObject<Device>(v, device, at, d);

@@ -176,6 +176,9 @@ inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;
 // naming every bad field ("spec.devices[3].attributes[\"model\"]: must be an
 // object") and never throws.
 Json toJson(const ResourceSlice& slice);
+// toJson(slice) as text, with apiVersion and kind, without building a DOM:
+// request bodies, whose devices are spliced in as their forms' bytes.
+std::string toJsonText(const ResourceSlice& slice);
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
 Json toJson(const Device& device);
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
@@ -376,6 +379,8 @@ struct Form {
   static void decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d);
   static bool isEmpty(const DeviceRef& ref) { return !ref; }
   static Json encode(const DeviceRef& ref);
+  // The form's bytes, spliced into the text.
+  static void write(const DeviceRef& ref, JsonWriter& w) { w.raw(ref->json()); }
 };
 
 namespace detail {

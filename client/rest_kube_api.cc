@@ -335,8 +335,16 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
 
 StatusOr<Json> RestKubeApi::call(std::string method, std::string path, const Json* body,
                                  RetryPolicy policy, std::string_view accept) {
-  HttpRequest req =
-      request(std::move(method), std::move(path), body ? dumpJson(*body) : "", accept);
+  return send(request(std::move(method), std::move(path), body ? dumpJson(*body) : "", accept),
+              policy);
+}
+
+StatusOr<Json> RestKubeApi::callWithText(std::string method, std::string path, std::string body,
+                                         RetryPolicy policy) {
+  return send(request(std::move(method), std::move(path), std::move(body)), policy);
+}
+
+StatusOr<Json> RestKubeApi::send(const HttpRequest& req, RetryPolicy policy) {
   ASSIGN_OR_RETURN(HttpResponse response, execute(req, policy));
   if (response.body.empty()) {
     return Json::object();
@@ -531,9 +539,8 @@ StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& sl
   if (generated && slice.metadata.generate_name.empty()) {
     return invalidArgument(context + ": neither name nor generateName is set");
   }
-  const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
-  auto j = call("POST", std::string(kResourceSlicesPath), &body,
-                generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
+  auto j = callWithText("POST", std::string(kResourceSlicesPath), toJsonText(slice),
+                        generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
   if (!j.ok()) {
     return j.status().withContext(context);
   }
@@ -551,8 +558,8 @@ StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& sl
     // Without it the server overwrites unconditionally, hiding races.
     return invalidArgument(context + ": metadata.resourceVersion is required");
   }
-  const Json body = withTypeMeta(toJson(slice), kResourceApiVersion, "ResourceSlice");
-  auto j = call("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), &body);
+  auto j =
+      callWithText("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), toJsonText(slice));
   if (!j.ok()) {
     return j.status().withContext(context);
   }

@@ -167,6 +167,11 @@ class RestKubeApi final : public KubeApi {
   StatusOr<Json> call(std::string method, std::string path, const Json* body,
                       RetryPolicy policy = RetryPolicy::kAlways,
                       std::string_view accept = kJsonMediaType);
+  // Sends `req` (with retries by `policy`) and parses the answer.
+  StatusOr<Json> send(const HttpRequest& req, RetryPolicy policy);
+  // call() with a body that is JSON text already.
+  StatusOr<Json> callWithText(std::string method, std::string path, std::string body,
+                              RetryPolicy policy = RetryPolicy::kAlways);
 
   // Get, create and update of one namespaced kind (NamespacedKind).
   template <typename T>
