@@ -19,6 +19,10 @@ bool isCounterSlice(const client::ResourceSlice& s) {
   return !s.spec.shared_counters.empty() && s.spec.devices.empty();
 }
 
+bool isEmptySlice(const client::ResourceSlice& s) {
+  return s.spec.shared_counters.empty() && s.spec.devices.empty();
+}
+
 // A live slice with its index, sorted by index then name so that among
 // duplicates of one index the choice is deterministic.
 struct IndexedSlice {
@@ -52,6 +56,29 @@ std::vector<IndexedSlice> keepableSlices(const std::vector<SlicePtr>& live,
     }
   }
   return kept;
+}
+
+// Whether the server dropped the pool's counter sets: a server that drops
+// sharedCounters (DRAPartitionableDevices off: the default of Kubernetes 1.34
+// and 1.35) stores each counter slice empty. Planned as device slices, they
+// would be deleted and created again, bumping the pool, on every reconcile;
+// as counter slices they are kept, and the reconciler compares them as they
+// really are (what the server dropped is no change). Only when no live slice
+// holds counter sets (the server drops them from every slice) and there are
+// enough empty slices for every chunk of counter sets: then chunk i goes to
+// the i-th of them by index, as it went when they were created.
+bool countersDropped(const Pool& pool, const std::vector<SlicePtr>& live,
+                     const std::vector<IndexedSlice>& keepable) {
+  if (pool.shared_counters.empty()) return false;
+  if (std::any_of(live.begin(), live.end(),
+                  [](const SlicePtr& s) { return !s->spec.shared_counters.empty(); })) {
+    return false;
+  }
+  const size_t chunks =
+      (pool.shared_counters.size() + kMaxCounterSetsPerSlice - 1) / kMaxCounterSetsPerSlice;
+  const auto empty = std::count_if(keepable.begin(), keepable.end(),
+                                   [](const IndexedSlice& s) { return isEmptySlice(*s.slice); });
+  return static_cast<size_t>(empty) >= chunks;
 }
 
 void orderByIndex(Plan& plan) {
@@ -295,10 +322,13 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacem
   IndexAllocator indices;
 
   // Split the keepable live slices into counter slices and device slices.
+  const std::vector<IndexedSlice> keepable = keepableSlices(live, plan.obsolete);
+  const bool emptied = countersDropped(pool, live, keepable);
   std::vector<IndexedSlice> live_counters;
   std::vector<IndexedSlice> live_devices;
-  for (const IndexedSlice& s : keepableSlices(live, plan.obsolete)) {
-    (isCounterSlice(*s.slice) ? live_counters : live_devices).push_back(s);
+  for (const IndexedSlice& s : keepable) {
+    const bool counters = isCounterSlice(*s.slice) || (emptied && isEmptySlice(*s.slice));
+    (counters ? live_counters : live_devices).push_back(s);
   }
 
   // Counter sets: chunks of kMaxCounterSetsPerSlice, matched in order with

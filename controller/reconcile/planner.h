@@ -66,7 +66,9 @@ CounterPlacement counterPlacementFor(int major, int minor);
 // slice; devices that must move or are new fill the free room of live slices
 // first, in index order, then new slices; shared counters go in slices of
 // their own. A pool always has at least one slice (an empty pool publishes
-// one empty slice, so the scheduler sees it exists).
+// one empty slice, so the scheduler sees it exists). Live slices with neither
+// devices nor counter sets count as the pool's counter slices when no live
+// slice holds counter sets: a server that drops sharedCounters stores them so.
 Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live,
               CounterPlacement counters = CounterPlacement::kOwnSlices);
 

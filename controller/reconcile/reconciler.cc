@@ -120,53 +120,6 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
   return desired;
 }
 
-// planPool, except that a live slice without devices and without counter
-// sets is offered to the planner as a counter slice when the pool has counter
-// sets. A server that drops sharedCounters (DRAPartitionableDevices off: the
-// default of Kubernetes 1.34 and 1.35) stores the pool's counter slice empty;
-// the planner, which knows counter slices by their counter sets, would then
-// delete it and create it again, bumping the pool, on every reconcile. Kept,
-// it is compared below as it really is, so that what the server dropped is
-// no change and anything else costs one update of that slice.
-// Only when no live slice of the pool holds counter sets (the server drops
-// them from every slice) and there are enough emptied slices for every chunk
-// of counter sets: then chunk i goes to the i-th of them by index, as it
-// went when they were created, and no chunk is placed before another.
-// With counter sets in their consumers' slices there are no counter slices to
-// keep: an emptied slice is planned like any other.
-Plan planWithEmptiedCounterSlices(const Pool& pool, std::vector<SlicePtr> live,
-                                  CounterPlacement placement) {
-  if (placement == CounterPlacement::kWithConsumers) return planPool(pool, live, placement);
-  if (pool.slices.has_value() || pool.shared_counters.empty()) return planPool(pool, live);
-  size_t empty = 0;
-  for (const SlicePtr& s : live) {
-    if (!s->spec.shared_counters.empty()) return planPool(pool, live);
-    if (s->spec.devices.empty()) ++empty;
-  }
-  const size_t chunks =
-      (pool.shared_counters.size() + kMaxCounterSetsPerSlice - 1) / kMaxCounterSetsPerSlice;
-  if (empty < chunks) return planPool(pool, live);
-  std::map<const client::ResourceSlice*, SlicePtr> emptied;  // stand-in -> live slice
-  for (SlicePtr& s : live) {
-    if (!s->spec.devices.empty()) continue;
-    auto stand_in = std::make_shared<client::ResourceSlice>(*s);
-    // No counter set is named "": the planner hands it a chunk of counter
-    // sets only after the slices that hold one, in index order.
-    stand_in->spec.shared_counters.emplace_back();
-    emptied.emplace(stand_in.get(), s);
-    s = std::move(stand_in);
-  }
-  Plan plan = planPool(pool, live);
-  auto real = [&](SlicePtr& s) {
-    if (s == nullptr) return;
-    auto it = emptied.find(s.get());
-    if (it != emptied.end()) s = it->second;
-  };
-  for (PlannedSlice& p : plan.slices) real(p.live);
-  for (SlicePtr& s : plan.obsolete) real(s);
-  return plan;
-}
-
 // The result label of a slice write for metrics.
 std::string_view writeResult(const Status& status) {
   if (status.ok()) return "success";
@@ -386,7 +339,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   });
 
   // Plan which slices the pool consists of.
-  Plan plan = planWithEmptiedCounterSlices(pool, live, options_.counter_placement);
+  Plan plan = planPool(pool, live, options_.counter_placement);
   plan.obsolete.insert(plan.obsolete.end(), stale.begin(), stale.end());
 
   // Node-local slices are owned by their Node (its live UID), so that the
