@@ -4,12 +4,12 @@
 #include <atomic>
 #include <functional>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "common/log.h"
+#include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller {
 namespace {
@@ -250,7 +250,8 @@ struct Reconciler::Applied {
   int64_t count = 0;
   // The name of each planned slice, in index order (complete on success).
   std::vector<std::string> names;
-  // Fields the server dropped from what we wrote.
+  // Fields the server dropped from what we wrote, or that a live slice lacks
+  // and the server drops from every slice (server_dropped_fields).
   std::vector<std::string> dropped;
   size_t writes = 0;
   // The pool's slices after this attempt: those seen, plus those created,
@@ -386,10 +387,17 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
     bool same = client::semanticEqual(want, l.spec, &missing) && hasManagedLabel(l.metadata) &&
                 l.metadata.owner_references == owners;
     // A field we want but the live slice lacks counts as dropped by the
-    // server only if the server's answer to one of our writes said so; a
-    // slice that was never sent the field (a taint just added) is updated.
-    for (const std::string& field : missing) {
-      if (!known_dropped.contains(field)) same = false;
+    // server only if the server's answer to one of our writes said so, or
+    // the server drops that field from every slice (learnt when leading
+    // started); a slice that was never sent the field (a taint just added)
+    // is updated.
+    for (std::string& field : missing) {
+      if (known_dropped.contains(field)) continue;
+      if (options_.server_dropped_fields.contains(fieldShape(field))) {
+        out.dropped.push_back(std::move(field));  // reported in the pool's status
+        continue;
+      }
+      same = false;
     }
     if (!same) {
       differs[i] = true;
@@ -547,6 +555,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
 
   // Record the outcome.
   uint64_t previously_published = 0;
+  std::vector<std::string> newly_dropped;  // not in the pool's status before
   options_.store->updateStatus(key, [&](PoolStatus& s) {
     previously_published = s.published_version;
     s.phase = PoolPhase::kPublished;
@@ -563,6 +572,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       if (std::find(s.dropped_fields.begin(), s.dropped_fields.end(), field) ==
           s.dropped_fields.end()) {
         s.dropped_fields.push_back(field);
+        newly_dropped.push_back(field);
       }
     }
   });
@@ -578,9 +588,13 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                                    {"writes", static_cast<int64_t>(applied.writes)}});
     }
   }
-  if (!applied.dropped.empty()) {
+  // Once per field and pool: the status keeps reporting them.
+  if (!newly_dropped.empty()) {
     log::warning("API server dropped fields of the pool (features disabled there)",
-                 {{"driver", key.driver}, {"pool", key.pool}, {"fields", applied.dropped.front()}});
+                 {{"driver", key.driver},
+                  {"pool", key.pool},
+                  {"fields", static_cast<int64_t>(newly_dropped.size())},
+                  {"first", newly_dropped.front()}});
   }
   return {};
 }
