@@ -124,15 +124,6 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
   return plan;
 }
 
-// What one slice must hold together in CounterPlacement::kWithConsumers:
-// a group of counter sets with the devices that consume them, or a single
-// device that consumes none. Positions index the pool's lists.
-struct Unit {
-  std::vector<size_t> sets;
-  std::vector<size_t> devices;
-  bool advanced = false;
-};
-
 // Union-find over counter-set positions.
 class SetGroups {
  public:
@@ -149,9 +140,9 @@ class SetGroups {
   std::vector<size_t> parent_;
 };
 
-// The pool's units, in the order of their first device (units without
-// devices last, in counter-set order).
-std::vector<Unit> unitsOf(const Pool& pool) {
+}  // namespace
+
+std::vector<CounterGroup> counterGroupsOf(const Pool& pool) {
   std::unordered_map<std::string, size_t> set_position;
   for (size_t i = 0; i < pool.shared_counters.size(); ++i) {
     set_position.emplace(pool.shared_counters[i].name, i);
@@ -172,9 +163,9 @@ std::vector<Unit> unitsOf(const Pool& pool) {
       }
     }
   }
-  std::vector<Unit> units;
+  std::vector<CounterGroup> units;
   std::unordered_map<size_t, size_t> unit_of_root;
-  auto groupUnit = [&](size_t set) -> Unit& {
+  auto groupUnit = [&](size_t set) -> CounterGroup& {
     auto [it, added] = unit_of_root.emplace(groups.root(set), units.size());
     if (added) units.emplace_back();
     return units[it->second];
@@ -187,12 +178,14 @@ std::vector<Unit> unitsOf(const Pool& pool) {
     }
   }
   for (size_t s = 0; s < pool.shared_counters.size(); ++s) groupUnit(s).sets.push_back(s);
-  for (Unit& u : units) {
+  for (CounterGroup& u : units) {
     u.advanced = std::any_of(u.devices.begin(), u.devices.end(),
                              [&](size_t d) { return pool.devices[d]->advanced(); });
   }
   return units;
 }
+
+namespace {
 
 Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   Plan plan;
@@ -215,17 +208,17 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
     std::vector<size_t> sets;
     bool advanced = false;
   };
-  auto fits = [](const Content& c, const Unit& u) {
+  auto fits = [](const Content& c, const CounterGroup& u) {
     return c.devices.size() + u.devices.size() <= deviceLimit(c.advanced || u.advanced) &&
            c.sets.size() + u.sets.size() <= kMaxCounterSetsPerSlice;
   };
-  auto put = [](Content& c, const Unit& u) {
+  auto put = [](Content& c, const CounterGroup& u) {
     c.devices.insert(c.devices.end(), u.devices.begin(), u.devices.end());
     c.sets.insert(c.sets.end(), u.sets.begin(), u.sets.end());
     c.advanced = c.advanced || u.advanced;
   };
 
-  const std::vector<Unit> units = unitsOf(pool);
+  const std::vector<CounterGroup> units = counterGroupsOf(pool);
   std::vector<Content> kept(slots.size());
   // A unit goes back to the slice of its first device, else of its first
   // counter set, while there is room; plain units first, so that a device
@@ -233,7 +226,7 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   std::vector<size_t> unplaced;
   for (const bool advanced_pass : {false, true}) {
     for (size_t u = 0; u < units.size(); ++u) {
-      const Unit& unit = units[u];
+      const CounterGroup& unit = units[u];
       if (unit.advanced != advanced_pass) continue;
       std::optional<size_t> home;
       if (!unit.devices.empty()) {
@@ -256,7 +249,7 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   // index order; then new slices, each filled while the next unit fits.
   std::vector<Content> added;
   for (const size_t u : unplaced) {
-    const Unit& unit = units[u];
+    const CounterGroup& unit = units[u];
     size_t slot = 0;
     while (slot < kept.size() &&
            ((kept[slot].devices.empty() && kept[slot].sets.empty()) || !fits(kept[slot], unit))) {
