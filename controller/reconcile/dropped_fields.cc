@@ -29,7 +29,7 @@ client::ResourceSlice withDevice(client::ResourceSlice s,
   client::Device d;
   d.name = "probe";
   fill(d);
-  s.spec.devices.push_back(client::DeviceRef(d));
+  s.spec.devices.emplace_back(d);
   return s;
 }
 
@@ -73,7 +73,7 @@ std::vector<client::ResourceSlice> probeSlices(CounterPlacement placement) {
     client::CapacityRequestPolicy policy;
     policy.default_value = one();
     policy.valid_values = {one()};
-    d.capacity["probe"] = client::DeviceCapacity{one(), policy};
+    d.capacity["probe"] = client::DeviceCapacity{.value = one(), .request_policy = policy};
   }));
   out.push_back(withDevice(probeSlice("binding"), [](client::Device& d) {
     d.binds_to_node = true;
