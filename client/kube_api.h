@@ -85,6 +85,10 @@ class KubeApi {
                                      std::stop_token stop) = 0;
   // Uses metadata.generateName when metadata.name is empty.
   virtual StatusOr<ResourceSlice> createResourceSlice(const ResourceSlice& slice) = 0;
+  // The same create with dryRun=All: validated, defaulted and answered as it
+  // would be stored, and never stored (nothing reaches etcd, no watch event).
+  // For learning what the server keeps of a slice.
+  virtual StatusOr<ResourceSlice> dryRunCreateResourceSlice(const ResourceSlice& slice) = 0;
   // Requires metadata.resourceVersion: a stale one fails with kConflict.
   virtual StatusOr<ResourceSlice> updateResourceSlice(const ResourceSlice& slice) = 0;
   // A missing slice is NotFound; failed preconditions are kConflict.

@@ -533,14 +533,24 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
 }
 
 StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& slice) {
+  return postResourceSlice(slice, /*dry_run=*/false);
+}
+
+StatusOr<ResourceSlice> RestKubeApi::dryRunCreateResourceSlice(const ResourceSlice& slice) {
+  return postResourceSlice(slice, /*dry_run=*/true);
+}
+
+StatusOr<ResourceSlice> RestKubeApi::postResourceSlice(const ResourceSlice& slice, bool dry_run) {
   const bool generated = slice.metadata.name.empty();
-  const std::string context =
-      "create ResourceSlice " + (generated ? slice.metadata.generate_name : slice.metadata.name);
+  const std::string context = std::string(dry_run ? "dry-run " : "") + "create ResourceSlice " +
+                              (generated ? slice.metadata.generate_name : slice.metadata.name);
   if (generated && slice.metadata.generate_name.empty()) {
     return invalidArgument(context + ": neither name nor generateName is set");
   }
-  auto j = callWithText("POST", std::string(kResourceSlicesPath), toJsonText(slice),
-                        generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
+  // A dry run stores nothing, so repeating it after a lost answer is safe.
+  auto j = callWithText(
+      "POST", std::string(kResourceSlicesPath) + (dry_run ? "?dryRun=All" : ""), toJsonText(slice),
+      generated && !dry_run ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
   if (!j.ok()) {
     return j.status().withContext(context);
   }

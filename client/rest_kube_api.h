@@ -102,6 +102,7 @@ class RestKubeApi final : public KubeApi {
   // when the server certainly did not act: 429 (refused before any work) or
   // a connection that could not be made. Other creates retry like any call.
   StatusOr<ResourceSlice> createResourceSlice(const ResourceSlice& slice) override;
+  StatusOr<ResourceSlice> dryRunCreateResourceSlice(const ResourceSlice& slice) override;
   StatusOr<ResourceSlice> updateResourceSlice(const ResourceSlice& slice) override;
   Status deleteResourceSlice(const std::string& name, const Preconditions& preconditions) override;
   // Refuses to run without a label or field selector: that would delete
@@ -172,6 +173,9 @@ class RestKubeApi final : public KubeApi {
   // call() with a body that is JSON text already.
   StatusOr<Json> callWithText(std::string method, std::string path, std::string body,
                               RetryPolicy policy = RetryPolicy::kAlways);
+
+  // POST of a ResourceSlice, stored or (dry_run) only validated and answered.
+  StatusOr<ResourceSlice> postResourceSlice(const ResourceSlice& slice, bool dry_run);
 
   // Get, create and update of one namespaced kind (NamespacedKind).
   template <typename T>

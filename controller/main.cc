@@ -234,21 +234,24 @@ inv::HttpResponse textResponse(int status, std::string body,
 // When it cannot be read at start, the placement of Kubernetes 1.35 and later;
 // a 1.34 server with partitionable devices on then refuses such pools, and
 // the refusal is in their status.
-controller::CounterPlacement counterPlacementOf(client::KubeApi& api) {
+controller::ServerRelease serverReleaseOf(client::KubeApi& api) {
   StatusOr<client::ServerVersion> version = api.getServerVersion();
   if (!version.ok()) {
     log::warning("Cannot read the API server's version; counter sets go in slices of their own",
                  {{"error", version.status().toString()}});
-    return controller::CounterPlacement::kOwnSlices;
+    return {};
   }
-  const controller::CounterPlacement placement =
+  controller::ServerRelease release;
+  release.counter_placement =
       controller::counterPlacementFor(version->majorNumber(), version->minorNumber());
-  log::info("Kubernetes API server",
-            {{"version", version->git_version},
-             {"counterSets", placement == controller::CounterPlacement::kWithConsumers
-                                 ? "with their consumers"
-                                 : "in slices of their own"}});
-  return placement;
+  release.version = version->git_version;
+  log::info(
+      "Kubernetes API server",
+      {{"version", version->git_version},
+       {"counterSets", release.counter_placement == controller::CounterPlacement::kWithConsumers
+                           ? "with their consumers"
+                           : "in slices of their own"}});
+  return release;
 }
 
 int run(const controller::ServiceFlags& flags) {
@@ -326,7 +329,8 @@ int run(const controller::ServiceFlags& flags) {
   copts.store = &store;
   copts.workers = flags.workers;
   copts.max_parallel_writes = flags.max_parallel_slice_writes;
-  copts.counter_placement_probe = [&api] { return counterPlacementOf(**api); };
+  copts.server_release_probe = [&api] { return serverReleaseOf(**api); };
+  copts.probe_dropped_fields = true;
   copts.adoption_grace = flags.adoption_grace;
   copts.observer = &reconcile_observer;
   copts.reconciler_observer = &reconcile_observer;

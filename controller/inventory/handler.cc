@@ -568,6 +568,8 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   BodyProblems problems;
   Pool pool = decodePool(*body, "", problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+  const std::optional<ServerRelease> server = options_.store->serverRelease();
+  if (server && problems.empty()) validateCounterPlacement(pool, "", *server, problems);
 
   uint64_t version = 0;
   {
@@ -684,6 +686,12 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   BodyProblems problems;
   std::map<std::string, Pool> pools = decodeDriverPools(*body, problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+  const std::optional<ServerRelease> server = options_.store->serverRelease();
+  if (server && problems.empty()) {
+    for (const auto& [name, pool] : pools) {
+      validateCounterPlacement(pool, keyPath("pools", name), *server, problems);
+    }
+  }
 
   std::map<std::string, uint64_t> versions;
   std::vector<std::string> withdrawn;

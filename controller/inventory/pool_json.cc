@@ -706,6 +706,13 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   }
 }
 
+// "Kubernetes 1.34.2", from a gitVersion ("v1.34.2").
+std::string kubernetesRelease(const ServerRelease& server) {
+  std::string_view v = server.version;
+  if (v.starts_with('v')) v.remove_prefix(1);
+  return v.empty() ? "This Kubernetes release" : "Kubernetes " + std::string(v);
+}
+
 Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& problems) {
   client::codec::Problems found;
   Decoder decoder(found, Unknown::kRefuse);
@@ -838,6 +845,38 @@ StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
   } catch (const std::exception& e) {
     return Status(StatusCode::kInvalidArgument,
                   std::string("request body is not JSON: ") + e.what());
+  }
+}
+
+void validateCounterPlacement(const Pool& pool, const std::string& prefix,
+                              const ServerRelease& server, BodyProblems& problems) {
+  if (server.counter_placement != CounterPlacement::kWithConsumers || pool.slices) return;
+  Problems invalid(problems.invalid, problems.invalid_omitted);
+  const std::string rule = kubernetesRelease(server) +
+                           " requires each counter set in the slice of the devices that "
+                           "consume it: ";
+  for (const CounterGroup& group : counterGroupsOf(pool)) {
+    if (group.sets.empty()) continue;
+    const std::string first = inQuotes(pool.shared_counters[group.sets.front()].name);
+    if (group.sets.size() > kMaxCounterSetsPerSlice) {
+      const size_t beyond = group.sets[kMaxCounterSetsPerSlice];
+      invalid.add(indexPath(fieldPath(prefix, "sharedCounters"), beyond),
+                  rule + "counter set " + first + ", the devices that consume it and the " +
+                      std::to_string(group.sets.size() - 1) +
+                      " counter sets those consume too must share one slice, which holds at "
+                      "most " +
+                      std::to_string(kMaxCounterSetsPerSlice) + " counter sets");
+    }
+    const size_t limit = deviceLimit(group.advanced);
+    if (group.devices.size() > limit) {
+      const size_t beyond = group.devices[limit];
+      invalid.add(fieldPath(indexPath(fieldPath(prefix, "devices"), beyond), "consumesCounters"),
+                  rule + "the " + std::to_string(group.devices.size()) +
+                      " devices that consume counter set " + first +
+                      " (or a counter set consumed with it) must share one slice, which holds "
+                      "at most " +
+                      std::to_string(limit) + " devices");
+    }
   }
 }
 

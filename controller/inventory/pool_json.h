@@ -80,6 +80,14 @@ size_t decodedJsonBytes(std::string_view body);
 // errors, so that one typo does not cause a cascade of follow-up errors.
 Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems);
 
+// Adds to `problems.invalid` what the API server's counter placement cannot
+// hold: with CounterPlacement::kWithConsumers (Kubernetes 1.34), each group of
+// counter sets and the devices that consume them (counterGroupsOf) must fit
+// one slice. `pool` is one decodePool returned without problems; `prefix` as
+// there. A pool with driver-chosen slices is left to the API server.
+void validateCounterPlacement(const Pool& pool, const std::string& prefix,
+                              const ServerRelease& server, BodyProblems& problems);
+
 // Decodes and validates the body of PUT /v1/drivers/{driver}:
 // {"pools": {"<pool name>": Pool, ...}}, pool names included.
 std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller {
 namespace {
@@ -259,17 +260,36 @@ bool Controller::waitForCacheSync(std::stop_token stop) {
 bool Controller::hasSynced() const { return informer_->hasSynced() && node_informer_->hasSynced(); }
 
 void Controller::startLeading(std::stop_token stop) {
-  // Before the lock: the probe may wait for the API server.
-  std::optional<CounterPlacement> placement;
-  if (options_.counter_placement_probe && !stop.stop_requested()) {
-    placement = options_.counter_placement_probe();
+  // Before the lock: the probes may wait for the API server.
+  std::optional<ServerRelease> release;
+  if (options_.server_release_probe && !stop.stop_requested()) {
+    release = options_.server_release_probe();
+  }
+  const CounterPlacement placement =
+      release ? release->counter_placement : options_.counter_placement;
+  std::optional<std::set<std::string>> dropped;
+  if (options_.probe_dropped_fields && !stop.stop_requested()) {
+    StatusOr<std::set<std::string>> probed = probeDroppedFields(*options_.api, placement);
+    if (probed.ok()) {
+      log::info("Learnt which slice fields the API server drops",
+                {{"fields", static_cast<int64_t>(probed->size())},
+                 {"first", probed->empty() ? std::string("none") : *probed->begin()}});
+      dropped = std::move(*probed);
+    } else {
+      log::warning(
+          "Cannot learn which slice fields the API server drops; learning them from "
+          "the answers to writes",
+          {{"error", probed.status().toString()}});
+    }
   }
   // Under mu_, so that stopLeading() either sees the workers or prevents them.
   std::lock_guard lock(mu_);
   if (stop.stop_requested() || stopped_leading_) return;
   if (leading_.exchange(true)) return;
   reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
-  if (placement) reconciler_->setCounterPlacement(*placement);
+  reconciler_->setCounterPlacement(placement);
+  if (dropped) reconciler_->setServerDroppedFields(std::move(*dropped));
+  if (release) options_.store->setServerRelease(*release);
   // Every pool we know of, desired or live, gets a look.
   for (const PoolKey& key : options_.store->keys()) queue_->add(key);
   for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);

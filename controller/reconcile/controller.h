@@ -75,9 +75,15 @@ struct ControllerOptions {
   // ReconcilerOptions::counter_placement.
   CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
   // When set, asked once as leading starts (the caches have synced, so the
-  // API server answers; not at start, which must not wait for it), and its
-  // answer replaces counter_placement.
-  std::function<CounterPlacement()> counter_placement_probe;
+  // API server answers; not at start, which must not wait for it): its
+  // counter placement replaces counter_placement, and the release goes to
+  // the DesiredStore for push validation.
+  std::function<ServerRelease()> server_release_probe;
+  // Learn what the API server drops of a slice as leading starts, with
+  // dry-run creates (dropped_fields.h), so that the first reconcile knows it;
+  // if that fails, it is learnt from the answers to writes. main.cc turns it
+  // on; off by default so that tests count only the calls they expect.
+  bool probe_dropped_fields = false;
   Clock::Duration adoption_grace = kDefaultAdoptionGrace;
   Clock::Duration batch_window = kDefaultBatchWindow;
   ControllerObserver* observer = nullptr;

@@ -256,4 +256,14 @@ void DesiredStore::notifyStatus(const PoolKey& key) {
   if (on_status_) on_status_(key);
 }
 
+void DesiredStore::setServerRelease(ServerRelease release) {
+  std::lock_guard lock(mu_);
+  server_release_ = std::move(release);
+}
+
+std::optional<ServerRelease> DesiredStore::serverRelease() const {
+  std::lock_guard lock(mu_);
+  return server_release_;
+}
+
 }  // namespace rsc::controller

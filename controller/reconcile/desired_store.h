@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/siphash.h"
 #include "common/status.h"
+#include "controller/reconcile/planner.h"
 #include "controller/reconcile/pool.h"
 
 namespace rsc::controller {
@@ -37,6 +38,14 @@ struct DesiredPool {
   uint64_t version = 0;
   // When this content was first pushed (publish latency counts from here).
   Clock::TimePoint pushed_at;
+};
+
+// What the controller learns of the API server's release when leading starts.
+struct ServerRelease {
+  // Where the automatic split must put counter sets (counterPlacementFor).
+  CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
+  // gitVersion ("v1.34.2"), for messages; empty when unknown.
+  std::string version;
 };
 
 enum class PoolPhase { kPending, kPublished, kFailed, kWithdrawing };
@@ -136,6 +145,12 @@ class DesiredStore {
   // Forgets the status of a pool that is gone (withdrawn and deleted).
   void eraseStatus(const PoolKey& key);
 
+  // The API server's release, once leading has asked it (nullopt before):
+  // push validation refuses pools its counter placement cannot hold, which
+  // before then are accepted and refused when written.
+  void setServerRelease(ServerRelease release);
+  std::optional<ServerRelease> serverRelease() const;
+
  private:
   // A desired pool: its content and what changes without it.
   struct Entry {
@@ -167,6 +182,7 @@ class DesiredStore {
   // The keys of pools_ with a selection.node_name, by that name.
   std::map<std::string, std::set<PoolKey>> by_node_;
   std::map<PoolKey, PoolStatus> statuses_;
+  std::optional<ServerRelease> server_release_;
 };
 
 }  // namespace rsc::controller

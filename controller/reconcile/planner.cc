@@ -19,6 +19,10 @@ bool isCounterSlice(const client::ResourceSlice& s) {
   return !s.spec.shared_counters.empty() && s.spec.devices.empty();
 }
 
+bool isEmptySlice(const client::ResourceSlice& s) {
+  return s.spec.shared_counters.empty() && s.spec.devices.empty();
+}
+
 // A live slice with its index, sorted by index then name so that among
 // duplicates of one index the choice is deterministic.
 struct IndexedSlice {
@@ -52,6 +56,29 @@ std::vector<IndexedSlice> keepableSlices(const std::vector<SlicePtr>& live,
     }
   }
   return kept;
+}
+
+// Whether the server dropped the pool's counter sets: a server that drops
+// sharedCounters (DRAPartitionableDevices off: the default of Kubernetes 1.34
+// and 1.35) stores each counter slice empty. Planned as device slices, they
+// would be deleted and created again, bumping the pool, on every reconcile;
+// as counter slices they are kept, and the reconciler compares them as they
+// really are (what the server dropped is no change). Only when no live slice
+// holds counter sets (the server drops them from every slice) and there are
+// enough empty slices for every chunk of counter sets: then chunk i goes to
+// the i-th of them by index, as it went when they were created.
+bool countersDropped(const Pool& pool, const std::vector<SlicePtr>& live,
+                     const std::vector<IndexedSlice>& keepable) {
+  if (pool.shared_counters.empty()) return false;
+  if (std::any_of(live.begin(), live.end(),
+                  [](const SlicePtr& s) { return !s->spec.shared_counters.empty(); })) {
+    return false;
+  }
+  const size_t chunks =
+      (pool.shared_counters.size() + kMaxCounterSetsPerSlice - 1) / kMaxCounterSetsPerSlice;
+  const auto empty = std::count_if(keepable.begin(), keepable.end(),
+                                   [](const IndexedSlice& s) { return isEmptySlice(*s.slice); });
+  return static_cast<size_t>(empty) >= chunks;
 }
 
 void orderByIndex(Plan& plan) {
@@ -97,15 +124,6 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
   return plan;
 }
 
-// What one slice must hold together in CounterPlacement::kWithConsumers:
-// a group of counter sets with the devices that consume them, or a single
-// device that consumes none. Positions index the pool's lists.
-struct Unit {
-  std::vector<size_t> sets;
-  std::vector<size_t> devices;
-  bool advanced = false;
-};
-
 // Union-find over counter-set positions.
 class SetGroups {
  public:
@@ -122,9 +140,9 @@ class SetGroups {
   std::vector<size_t> parent_;
 };
 
-// The pool's units, in the order of their first device (units without
-// devices last, in counter-set order).
-std::vector<Unit> unitsOf(const Pool& pool) {
+}  // namespace
+
+std::vector<CounterGroup> counterGroupsOf(const Pool& pool) {
   std::unordered_map<std::string, size_t> set_position;
   for (size_t i = 0; i < pool.shared_counters.size(); ++i) {
     set_position.emplace(pool.shared_counters[i].name, i);
@@ -145,9 +163,9 @@ std::vector<Unit> unitsOf(const Pool& pool) {
       }
     }
   }
-  std::vector<Unit> units;
+  std::vector<CounterGroup> units;
   std::unordered_map<size_t, size_t> unit_of_root;
-  auto groupUnit = [&](size_t set) -> Unit& {
+  auto groupUnit = [&](size_t set) -> CounterGroup& {
     auto [it, added] = unit_of_root.emplace(groups.root(set), units.size());
     if (added) units.emplace_back();
     return units[it->second];
@@ -160,12 +178,14 @@ std::vector<Unit> unitsOf(const Pool& pool) {
     }
   }
   for (size_t s = 0; s < pool.shared_counters.size(); ++s) groupUnit(s).sets.push_back(s);
-  for (Unit& u : units) {
+  for (CounterGroup& u : units) {
     u.advanced = std::any_of(u.devices.begin(), u.devices.end(),
                              [&](size_t d) { return pool.devices[d]->advanced(); });
   }
   return units;
 }
+
+namespace {
 
 Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   Plan plan;
@@ -188,17 +208,17 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
     std::vector<size_t> sets;
     bool advanced = false;
   };
-  auto fits = [](const Content& c, const Unit& u) {
+  auto fits = [](const Content& c, const CounterGroup& u) {
     return c.devices.size() + u.devices.size() <= deviceLimit(c.advanced || u.advanced) &&
            c.sets.size() + u.sets.size() <= kMaxCounterSetsPerSlice;
   };
-  auto put = [](Content& c, const Unit& u) {
+  auto put = [](Content& c, const CounterGroup& u) {
     c.devices.insert(c.devices.end(), u.devices.begin(), u.devices.end());
     c.sets.insert(c.sets.end(), u.sets.begin(), u.sets.end());
     c.advanced = c.advanced || u.advanced;
   };
 
-  const std::vector<Unit> units = unitsOf(pool);
+  const std::vector<CounterGroup> units = counterGroupsOf(pool);
   std::vector<Content> kept(slots.size());
   // A unit goes back to the slice of its first device, else of its first
   // counter set, while there is room; plain units first, so that a device
@@ -206,7 +226,7 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   std::vector<size_t> unplaced;
   for (const bool advanced_pass : {false, true}) {
     for (size_t u = 0; u < units.size(); ++u) {
-      const Unit& unit = units[u];
+      const CounterGroup& unit = units[u];
       if (unit.advanced != advanced_pass) continue;
       std::optional<size_t> home;
       if (!unit.devices.empty()) {
@@ -229,7 +249,7 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
   // index order; then new slices, each filled while the next unit fits.
   std::vector<Content> added;
   for (const size_t u : unplaced) {
-    const Unit& unit = units[u];
+    const CounterGroup& unit = units[u];
     size_t slot = 0;
     while (slot < kept.size() &&
            ((kept[slot].devices.empty() && kept[slot].sets.empty()) || !fits(kept[slot], unit))) {
@@ -295,10 +315,13 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacem
   IndexAllocator indices;
 
   // Split the keepable live slices into counter slices and device slices.
+  const std::vector<IndexedSlice> keepable = keepableSlices(live, plan.obsolete);
+  const bool emptied = countersDropped(pool, live, keepable);
   std::vector<IndexedSlice> live_counters;
   std::vector<IndexedSlice> live_devices;
-  for (const IndexedSlice& s : keepableSlices(live, plan.obsolete)) {
-    (isCounterSlice(*s.slice) ? live_counters : live_devices).push_back(s);
+  for (const IndexedSlice& s : keepable) {
+    const bool counters = isCounterSlice(*s.slice) || (emptied && isEmptySlice(*s.slice));
+    (counters ? live_counters : live_devices).push_back(s);
   }
 
   // Counter sets: chunks of kMaxCounterSetsPerSlice, matched in order with

@@ -55,6 +55,22 @@ enum class CounterPlacement {
   kWithConsumers,
 };
 
+// What one slice must hold together in CounterPlacement::kWithConsumers: a
+// group of counter sets with every device that consumes one of them, or a
+// single device that consumes none (no sets). Positions index the pool's
+// devices and shared_counters, in push order.
+struct CounterGroup {
+  std::vector<size_t> sets;
+  std::vector<size_t> devices;
+  bool advanced = false;  // a device uses taints, counters or list attributes
+};
+
+// The groups of an automatically split pool, in the order of their first
+// device (groups without devices last, in counter-set order). Each fits one
+// slice when it has at most deviceLimit(advanced) devices and
+// kMaxCounterSetsPerSlice sets.
+std::vector<CounterGroup> counterGroupsOf(const Pool& pool);
+
 // The placement a Kubernetes release accepts: kWithConsumers up to 1.34,
 // kOwnSlices from 1.35 on.
 CounterPlacement counterPlacementFor(int major, int minor);
@@ -66,7 +82,9 @@ CounterPlacement counterPlacementFor(int major, int minor);
 // slice; devices that must move or are new fill the free room of live slices
 // first, in index order, then new slices; shared counters go in slices of
 // their own. A pool always has at least one slice (an empty pool publishes
-// one empty slice, so the scheduler sees it exists).
+// one empty slice, so the scheduler sees it exists). Live slices with neither
+// devices nor counter sets count as the pool's counter slices when no live
+// slice holds counter sets: a server that drops sharedCounters stores them so.
 Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live,
               CounterPlacement counters = CounterPlacement::kOwnSlices);
 

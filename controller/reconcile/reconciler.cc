@@ -4,12 +4,12 @@
 #include <atomic>
 #include <functional>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "common/log.h"
+#include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller {
 namespace {
@@ -118,53 +118,6 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
   std::vector<DesiredSlice>& slices = desired->pool.slices.emplace();
   for (const SlicePtr& s : live) slices.push_back({s->spec.devices, s->spec.shared_counters});
   return desired;
-}
-
-// planPool, except that a live slice without devices and without counter
-// sets is offered to the planner as a counter slice when the pool has counter
-// sets. A server that drops sharedCounters (DRAPartitionableDevices off: the
-// default of Kubernetes 1.34 and 1.35) stores the pool's counter slice empty;
-// the planner, which knows counter slices by their counter sets, would then
-// delete it and create it again, bumping the pool, on every reconcile. Kept,
-// it is compared below as it really is, so that what the server dropped is
-// no change and anything else costs one update of that slice.
-// Only when no live slice of the pool holds counter sets (the server drops
-// them from every slice) and there are enough emptied slices for every chunk
-// of counter sets: then chunk i goes to the i-th of them by index, as it
-// went when they were created, and no chunk is placed before another.
-// With counter sets in their consumers' slices there are no counter slices to
-// keep: an emptied slice is planned like any other.
-Plan planWithEmptiedCounterSlices(const Pool& pool, std::vector<SlicePtr> live,
-                                  CounterPlacement placement) {
-  if (placement == CounterPlacement::kWithConsumers) return planPool(pool, live, placement);
-  if (pool.slices.has_value() || pool.shared_counters.empty()) return planPool(pool, live);
-  size_t empty = 0;
-  for (const SlicePtr& s : live) {
-    if (!s->spec.shared_counters.empty()) return planPool(pool, live);
-    if (s->spec.devices.empty()) ++empty;
-  }
-  const size_t chunks =
-      (pool.shared_counters.size() + kMaxCounterSetsPerSlice - 1) / kMaxCounterSetsPerSlice;
-  if (empty < chunks) return planPool(pool, live);
-  std::map<const client::ResourceSlice*, SlicePtr> emptied;  // stand-in -> live slice
-  for (SlicePtr& s : live) {
-    if (!s->spec.devices.empty()) continue;
-    auto stand_in = std::make_shared<client::ResourceSlice>(*s);
-    // No counter set is named "": the planner hands it a chunk of counter
-    // sets only after the slices that hold one, in index order.
-    stand_in->spec.shared_counters.emplace_back();
-    emptied.emplace(stand_in.get(), s);
-    s = std::move(stand_in);
-  }
-  Plan plan = planPool(pool, live);
-  auto real = [&](SlicePtr& s) {
-    if (s == nullptr) return;
-    auto it = emptied.find(s.get());
-    if (it != emptied.end()) s = it->second;
-  };
-  for (PlannedSlice& p : plan.slices) real(p.live);
-  for (SlicePtr& s : plan.obsolete) real(s);
-  return plan;
 }
 
 // The result label of a slice write for metrics.
@@ -297,7 +250,8 @@ struct Reconciler::Applied {
   int64_t count = 0;
   // The name of each planned slice, in index order (complete on success).
   std::vector<std::string> names;
-  // Fields the server dropped from what we wrote.
+  // Fields the server dropped from what we wrote, or that a live slice lacks
+  // and the server drops from every slice (server_dropped_fields).
   std::vector<std::string> dropped;
   size_t writes = 0;
   // The pool's slices after this attempt: those seen, plus those created,
@@ -386,7 +340,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   });
 
   // Plan which slices the pool consists of.
-  Plan plan = planWithEmptiedCounterSlices(pool, live, options_.counter_placement);
+  Plan plan = planPool(pool, live, options_.counter_placement);
   plan.obsolete.insert(plan.obsolete.end(), stale.begin(), stale.end());
 
   // Node-local slices are owned by their Node (its live UID), so that the
@@ -433,10 +387,17 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
     bool same = client::semanticEqual(want, l.spec, &missing) && hasManagedLabel(l.metadata) &&
                 l.metadata.owner_references == owners;
     // A field we want but the live slice lacks counts as dropped by the
-    // server only if the server's answer to one of our writes said so; a
-    // slice that was never sent the field (a taint just added) is updated.
-    for (const std::string& field : missing) {
-      if (!known_dropped.contains(field)) same = false;
+    // server only if the server's answer to one of our writes said so, or
+    // the server drops that field from every slice (learnt when leading
+    // started); a slice that was never sent the field (a taint just added)
+    // is updated.
+    for (std::string& field : missing) {
+      if (known_dropped.contains(field)) continue;
+      if (options_.server_dropped_fields.contains(fieldShape(field))) {
+        out.dropped.push_back(std::move(field));  // reported in the pool's status
+        continue;
+      }
+      same = false;
     }
     if (!same) {
       differs[i] = true;
@@ -594,6 +555,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
 
   // Record the outcome.
   uint64_t previously_published = 0;
+  std::vector<std::string> newly_dropped;  // not in the pool's status before
   options_.store->updateStatus(key, [&](PoolStatus& s) {
     previously_published = s.published_version;
     s.phase = PoolPhase::kPublished;
@@ -610,6 +572,7 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
       if (std::find(s.dropped_fields.begin(), s.dropped_fields.end(), field) ==
           s.dropped_fields.end()) {
         s.dropped_fields.push_back(field);
+        newly_dropped.push_back(field);
       }
     }
   });
@@ -625,9 +588,13 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                                    {"writes", static_cast<int64_t>(applied.writes)}});
     }
   }
-  if (!applied.dropped.empty()) {
+  // Once per field and pool: the status keeps reporting them.
+  if (!newly_dropped.empty()) {
     log::warning("API server dropped fields of the pool (features disabled there)",
-                 {{"driver", key.driver}, {"pool", key.pool}, {"fields", applied.dropped.front()}});
+                 {{"driver", key.driver},
+                  {"pool", key.pool},
+                  {"fields", static_cast<int64_t>(newly_dropped.size())},
+                  {"first", newly_dropped.front()}});
   }
   return {};
 }

@@ -12,8 +12,10 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/kube_api.h"
@@ -92,6 +94,11 @@ struct ReconcilerOptions {
   // Where the automatic split puts counter sets: what the API server accepts
   // (counterPlacementFor its version).
   CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
+  // Fields the API server drops from every slice, as fieldShape()s
+  // (dropped_fields.h): a field we want that a live slice lacks is no change
+  // when its shape is here, as when the answer to one of our writes of the
+  // pool said so. Empty: learnt from those answers alone.
+  std::set<std::string> server_dropped_fields;
 };
 
 class Reconciler {
@@ -104,12 +111,15 @@ class Reconciler {
   void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
   // Before any reconcile runs (when leading starts).
   void setCounterPlacement(CounterPlacement p) { options_.counter_placement = p; }
+  void setServerDroppedFields(std::set<std::string> shapes) {
+    options_.server_dropped_fields = std::move(shapes);
+  }
 
  private:
   // The outcome of writing one pool's content.
   struct Applied;
 
-  explicit Reconciler(ReconcilerOptions options) : options_(options) {}
+  explicit Reconciler(ReconcilerOptions options) : options_(std::move(options)) {}
 
   // The pool's slices in the cache, plus known slices the cache lost because
   // their managed-by label was removed or changed (read back by name).

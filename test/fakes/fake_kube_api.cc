@@ -371,8 +371,8 @@ Status FakeKubeApi::invoke(Request& request) {
   std::vector<RegisteredReactor> matching;
   {
     std::lock_guard lock(mu_);
-    actions_.push_back(
-        Action{request.verb, request.resource, request.namespace_, request.name, request.options});
+    actions_.push_back(Action{request.verb, request.resource, request.namespace_, request.name,
+                              request.options, request.dry_run});
     for (const auto& registered : reactors_) {
       if (matchesPattern(registered.verb, request.verb) &&
           matchesPattern(registered.resource, request.resource)) {
@@ -718,6 +718,28 @@ StatusOr<ResourceSlice> FakeKubeApi::createResourceSlice(const ResourceSlice& sl
   return createSliceLocked(std::move(*request.slice));
 }
 
+StatusOr<ResourceSlice> FakeKubeApi::dryRunCreateResourceSlice(const ResourceSlice& slice) {
+  Request request = newRequest("create", "resourceslices", "", slice.metadata.name);
+  request.slice = slice;
+  request.dry_run = true;
+  RETURN_IF_ERROR(invoke(request));
+  ResourceSlice answer = std::move(*request.slice);
+  if (answer.metadata.name.empty()) {
+    if (answer.metadata.generate_name.empty()) {
+      return invalidError(kSlices, "", "metadata.name",
+                          "Required value: name or generateName is required");
+    }
+    answer.metadata.name =
+        answer.metadata.generate_name.substr(0, kMaxGenerateNamePrefix) + "dryrn";
+  }
+  std::lock_guard lock(mu_);
+  if (slices_.contains(answer.metadata.name))
+    return alreadyExistsError(kSlices, answer.metadata.name);
+  answer.metadata.generation = 1;
+  answer.metadata.creation_timestamp = formatTime(clock_.systemNow());
+  return answer;
+}
+
 StatusOr<ResourceSlice> FakeKubeApi::updateResourceSlice(const ResourceSlice& slice) {
   Request request = newRequest("update", "resourceslices", "", slice.metadata.name);
   request.slice = slice;
@@ -1021,8 +1043,9 @@ size_t FakeKubeApi::countActions(std::string_view verb, std::string_view resourc
 size_t FakeKubeApi::countWrites(std::string_view resource) const {
   std::lock_guard lock(mu_);
   return static_cast<size_t>(std::count_if(actions_.begin(), actions_.end(), [&](const Action& a) {
-    return a.resource == resource && (a.verb == "create" || a.verb == "update" ||
-                                      a.verb == "delete" || a.verb == "deletecollection");
+    return a.resource == resource && !a.dry_run &&
+           (a.verb == "create" || a.verb == "update" || a.verb == "delete" ||
+            a.verb == "deletecollection");
   }));
 }
 

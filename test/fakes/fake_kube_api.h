@@ -75,6 +75,7 @@ class FakeKubeApi final : public client::KubeApi {
     std::string namespace_;
     std::string name;
     client::ListOptions options;  // list, watch and deletecollection
+    bool dry_run = false;         // create with dryRun=All: not a write
   };
 
   // A call as a reactor sees it. A reactor may change the object (to default
@@ -89,6 +90,7 @@ class FakeKubeApi final : public client::KubeApi {
     client::Preconditions preconditions;
     std::optional<client::ResourceSlice> slice;  // create and update of resourceslices
     std::optional<client::Lease> lease;          // create and update of leases
+    bool dry_run = false;                        // create with dryRun=All
   };
   // Returns an error to make the call fail with it, or OK to go on.
   using Reactor = std::function<Status(Request&)>;
@@ -107,6 +109,12 @@ class FakeKubeApi final : public client::KubeApi {
                              const client::WatchHandler<client::ResourceSlice>& handler,
                              std::stop_token stop) override;
   StatusOr<client::ResourceSlice> createResourceSlice(const client::ResourceSlice& slice) override;
+  // Runs the create's reactors (Request::dry_run set) and answers what a
+  // create would store, storing nothing: no resourceVersion, uid or event, and
+  // a generated name ends in "dryrn" (no random suffix is drawn, so that the
+  // names of later creates stay as they were).
+  StatusOr<client::ResourceSlice> dryRunCreateResourceSlice(
+      const client::ResourceSlice& slice) override;
   StatusOr<client::ResourceSlice> updateResourceSlice(const client::ResourceSlice& slice) override;
   Status deleteResourceSlice(const std::string& name,
                              const client::Preconditions& preconditions) override;

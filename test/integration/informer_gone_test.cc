@@ -107,6 +107,9 @@ class WatchGate final : public KubeApi {
   StatusOr<ResourceSlice> createResourceSlice(const ResourceSlice& slice) override {
     return server_.createResourceSlice(slice);
   }
+  StatusOr<ResourceSlice> dryRunCreateResourceSlice(const ResourceSlice& slice) override {
+    return server_.dryRunCreateResourceSlice(slice);
+  }
   StatusOr<ResourceSlice> updateResourceSlice(const ResourceSlice& slice) override {
     return server_.updateResourceSlice(slice);
   }

@@ -231,7 +231,8 @@ double ServiceEnv::metric(const ControllerProcess& c, const std::string& series)
   return std::nan("");
 }
 
-double ServiceEnv::apiServerRequests(const std::string& resource, const std::string& verb) {
+double ServiceEnv::apiServerRequests(const std::string& resource, const std::string& verb,
+                                     bool dry_run) {
   const HttpAnswer a = kube("GET", "/metrics");
   EXPECT_EQ(a.code, 200) << a.body.substr(0, 200);
   const std::string name = "apiserver_request_total{";
@@ -251,7 +252,9 @@ double ServiceEnv::apiServerRequests(const std::string& resource, const std::str
       return at != std::string::npos && (at == 0 || labels[at - 1] == ',') &&
              (at + label.size() == labels.size() || labels[at + label.size()] == ',');
     };
-    if (has(want_resource) && has(want_verb)) total += std::stod(line.substr(end + 2));
+    if (has(want_resource) && has(want_verb) && has("dry_run=\"All\"") == dry_run) {
+      total += std::stod(line.substr(end + 2));
+    }
   }
   return total;
 }

@@ -112,7 +112,10 @@ class ServiceEnv {
   // with `verb` (GET, LIST, WATCH, POST, PUT, PATCH, DELETE: writes by their
   // HTTP method), from every client: the sum
   // of apiserver_request_total over its other labels, scraped as admin.
-  double apiServerRequests(const std::string& resource, const std::string& verb);
+  // Dry runs (dryRun=All: answered, never stored) are counted apart: only
+  // when `dry_run` is set, and then only they.
+  double apiServerRequests(const std::string& resource, const std::string& verb,
+                           bool dry_run = false);
 
   // A fresh temp folder for logs.
   const std::filesystem::path& logDir() const { return log_dir_; }

@@ -290,7 +290,18 @@ TEST_F(VersionsTest, ARestartedControllerPushedEverythingAgainWritesNothing) {
   // A restarted controller adopts what is live; the drivers push again.
   controller_.process->signal(SIGTERM);
   ASSERT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
+  const double dry_runs = env_.apiServerRequests("resourceslices", "POST", /*dry_run=*/true);
   controller_ = env_.startController("versions-restarted", {"--auth=none", "-v=4"});
+  // The restarted controller learnt what the server drops from dry-run
+  // creates as it started leading; they stored nothing.
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    return env_.apiServerRequests("resourceslices", "POST", /*dry_run=*/true) > dry_runs;
+  })) << controller_.process->log();
+  client::ListOptions probes;
+  probes.field_selector = "spec.driver=probe.resourceslice-controller.dra.k8s.io";
+  const auto stored = env_.api().listResourceSlices(probes);
+  ASSERT_TRUE(stored.ok()) << stored.status().toString();
+  EXPECT_TRUE(stored->items.empty());
   for (const Example& e : all) {
     const Writes before = writes();
     EXPECT_EQ(push(e).code, 200) << e.file;

@@ -126,6 +126,74 @@ class InventoryHandlerTest : public ::testing::Test {
 
 // ---- Pools: push, status, publication ---------------------------------------
 
+// A pool whose counter sets cannot each share the slice of their consumers:
+// `consumers` partitions of one GPU, or (`chained` > 0) a chain of `chained`
+// counter sets, each device consuming two neighbours.
+std::string counterPool(int consumers, int chained = 0) {
+  auto set = [](const std::string& name) {
+    return Json({{"name", name}, {"counters", {{"memory", {{"value", "80Gi"}}}}}});
+  };
+  auto use = [](const std::string& name) {
+    return Json({{"counterSet", name}, {"counters", {{"memory", {{"value", "1Gi"}}}}}});
+  };
+  Json sets = Json::array();
+  Json devices = Json::array();
+  if (chained > 0) {
+    for (int i = 0; i < chained; ++i) sets.push_back(set("set-" + std::to_string(i)));
+    for (int i = 0; i + 1 < chained; ++i) {
+      devices.push_back({{"name", "part-" + std::to_string(i)},
+                         {"consumesCounters",
+                          {use("set-" + std::to_string(i)), use("set-" + std::to_string(i + 1))}}});
+    }
+  } else {
+    sets.push_back(set("gpu-0"));
+    for (int i = 0; i < consumers; ++i) {
+      devices.push_back(
+          {{"name", "part-" + std::to_string(i)}, {"consumesCounters", {use("gpu-0")}}});
+    }
+  }
+  return Json({{"nodeName", "node-a"}, {"sharedCounters", sets}, {"devices", devices}}).dump();
+}
+
+// Kubernetes 1.34 takes a counter set only in the slice of its consumers:
+// once leading has learnt the server's release, a pool whose group of
+// counter sets and consumers cannot fit one slice is refused at push time,
+// naming the field and the release; before that it is accepted (and the
+// reconcile reports the server's refusal).
+TEST_F(InventoryHandlerTest, CounterGroupsTooLargeForOneSliceAreRefusedOnKubernetes134) {
+  const std::string path = "/v1/drivers/gpu.example.com/pools/node-a";
+  EXPECT_EQ(call("PUT", path, counterPool(65), "node-a").response.status, 202);
+  store_.remove({kGpu, "node-a"});
+
+  store_.setServerRelease({CounterPlacement::kOwnSlices, "v1.35.0"});
+  EXPECT_EQ(call("PUT", path, counterPool(65), "node-a").response.status, 202);
+  store_.remove({kGpu, "node-a"});
+
+  store_.setServerRelease({CounterPlacement::kWithConsumers, "v1.34.2"});
+  const std::string before = snapshot();
+  HandlerResult devices = call("PUT", path, counterPool(65), "node-a");
+  EXPECT_EQ(devices.response.status, 422) << devices.response.body;
+  EXPECT_EQ(detailFields(devices.response),
+            std::vector<std::string>{"devices[64].consumesCounters"});
+  EXPECT_THAT(bodyOf(devices.response).at("details")[0].at("message").get<std::string>(),
+              HasSubstr("Kubernetes 1.34.2 requires each counter set in the slice of the "
+                        "devices that consume it"));
+  HandlerResult sets = call("PUT", path, counterPool(0, 9), "node-a");
+  EXPECT_EQ(sets.response.status, 422) << sets.response.body;
+  EXPECT_EQ(detailFields(sets.response), std::vector<std::string>{"sharedCounters[8]"});
+  HandlerResult driver =
+      call("PUT", "/v1/drivers/gpu.example.com",
+           Json({{"pools", {{"node-a", Json::parse(counterPool(65))}}}}).dump(), "node-a");
+  EXPECT_EQ(driver.response.status, 422) << driver.response.body;
+  ASSERT_EQ(detailFields(driver.response).size(), 1U);
+  EXPECT_THAT(detailFields(driver.response)[0], HasSubstr("devices[64].consumesCounters"));
+  EXPECT_EQ(snapshot(), before);
+
+  // What fits one slice is taken.
+  EXPECT_EQ(call("PUT", path, counterPool(64), "node-a").response.status, 202);
+  EXPECT_EQ(call("PUT", path, counterPool(0, 8), "node-a").response.status, 202);
+}
+
 TEST_F(InventoryHandlerTest, PutPoolIsAcceptedThenPublished) {
   HandlerResult put =
       call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", gpuPool("node-a"), "node-a");

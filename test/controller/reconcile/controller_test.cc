@@ -251,9 +251,9 @@ TEST(ControllerPlacement, IsAskedForWhenLeadingStarts) {
   api.addNode("node-a");
   ControllerOptions o = manualOptions(api, clock, store);
   int asked = 0;
-  o.counter_placement_probe = [&] {
+  o.server_release_probe = [&] {
     ++asked;
-    return CounterPlacement::kWithConsumers;
+    return ServerRelease{CounterPlacement::kWithConsumers, "v1.34.0"};
   };
   auto c = Controller::create(o);
   ASSERT_TRUE(c.ok()) << c.status().toString();

@@ -212,6 +212,38 @@ TEST(Planner, SharedCountersGoInSlicesOfTheirOwn) {
   EXPECT_EQ(plan.slices.size(), 3U);
 }
 
+// A server that drops sharedCounters (DRAPartitionableDevices off) stores the
+// counter slices empty: they stay the counter slices, chunk i in the i-th of
+// them by index, instead of being deleted and created again.
+TEST(Planner, EmptiedCounterSlicesStayCounterSlices) {
+  Pool pool;
+  pool.devices = devices("part-", 3);
+  for (int i = 0; i < 10; ++i)
+    pool.shared_counters.push_back(counterSet("gpu-" + std::to_string(i)));
+  const std::vector<SlicePtr> live = {liveSlice(0, {}), liveSlice(1, {}),
+                                      liveSlice(2, pool.devices)};
+  const Plan plan = planPool(pool, live);
+  EXPECT_TRUE(plan.obsolete.empty());
+  ASSERT_EQ(plan.slices.size(), 3U);
+  for (size_t i = 0; i < plan.slices.size(); ++i) EXPECT_EQ(plan.slices[i].live, live[i]) << i;
+  EXPECT_EQ(plan.slices[0].shared_counters.front().name, "gpu-0");
+  EXPECT_EQ(plan.slices[1].shared_counters.front().name, "gpu-8");
+  EXPECT_EQ(names(plan.slices[2]), (std::vector<std::string>{"part-0", "part-1", "part-2"}));
+
+  // Not when a live slice still holds counter sets (the server keeps them):
+  // an empty slice then is only an emptied device slice, and goes.
+  const std::vector<SlicePtr> kept = {liveSlice(0, {}), liveSlice(1, {}, {counterSet("gpu-8")}),
+                                      liveSlice(2, pool.devices)};
+  const Plan replaced = planPool(pool, kept);
+  ASSERT_EQ(replaced.obsolete.size(), 1U);
+  EXPECT_EQ(replaced.obsolete[0], kept[0]);
+  ASSERT_EQ(replaced.slices.size(), 3U);
+  EXPECT_EQ(replaced.slices[0].live, nullptr);
+  EXPECT_EQ(replaced.slices[0].shared_counters.front().name, "gpu-0");
+  EXPECT_EQ(replaced.slices[1].live, kept[1]);
+  EXPECT_EQ(replaced.slices[1].shared_counters.front().name, "gpu-8");
+}
+
 // A device that consumes memory of each of `sets`.
 client::DeviceRef consumer(const std::string& name, const std::vector<std::string>& sets) {
   client::Device d = device(name);
