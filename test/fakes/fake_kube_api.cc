@@ -308,6 +308,7 @@ struct FakeKubeApi::Watcher {
   std::deque<WatchEvent<ResourceSlice>> pending;
   bool closed = false;      // resetWatches(): end now, drop what is pending
   bool delivering = false;  // an event is in the handler
+  bool waiting = false;     // the watch's thread waits for an event
 
   // Queues the event `entry` means for this watch's selection, if any.
   void offer(const HistoryEntry& entry) {
@@ -353,6 +354,7 @@ struct FakeKubeApi::NodeWatcher {
   std::deque<WatchEvent<client::PartialObjectMetadata>> pending;
   bool closed = false;
   bool delivering = false;
+  bool waiting = false;
 };
 
 FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
@@ -437,7 +439,7 @@ void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
     history_floor_ = history_.front().resource_version;
     history_.pop_front();
   }
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
@@ -453,7 +455,7 @@ void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
     node_history_floor_ = node_history_.front().resource_version;
     node_history_.pop_front();
   }
-  cv_.notify_all();
+  notifyLocked();
 }
 
 template <typename W, typename T>
@@ -463,13 +465,17 @@ Status FakeKubeApi::serveWatchLocked(std::unique_lock<std::mutex>& lock,
                                      const client::WatchHandler<T>& handler,
                                      const std::stop_token& stop, std::string_view what) {
   registry.push_back(watcher);
-  cv_.notify_all();
+  notifyLocked();
   auto unregister = [&] {
     std::erase(registry, watcher);
-    cv_.notify_all();
+    notifyLocked();
   };
   while (true) {
+    watcher->waiting = true;
+    reportBlockedLocked();
     cv_.wait(lock, stop, [&] { return watcher->closed || !watcher->pending.empty(); });
+    watcher->waiting = false;
+    reportBlockedLocked();
     if (stop.stop_requested()) {
       unregister();
       return cancelled("watch " + std::string(what) + ": stopped");
@@ -485,7 +491,7 @@ Status FakeKubeApi::serveWatchLocked(std::unique_lock<std::mutex>& lock,
     const bool more = handler(event);
     lock.lock();
     watcher->delivering = false;
-    cv_.notify_all();
+    notifyLocked();
     if (!more || event.type == WatchEventType::kError) {
       unregister();
       return okStatus();
@@ -1085,6 +1091,20 @@ std::string FakeKubeApi::resourceVersion() const {
   return std::to_string(resource_version_);
 }
 
+void FakeKubeApi::notifyLocked() {
+  reportBlockedLocked();
+  cv_.notify_all();
+}
+
+void FakeKubeApi::reportBlockedLocked() {
+  if (options_.blocked == nullptr) return;
+  size_t blocked = 0;
+  forEachWatcherLocked([&](const auto& watcher) {
+    blocked += watcher.waiting && !watcher.closed && watcher.pending.empty();
+  });
+  options_.blocked->set(this, blocked);
+}
+
 template <typename F>
 void FakeKubeApi::forEachWatcherLocked(F f) const {
   for (const auto& watcher : watchers_) {
@@ -1098,7 +1118,7 @@ void FakeKubeApi::forEachWatcherLocked(F f) const {
 void FakeKubeApi::resetWatches() {
   std::lock_guard lock(mu_);
   forEachWatcherLocked([](auto& watcher) { watcher.closed = true; });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::sendWatchError(const Status& error) {
@@ -1109,7 +1129,7 @@ void FakeKubeApi::sendWatchError(const Status& error) {
     event.error = error;
     watcher.pending.push_back(std::move(event));
   });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::sendBookmark() {
@@ -1123,7 +1143,7 @@ void FakeKubeApi::sendBookmark() {
     event.object.metadata.resource_version = std::to_string(resource_version_);
     watcher.pending.push_back(std::move(event));
   });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::compact() {

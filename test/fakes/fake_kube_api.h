@@ -26,6 +26,7 @@
 #include "client/kube_api.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "test/fakes/blocked_threads.h"
 
 namespace rsc::testing {
 
@@ -36,6 +37,10 @@ struct FakeKubeApiOptions {
   size_t watch_history = 1000;
   // Seeds generateName suffixes and UIDs, so that names are stable per test.
   uint64_t seed = 1;
+  // When set, told how many watches wait for an event with none left to
+  // deliver (their threads are blocked until the fake changes); must outlive
+  // the fake.
+  BlockedThreads* blocked = nullptr;
 };
 
 // What the fake emulates, for ResourceSlices: a global, monotonically
@@ -258,6 +263,10 @@ class FakeKubeApi final : public client::KubeApi {
   void publishLocked(client::WatchEventType type, const client::ResourceSlice* old,
                      const client::ResourceSlice& object);
   void publishNodeLocked(client::WatchEventType type, const client::Node& node);
+  // Wakes every waiter after a change, and reports the blocked watches.
+  void notifyLocked();
+  // Tells options_.blocked how many watches wait with nothing to deliver.
+  void reportBlockedLocked();
   // Applies `f` to every open watch, of ResourceSlices and of Nodes.
   template <typename F>
   void forEachWatcherLocked(F f) const;
