@@ -326,6 +326,14 @@ class WorkQueue {
     });
   }
 
+  // Blocks until shutDown() or shutDownWithDrain() has been called; false
+  // when the safety net `timeout` runs out. shutDownWithDrain() starts its
+  // wait in the same critical section, so a drainer is waiting by then.
+  bool waitShuttingDownForTest(Clock::Duration timeout) const {
+    std::unique_lock lock(mu_);
+    return idle_cv_.wait_for(lock, timeout, [&] { return shutting_down_; });
+  }
+
   // Returns how many callers are blocked in get(), so tests can tell that a
   // getter is waiting before they wake it.
   std::size_t blockedGettersForTest() const {
@@ -357,6 +365,7 @@ class WorkQueue {
     items_cv_.notify_all();
     drained_cv_.notify_all();
     delay_cv_.notify_all();
+    idle_cv_.notify_all();
   }
 
   std::size_t releaseDueLocked(Clock::TimePoint now) {
@@ -416,7 +425,7 @@ class WorkQueue {
   // shutdown.
   std::condition_variable delay_cv_;
   // waitIdleForTest() waits here for getters to block and processing_ to
-  // empty.
+  // empty, waitShuttingDownForTest() for shutdown.
   mutable std::condition_variable idle_cv_;
 
   // All guarded by mu_. Every key in queue_ is in dirty_ and not in processing_.
