@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <thread>
 #include <type_traits>
 
 namespace rsc::testing {
@@ -369,6 +368,18 @@ FakeKubeApi::~FakeKubeApi() = default;
 
 // ---- plumbing ---------------------------------------------------------------
 
+void FakeKubeApi::holdWritesUntilConcurrent(size_t n) {
+  std::lock_guard lock(writes_mu_);
+  counting_writes_ = true;
+  hold_writes_until_ = n;
+  max_writes_in_flight_ = 0;
+}
+
+size_t FakeKubeApi::maxConcurrentWrites() const {
+  std::lock_guard lock(writes_mu_);
+  return max_writes_in_flight_;
+}
+
 Status FakeKubeApi::invoke(Request& request) {
   std::vector<RegisteredReactor> matching;
   {
@@ -382,15 +393,22 @@ Status FakeKubeApi::invoke(Request& request) {
       }
     }
   }
-  if (const int64_t delay = write_delay_ms_.load();
-      delay > 0 && request.resource == "resourceslices" &&
+  if (request.resource == "resourceslices" &&
       (request.verb == "create" || request.verb == "update" || request.verb == "delete")) {
-    const size_t now = ++writes_in_flight_;
-    size_t seen = max_writes_in_flight_.load();
-    while (now > seen && !max_writes_in_flight_.compare_exchange_weak(seen, now)) {
+    std::unique_lock lock(writes_mu_);
+    if (counting_writes_) {
+      max_writes_in_flight_ = std::max(max_writes_in_flight_, ++writes_in_flight_);
+      if (hold_writes_until_ != 0 && writes_in_flight_ >= hold_writes_until_) {
+        hold_writes_until_ = 0;  // open for good
+      }
+      writes_cv_.notify_all();
+      if (!writes_cv_.wait_for(lock, std::chrono::seconds(10),
+                               [&] { return hold_writes_until_ == 0; })) {
+        hold_writes_until_ = 0;  // the safety net: fail once, not per write
+        writes_cv_.notify_all();
+      }
+      --writes_in_flight_;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-    --writes_in_flight_;
   }
   for (const RegisteredReactor& registered : matching) {
     std::lock_guard running(*registered.running);

@@ -150,11 +150,15 @@ class FakeKubeApi final : public client::KubeApi {
   size_t countActions(std::string_view verb, std::string_view resource) const;
   // Counts create, update, delete and deletecollection calls on `resource`.
   size_t countWrites(std::string_view resource = "resourceslices") const;
-  // Makes every slice write (create, update, delete) take `delay` of real
-  // time, outside the fake's locks, so that a test can see writes overlap.
-  void setWriteDelay(std::chrono::milliseconds delay) { write_delay_ms_ = delay.count(); }
-  // The most slice writes that were under way at once.
-  size_t maxConcurrentWrites() const { return max_writes_in_flight_; }
+  // Makes slice writes (create, update, delete) wait, outside the fake's
+  // other locks, until `n` of them are under way at once; then those go on
+  // and later writes do not wait. A test sees writes overlap without
+  // sleeping. A write that has waited 10 s goes on anyway (a safety net), so
+  // code that never writes `n` at once fails the test instead of hanging it.
+  void holdWritesUntilConcurrent(size_t n);
+  // The most slice writes that were under way at once since
+  // holdWritesUntilConcurrent().
+  size_t maxConcurrentWrites() const;
 
   // Another writer's view, not recorded and without reactors: seeds objects
   // and makes foreign changes with the same semantics as the API calls.
@@ -314,9 +318,14 @@ class FakeKubeApi final : public client::KubeApi {
     std::shared_ptr<std::mutex> running = std::make_shared<std::mutex>();
   };
   std::vector<RegisteredReactor> reactors_;  // newest first
-  std::atomic<int64_t> write_delay_ms_{0};
-  std::atomic<size_t> writes_in_flight_{0};
-  std::atomic<size_t> max_writes_in_flight_{0};
+  // holdWritesUntilConcurrent(): its own lock, so that held writes block
+  // nothing else.
+  mutable std::mutex writes_mu_;
+  std::condition_variable writes_cv_;
+  bool counting_writes_ = false;   // guarded by writes_mu_
+  size_t hold_writes_until_ = 0;   // 0: no hold; guarded by writes_mu_
+  size_t writes_in_flight_ = 0;    // guarded by writes_mu_
+  size_t max_writes_in_flight_ = 0;  // guarded by writes_mu_
   std::function<client::TokenReview(const client::TokenReview&)> token_reviewer_;
   std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> access_reviewer_;
 };
