@@ -230,9 +230,8 @@ void InventoryEndpoint::stop() { impl_->stop(); }
 
 bool InventoryEndpoint::waitIdleForTest(size_t held) const {
   std::unique_lock lock(impl_->mu);
-  return impl_->changed.wait_for(lock, std::chrono::seconds(10), [&] {
-    return impl_->tasks == 0 && impl_->held.size() == held;
-  });
+  return impl_->changed.wait_for(lock, std::chrono::seconds(10),
+                                 [&] { return impl_->tasks == 0 && impl_->held.size() == held; });
 }
 
 size_t InventoryEndpoint::pendingCount() const {

@@ -322,9 +322,9 @@ class FakeKubeApi final : public client::KubeApi {
   // nothing else.
   mutable std::mutex writes_mu_;
   std::condition_variable writes_cv_;
-  bool counting_writes_ = false;   // guarded by writes_mu_
-  size_t hold_writes_until_ = 0;   // 0: no hold; guarded by writes_mu_
-  size_t writes_in_flight_ = 0;    // guarded by writes_mu_
+  bool counting_writes_ = false;     // guarded by writes_mu_
+  size_t hold_writes_until_ = 0;     // 0: no hold; guarded by writes_mu_
+  size_t writes_in_flight_ = 0;      // guarded by writes_mu_
   size_t max_writes_in_flight_ = 0;  // guarded by writes_mu_
   std::function<client::TokenReview(const client::TokenReview&)> token_reviewer_;
   std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> access_reviewer_;
