@@ -1,6 +1,8 @@
 #include "controller/inventory/endpoint.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <optional>
 #include <vector>
 
@@ -37,6 +39,9 @@ struct InventoryEndpoint::Impl {
   void complete(uint64_t id);
   void recheck(const PoolKey& key);
   void stop();
+  // Runs `task` on the worker pool, counted in `tasks`.
+  template <typename F>
+  void post(F task);
 
   InventoryHandler& handler;
   Clock& clock;
@@ -48,7 +53,21 @@ struct InventoryEndpoint::Impl {
   bool stopping = false;          // guarded by mu
   uint64_t next_id = 1;           // guarded by mu
   std::map<uint64_t, Held> held;  // guarded by mu
+  size_t tasks = 0;               // posted and not yet finished; guarded by mu
+  // Notified when tasks or held change, for waitIdleForTest().
+  std::condition_variable changed;
 };
+
+template <typename F>
+void InventoryEndpoint::Impl::post(F task) {
+  ++tasks;  // the callers hold mu
+  asio::post(pool, [this, task = std::move(task)]() mutable {
+    task();
+    std::lock_guard lock(mu);
+    --tasks;
+    changed.notify_all();
+  });
+}
 
 void InventoryEndpoint::Impl::run(const HttpRequest& request,
                                   const HttpServer::Responder& respond) {
@@ -108,6 +127,7 @@ void InventoryEndpoint::Impl::hold(PendingWait wait, HttpServer::Responder respo
     }
     id = next_id++;
     held.emplace(id, Held{std::move(wait), std::move(respond), timer});
+    changed.notify_all();
   }
   asio::post(strand, [this, timer, id, remaining] {
     // Answered already (published at once, or stopped): a timer started now
@@ -141,6 +161,7 @@ void InventoryEndpoint::Impl::complete(uint64_t id) {
     if (it == held.end()) return;
     taken = std::move(it->second);
     held.erase(it);
+    changed.notify_all();
   }
   asio::post(strand, [timer = taken.timer] { timer->cancel(); });
   taken.respond(handler.render(taken.wait));
@@ -198,8 +219,7 @@ HttpServer::Handler InventoryEndpoint::httpHandler() {
     {
       std::lock_guard lock(impl->mu);
       if (!impl->stopping) {
-        asio::post(impl->pool,
-                   [raw = impl.get(), request = std::move(request),
+        impl->post([raw = impl.get(), request = std::move(request),
                     respond = std::move(respond)]() mutable { raw->run(request, respond); });
         return;
       }
@@ -222,7 +242,7 @@ InventoryEndpoint::admitHandler() {
     {
       std::lock_guard lock(impl->mu);
       if (!impl->stopping) {
-        asio::post(impl->pool, [raw = impl.get(), head, decide = std::move(decide)] {
+        impl->post([raw = impl.get(), head, decide = std::move(decide)] {
           Admission admission;
           try {
             admission = raw->handler.admit(head);
@@ -250,14 +270,18 @@ InventoryEndpoint::admitHandler() {
 }
 
 void InventoryEndpoint::poolStatusChanged(const PoolKey& key) {
-  {
-    std::lock_guard lock(impl_->mu);
-    if (impl_->stopping || impl_->held.empty()) return;
-  }
-  asio::post(impl_->pool, [raw = impl_.get(), key] { raw->recheck(key); });
+  std::lock_guard lock(impl_->mu);
+  if (impl_->stopping || impl_->held.empty()) return;
+  impl_->post([raw = impl_.get(), key] { raw->recheck(key); });
 }
 
 void InventoryEndpoint::stop() { impl_->stop(); }
+
+bool InventoryEndpoint::waitIdleForTest(size_t held) const {
+  std::unique_lock lock(impl_->mu);
+  return impl_->changed.wait_for(lock, std::chrono::seconds(10),
+                                 [&] { return impl_->tasks == 0 && impl_->held.size() == held; });
+}
 
 size_t InventoryEndpoint::pendingCount() const {
   std::lock_guard lock(impl_->mu);

@@ -52,6 +52,9 @@ class InventoryEndpoint {
 
   // The number of held pushes; for tests.
   size_t pendingCount() const;
+  // Blocks until no request or status change is queued or being handled and
+  // `held` pushes are held; false after a safety timeout. For tests.
+  bool waitIdleForTest(size_t held) const;
 
  private:
   struct Impl;

@@ -4,7 +4,10 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -225,7 +228,7 @@ class HttpServer::Impl {
     auto client = per_client_.find(it->second->client());
     if (client != per_client_.end() && --client->second == 0) per_client_.erase(client);
     connections_.erase(it);
-    connection_count_ = connections_.size();
+    countConnections();
     if (stopping_ && connections_.empty()) grace_timer_.cancel();
   }
   // Reserves `bytes` of the in-flight body budget; false when it does not fit.
@@ -252,11 +255,21 @@ class HttpServer::Impl {
     }
   }
   bool stopping() const { return stopping_; }
+  // Publishes the number of open connections (connection_count_).
+  void countConnections() {
+    std::lock_guard lock(observed_mu_);
+    connection_count_ = connections_.size();
+    observed_cv_.notify_all();
+  }
   const HttpServerOptions& options() const { return options_; }
   const Handler& handler() const { return handler_; }
   const std::shared_ptr<asio::io_context>& ioc() const { return ioc_; }
 
   std::atomic<size_t> connection_count_{0};
+  // For the tests' waits: notified when connection_count_ or closed_ changes.
+  std::mutex observed_mu_;
+  std::condition_variable observed_cv_;
+  bool closed_ = false;  // the acceptor is closed for good; guarded by observed_mu_
   std::atomic<size_t> tls_loads_{0};
   std::atomic<size_t> refusals_{0};
   tcp::endpoint bound_;
@@ -858,7 +871,7 @@ void HttpServer::Impl::onAccept(const boost::system::error_code& ec, tcp::socket
     }
     ++per_client_[client];
     connections_[id] = connection;
-    connection_count_ = connections_.size();
+    countConnections();
     connection->start();
   }
   doAccept();
@@ -908,6 +921,11 @@ void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
   stopping_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
+  {
+    std::lock_guard lock(observed_mu_);
+    closed_ = true;
+    observed_cv_.notify_all();
+  }
   retry_timer_.cancel();
   work_.reset();
   // Idle connections close now; the others after their response.
@@ -970,6 +988,18 @@ void HttpServer::stop(std::chrono::milliseconds grace) {
 }
 
 size_t HttpServer::connectionCount() const { return impl_->connection_count_; }
+
+bool HttpServer::waitForConnectionsForTest(size_t n) const {
+  std::unique_lock lock(impl_->observed_mu_);
+  return impl_->observed_cv_.wait_for(lock, std::chrono::seconds(10),
+                                      [&] { return impl_->connection_count_ == n; });
+}
+
+bool HttpServer::waitForStopAcceptingForTest() const {
+  std::unique_lock lock(impl_->observed_mu_);
+  return impl_->observed_cv_.wait_for(lock, std::chrono::seconds(10),
+                                      [&] { return impl_->closed_; });
+}
 
 size_t HttpServer::tlsLoadCount() const { return impl_->tls_loads_; }
 

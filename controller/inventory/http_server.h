@@ -131,6 +131,11 @@ class HttpServer {
 
   // The number of open connections; thread-safe, for tests and logs.
   size_t connectionCount() const;
+  // For tests, which must not poll: block until connectionCount() == n, or
+  // until stop() has closed the listening socket. False after a safety
+  // timeout.
+  bool waitForConnectionsForTest(size_t n) const;
+  bool waitForStopAcceptingForTest() const;
   // How many times the TLS files were loaded (1 after start); for tests.
   size_t tlsLoadCount() const;
   // How many connections and requests the server refused itself; for tests.

@@ -339,6 +339,13 @@ bool Controller::processNextItemForTest() { return processNextItem(false); }
 
 SliceCache& Controller::cacheForTest() { return *cache_; }
 
+bool Controller::waitIdleForTest() {
+  std::unique_lock lock(mu_);
+  const size_t workers = workers_.size();
+  lock.unlock();
+  return queue_->waitIdleForTest(workers, std::chrono::seconds(10));
+}
+
 bool Controller::processNextItem(bool block) {
   if (!leading_ || (!block && queue_->len() == 0)) return false;
   std::optional<PoolKey> key = queue_->get();

@@ -136,6 +136,10 @@ class Controller {
   bool processNextItemForTest();
   void housekeepingForTest() { housekeeping(); }
   WorkQueue<PoolKey>& queueForTest() { return *queue_; }
+  // Blocks until every worker thread waits for a key with nothing queued and
+  // no key is being processed (with no workers: until none is); false after
+  // a safety timeout.
+  bool waitIdleForTest();
   SliceCache& cacheForTest();
 
  private:

@@ -169,6 +169,7 @@ class WorkQueue {
   std::optional<Key> get() {
     std::unique_lock lock(mu_);
     ++blocked_getters_;
+    idle_cv_.notify_all();
     items_cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
     --blocked_getters_;
     if (queue_.empty()) {
@@ -200,6 +201,7 @@ class WorkQueue {
       items_cv_.notify_one();
     } else if (processing_.empty()) {
       drained_cv_.notify_all();
+      idle_cv_.notify_all();
     }
   }
 
@@ -311,6 +313,27 @@ class WorkQueue {
     return processing_.size();
   }
 
+  // Blocks until no key is being processed and `getters` callers wait in
+  // get() with nothing queued; with `getters` 0, until no key is being
+  // processed. A test that runs `getters` worker threads then knows that they
+  // have done all they can. `timeout` is a safety net, never the
+  // synchronisation; returns false when it runs out.
+  bool waitIdleForTest(std::size_t getters, Clock::Duration timeout) const {
+    std::unique_lock lock(mu_);
+    return idle_cv_.wait_for(lock, timeout, [&] {
+      return processing_.empty() &&
+             (getters == 0 || (queue_.empty() && blocked_getters_ == getters));
+    });
+  }
+
+  // Blocks until shutDown() or shutDownWithDrain() has been called; false
+  // when the safety net `timeout` runs out. shutDownWithDrain() starts its
+  // wait in the same critical section, so a drainer is waiting by then.
+  bool waitShuttingDownForTest(Clock::Duration timeout) const {
+    std::unique_lock lock(mu_);
+    return idle_cv_.wait_for(lock, timeout, [&] { return shutting_down_; });
+  }
+
   // Returns how many callers are blocked in get(), so tests can tell that a
   // getter is waiting before they wake it.
   std::size_t blockedGettersForTest() const {
@@ -342,6 +365,7 @@ class WorkQueue {
     items_cv_.notify_all();
     drained_cv_.notify_all();
     delay_cv_.notify_all();
+    idle_cv_.notify_all();
   }
 
   std::size_t releaseDueLocked(Clock::TimePoint now) {
@@ -400,6 +424,9 @@ class WorkQueue {
   // The background thread waits here for the next due time, an earlier key or
   // shutdown.
   std::condition_variable delay_cv_;
+  // waitIdleForTest() waits here for getters to block and processing_ to
+  // empty, waitShuttingDownForTest() for shutdown.
+  mutable std::condition_variable idle_cv_;
 
   // All guarded by mu_. Every key in queue_ is in dirty_ and not in processing_.
   std::deque<Key> queue_;

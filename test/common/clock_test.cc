@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "test/fakes/fake_clock.h"
 
 namespace rsc {
@@ -23,6 +26,47 @@ TEST(FakeClock, SleepAdvancesBothClocksAndIsRecorded) {
   EXPECT_EQ(clock.systemNow() - wall, std::chrono::milliseconds(2500));
   ASSERT_EQ(clock.sleeps().size(), 1U);
   EXPECT_EQ(clock.sleeps()[0], std::chrono::seconds(2));
+}
+
+// A blocking clock: the sleeper waits until the test has moved time past its
+// deadline, and counts as blocked from the moment it sleeps until then.
+TEST(FakeClock, BlockingSleepersWakeOnlyWhenTimeHasCome) {
+  using std::chrono::seconds;
+  testing::BlockedThreads blocked;
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock, &blocked);
+  const auto start = clock.now();
+  std::atomic<bool> woke{false};
+  std::thread sleeper([&] {
+    clock.sleepFor(seconds(5));
+    woke = true;
+  });
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  EXPECT_EQ(blocked.count(), 1U);
+  EXPECT_EQ(clock.nextWakeup(), start + seconds(5));
+  EXPECT_EQ(clock.now(), start) << "a blocking sleep moves no time";
+  clock.advance(seconds(4));
+  EXPECT_EQ(clock.sleepers(), 1U);
+  EXPECT_FALSE(woke);
+  ASSERT_TRUE(clock.advanceToNextWakeup());
+  EXPECT_EQ(clock.now(), start + seconds(5));
+  EXPECT_EQ(clock.sleepers(), 0U) << "due sleepers stop counting before they run";
+  EXPECT_EQ(blocked.count(), 0U);
+  sleeper.join();
+  EXPECT_TRUE(woke);
+  EXPECT_FALSE(clock.advanceToNextWakeup());
+  EXPECT_EQ(clock.sleeps(), std::vector<Clock::Duration>{seconds(5)});
+}
+
+TEST(FakeClock, StopBlockingReleasesSleepersAndLaterSleepsAdvance) {
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  std::thread sleeper([&] { clock.sleepFor(std::chrono::hours(1)); });
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  const auto before = clock.now();
+  clock.stopBlocking();
+  sleeper.join();
+  EXPECT_EQ(clock.now(), before);
+  clock.sleepFor(std::chrono::seconds(2));
+  EXPECT_EQ(clock.now(), before + std::chrono::seconds(2));
 }
 
 TEST(RealClock, IsMonotonic) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <thread>
 #include <type_traits>
 
 namespace rsc::testing {
@@ -308,6 +307,7 @@ struct FakeKubeApi::Watcher {
   std::deque<WatchEvent<ResourceSlice>> pending;
   bool closed = false;      // resetWatches(): end now, drop what is pending
   bool delivering = false;  // an event is in the handler
+  bool waiting = false;     // the watch's thread waits for an event
 
   // Queues the event `entry` means for this watch's selection, if any.
   void offer(const HistoryEntry& entry) {
@@ -353,6 +353,7 @@ struct FakeKubeApi::NodeWatcher {
   std::deque<WatchEvent<client::PartialObjectMetadata>> pending;
   bool closed = false;
   bool delivering = false;
+  bool waiting = false;
 };
 
 FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
@@ -367,6 +368,18 @@ FakeKubeApi::~FakeKubeApi() = default;
 
 // ---- plumbing ---------------------------------------------------------------
 
+void FakeKubeApi::holdWritesUntilConcurrent(size_t n) {
+  std::lock_guard lock(writes_mu_);
+  counting_writes_ = true;
+  hold_writes_until_ = n;
+  max_writes_in_flight_ = 0;
+}
+
+size_t FakeKubeApi::maxConcurrentWrites() const {
+  std::lock_guard lock(writes_mu_);
+  return max_writes_in_flight_;
+}
+
 Status FakeKubeApi::invoke(Request& request) {
   std::vector<RegisteredReactor> matching;
   {
@@ -380,15 +393,22 @@ Status FakeKubeApi::invoke(Request& request) {
       }
     }
   }
-  if (const int64_t delay = write_delay_ms_.load();
-      delay > 0 && request.resource == "resourceslices" &&
+  if (request.resource == "resourceslices" &&
       (request.verb == "create" || request.verb == "update" || request.verb == "delete")) {
-    const size_t now = ++writes_in_flight_;
-    size_t seen = max_writes_in_flight_.load();
-    while (now > seen && !max_writes_in_flight_.compare_exchange_weak(seen, now)) {
+    std::unique_lock lock(writes_mu_);
+    if (counting_writes_) {
+      max_writes_in_flight_ = std::max(max_writes_in_flight_, ++writes_in_flight_);
+      if (hold_writes_until_ != 0 && writes_in_flight_ >= hold_writes_until_) {
+        hold_writes_until_ = 0;  // open for good
+      }
+      writes_cv_.notify_all();
+      if (!writes_cv_.wait_for(lock, std::chrono::seconds(10),
+                               [&] { return hold_writes_until_ == 0; })) {
+        hold_writes_until_ = 0;  // the safety net: fail once, not per write
+        writes_cv_.notify_all();
+      }
+      --writes_in_flight_;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-    --writes_in_flight_;
   }
   for (const RegisteredReactor& registered : matching) {
     std::lock_guard running(*registered.running);
@@ -437,7 +457,7 @@ void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
     history_floor_ = history_.front().resource_version;
     history_.pop_front();
   }
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
@@ -453,7 +473,7 @@ void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
     node_history_floor_ = node_history_.front().resource_version;
     node_history_.pop_front();
   }
-  cv_.notify_all();
+  notifyLocked();
 }
 
 template <typename W, typename T>
@@ -463,13 +483,17 @@ Status FakeKubeApi::serveWatchLocked(std::unique_lock<std::mutex>& lock,
                                      const client::WatchHandler<T>& handler,
                                      const std::stop_token& stop, std::string_view what) {
   registry.push_back(watcher);
-  cv_.notify_all();
+  notifyLocked();
   auto unregister = [&] {
     std::erase(registry, watcher);
-    cv_.notify_all();
+    notifyLocked();
   };
   while (true) {
+    watcher->waiting = true;
+    reportBlockedLocked();
     cv_.wait(lock, stop, [&] { return watcher->closed || !watcher->pending.empty(); });
+    watcher->waiting = false;
+    reportBlockedLocked();
     if (stop.stop_requested()) {
       unregister();
       return cancelled("watch " + std::string(what) + ": stopped");
@@ -485,7 +509,7 @@ Status FakeKubeApi::serveWatchLocked(std::unique_lock<std::mutex>& lock,
     const bool more = handler(event);
     lock.lock();
     watcher->delivering = false;
-    cv_.notify_all();
+    notifyLocked();
     if (!more || event.type == WatchEventType::kError) {
       unregister();
       return okStatus();
@@ -1108,6 +1132,20 @@ std::string FakeKubeApi::resourceVersion() const {
   return std::to_string(resource_version_);
 }
 
+void FakeKubeApi::notifyLocked() {
+  reportBlockedLocked();
+  cv_.notify_all();
+}
+
+void FakeKubeApi::reportBlockedLocked() {
+  if (options_.blocked == nullptr) return;
+  size_t blocked = 0;
+  forEachWatcherLocked([&](const auto& watcher) {
+    blocked += watcher.waiting && !watcher.closed && watcher.pending.empty();
+  });
+  options_.blocked->set(this, blocked);
+}
+
 template <typename F>
 void FakeKubeApi::forEachWatcherLocked(F f) const {
   for (const auto& watcher : watchers_) {
@@ -1121,7 +1159,7 @@ void FakeKubeApi::forEachWatcherLocked(F f) const {
 void FakeKubeApi::resetWatches() {
   std::lock_guard lock(mu_);
   forEachWatcherLocked([](auto& watcher) { watcher.closed = true; });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::sendWatchError(const Status& error) {
@@ -1132,7 +1170,7 @@ void FakeKubeApi::sendWatchError(const Status& error) {
     event.error = error;
     watcher.pending.push_back(std::move(event));
   });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::sendBookmark() {
@@ -1146,7 +1184,7 @@ void FakeKubeApi::sendBookmark() {
     event.object.metadata.resource_version = std::to_string(resource_version_);
     watcher.pending.push_back(std::move(event));
   });
-  cv_.notify_all();
+  notifyLocked();
 }
 
 void FakeKubeApi::compact() {

@@ -26,6 +26,7 @@
 #include "client/kube_api.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "test/fakes/blocked_threads.h"
 
 namespace rsc::testing {
 
@@ -36,6 +37,10 @@ struct FakeKubeApiOptions {
   size_t watch_history = 1000;
   // Seeds generateName suffixes and UIDs, so that names are stable per test.
   uint64_t seed = 1;
+  // When set, told how many watches wait for an event with none left to
+  // deliver (their threads are blocked until the fake changes); must outlive
+  // the fake.
+  BlockedThreads* blocked = nullptr;
 };
 
 // What the fake emulates, for ResourceSlices: a global, monotonically
@@ -153,11 +158,15 @@ class FakeKubeApi final : public client::KubeApi {
   size_t countActions(std::string_view verb, std::string_view resource) const;
   // Counts create, update, delete and deletecollection calls on `resource`.
   size_t countWrites(std::string_view resource = "resourceslices") const;
-  // Makes every slice write (create, update, delete) take `delay` of real
-  // time, outside the fake's locks, so that a test can see writes overlap.
-  void setWriteDelay(std::chrono::milliseconds delay) { write_delay_ms_ = delay.count(); }
-  // The most slice writes that were under way at once.
-  size_t maxConcurrentWrites() const { return max_writes_in_flight_; }
+  // Makes slice writes (create, update, delete) wait, outside the fake's
+  // other locks, until `n` of them are under way at once; then those go on
+  // and later writes do not wait. A test sees writes overlap without
+  // sleeping. A write that has waited 10 s goes on anyway (a safety net), so
+  // code that never writes `n` at once fails the test instead of hanging it.
+  void holdWritesUntilConcurrent(size_t n);
+  // The most slice writes that were under way at once since
+  // holdWritesUntilConcurrent().
+  size_t maxConcurrentWrites() const;
 
   // Another writer's view, not recorded and without reactors: seeds objects
   // and makes foreign changes with the same semantics as the API calls.
@@ -266,6 +275,10 @@ class FakeKubeApi final : public client::KubeApi {
   void publishLocked(client::WatchEventType type, const client::ResourceSlice* old,
                      const client::ResourceSlice& object);
   void publishNodeLocked(client::WatchEventType type, const client::Node& node);
+  // Wakes every waiter after a change, and reports the blocked watches.
+  void notifyLocked();
+  // Tells options_.blocked how many watches wait with nothing to deliver.
+  void reportBlockedLocked();
   // Applies `f` to every open watch, of ResourceSlices and of Nodes.
   template <typename F>
   void forEachWatcherLocked(F f) const;
@@ -313,9 +326,14 @@ class FakeKubeApi final : public client::KubeApi {
     std::shared_ptr<std::mutex> running = std::make_shared<std::mutex>();
   };
   std::vector<RegisteredReactor> reactors_;  // newest first
-  std::atomic<int64_t> write_delay_ms_{0};
-  std::atomic<size_t> writes_in_flight_{0};
-  std::atomic<size_t> max_writes_in_flight_{0};
+  // holdWritesUntilConcurrent(): its own lock, so that held writes block
+  // nothing else.
+  mutable std::mutex writes_mu_;
+  std::condition_variable writes_cv_;
+  bool counting_writes_ = false;     // guarded by writes_mu_
+  size_t hold_writes_until_ = 0;     // 0: no hold; guarded by writes_mu_
+  size_t writes_in_flight_ = 0;      // guarded by writes_mu_
+  size_t max_writes_in_flight_ = 0;  // guarded by writes_mu_
   std::function<client::TokenReview(const client::TokenReview&)> token_reviewer_;
   std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> access_reviewer_;
 };

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "test/fakes/blocked_threads.h"
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::testing {
@@ -537,6 +538,58 @@ TEST_F(FakeKubeApiTest, StopTokenCancelsABlockedWatch) {
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->code(), StatusCode::kCancelled);
   EXPECT_EQ(api_.activeWatches(), 0u);
+}
+
+// A watch counts as blocked while it waits with nothing to deliver; an event
+// for it ends that at once, before its thread runs, and the count comes back
+// only once the handler has returned.
+TEST(FakeKubeApiBlockedThreads, CountWatchesWaitingWithNothingToDeliver) {
+  BlockedThreads blocked;
+  FakeClock clock;
+  FakeKubeApi api(clock, {.blocked = &blocked});
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_handler = false;  // guarded by mu
+  bool release = false;     // guarded by mu
+  std::jthread watch([&](const std::stop_token& stop) {
+    (void)api.watchResourceSlices(
+        Opts(),
+        [&](const WatchEvent<ResourceSlice>&) {
+          std::unique_lock lock(mu);
+          in_handler = true;
+          cv.notify_all();
+          cv.wait_for(lock, kSafetyTimeout, [&] { return release; });
+          return true;
+        },
+        stop);
+  });
+  ASSERT_TRUE(blocked.waitFor(1));
+  ASSERT_TRUE(api.addResourceSlice(makeSlice("a")).ok());
+  EXPECT_EQ(blocked.count(), 0U) << "an event is pending";
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, kSafetyTimeout, [&] { return in_handler; }));
+  }
+  EXPECT_EQ(blocked.count(), 0U) << "the handler runs";
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(blocked.waitFor(1));
+  api.resetWatches();
+  EXPECT_EQ(blocked.count(), 0U) << "a closed watch is not waiting";
+}
+
+// Writes held until two are under way at once: two writers pass together.
+TEST_F(FakeKubeApiTest, HeldWritesGoOnOnceEnoughRunTogether) {
+  api_.holdWritesUntilConcurrent(2);
+  std::thread other([&] { create(makeSlice("a")); });
+  create(makeSlice("b"));
+  other.join();
+  EXPECT_EQ(api_.maxConcurrentWrites(), 2U);
+  create(makeSlice("c"));  // the hold is over
+  EXPECT_EQ(api_.resourceSlices().size(), 3U);
 }
 
 TEST_F(FakeKubeApiTest, HandlerReturningFalseEndsTheWatch) {

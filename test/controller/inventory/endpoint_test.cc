@@ -57,16 +57,6 @@ class InventoryEndpointTest : public ::testing::Test {
     });
   }
 
-  // Waits for the endpoint to hold `n` pushes (a safety bound, not a sleep).
-  bool holding(size_t n) {
-    const Clock::TimePoint deadline = RealClock::instance().now() + 5s;
-    while (endpoint_->pendingCount() != n) {
-      if (RealClock::instance().now() > deadline) return false;
-      RealClock::instance().sleepFor(1ms);
-    }
-    return true;
-  }
-
   testing::FakeClock clock_;
   DesiredStore store_{clock_};
   FakeAuthenticator auth_;
@@ -84,12 +74,14 @@ TEST_F(InventoryEndpointTest, AnswersOnAWorkerThread) {
 
 TEST_F(InventoryEndpointTest, HoldsAPushUntilItIsPublished) {
   std::future<HttpResponse> answer = send("PUT", "/v1/drivers/nic.example.com/pools/p?wait=60s");
-  ASSERT_TRUE(holding(1));
+  ASSERT_TRUE(endpoint_->waitIdleForTest(1));
   EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
 
-  // Another pool's publication does not answer it.
+  // Another pool's publication does not answer it: once the endpoint has
+  // looked at both changes, the push is still held and unanswered.
   store_.updateStatus({"nic.example.com", "other"}, [](PoolStatus&) {});
   publish({"other.example.com", "p"});
+  ASSERT_TRUE(endpoint_->waitIdleForTest(1));
   EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
 
   publish({"nic.example.com", "p"});
@@ -110,7 +102,7 @@ TEST_F(InventoryEndpointTest, AnswersAcceptedWhenTheWaitRunsOut) {
 TEST_F(InventoryEndpointTest, StopAnswersHeldPushesAndRefusesNewOnes) {
   std::future<HttpResponse> first = send("PUT", "/v1/drivers/nic.example.com/pools/a?wait=60s");
   std::future<HttpResponse> second = send("PUT", "/v1/drivers/nic.example.com/pools/b?wait=60s");
-  ASSERT_TRUE(holding(2));
+  ASSERT_TRUE(endpoint_->waitIdleForTest(2));
   endpoint_->stop();
   ASSERT_EQ(first.wait_for(0s), std::future_status::ready);
   ASSERT_EQ(second.wait_for(0s), std::future_status::ready);
@@ -195,7 +187,7 @@ TEST_F(InventoryEndpointTest, HeldPushOverHttp) {
     return client.send("PUT", "/v1/drivers/nic.example.com/pools/rack-1%2Fp?wait=30s", kPool,
                        {{"Authorization", "Bearer admin"}, {"Content-Type", "application/json"}});
   });
-  ASSERT_TRUE(holding(1));
+  ASSERT_TRUE(endpoint_->waitIdleForTest(1));
   publish({"nic.example.com", "rack-1/p"});
   ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
   TestResponse response = answer.get();

@@ -44,17 +44,6 @@ std::unique_ptr<HttpServer> startServer(HttpServerOptions options, HttpServer::H
   return server.ok() ? std::move(*server) : nullptr;
 }
 
-// Waits until `condition` holds, up to two seconds of real time.
-template <typename F>
-bool eventually(F condition) {
-  const Clock::TimePoint deadline = RealClock::instance().now() + 2s;
-  while (!condition()) {
-    if (RealClock::instance().now() > deadline) return false;
-    RealClock::instance().sleepFor(5ms);
-  }
-  return true;
-}
-
 bool connectionRefused(uint16_t port) {
   try {
     TestHttpClient client(port);
@@ -164,7 +153,7 @@ TEST(HttpServer, IdleTimeoutClosesKeptAliveConnections) {
   const Clock::TimePoint start = RealClock::instance().now();
   EXPECT_TRUE(client.closedByPeer());
   EXPECT_LT(RealClock::instance().now() - start, 2s);
-  EXPECT_TRUE(eventually([&] { return server->connectionCount() == 0; }));
+  EXPECT_TRUE(server->waitForConnectionsForTest(0));
 }
 
 TEST(HttpServer, AnswersContinueBeforeTheBody) {
@@ -263,16 +252,16 @@ TEST(HttpServer, EvictsTheConnectionWaitingLongestForHeaders) {
   ASSERT_NE(server, nullptr);
   TestHttpClient slow(server->port());
   slow.writeRaw("GET / HTTP/1.1\r\nHost: x\r\n");  // never finishes its headers
-  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  ASSERT_TRUE(server->waitForConnectionsForTest(1));
   TestHttpClient busy(server->port());
   busy.writeRaw("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
   ASSERT_EQ(held.waitFor(0), "/busy");
   TestHttpClient silent(server->port());  // never sends anything
-  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 3; }));
+  ASSERT_TRUE(server->waitForConnectionsForTest(3));
 
   TestHttpClient newcomer(server->port());
   EXPECT_TRUE(slow.closedByPeer());  // the oldest one waiting for headers
-  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 3; }));
+  ASSERT_TRUE(server->waitForConnectionsForTest(3));
   held.answer(0, 200);
   EXPECT_EQ(busy.read().status, 200);
   // The newcomer is served (held, as every request of this handler).
@@ -294,7 +283,7 @@ TEST(HttpServer, LimitsConnectionsPerClient) {
   EXPECT_THAT(refusals.seen(), ::testing::ElementsAre(Refusal::kClientConnections));
   // A slot freed is a slot again.
   one.reset();
-  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  ASSERT_TRUE(server->waitForConnectionsForTest(1));
   TestHttpClient four(server->port());
   EXPECT_EQ(four.send("GET", "/").status, 200);
 }
@@ -396,7 +385,7 @@ TEST(HttpServer, StopFinishesRequestsInFlight) {
   ASSERT_NE(server, nullptr);
   const uint16_t port = server->port();
   TestHttpClient idle(port);
-  ASSERT_TRUE(eventually([&] { return server->connectionCount() == 1; }));
+  ASSERT_TRUE(server->waitForConnectionsForTest(1));
   std::future<TestResponse> response = std::async(std::launch::async, [&] {
     TestHttpClient client(port);
     return client.send("PUT", "/in-flight", "x");
@@ -405,7 +394,8 @@ TEST(HttpServer, StopFinishesRequestsInFlight) {
 
   std::thread stopper([&] { server->stop(10s); });
   // Stopping: no new connections, idle ones closed...
-  EXPECT_TRUE(eventually([&] { return connectionRefused(port); }));
+  ASSERT_TRUE(server->waitForStopAcceptingForTest());
+  EXPECT_TRUE(connectionRefused(port));
   EXPECT_TRUE(idle.closedByPeer());
   // ...and the request in flight still gets its answer, then the close.
   held.answer(0, 200);

@@ -58,16 +58,6 @@ ControllerOptions manualOptions(testing::FakeKubeApi& api, Clock& clock, Desired
   return o;
 }
 
-// Waits (in real time, as a safety net only) until `done` holds.
-template <typename F>
-bool eventually(F done) {
-  for (int i = 0; i < 2000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -96,12 +86,6 @@ class ControllerTest : public ::testing::Test {
     return n;
   }
 
-  // Waits until the watch has delivered every write of ours.
-  bool watchCaughtUp() {
-    const std::string rv = api_.resourceVersion();
-    return eventually([&] { return controller_->informerForTest().lastResourceVersion() == rv; });
-  }
-
   size_t poolSlices() {
     size_t n = 0;
     for (const auto& s : api_.resourceSlices()) n += s.spec.pool.name == kNodeA.pool;
@@ -126,17 +110,6 @@ class ControllerTest : public ::testing::Test {
   std::unique_ptr<Controller> controller_;
 };
 
-TEST_F(ControllerTest, FollowersDoNotWrite) {
-  store_.put(kNodeA, nodePool(3));
-  clock_.advance(std::chrono::seconds(1));
-  controller_->queueForTest().releaseDueForTest();
-  // Not leading: no worker runs; the key waits in the queue.
-  EXPECT_EQ(api_.countWrites(), 0U);
-  controller_->startLeading();
-  EXPECT_GE(drain(), 1);
-  EXPECT_EQ(poolSlices(), 1U);
-}
-
 TEST_F(ControllerTest, PushesInOneWindowCostOneReconcile) {
   controller_->startLeading();
   for (int i = 1; i <= 5; ++i) store_.put(kNodeA, nodePool(i));
@@ -155,7 +128,7 @@ TEST_F(ControllerTest, TheWatchEventOfOurOwnWriteNeverCostsAReconcile) {
   for (int round = 1; round <= 40; ++round) {
     store_.put(kNodeA, nodePool(1 + round % 7));
     ASSERT_EQ(drain(), 1) << "round " << round;
-    ASSERT_TRUE(watchCaughtUp());
+    ASSERT_TRUE(api_.waitForWatchesDelivered());
     ASSERT_EQ(controller_->queueForTest().len(), 0U) << "round " << round;
   }
 }
@@ -164,12 +137,13 @@ TEST_F(ControllerTest, OwnWritesDoNotRequeueButForeignDeletesAreUndone) {
   controller_->startLeading();
   store_.put(kNodeA, nodePool(3));
   drain();
-  ASSERT_TRUE(watchCaughtUp());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
   EXPECT_EQ(controller_->queueForTest().len(), 0U) << "our own create came back as work";
 
   const std::string name = api_.resourceSlices()[0].metadata.name;
   ASSERT_TRUE(api_.removeResourceSlice(name).ok());
-  ASSERT_TRUE(eventually([&] { return controller_->queueForTest().len() == 1; }));
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  ASSERT_EQ(controller_->queueForTest().len(), 1U);
   drain();
   EXPECT_EQ(poolSlices(), 1U);
   EXPECT_NE(api_.resourceSlices()[0].metadata.name, name);
@@ -395,7 +369,7 @@ TEST_F(ControllerTest, HousekeepingCountsPoolsSlicesAndDevices) {
   controller_->startLeading();
   store_.put(kNodeA, nodePool(130));
   drain();
-  ASSERT_TRUE(watchCaughtUp());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
   controller_->housekeepingForTest();
   std::lock_guard lock(observer_.mu);
   const DriverCounts c = observer_.last_counts["gpu.example.com"];
@@ -430,47 +404,78 @@ TEST_F(ControllerTest, LeadershipThatEndedDuringTheCacheWaitNeverStartsWorkers) 
   EXPECT_EQ(api_.countWrites(), 0U);
 }
 
-// With real worker threads: once stopLeading() returns, no worker is left to
-// write, however busy they were.
-TEST(ControllerWorkersTest, StopLeadingReturnsOnlyWhenNoWorkerCanWrite) {
-  testing::FakeClock clock;
-  testing::FakeKubeApi api{clock};
-  DesiredStore store{clock};
-  ControllerOptions o;
-  o.api = &api;
-  o.clock = &clock;
-  o.store = &store;
-  o.workers = 4;
-  o.batch_window = Clock::Duration::zero();
-  auto made = Controller::create(o);
-  ASSERT_TRUE(made.ok()) << made.status().toString();
-  Controller& controller = **made;
-  controller.start();
-  ASSERT_TRUE(controller.waitForCacheSync(std::stop_token()));
-  controller.startLeading();
+// A controller with its own threads, as in production: informers,
+// housekeeping and, once leading, four workers. The clock moves only when the
+// test says, so the housekeeping thread sleeps instead of racing time forward.
+class ControllerThreadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_.addNode("node-a");
+    ControllerOptions o;
+    o.api = &api_;
+    o.clock = &clock_;
+    o.store = &store_;
+    o.workers = 4;
+    o.batch_window = Clock::Duration::zero();  // a push is queued at once
+    auto made = Controller::create(o);
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    controller_ = std::move(*made);
+    controller_->start();
+    ASSERT_TRUE(controller_->waitForCacheSync(std::stop_token()));
+  }
+  void TearDown() override {
+    clock_.stopBlocking();  // the housekeeping thread may be asleep
+    controller_->stop();
+  }
+
+  testing::FakeClock clock_{testing::FakeClock::Sleeps::kBlock};
+  testing::FakeKubeApi api_{clock_};
+  DesiredStore store_{clock_};
+  std::unique_ptr<Controller> controller_;
+};
+
+// A follower's workers, if it had any, have done all they can with a queued
+// key before the test looks, so a follower that wrote would fail here.
+TEST_F(ControllerThreadsTest, FollowersDoNotWrite) {
+  store_.put(kNodeA, nodePool(3));
+  ASSERT_TRUE(controller_->waitIdleForTest());
+  EXPECT_EQ(api_.countWrites(), 0U);
+  EXPECT_EQ(controller_->queueForTest().len(), 1U) << "the key waits for a leader";
+
+  controller_->startLeading();
+  ASSERT_TRUE(controller_->waitIdleForTest());
+  EXPECT_EQ(api_.countWrites(), 1U);
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+}
+
+// Once stopLeading() returns, no worker is left to write, however busy they
+// were.
+TEST_F(ControllerThreadsTest, StopLeadingReturnsOnlyWhenNoWorkerCanWrite) {
+  controller_->startLeading();
 
   std::atomic<bool> stopped{false};
   std::atomic<int> writes_after_stop{0};
   std::atomic<int> writes{0};
-  api.prependReactor("create", "resourceslices", [&](testing::FakeKubeApi::Request&) {
+  api_.prependReactor("create", "resourceslices", [&](testing::FakeKubeApi::Request&) {
     ++writes;
     if (stopped) ++writes_after_stop;
     return okStatus();
   });
   for (int i = 0; i < 40; ++i) {
     const std::string node = "node-" + std::to_string(i);
-    api.addNode(node);
+    api_.addNode(node);
     Pool p = nodePool(2);
     p.selection.node_name = node;
-    store.put({"gpu.example.com", node}, p);
+    store_.put({"gpu.example.com", node}, p);
   }
-  controller.stopLeading();
+  controller_->stopLeading();
   stopped = true;
   // More work arrives; nobody takes it.
-  store.put(kNodeA, nodePool(1));
-  controller.stop();
+  store_.put(kNodeA, nodePool(1));
+  clock_.stopBlocking();
+  controller_->stop();
   EXPECT_EQ(writes_after_stop, 0);
-  EXPECT_FALSE(controller.leading());
+  EXPECT_FALSE(controller_->leading());
   RecordProperty("writes_before_stop", writes.load());
 }
 

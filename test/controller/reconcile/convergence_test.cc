@@ -14,11 +14,13 @@
 // RSC_CONVERGENCE_MAX_FAILURES=N reports up to N failing scenarios (default
 // 3); RSC_CONVERGENCE_VERBOSE=1 prints the report of passing ones too.
 // The informer runs on its own thread, as in production, and every step
-// waits until it has seen every write, so a seed replays the same operations.
-// Their effects may still differ slightly from run to run: the informer's
-// backoff jitter is not seeded (it moves the fake clock), and the watch event
-// of our own write may beat the reconciler's note of it, which costs an
-// extra reconcile. The property must hold either way.
+// waits until it has seen every write and is blocked (watching, or asleep in
+// a backoff that the step then ends by moving the fake clock), so a seed
+// replays the same operations. Their effects may still differ slightly from
+// run to run: the informer's backoff jitter is not seeded (it decides how far
+// the clock moves), and the watch event of our own write may beat the
+// reconciler's note of it, which costs an extra reconcile. The property must
+// hold either way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,7 +38,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "client/resource_slice.h"
@@ -80,7 +81,9 @@ constexpr uint64_t kDefaultScenarios = 200;
 
 // Bounds that keep a broken controller from hanging the test.
 constexpr int kMaxDrainSteps = 5000;
-constexpr int kSettleSpins = 20000;  // of ~100 us each: 2 s of real time
+// Wake-ups of the informer (a backoff sleeps in 500 ms slices) and bookmarks
+// in one settle().
+constexpr int kMaxSettleSteps = 20000;
 
 uint64_t envOr(const char* name, uint64_t fallback) {
   const char* value = std::getenv(name);
@@ -394,11 +397,9 @@ class Scenario {
         rng_(seed),
         faults_rng_(seed ^ 0x5eedf00dULL),
         pools_(rng_),
-        api_(clock_, {.watch_history = 1000, .seed = seed}) {}
+        api_(clock_, {.watch_history = 1000, .seed = seed, .blocked = &blocked_}) {}
 
-  ~Scenario() {
-    if (controller_) controller_->stop();
-  }
+  ~Scenario() { stopController(); }
 
   // Sets up nodes, leftovers of an earlier controller, a foreign slice, the
   // fault reactors and the controller, and starts leading.
@@ -526,7 +527,7 @@ class Scenario {
   // The seed, the operations, the failures and the controller's log. Stops
   // the controller first, so that nothing logs while the log is read.
   std::string report() {
-    if (controller_) controller_->stop();
+    stopController();
     std::ostringstream out;
     out << "seed " << seed_ << " (replay: RSC_CONVERGENCE_SEED=" << seed_
         << " RSC_CONVERGENCE_SCENARIOS=1)\n";
@@ -562,23 +563,33 @@ class Scenario {
   }
 
   // Waits until the informer has seen every write and is watching again
-  // (after at least `min_watches` watches were started). The informer records
-  // a resourceVersion just before its handler enqueues, so a match is checked
-  // twice, a moment apart. Real time is only the safety net here.
+  // (after at least `min_watches` watches were started). Its thread is
+  // waited for until it blocks: asleep in a backoff, which the fake clock is
+  // then moved on to end (as sleepFor moved it before), or in its watch with
+  // every event delivered and handled. Real time is only the safety net of
+  // each wait.
   bool settle(size_t min_watches = 0) {
     client::Informer<client::ResourceSlices>& informer = controller_->informerForTest();
-    int matched = 0;
-    for (int i = 0; i < kSettleSpins; ++i) {
-      const bool caught_up = api_.activeWatches() == 1 && api_.watchesStarted() >= min_watches &&
-                             informer.lastResourceVersion() == api_.resourceVersion();
-      matched = caught_up ? matched + 1 : 0;
-      if (matched == 2) return true;
+    for (int i = 0; i < kMaxSettleSteps; ++i) {
+      if (!blocked_.waitFor(1)) return false;
+      if (clock_.advanceToNextWakeup()) continue;
+      if (api_.watchesStarted() >= min_watches &&
+          informer.lastResourceVersion() == api_.resourceVersion()) {
+        return true;
+      }
       // Writes the informer does not watch (unmanaged slices) move the
       // resourceVersion too; a bookmark tells it.
-      if (!caught_up && i % 8 == 7) api_.sendBookmark();
-      std::this_thread::sleep_for(std::chrono::microseconds(matched > 0 ? 50 : 100));
+      api_.sendBookmark();
     }
     return false;
+  }
+
+  // Stops the controller. Its informer may be asleep in a backoff, and a
+  // sleep cannot be interrupted, so sleeps stop blocking first.
+  void stopController() {
+    if (!controller_) return;
+    clock_.stopBlocking();
+    controller_->stop();
   }
 
   // ---- the operations -------------------------------------------------------
@@ -1175,7 +1186,9 @@ class Scenario {
   std::atomic<int> fail_lists_{0};
   std::atomic<int> fail_watches_{0};
   PoolGenerator pools_;
-  testing::FakeClock clock_;
+  // The informer's thread, when it waits in its watch or sleeps.
+  testing::BlockedThreads blocked_;
+  testing::FakeClock clock_{testing::FakeClock::Sleeps::kBlock, &blocked_};
   const Clock::TimePoint epoch_ = clock_.now();
   FakeKubeApi api_;
   DesiredStore store_{clock_};

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <future>
@@ -63,16 +64,6 @@ struct FakeTimeQueue {
   ItemExponentialFailureRateLimiter<std::string> limiter;
   WorkQueue<std::string> queue;
 };
-
-// Spins (yielding, never sleeping) until `ready` holds; fails after kSafetyNet.
-void waitUntil(const std::function<bool()>& ready) {
-  RealClock& clock = RealClock::instance();
-  const Clock::TimePoint deadline = clock.now() + kSafetyNet;
-  while (!ready()) {
-    ASSERT_LT(clock.now(), deadline) << "condition never became true";
-    std::this_thread::yield();
-  }
-}
 
 TEST(WorkQueue, AddDeduplicatesQueuedKey) {
   FakeTimeQueue q;
@@ -207,19 +198,14 @@ TEST(WorkQueue, NeverHandsOneKeyToTwoWorkersAtOnce) {
     }
   }
   // Wait until the workers have made their last re-adds and gone idle, so
-  // that shutting down ignores no add.
-  waitUntil([&] {
+  // that shutting down ignores no add: a worker re-adds before done(), so
+  // with every worker waiting on an empty queue no add is left to come.
+  ASSERT_TRUE(queue.waitIdleForTest(kWorkers, kSafetyNet));
+  {
     std::lock_guard lock(mu);
-    if (processed.size() < kKeys) {
-      return false;
-    }
-    for (const auto& [pool, count] : processed) {
-      if (count <= kReaddsPerKey) {
-        return false;
-      }
-    }
-    return queue.len() == 0 && queue.processingForTest() == 0;
-  });
+    EXPECT_EQ(processed.size(), static_cast<size_t>(kKeys));
+    for (const auto& [pool, count] : processed) EXPECT_GT(count, kReaddsPerKey) << pool;
+  }
   queue.shutDown();
   for (auto& worker : workers) {
     worker.join();
@@ -239,7 +225,7 @@ TEST(WorkQueue, ShutDownWakesBlockedGetters) {
   for (int i = 0; i < kGetters; ++i) {
     results.push_back(std::async(std::launch::async, [&q] { return q.queue.get(); }));
   }
-  waitUntil([&] { return q.queue.blockedGettersForTest() == kGetters; });
+  ASSERT_TRUE(q.queue.waitIdleForTest(kGetters, kSafetyNet));
   EXPECT_FALSE(q.queue.shuttingDown());
 
   q.queue.shutDown();
@@ -254,7 +240,7 @@ TEST(WorkQueue, ShutDownWakesBlockedGetters) {
 TEST(WorkQueue, AddWakesBlockedGetter) {
   FakeTimeQueue q;
   auto result = std::async(std::launch::async, [&q] { return q.queue.get(); });
-  waitUntil([&] { return q.queue.blockedGettersForTest() == 1; });
+  ASSERT_TRUE(q.queue.waitIdleForTest(1, kSafetyNet));
   q.queue.add("a");
   ASSERT_EQ(result.wait_for(kSafetyNet), std::future_status::ready);
   EXPECT_EQ(result.get(), "a");
@@ -299,7 +285,7 @@ TEST(WorkQueue, ShutDownWithDrainWaitsForDone) {
   });
   // shutDownWithDrain sets shuttingDown and starts waiting in one critical
   // section, so once it shows, the drainer is waiting.
-  waitUntil([&] { return q.queue.shuttingDown(); });
+  ASSERT_TRUE(q.queue.waitShuttingDownForTest(kSafetyNet));
   EXPECT_FALSE(returned.load());
 
   q.queue.done("a");
@@ -320,7 +306,7 @@ TEST(WorkQueue, ShutDownEndsAWaitingDrain) {
   q.queue.add("a");
   ASSERT_EQ(q.queue.get(), "a");
   auto drained = std::async(std::launch::async, [&q] { q.queue.shutDownWithDrain(); });
-  waitUntil([&] { return q.queue.shuttingDown(); });
+  ASSERT_TRUE(q.queue.waitShuttingDownForTest(kSafetyNet));
   q.queue.shutDown();
   EXPECT_EQ(drained.wait_for(kSafetyNet), std::future_status::ready);
   EXPECT_EQ(q.queue.processingForTest(), 1u);
@@ -475,6 +461,13 @@ class RecordingObserver final : public WorkQueueObserver {
   void unfinishedWork(Clock::Duration total, Clock::Duration longest) override {
     std::lock_guard lock(mu_);
     unfinished_.emplace_back(total, longest);
+    unfinished_cv_.notify_all();
+  }
+  // Blocks until `n` reports of unfinished work have come; false after
+  // kSafetyNet.
+  bool waitForUnfinished(size_t n) const {
+    std::unique_lock lock(mu_);
+    return unfinished_cv_.wait_for(lock, kSafetyNet, [&] { return unfinished_.size() >= n; });
   }
 
   int adds() const {
@@ -504,6 +497,7 @@ class RecordingObserver final : public WorkQueueObserver {
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable unfinished_cv_;
   int adds_ = 0;
   int retries_ = 0;
   std::vector<std::size_t> depths_;
@@ -628,7 +622,7 @@ TEST(WorkQueue, BackgroundThreadReportsUnfinishedWorkToObserver) {
   ASSERT_EQ(queue.get(), "a");
   // The thread reports once the clock has moved a period past its start.
   clock.advance(kUnfinishedWorkUpdatePeriod);
-  waitUntil([&] { return !observer.unfinished().empty(); });
+  ASSERT_TRUE(observer.waitForUnfinished(1));
   EXPECT_EQ(observer.unfinished()[0],
             std::make_pair(kUnfinishedWorkUpdatePeriod, kUnfinishedWorkUpdatePeriod));
 }
