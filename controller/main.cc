@@ -535,7 +535,7 @@ int run(const controller::ServiceFlags& flags) {
     popts.name = "health";
     popts.clock = &clock;
     auto server = inv::HttpServer::start(
-        popts, [ctrl](inv::HttpRequest req, inv::HttpServer::Responder respond) {
+        popts, [ctrl](const inv::HttpRequest& req, const inv::HttpServer::Responder& respond) {
           const std::string_view path = inv::splitTarget(req.target).first;
           if (path == "/healthz" || path == "/livez") {
             respond(textResponse(200, "ok\n"));
