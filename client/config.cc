@@ -142,7 +142,7 @@ StatusOr<std::vector<YamlLine>> splitLines(std::string_view text) {
     if (content.empty()) {
       continue;
     }
-    if (indent == 0 && (content == "---" || content.rfind("--- ", 0) == 0)) {
+    if (indent == 0 && (content == "---" || content.starts_with("--- "))) {
       if (seen_content) {
         return invalidArgument("line " + std::to_string(number) + ": more than one YAML document");
       }
@@ -447,7 +447,7 @@ class InlineParser {
   size_t pos_ = 0;
 };
 
-bool isSequenceItem(std::string_view text) { return text == "-" || text.rfind("- ", 0) == 0; }
+bool isSequenceItem(std::string_view text) { return text == "-" || text.starts_with("- "); }
 
 // Parses block mappings and sequences over the lines, one node at a time.
 class BlockParser {
@@ -748,7 +748,7 @@ Status applyCluster(const NamedEntry& cluster, ClientConfig& config) {
   if (config.server.empty()) {
     return entryError(cluster, "server", "missing");
   }
-  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+  if (!config.server.starts_with("https://") && !config.server.starts_with("http://")) {
     return entryError(cluster, "server",
                       "\"" + config.server + "\" is not an http:// or https:// URL");
   }
@@ -921,7 +921,7 @@ StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths) {
       current_context_file = &file;
     }
   }
-  if (current_context.empty()) {
+  if (current_context_file == nullptr) {  // set with a non-empty current_context
     return invalidArgument("kubeconfig " + joinPaths(paths) + ": current-context is not set");
   }
 

@@ -86,7 +86,7 @@ class Interner {
 };
 
 Interner& interner() {
-  static Interner* table = new Interner();  // never destroyed: forms may outlive main
+  static auto* table = new Interner();  // never destroyed: forms may outlive main
   return *table;
 }
 

@@ -41,7 +41,7 @@ void initThreadPoolOnce() {
     try {
       crossplat::threadpool::initialize_with_threads(kPplxThreads);
     } catch (const std::exception&) {
-      // Someone in this process used cpprestsdk first; its pool stays.
+      // Ignored: someone in this process used cpprestsdk first; its pool stays.
     }
   });
 }
@@ -230,7 +230,7 @@ std::string hostOf(const std::string& server) {
   std::string host =
       server.substr(start, end == std::string::npos ? std::string::npos : end - start);
   if (host.find(':') == std::string::npos || (host.front() == '[' && host.back() == ']')) {
-    host += server.rfind("https://", 0) == 0 ? ":443" : ":80";
+    host += server.starts_with("https://") ? ":443" : ":80";
   }
   return host;
 }
@@ -350,7 +350,7 @@ struct CpprestTransport::Impl {
 
 StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const ClientConfig& config,
                                                                      Clock& clock) {
-  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+  if (!config.server.starts_with("https://") && !config.server.starts_with("http://")) {
     return invalidArgument("server \"" + config.server + "\" is not an http:// or https:// URL");
   }
   defaultTrustPaths();

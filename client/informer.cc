@@ -273,7 +273,7 @@ void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
   // Objects are transformed before the store and the handlers see them. The
   // event's object is copied once, into the store (or for a delete, only when
   // there is a transform).
-  const auto transformedCopy = [&] {
+  const auto transformed_copy = [&] {
     Object copy = event.object;
     if (options_.transform) options_.transform(copy);
     return copy;
@@ -281,7 +281,7 @@ void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
   switch (event.type) {
     case WatchEventType::kAdded:
     case WatchEventType::kModified: {
-      const typename Store<Object>::Change change = store_.applyUpsert(transformedCopy());
+      const typename Store<Object>::Change change = store_.applyUpsert(transformed_copy());
       const Object& object = *change.now;
       setLastResourceVersion(object.metadata.resource_version);
       if (!change.old) {
@@ -296,7 +296,7 @@ void Informer<R>::handleEvent(const WatchEvent<Object>& event) {
     }
     case WatchEventType::kDeleted: {
       std::optional<Object> transformed;
-      if (options_.transform) transformed = transformedCopy();
+      if (options_.transform) transformed = transformed_copy();
       const Object& object = transformed ? *transformed : event.object;
       store_.applyDelete(object);
       setLastResourceVersion(object.metadata.resource_version);

@@ -22,7 +22,7 @@ std::string format(Clock::SystemTime t, bool micros) {
   const auto since_epoch = t.time_since_epoch();
   const auto secs = std::chrono::floor<std::chrono::seconds>(since_epoch);
   const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(since_epoch - secs);
-  const std::time_t tt = static_cast<std::time_t>(secs.count());
+  const auto tt = static_cast<std::time_t>(secs.count());
   std::tm tm{};
   gmtime_r(&tt, &tm);
   char buf[40];

@@ -56,7 +56,7 @@ void write(Severity severity, int v, std::string_view message, const Status* err
     if (severity == Severity::kInfo) {
       line += ",\"v\":" + std::to_string(v);
     } else {
-      line += severity == Severity::kError ? ",\"level\":\"error\"" : ",\"level\":\"warning\"";
+      line += severity == Severity::kError ? R"(,"level":"error")" : R"(,"level":"warning")";
     }
     if (err != nullptr) line += ",\"err\":" + quote(err->toString());
     for (const Field& f : fields) {
@@ -64,7 +64,7 @@ void write(Severity severity, int v, std::string_view message, const Status* err
     }
     line += "}\n";
   } else {
-    const std::time_t tt = static_cast<std::time_t>(secs.count());
+    const auto tt = static_cast<std::time_t>(secs.count());
     std::tm tm{};
     gmtime_r(&tt, &tm);
     char head[64];

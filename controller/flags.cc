@@ -428,7 +428,7 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
     return invalidArgument(
         "flag --leader-elect-lease-duration must be longer than --leader-elect-renew-deadline");
   }
-  if (!(flags.leader_elect_renew_deadline.count() >
+  if (!(static_cast<double>(flags.leader_elect_renew_deadline.count()) >
         1.2 * static_cast<double>(flags.leader_elect_retry_period.count()))) {
     return invalidArgument(
         "flag --leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period");

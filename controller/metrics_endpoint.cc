@@ -107,7 +107,7 @@ MetricsEndpoint::admitHandler() {
 }
 
 inv::HttpServer::Handler MetricsEndpoint::httpHandler() {
-  return [this](inv::HttpRequest request, inv::HttpServer::Responder respond) {
+  return [this](const inv::HttpRequest& request, const inv::HttpServer::Responder& respond) {
     respond(handle(request));
   };
 }

@@ -175,13 +175,13 @@ StatusOr<TlsKeyPair> issueServingCertificate(const CertificateRequest& request,
 
 StatusOr<Validity> certificateValidity(std::string_view cert_pem) {
   ASSIGN_OR_RETURN(Cert cert, readCert(cert_pem));
-  const auto toTime = [](const ASN1_TIME* t) -> std::optional<Clock::SystemTime> {
+  const auto to_time = [](const ASN1_TIME* t) -> std::optional<Clock::SystemTime> {
     std::tm tm{};
     if (ASN1_TIME_to_tm(t, &tm) != 1) return std::nullopt;
     return std::chrono::system_clock::from_time_t(timegm(&tm));
   };
-  const auto not_before = toTime(X509_get0_notBefore(cert.get()));
-  const auto not_after = toTime(X509_get0_notAfter(cert.get()));
+  const auto not_before = to_time(X509_get0_notBefore(cert.get()));
+  const auto not_after = to_time(X509_get0_notAfter(cert.get()));
   if (!not_before || !not_after) return invalidArgument("certificate with a malformed validity");
   return Validity{*not_before, *not_after};
 }

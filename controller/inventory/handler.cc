@@ -341,7 +341,7 @@ Admission InventoryHandler::admission(Decision decided, const HttpRequest& head,
 HandlerResult InventoryHandler::handle(const HttpRequest& request) {
   PushInfo push;
   HandlerResult result;
-  if (const Admitted* admitted = std::any_cast<Admitted>(&request.admission)) {
+  if (const auto* admitted = std::any_cast<Admitted>(&request.admission)) {
     if (isWrite(request.method) && admitted->route != kDrivers) push.driver = admitted->driver;
     result = serve(request, *admitted, push);
   } else {

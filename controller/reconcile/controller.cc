@@ -221,7 +221,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   return c;
 }
 
-Controller::Controller(ControllerOptions options) : options_(options) {
+Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
   limiter_ = defaultControllerRateLimiter<PoolKey>(*options_.clock);
   WorkQueueOptions q;
   q.observer = options_.queue_observer;

@@ -29,7 +29,7 @@ bool DesiredStore::putLocked(const PoolKey& key, Pool pool,
     desired->pool = std::move(pool);
     desired->version = next_version_++;
     desired->pushed_at = clock_.now();
-    if (desired->pool.selection.node_name) by_node_[*desired->pool.selection.node_name].insert(key);
+    if (const auto& node = desired->pool.selection.node_name) by_node_[*node].insert(key);
     entry.desired = std::move(desired);
     entry.body_digest = body_digest;
   } else if (body_digest) {

@@ -354,7 +354,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   const std::vector<client::OwnerReference> owners = desiredOwners(pool.selection, node_uid);
 
   // Classify: which live slices change, which are new.
-  const int64_t count = static_cast<int64_t>(plan.slices.size());
+  const auto count = static_cast<int64_t>(plan.slices.size());
   std::vector<client::ResourceSliceSpec> specs;
   specs.reserve(plan.slices.size());
   int64_t live_generation = 0;
@@ -462,7 +462,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   for (size_t i = 0; i < plan.slices.size(); ++i) {
     if (plan.slices[i].live != nullptr) out.names[i] = plan.slices[i].live->metadata.name;
   }
-  auto writeEach = [&](const std::function<bool(size_t)>& wanted) {
+  auto write_each = [&](const std::function<bool(size_t)>& wanted) {
     std::vector<size_t> chosen;
     for (size_t i = 0; i < plan.slices.size(); ++i) {
       if (wanted(i)) chosen.push_back(i);
@@ -474,7 +474,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
            [&](size_t i) { return plan.slices[i].live == nullptr || differs[i]; },
            [&](size_t i) { return plan.slices[i].live != nullptr && !differs[i] && bump; },
        }) {
-    if (Status s = writeEach(wanted); !s.ok()) return stop(std::move(s));
+    if (Status s = write_each(wanted); !s.ok()) return stop(std::move(s));
   }
   Status deleted = forEachConcurrently(plan.obsolete.size(), options_.max_parallel_writes,
                                        [&](size_t k) -> Status {
