@@ -264,9 +264,12 @@ std::optional<StatusOr<Caller>> TokenReviewAuthenticator::authenticateCached(
 StatusOr<Caller> TokenReviewAuthenticator::authenticate(
     std::optional<std::string_view> authorization, std::string_view client) {
   if (std::optional<StatusOr<Caller>> known = authenticateCached(authorization)) return *known;
-  // A well-formed bearer token that is not cached (authenticateCached
-  // answered every other case).
-  const std::string_view token = *bearerToken(*authorization);
+  // A well-formed bearer token that is not cached: authenticateCached
+  // answered every other case.
+  const std::optional<std::string_view> bearer =
+      authorization ? bearerToken(*authorization) : std::nullopt;
+  if (!bearer) return internalError("authenticateCached let a malformed header through");
+  const std::string_view token = *bearer;
   const std::string key = sha256Hex(token);
   RETURN_IF_ERROR(takeReview(client));
 

@@ -359,7 +359,7 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
 }
 
 std::optional<HandlerResult> InventoryHandler::handleNow(const HttpRequest& request) {
-  const Admitted* admitted = std::any_cast<Admitted>(&request.admission);
+  const auto* admitted = std::any_cast<Admitted>(&request.admission);
   if (admitted == nullptr || admitted->route != kPoolRoute || request.method != "PUT" ||
       request.body.size() > kMaxBodyDigestedNow) {
     return std::nullopt;
@@ -582,7 +582,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
       return errorResponse(*refused);
     }
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
-    version = options_.store->put(ctx.key(), std::move(pool), *body_digest);
+    version = options_.store->put(ctx.key(), std::move(pool), body_digest);
   }
   PendingWait wait;
   wait.kind = PendingWait::Kind::kPool;

@@ -860,22 +860,29 @@ void validateCounterPlacement(const Pool& pool, const std::string& prefix,
     const std::string first = inQuotes(pool.shared_counters[group.sets.front()].name);
     if (group.sets.size() > kMaxCounterSetsPerSlice) {
       const size_t beyond = group.sets[kMaxCounterSetsPerSlice];
-      invalid.add(indexPath(fieldPath(prefix, "sharedCounters"), beyond),
-                  rule + "counter set " + first + ", the devices that consume it and the " +
-                      std::to_string(group.sets.size() - 1) +
-                      " counter sets those consume too must share one slice, which holds at "
-                      "most " +
-                      std::to_string(kMaxCounterSetsPerSlice) + " counter sets");
+      std::string message = rule;
+      message += "counter set ";
+      message += first;
+      message += ", the devices that consume it and the ";
+      message += std::to_string(group.sets.size() - 1);
+      message += " counter sets those consume too must share one slice, which holds at most ";
+      message += std::to_string(kMaxCounterSetsPerSlice);
+      message += " counter sets";
+      invalid.add(indexPath(fieldPath(prefix, "sharedCounters"), beyond), std::move(message));
     }
     const size_t limit = deviceLimit(group.advanced);
     if (group.devices.size() > limit) {
       const size_t beyond = group.devices[limit];
+      std::string message = rule;
+      message += "the ";
+      message += std::to_string(group.devices.size());
+      message += " devices that consume counter set ";
+      message += first;
+      message += " (or a counter set consumed with it) must share one slice, which holds at most ";
+      message += std::to_string(limit);
+      message += " devices";
       invalid.add(fieldPath(indexPath(fieldPath(prefix, "devices"), beyond), "consumesCounters"),
-                  rule + "the " + std::to_string(group.devices.size()) +
-                      " devices that consume counter set " + first +
-                      " (or a counter set consumed with it) must share one slice, which holds "
-                      "at most " +
-                      std::to_string(limit) + " devices");
+                  std::move(message));
     }
   }
 }

@@ -170,7 +170,7 @@ StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions optio
   if (options.max_parallel_writes < 1) {
     return invalidArgument("reconciler: max_parallel_writes must be at least 1");
   }
-  return std::unique_ptr<Reconciler>(new Reconciler(options));
+  return std::unique_ptr<Reconciler>(new Reconciler(std::move(options)));
 }
 
 void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
