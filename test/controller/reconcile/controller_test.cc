@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "test/controller/reconcile/counter_pools.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
@@ -240,16 +241,7 @@ TEST(ControllerPlacement, IsAskedForWhenLeadingStarts) {
   EXPECT_EQ(asked, 1);
 
   Pool pool = nodePool(2);
-  client::CounterSet set;
-  set.name = "gpu-0";
-  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
-  pool.shared_counters.push_back(set);
-  client::editDevices(pool.devices, [](client::Device& d) {
-    client::DeviceCounterConsumption use;
-    use.counter_set = "gpu-0";
-    use.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
-    d.consumes_counters.push_back(use);
-  });
+  addCounterSetConsumedByAll(pool, "gpu-0");
   store.put(kNodeA, pool);
   clock.advance(std::chrono::seconds(1));
   controller.queueForTest().releaseDueForTest();

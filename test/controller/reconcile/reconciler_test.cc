@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "test/controller/reconcile/counter_pools.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
@@ -669,16 +670,7 @@ TEST_F(ReconcilerTest, ExplicitSlicesArePublishedAsGiven) {
 // nodePool(n) with one counter set, of which every device consumes half.
 Pool nodePoolWithCounters(int n) {
   Pool pool = nodePool(n);
-  client::CounterSet set;
-  set.name = "gpu-0-counters";
-  set.counters["memory"] = client::Counter{*client::Quantity::parse("80Gi")};
-  pool.shared_counters.push_back(set);
-  client::editDevices(pool.devices, [](client::Device& d) {
-    client::DeviceCounterConsumption c;
-    c.counter_set = "gpu-0-counters";
-    c.counters["memory"] = client::Counter{*client::Quantity::parse("40Gi")};
-    d.consumes_counters.push_back(c);
-  });
+  addCounterSetConsumedByAll(pool, "gpu-0-counters");
   return pool;
 }
 
