@@ -187,8 +187,8 @@ std::string hostName() {
 // pre-delete hook. Succeeds only when none is left.
 int runCleanup(client::KubeApi& api) {
   client::ListOptions selector;
-  selector.label_selector =
-      std::string(controller::kManagedByLabel) + "=" + controller::kManagedByValue;
+  selector.label_selector = std::string(controller::reconcile::kManagedByLabel) + "=" +
+                            controller::reconcile::kManagedByValue;
   Status s = api.deleteResourceSlices(selector);
   if (!s.ok()) {
     log::error("Cleanup: deleting the managed ResourceSlices failed", s);
@@ -237,23 +237,23 @@ inv::HttpResponse textResponse(int status, std::string body,
 // When it cannot be read at start, the placement of Kubernetes 1.35 and later;
 // a 1.34 server with partitionable devices on then refuses such pools, and
 // the refusal is in their status.
-controller::ServerRelease serverReleaseOf(client::KubeApi& api) {
+controller::reconcile::ServerRelease serverReleaseOf(client::KubeApi& api) {
   StatusOr<client::ServerVersion> version = api.getServerVersion();
   if (!version.ok()) {
     log::warning("Cannot read the API server's version; counter sets go in slices of their own",
                  {{"error", version.status().toString()}});
     return {};
   }
-  controller::ServerRelease release;
+  controller::reconcile::ServerRelease release;
   release.counter_placement =
-      controller::counterPlacementFor(version->majorNumber(), version->minorNumber());
+      controller::reconcile::counterPlacementFor(version->majorNumber(), version->minorNumber());
   release.version = version->git_version;
-  log::info(
-      "Kubernetes API server",
-      {{"version", version->git_version},
-       {"counterSets", release.counter_placement == controller::CounterPlacement::kWithConsumers
-                           ? "with their consumers"
-                           : "in slices of their own"}});
+  log::info("Kubernetes API server",
+            {{"version", version->git_version},
+             {"counterSets",
+              release.counter_placement == controller::reconcile::CounterPlacement::kWithConsumers
+                  ? "with their consumers"
+                  : "in slices of their own"}});
   return release;
 }
 
@@ -278,13 +278,13 @@ int run(const controller::ServiceFlags& flags) {
   // With leader election, slice writes pass only while this replica holds the
   // lease (set once the elector exists); every attempt is checked, retries
   // included, so none leaves after the renew deadline.
-  std::atomic<const controller::LeaderElector*> lease_holder{nullptr};
+  std::atomic<const controller::leader::LeaderElector*> lease_holder{nullptr};
   auto holds_lease = [&lease_holder] {
-    const controller::LeaderElector* e = lease_holder.load();
+    const controller::leader::LeaderElector* e = lease_holder.load();
     return e != nullptr && e->holdsLease();
   };
   const bool fenced = flags.leader_elect && !flags.cleanup;
-  controller::WriteFence fence(**transport, holds_lease);
+  controller::leader::WriteFence fence(**transport, holds_lease);
   client::HttpTransport& api_transport =
       fenced ? fence : static_cast<client::HttpTransport&>(**transport);
   client::RestKubeApiOptions api_options;
@@ -326,8 +326,8 @@ int run(const controller::ServiceFlags& flags) {
   controller::WorkQueueMetricsObserver queue_observer(queue_metrics);
 
   // The reconcile loop.
-  controller::DesiredStore store(clock);
-  controller::ControllerOptions copts;
+  controller::reconcile::DesiredStore store(clock);
+  controller::reconcile::ControllerOptions copts;
   copts.api = api->get();
   copts.clock = &clock;
   copts.store = &store;
@@ -351,7 +351,7 @@ int run(const controller::ServiceFlags& flags) {
       watch_metrics.restarted(watched, metrics::WatchRestartReason::kError);
     }
   };
-  auto controller = controller::Controller::create(copts);
+  auto controller = controller::reconcile::Controller::create(copts);
   if (!controller.ok()) return usageError(controller.status().message());
 
   // Who may push.
@@ -400,7 +400,7 @@ int run(const controller::ServiceFlags& flags) {
     inv::LeaderHooks hooks;
     hooks.is_leader = holds_lease;
     hooks.leader_identity = [&lease_holder] {
-      const controller::LeaderElector* e = lease_holder.load();
+      const controller::leader::LeaderElector* e = lease_holder.load();
       return e != nullptr ? e->leader() : std::string();
     };
     hooks.forward = [&leader_forwarder](const inv::HttpRequest& req) {
@@ -411,7 +411,7 @@ int run(const controller::ServiceFlags& flags) {
   }
   inv::InventoryEndpoint endpoint(**handler, clock);
   store.setStatusListener(
-      [&endpoint](const controller::PoolKey& key) { endpoint.poolStatusChanged(key); });
+      [&endpoint](const controller::reconcile::PoolKey& key) { endpoint.poolStatusChanged(key); });
 
   // The inventory API's self-signed certificate: made (or read) before the
   // server starts, so that the first connection is served with it; a signal
@@ -531,7 +531,7 @@ int run(const controller::ServiceFlags& flags) {
       return usageError("flag --metrics-bind-address: " + server.status().message());
     metrics_server = std::move(*server);
   }
-  controller::Controller* ctrl = controller->get();
+  controller::reconcile::Controller* ctrl = controller->get();
   std::unique_ptr<inv::HttpServer> health_server;
   if (flags.health_probe_bind_address != "0") {
     inv::HttpServerOptions popts;
@@ -570,7 +570,7 @@ int run(const controller::ServiceFlags& flags) {
   std::atomic<int> exit_code{0};
   std::unique_ptr<client::HttpTransport> lease_transport;
   std::unique_ptr<client::KubeApi> lease_api;
-  std::unique_ptr<controller::LeaderElector> elector;
+  std::unique_ptr<controller::leader::LeaderElector> elector;
   std::unique_ptr<controller::LeaderForwarder> forwarder;
   std::stop_source election_stop;
   std::thread election;
@@ -594,7 +594,7 @@ int run(const controller::ServiceFlags& flags) {
     if (!made_api.ok()) return usageError(made_api.status().message());
     lease_api = std::move(*made_api);
 
-    controller::LeaderElectionOptions lopts;
+    controller::leader::LeaderElectionOptions lopts;
     lopts.api = lease_api.get();
     lopts.clock = &clock;
     lopts.lease_namespace = flags.leader_election_namespace.empty()
@@ -602,7 +602,7 @@ int run(const controller::ServiceFlags& flags) {
                                 : flags.leader_election_namespace;
     lopts.lease_name = flags.leader_election_id;
     lopts.identity = flags.identity.empty()
-                         ? controller::makeLeaderIdentity(envOr("POD_NAME", hostName()))
+                         ? controller::leader::makeLeaderIdentity(envOr("POD_NAME", hostName()))
                          : flags.identity;
     lopts.lease_duration = flags.leader_elect_lease_duration;
     lopts.renew_deadline = flags.leader_elect_renew_deadline;
@@ -625,7 +625,7 @@ int run(const controller::ServiceFlags& flags) {
         signals.requestStop();
       }
     };
-    auto made = controller::LeaderElector::create(lopts);
+    auto made = controller::leader::LeaderElector::create(lopts);
     if (!made.ok()) return usageError(made.status().message());
     elector = std::move(*made);
     leader_metrics.setLeader(false);
@@ -633,7 +633,7 @@ int run(const controller::ServiceFlags& flags) {
     controller::LeaderForwarderOptions fopts;
     fopts.clock = &clock;
     fopts.own_url = own_url;
-    controller::LeaderElector* e = elector.get();
+    controller::leader::LeaderElector* e = elector.get();
     fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
     // The leader is checked against an explicit CA bundle (the chart's), or,
     // without one, against this replica's own certificate (shared by all).

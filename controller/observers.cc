@@ -30,7 +30,8 @@ void ReconcileMetricsObserver::activeWorkers(int n) {
   active_ = n;
 }
 
-void ReconcileMetricsObserver::counts(const std::map<std::string, DriverCounts>& by_driver) {
+void ReconcileMetricsObserver::counts(
+    const std::map<std::string, reconcile::DriverCounts>& by_driver) {
   std::lock_guard lock(mu_);
   // Drivers that have gone drop to zero rather than vanish, so that rate()
   // and absent() in dashboards behave; their series stay until restart.

@@ -15,7 +15,8 @@
 
 namespace rsc::controller {
 
-class ReconcileMetricsObserver final : public ReconcilerObserver, public ControllerObserver {
+class ReconcileMetricsObserver final : public reconcile::ReconcilerObserver,
+                                       public reconcile::ControllerObserver {
  public:
   explicit ReconcileMetricsObserver(metrics::ControllerMetrics& m) : m_(m) {}
 
@@ -26,7 +27,7 @@ class ReconcileMetricsObserver final : public ReconcilerObserver, public Control
   // ControllerObserver
   void reconciled(std::string_view result, Clock::Duration took) override;
   void activeWorkers(int n) override;
-  void counts(const std::map<std::string, DriverCounts>& by_driver) override;
+  void counts(const std::map<std::string, reconcile::DriverCounts>& by_driver) override;
   void leaseExpired(const std::string& driver) override;
 
  private:
@@ -36,7 +37,7 @@ class ReconcileMetricsObserver final : public ReconcilerObserver, public Control
   std::set<std::string> drivers_;  // guarded by mu_: drivers with gauges
 };
 
-class WorkQueueMetricsObserver final : public WorkQueueObserver {
+class WorkQueueMetricsObserver final : public reconcile::WorkQueueObserver {
  public:
   explicit WorkQueueMetricsObserver(metrics::WorkQueueMetrics& m) : m_(m) {}
   void add() override { m_.added(); }

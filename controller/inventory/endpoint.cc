@@ -37,7 +37,7 @@ struct InventoryEndpoint::Impl {
   void hold(PendingWait wait, HttpServer::Responder respond);
   // Answers held push `id` if it is still held (exactly one caller wins).
   void complete(uint64_t id);
-  void recheck(const PoolKey& key);
+  void recheck(const reconcile::PoolKey& key);
   void stop();
   // Runs `task` on the worker pool, counted in `tasks`.
   template <typename F>
@@ -167,7 +167,7 @@ void InventoryEndpoint::Impl::complete(uint64_t id) {
   taken.respond(handler.render(taken.wait));
 }
 
-void InventoryEndpoint::Impl::recheck(const PoolKey& key) {
+void InventoryEndpoint::Impl::recheck(const reconcile::PoolKey& key) {
   std::vector<std::pair<uint64_t, PendingWait>> candidates;
   {
     std::lock_guard lock(mu);
@@ -269,7 +269,7 @@ InventoryEndpoint::admitHandler() {
   };
 }
 
-void InventoryEndpoint::poolStatusChanged(const PoolKey& key) {
+void InventoryEndpoint::poolStatusChanged(const reconcile::PoolKey& key) {
   std::lock_guard lock(impl_->mu);
   if (impl_->stopping || impl_->held.empty()) return;
   impl_->post([raw = impl_.get(), key] { raw->recheck(key); });

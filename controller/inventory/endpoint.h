@@ -43,7 +43,7 @@ class InventoryEndpoint {
 
   // Tells held pushes of `key` to look again. Cheap; any thread, also the
   // store's listener thread.
-  void poolStatusChanged(const PoolKey& key);
+  void poolStatusChanged(const reconcile::PoolKey& key);
 
   // Answers every held push with its current state, answers new requests
   // 503 and joins the workers. Call before HttpServer::stop(), so that the

@@ -166,7 +166,7 @@ std::optional<std::string> placementRefusal(const Caller& caller,
 // or on all nodes, and node-bound ones only with --allow-unbound-node-pools.
 // Field paths are built only for a refusal: an allowed pool costs a few
 // comparisons per device (the no-op push path runs this on every push).
-std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool,
+std::optional<FieldError> nodeRestriction(const Caller& caller, const reconcile::Pool& pool,
                                           bool allow_unbound) {
   if (caller.unrestricted) return std::nullopt;
   const auto check = [&](std::string_view field,
@@ -176,7 +176,7 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool
     }
     return std::nullopt;
   };
-  const NodeSelection& selection = pool.selection;
+  const reconcile::NodeSelection& selection = pool.selection;
   if (selection.node_name) return check("nodeName", selection.node_name);
   if (selection.node_selector) return check("nodeSelector", std::nullopt);
   if (selection.all_nodes) return check("allNodes", std::nullopt);
@@ -220,8 +220,8 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const Pool& pool
 // The node restriction of a PUT of one pool, for the pool as pushed and the
 // pool it replaces (null when new): the 403 answer, or nullopt. `existing`
 // may be `pushed` itself (a body recognised by its digest).
-std::optional<Status> poolPushRefusal(const Caller& caller, const Pool& pushed,
-                                      const Pool* existing, bool allow_unbound) {
+std::optional<Status> poolPushRefusal(const Caller& caller, const reconcile::Pool& pushed,
+                                      const reconcile::Pool* existing, bool allow_unbound) {
   std::vector<FieldError> denied;
   const std::optional<FieldError> pushed_why = nodeRestriction(caller, pushed, allow_unbound);
   if (pushed_why) denied.push_back(*pushed_why);
@@ -263,7 +263,7 @@ struct InventoryHandler::Context {
   Caller caller;
   std::optional<PendingWait> pending;
 
-  PoolKey key() const { return {driver, pool}; }
+  reconcile::PoolKey key() const { return {driver, pool}; }
 };
 
 StatusOr<std::unique_ptr<InventoryHandler>> InventoryHandler::create(
@@ -535,7 +535,7 @@ HttpResponse InventoryHandler::dispatch(Context& ctx, size_t route, const std::s
 }
 
 HttpResponse InventoryHandler::getPool(Context& ctx) {
-  const std::optional<PoolStatus> status = options_.store->status(ctx.key());
+  const std::optional<reconcile::PoolStatus> status = options_.store->status(ctx.key());
   if (!status) {
     return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                   inQuotes(ctx.driver) + " is not known"));
@@ -566,16 +566,16 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  Pool pool = decodePool(*body, "", problems);
+  reconcile::Pool pool = decodePool(*body, "", problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
-  const std::optional<ServerRelease> server = options_.store->serverRelease();
+  const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
   if (server && problems.empty()) validateCounterPlacement(pool, "", *server, problems);
 
   uint64_t version = 0;
   {
     std::lock_guard lock(write_mu_);
     // Node restriction, for the pool as pushed and the pool it replaces.
-    const std::shared_ptr<const DesiredPool> existing = options_.store->get(ctx.key());
+    const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(ctx.key());
     if (std::optional<Status> refused =
             poolPushRefusal(ctx.caller, pool, existing ? &existing->pool : nullptr,
                             options_.allow_unbound_node_pools)) {
@@ -605,7 +605,7 @@ std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
     } else if (!lock.try_lock()) {
       return std::nullopt;
     }
-    const std::shared_ptr<const DesiredPool> existing =
+    const std::shared_ptr<const reconcile::DesiredPool> existing =
         options_.store->getByBodyDigest(ctx.key(), body_digest);
     if (!existing) return std::nullopt;
     // The same bytes decode to the same content, which passed validation
@@ -640,8 +640,8 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
       options_.store->remove(ctx.key());
     } else {
       // A repeated DELETE of a pool still being withdrawn is accepted again.
-      const std::optional<PoolStatus> status = options_.store->status(ctx.key());
-      if (!status || status->phase != PoolPhase::kWithdrawing) {
+      const std::optional<reconcile::PoolStatus> status = options_.store->status(ctx.key());
+      if (!status || status->phase != reconcile::PoolPhase::kWithdrawing) {
         return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                       inQuotes(ctx.driver) + " is not known"));
       }
@@ -658,7 +658,7 @@ HttpResponse InventoryHandler::renewPool(Context& ctx) {
   uint64_t version = 0;
   {
     std::lock_guard lock(write_mu_);
-    const std::shared_ptr<const DesiredPool> existing = options_.store->get(ctx.key());
+    const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(ctx.key());
     if (!existing) {
       return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                     inQuotes(ctx.driver) + " is not known; push it with PUT"));
@@ -684,9 +684,9 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  std::map<std::string, Pool> pools = decodeDriverPools(*body, problems);
+  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(*body, problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
-  const std::optional<ServerRelease> server = options_.store->serverRelease();
+  const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
   if (server && problems.empty()) {
     for (const auto& [name, pool] : pools) {
       validateCounterPlacement(pool, keyPath("pools", name), *server, problems);
@@ -705,8 +705,8 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
         denied.push_back({keyPath("pools", name) + "." + why->field, why->message});
       }
     }
-    for (const PoolKey& key : options_.store->keys(ctx.driver)) {
-      const std::shared_ptr<const DesiredPool> existing = options_.store->get(key);
+    for (const reconcile::PoolKey& key : options_.store->keys(ctx.driver)) {
+      const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(key);
       const bool kept = pools.contains(key.pool);
       if (!kept) withdrawn.push_back(key.pool);
       if (!existing) continue;
@@ -737,7 +737,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
 HttpResponse InventoryHandler::getDriver(Context& ctx) {
   Json pools = Json::array();
   const std::string leader = leaderIdentity();
-  for (const PoolStatus& status : options_.store->statuses(ctx.driver)) {
+  for (const reconcile::PoolStatus& status : options_.store->statuses(ctx.driver)) {
     pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
   }
   return jsonResponse(200, {{"driver", ctx.driver}, {"pools", std::move(pools)}});
@@ -746,7 +746,7 @@ HttpResponse InventoryHandler::getDriver(Context& ctx) {
 HttpResponse InventoryHandler::listDrivers(Context&) {
   const std::string leader = leaderIdentity();
   std::map<std::string, Json> by_driver;
-  for (const PoolStatus& status : options_.store->statuses()) {
+  for (const reconcile::PoolStatus& status : options_.store->statuses()) {
     Json& pools = by_driver.try_emplace(status.key.driver, Json::array()).first->second;
     pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
   }
@@ -770,7 +770,7 @@ HttpResponse InventoryHandler::answerPush(Context& ctx, PendingWait wait) {
 
 bool InventoryHandler::done(const PendingWait& wait) const {
   for (const auto& [pool, version] : wait.published) {
-    const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
+    const std::optional<reconcile::PoolStatus> status = options_.store->status({wait.driver, pool});
     // No status: the pool was withdrawn since; there is nothing to wait for.
     // A version the API server refused is as final as a published one.
     if (status && status->published_version < version && status->rejected_version < version) {
@@ -778,8 +778,8 @@ bool InventoryHandler::done(const PendingWait& wait) const {
     }
   }
   for (const std::string& pool : wait.withdrawn) {
-    const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
-    if (status && status->phase == PoolPhase::kWithdrawing) return false;
+    const std::optional<reconcile::PoolStatus> status = options_.store->status({wait.driver, pool});
+    if (status && status->phase == reconcile::PoolPhase::kWithdrawing) return false;
   }
   return true;
 }
@@ -793,11 +793,11 @@ HttpResponse InventoryHandler::render(const PendingWait& wait) {
 HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) {
   const std::string leader = leaderIdentity();
   const auto pool_json = [&](const std::string& pool) {
-    const PoolKey key{wait.driver, pool};
-    if (std::optional<PoolStatus> status = options_.store->status(key)) {
+    const reconcile::PoolKey key{wait.driver, pool};
+    if (std::optional<reconcile::PoolStatus> status = options_.store->status(key)) {
       return poolStatusToJson(*status, options_.store->get(key), leader);
     }
-    PoolStatus gone;
+    reconcile::PoolStatus gone;
     gone.key = key;
     return poolStatusToJson(gone, nullptr, leader, "Withdrawn");
   };
@@ -806,7 +806,8 @@ HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) 
     // as a 422 naming them, with the server's message.
     std::vector<FieldError> refused;
     for (const auto& [pool, version] : wait.published) {
-      const std::optional<PoolStatus> status = options_.store->status({wait.driver, pool});
+      const std::optional<reconcile::PoolStatus> status =
+          options_.store->status({wait.driver, pool});
       if (status && status->published_version < version && status->rejected_version >= version) {
         refused.push_back({"pools[" + pool + "]", status->last_error.message()});
       }

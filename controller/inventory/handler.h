@@ -79,9 +79,9 @@ struct LeaderHooks {
 };
 
 struct InventoryHandlerOptions {
-  DesiredStore* store = nullptr;           // required
-  Authenticator* authenticator = nullptr;  // required
-  Clock* clock = nullptr;                  // required
+  reconcile::DesiredStore* store = nullptr;  // required
+  Authenticator* authenticator = nullptr;    // required
+  Clock* clock = nullptr;                    // required
   Clock::Duration max_wait = kDefaultMaxWait;
   // Body limit of PUT pool and PUT driver (--max-request-bytes).
   size_t max_body_bytes = kDefaultMaxBodyBytes;

@@ -137,7 +137,7 @@ using ProblemClass = client::codec::Problems::Class;
 
 // A pool as sent, before validation: what decoding found out about presence.
 struct RawPool {
-  Pool pool;  // devices are made into shared forms once the pool is valid
+  reconcile::Pool pool;  // devices are made into shared forms once the pool is valid
   std::vector<client::Device> devices;
   std::vector<std::vector<client::Device>> slice_devices;  // slices[i].devices
   bool has_devices = false;
@@ -176,7 +176,7 @@ RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
   }
   WirePool wire;
   client::codec::decodeInto<WirePool>(body, at, wire, decoder);
-  NodeSelection& selection = raw.pool.selection;
+  reconcile::NodeSelection& selection = raw.pool.selection;
   selection.node_name = std::move(wire.node_name);
   selection.node_selector = std::move(wire.node_selector);
   selection.all_nodes = wire.all_nodes.value_or(false);
@@ -193,7 +193,7 @@ RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
   }
   raw.has_slices = wire.slices.has_value();
   if (wire.slices) {
-    std::vector<DesiredSlice> slices;
+    std::vector<reconcile::DesiredSlice> slices;
     for (WireSlice& s : *wire.slices) {
       slices.push_back({{}, std::move(s.shared_counters)});
       raw.slice_devices.push_back(std::move(s.devices));
@@ -567,8 +567,8 @@ void validateCounterSet(const client::CounterSet& set, const std::string& path, 
 }
 
 void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& bad) {
-  const Pool& pool = raw.pool;
-  const NodeSelection& s = pool.selection;
+  const reconcile::Pool& pool = raw.pool;
+  const reconcile::NodeSelection& s = pool.selection;
 
   // Node selection: exactly one way.
   std::vector<std::string> set_fields;
@@ -629,7 +629,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
               "without devices)");
     }
     for (size_t i = 0; i < pool.slices->size(); ++i) {
-      const DesiredSlice& slice = (*pool.slices)[i];
+      const reconcile::DesiredSlice& slice = (*pool.slices)[i];
       const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
       const std::string at = indexPath(slices_path, i);
       const std::string devices_path = fieldPath(at, "devices");
@@ -639,15 +639,15 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                 "must not be in the same slice as devices; put shared counters in "
                 "a slice of their own");
       }
-      if (slice.shared_counters.size() > kMaxCounterSetsPerSlice) {
-        bad.add(sets_path, "must have at most " + std::to_string(kMaxCounterSetsPerSlice) +
-                               " counter sets per slice, not " +
-                               std::to_string(slice.shared_counters.size()));
+      if (slice.shared_counters.size() > reconcile::kMaxCounterSetsPerSlice) {
+        bad.add(sets_path,
+                "must have at most " + std::to_string(reconcile::kMaxCounterSetsPerSlice) +
+                    " counter sets per slice, not " + std::to_string(slice.shared_counters.size()));
       }
       const bool advanced =
           std::any_of(slice_devices.begin(), slice_devices.end(),
                       [](const client::Device& d) { return d.usesAdvancedFeatures(); });
-      const size_t limit = deviceLimit(advanced);
+      const size_t limit = reconcile::deviceLimit(advanced);
       if (slice_devices.size() > limit) {
         bad.add(devices_path,
                 "must have at most " + std::to_string(limit) + " devices per slice" +
@@ -707,13 +707,13 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
 }
 
 // "Kubernetes 1.34.2", from a gitVersion ("v1.34.2").
-std::string kubernetesRelease(const ServerRelease& server) {
+std::string kubernetesRelease(const reconcile::ServerRelease& server) {
   std::string_view v = server.version;
   if (v.starts_with('v')) v.remove_prefix(1);
   return v.empty() ? "This Kubernetes release" : "Kubernetes " + std::string(v);
 }
 
-Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& problems) {
+reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& problems) {
   client::codec::Problems found;
   Decoder decoder(found, Unknown::kRefuse);
   RawPool raw = decodeRawPool(body, at, decoder);
@@ -820,7 +820,9 @@ class JsonCost {
   Status error_ = okStatus();
 };
 
-std::string phaseOf(const PoolStatus& status) { return std::string(poolPhaseName(status.phase)); }
+std::string phaseOf(const reconcile::PoolStatus& status) {
+  return std::string(reconcile::poolPhaseName(status.phase));
+}
 
 }  // namespace
 
@@ -848,29 +850,30 @@ StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
   }
 }
 
-void validateCounterPlacement(const Pool& pool, const std::string& prefix,
-                              const ServerRelease& server, BodyProblems& problems) {
-  if (server.counter_placement != CounterPlacement::kWithConsumers || pool.slices) return;
+void validateCounterPlacement(const reconcile::Pool& pool, const std::string& prefix,
+                              const reconcile::ServerRelease& server, BodyProblems& problems) {
+  if (server.counter_placement != reconcile::CounterPlacement::kWithConsumers || pool.slices)
+    return;
   Problems invalid(problems.invalid, problems.invalid_omitted);
   const std::string rule = kubernetesRelease(server) +
                            " requires each counter set in the slice of the devices that "
                            "consume it: ";
-  for (const CounterGroup& group : counterGroupsOf(pool)) {
+  for (const reconcile::CounterGroup& group : counterGroupsOf(pool)) {
     if (group.sets.empty()) continue;
     const std::string first = inQuotes(pool.shared_counters[group.sets.front()].name);
-    if (group.sets.size() > kMaxCounterSetsPerSlice) {
-      const size_t beyond = group.sets[kMaxCounterSetsPerSlice];
+    if (group.sets.size() > reconcile::kMaxCounterSetsPerSlice) {
+      const size_t beyond = group.sets[reconcile::kMaxCounterSetsPerSlice];
       std::string message = rule;
       message += "counter set ";
       message += first;
       message += ", the devices that consume it and the ";
       message += std::to_string(group.sets.size() - 1);
       message += " counter sets those consume too must share one slice, which holds at most ";
-      message += std::to_string(kMaxCounterSetsPerSlice);
+      message += std::to_string(reconcile::kMaxCounterSetsPerSlice);
       message += " counter sets";
       invalid.add(indexPath(fieldPath(prefix, "sharedCounters"), beyond), std::move(message));
     }
-    const size_t limit = deviceLimit(group.advanced);
+    const size_t limit = reconcile::deviceLimit(group.advanced);
     if (group.devices.size() > limit) {
       const size_t beyond = group.devices[limit];
       std::string message = rule;
@@ -887,12 +890,12 @@ void validateCounterPlacement(const Pool& pool, const std::string& prefix,
   }
 }
 
-Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems) {
+reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems) {
   return decodeAndValidate(body, FieldPath(prefix), problems);
 }
 
-std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
-  std::map<std::string, Pool> pools;
+std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
+  std::map<std::string, reconcile::Pool> pools;
   Problems malformed(problems.malformed, problems.malformed_omitted);
   Problems invalid(problems.invalid, problems.invalid_omitted);
   if (!body.is_object()) {
@@ -971,23 +974,24 @@ Status problemsStatus(const BodyProblems& problems) {
   return okStatus();
 }
 
-StatusOr<Pool> parsePool(std::string_view body) {
+StatusOr<reconcile::Pool> parsePool(std::string_view body) {
   ASSIGN_OR_RETURN(Json j, parseJsonBody(body));
   BodyProblems problems;
-  Pool pool = decodePool(j, "", problems);
+  reconcile::Pool pool = decodePool(j, "", problems);
   RETURN_IF_ERROR(problemsStatus(problems));
   return pool;
 }
 
-StatusOr<std::map<std::string, Pool>> parseDriverPools(std::string_view body) {
+StatusOr<std::map<std::string, reconcile::Pool>> parseDriverPools(std::string_view body) {
   ASSIGN_OR_RETURN(Json j, parseJsonBody(body));
   BodyProblems problems;
-  std::map<std::string, Pool> pools = decodeDriverPools(j, problems);
+  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(j, problems);
   RETURN_IF_ERROR(problemsStatus(problems));
   return pools;
 }
 
-Json poolStatusToJson(const PoolStatus& status, const std::shared_ptr<const DesiredPool>& desired,
+Json poolStatusToJson(const reconcile::PoolStatus& status,
+                      const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override) {
   Json j = Json::object();
   j["driver"] = status.key.driver;

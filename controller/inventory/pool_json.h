@@ -78,24 +78,24 @@ size_t decodedJsonBytes(std::string_view body);
 // Problems are appended to `problems`; the returned pool is meaningful only
 // when none were added. Validation runs only when decoding found no shape
 // errors, so that one typo does not cause a cascade of follow-up errors.
-Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems);
+reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems);
 
 // Adds to `problems.invalid` what the API server's counter placement cannot
 // hold: with CounterPlacement::kWithConsumers (Kubernetes 1.34), each group of
 // counter sets and the devices that consume them (counterGroupsOf) must fit
 // one slice. `pool` is one decodePool returned without problems; `prefix` as
 // there. A pool with driver-chosen slices is left to the API server.
-void validateCounterPlacement(const Pool& pool, const std::string& prefix,
-                              const ServerRelease& server, BodyProblems& problems);
+void validateCounterPlacement(const reconcile::Pool& pool, const std::string& prefix,
+                              const reconcile::ServerRelease& server, BodyProblems& problems);
 
 // Decodes and validates the body of PUT /v1/drivers/{driver}:
 // {"pools": {"<pool name>": Pool, ...}}, pool names included.
-std::map<std::string, Pool> decodeDriverPools(const Json& body, BodyProblems& problems);
+std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems);
 
 // Convenience for callers without a request: the pool, or InvalidArgument
 // (shape errors) or Unprocessable (validation) with every problem as a detail.
-StatusOr<Pool> parsePool(std::string_view body);
-StatusOr<std::map<std::string, Pool>> parseDriverPools(std::string_view body);
+StatusOr<reconcile::Pool> parsePool(std::string_view body);
+StatusOr<std::map<std::string, reconcile::Pool>> parseDriverPools(std::string_view body);
 
 // Returns the status of `problems` (OK when empty): InvalidArgument with the
 // malformed ones when there are any, else Unprocessable with the invalid ones.
@@ -107,7 +107,8 @@ Status problemsStatus(const BodyProblems& problems);
 // The JSON of a PoolStatus (see openapi.json, schema PoolStatus). `desired` may
 // be null (a pool being withdrawn). `phase_override` replaces the phase when
 // not empty ("Withdrawn" for a finished DELETE).
-Json poolStatusToJson(const PoolStatus& status, const std::shared_ptr<const DesiredPool>& desired,
+Json poolStatusToJson(const reconcile::PoolStatus& status,
+                      const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override = {});
 
 // The JSON of an error: {code, reason, message, details: [{field, message}]}.

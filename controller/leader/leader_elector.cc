@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 namespace {
 
 // client-go's JitterFactor: waits are stretched by up to 20 %.
@@ -266,4 +266,4 @@ void LeaderElector::run(std::stop_token stop) {
   if (started.joinable()) started.join();
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

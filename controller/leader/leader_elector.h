@@ -23,7 +23,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 
 struct LeaderElectionOptions {
   // Required.
@@ -114,4 +114,4 @@ class LeaderElector {
 // client-go (unique per process start).
 std::string makeLeaderIdentity(const std::string& name);
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 namespace {
 
 // Every object of this group that the controller writes is a ResourceSlice.
@@ -35,4 +35,4 @@ StatusOr<client::HttpResponse> WriteFence::stream(
   return inner_.stream(request, on_head, on_chunk, std::move(stop));
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

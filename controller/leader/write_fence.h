@@ -14,7 +14,7 @@
 
 #include "client/http_transport.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 
 // Status::reason() of a write the fence refused.
 inline constexpr char kReasonNotLeader[] = "NotLeader";
@@ -41,4 +41,4 @@ class WriteFence final : public client::HttpTransport {
   std::function<bool()> may_write_;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "controller/reconcile/dropped_fields.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 // The index key of a slice in the informer's store: driver and pool, with a
@@ -425,4 +425,4 @@ void Controller::housekeepingLoop(std::stop_token stop) {
   }
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -32,7 +32,7 @@
 #include "controller/reconcile/reconciler.h"
 #include "controller/reconcile/work_queue.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // How long a new leader leaves alone the slices of pools nobody has pushed to
 // it yet: drivers re-push after a restart or failover (they retry when a renew
@@ -171,4 +171,4 @@ class Controller {
   std::jthread housekeeping_;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 std::string_view poolPhaseName(PoolPhase phase) {
   switch (phase) {
@@ -266,4 +266,4 @@ std::optional<ServerRelease> DesiredStore::serverRelease() const {
   return server_release_;
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

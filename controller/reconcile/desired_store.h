@@ -26,7 +26,7 @@
 #include "controller/reconcile/planner.h"
 #include "controller/reconcile/pool.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // One content of a pool, shared as shared_ptr<const>: the store keeps it for
 // as long as pushes bring equal content, so each content exists once.
@@ -185,4 +185,4 @@ class DesiredStore {
   std::optional<ServerRelease> server_release_;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 constexpr char kProbeName[] = "resourceslice-controller.dra.k8s.io/probe";
@@ -140,4 +140,4 @@ StatusOr<std::set<std::string>> probeDroppedFields(client::KubeApi& api,
   return shapes;
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "controller/reconcile/planner.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // The driver of the probe slices: ours, never a real driver's. Nothing is stored under it.
 inline constexpr char kProbeDriver[] = "probe.resourceslice-controller.dra.k8s.io";
@@ -32,4 +32,4 @@ std::string fieldShape(std::string_view path);
 StatusOr<std::set<std::string>> probeDroppedFields(client::KubeApi& api,
                                                    CounterPlacement placement);
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

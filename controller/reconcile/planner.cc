@@ -8,7 +8,7 @@
 #include <set>
 #include <unordered_map>
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 // The API server appends five random characters to a generateName and cuts
@@ -505,4 +505,4 @@ std::string sliceGenerateName(int64_t index, const PoolKey& key) {
   return name;
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -12,7 +12,7 @@
 #include "client/resource_slice.h"
 #include "controller/reconcile/pool.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 using SlicePtr = std::shared_ptr<const client::ResourceSlice>;
 
@@ -97,4 +97,4 @@ int64_t sliceIndexFromName(const std::string& name);
 // cut so that the API server's generated name stays within 63 characters.
 std::string sliceGenerateName(int64_t index, const PoolKey& key);
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -12,7 +12,7 @@
 
 #include "client/resource_slice.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // Identifies a pool: the driver that owns it and its name. Pool names may
 // contain '/'.
@@ -64,7 +64,7 @@ struct Pool {
   friend bool operator==(const Pool&, const Pool&) = default;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile
 
 template <>
-struct std::hash<rsc::controller::PoolKey> : rsc::controller::PoolKeyHash {};
+struct std::hash<rsc::controller::reconcile::PoolKey> : rsc::controller::reconcile::PoolKeyHash {};

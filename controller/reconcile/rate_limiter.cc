@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 Clock::Duration exponentialDelay(Clock::Duration base, Clock::Duration max, int failures) {
   if (base <= Clock::Duration::zero()) {
@@ -53,4 +53,4 @@ Clock::Duration TokenBucket::reserve() {
       std::chrono::nanoseconds(std::llround(wait_nanos)));
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

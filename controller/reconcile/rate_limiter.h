@@ -16,7 +16,7 @@
 
 #include "common/clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // The default first retry delay of a failing key. Short, because most failures
 // (a conflict, a slice the cache had not yet seen) are fixed by the next try.
@@ -174,4 +174,4 @@ std::unique_ptr<RateLimiter<Key>> defaultControllerRateLimiter(Clock& clock) {
   return std::make_unique<MaxOfRateLimiter<Key>>(std::move(limiters));
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "controller/reconcile/dropped_fields.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 // The spec a planned slice should have, without the pool generation and
@@ -599,4 +599,4 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   return {};
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

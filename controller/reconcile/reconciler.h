@@ -24,7 +24,7 @@
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/planner.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "resourceslice-controller";
@@ -146,4 +146,4 @@ class Reconciler {
   ReconcilerOptions options_;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

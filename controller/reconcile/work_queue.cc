@@ -1,6 +1,6 @@
 #include "controller/reconcile/work_queue.h"
 
-namespace rsc::controller::internal {
+namespace rsc::controller::reconcile::internal {
 
 WorkQueueObserver& noOpWorkQueueObserver() {
   static WorkQueueObserver observer;
@@ -22,4 +22,4 @@ void waitAtMost(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
   cv.wait_for(lock, timeout);
 }
 
-}  // namespace rsc::controller::internal
+}  // namespace rsc::controller::reconcile::internal

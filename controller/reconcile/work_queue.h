@@ -23,7 +23,7 @@
 #include "common/clock.h"
 #include "controller/reconcile/rate_limiter.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // Receives the queue's events so that metrics/ can export Kubernetes' workqueue
 // metrics without this folder depending on it. The queue calls it with its lock
@@ -446,4 +446,4 @@ class WorkQueue {
   std::thread background_;
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

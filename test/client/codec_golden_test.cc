@@ -27,10 +27,10 @@ namespace rsc::client {
 namespace {
 
 namespace fs = std::filesystem;
-using controller::Plan;
-using controller::PlannedSlice;
-using controller::Pool;
-using controller::PoolKey;
+using controller::reconcile::Plan;
+using controller::reconcile::PlannedSlice;
+using controller::reconcile::Pool;
+using controller::reconcile::PoolKey;
 
 const fs::path kSourceRoot = RSC_SOURCE_ROOT;
 const fs::path kGoldenDir = kSourceRoot / "test/client/testdata/codec";
@@ -61,9 +61,9 @@ void writeStatus(std::ostream& out, const Status& status) {
 }
 
 ResourceSlice sliceOf(const PoolKey& key, const Pool& pool, const Plan& plan,
-                      const PlannedSlice& p) {
+                      const controller::reconcile::PlannedSlice& p) {
   ResourceSlice slice;
-  slice.metadata.generate_name = controller::sliceGenerateName(p.index, key);
+  slice.metadata.generate_name = controller::reconcile::sliceGenerateName(p.index, key);
   slice.spec.driver = key.driver;
   slice.spec.pool = {key.pool, 1, static_cast<int64_t>(plan.slices.size())};
   slice.spec.node_name = pool.selection.node_name;
@@ -82,9 +82,10 @@ std::vector<std::pair<std::string, ResourceSlice>>& allSlices() {
   return slices;
 }
 
-void writePool(std::ostream& out, const std::string& name, const PoolKey& key, const Pool& pool) {
-  const Plan plan = controller::planPool(pool, {});
-  for (const PlannedSlice& p : plan.slices) {
+void writePool(std::ostream& out, const std::string& name,
+               const controller::reconcile::PoolKey& key, const controller::reconcile::Pool& pool) {
+  const controller::reconcile::Plan plan = controller::reconcile::planPool(pool, {});
+  for (const controller::reconcile::PlannedSlice& p : plan.slices) {
     ResourceSlice slice = sliceOf(key, pool, plan, p);
     out << "  slice " << bytes(toJson(slice)) << "\n";
     // Decoding what we write gives what we wrote.
@@ -102,14 +103,15 @@ std::string poolBodies(const std::vector<fs::path>& inputs) {
     const std::string body = readFile(path);
     const std::string name = path.filename().string();
     out << "input " << name << "\n";
-    StatusOr<Pool> pool = controller::inventory::parsePool(body);
+    StatusOr<controller::reconcile::Pool> pool = controller::inventory::parsePool(body);
     out << " as pool\n";
     if (pool.ok()) {
       writePool(out, name, {"gpu.example.com", "pool"}, *pool);
     } else {
       writeStatus(out, pool.status());
     }
-    StatusOr<std::map<std::string, Pool>> pools = controller::inventory::parseDriverPools(body);
+    StatusOr<std::map<std::string, controller::reconcile::Pool>> pools =
+        controller::inventory::parseDriverPools(body);
     out << " as driver\n";
     if (pools.ok()) {
       for (const auto& [pool_name, p] : *pools) {

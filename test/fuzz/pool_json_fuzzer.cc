@@ -43,8 +43,8 @@ void checkErrorAnswer(const Status& status) {
 
 // An accepted pool can be written: its plan has slices within the limits,
 // every device once, and each slice survives the JSON round trip.
-void checkAccepted(const PoolKey& key, const Pool& pool) {
-  const Plan plan = planPool(pool, {});
+void checkAccepted(const reconcile::PoolKey& key, const reconcile::Pool& pool) {
+  const reconcile::Plan plan = planPool(pool, {});
   if (plan.slices.empty()) {
     broken("an accepted pool planned no slice");
   }
@@ -54,16 +54,16 @@ void checkAccepted(const PoolKey& key, const Pool& pool) {
   size_t want_devices = pool.devices.size();
   if (pool.slices) {
     want_devices = 0;
-    for (const DesiredSlice& s : *pool.slices) {
+    for (const reconcile::DesiredSlice& s : *pool.slices) {
       want_devices += s.devices.size();
     }
   }
   size_t devices = 0;
-  for (const PlannedSlice& p : plan.slices) {
-    if (p.devices.size() > deviceLimit(p.devices)) {
+  for (const reconcile::PlannedSlice& p : plan.slices) {
+    if (p.devices.size() > reconcile::deviceLimit(p.devices)) {
       broken("a planned slice over its device limit");
     }
-    if (p.shared_counters.size() > kMaxCounterSetsPerSlice) {
+    if (p.shared_counters.size() > reconcile::kMaxCounterSetsPerSlice) {
       broken("a planned slice over its counter set limit");
     }
     devices += p.devices.size();
@@ -72,7 +72,7 @@ void checkAccepted(const PoolKey& key, const Pool& pool) {
     slice.metadata.name = sliceGenerateName(p.index, key) + "fuzzz";
     slice.spec.driver = key.driver;
     slice.spec.pool = {key.pool, 1, static_cast<int64_t>(plan.slices.size())};
-    const NodeSelection& sel = pool.selection;
+    const reconcile::NodeSelection& sel = pool.selection;
     slice.spec.node_name = sel.node_name;
     slice.spec.node_selector = sel.node_selector;
     if (sel.all_nodes) {
@@ -116,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
 
   // PUT of one pool.
-  const rsc::StatusOr<Pool> pool = parsePool(body);
+  const rsc::StatusOr<reconcile::Pool> pool = parsePool(body);
   if (pool.ok()) {
     checkAccepted({"fuzz.example.com", "pool"}, *pool);
   } else {
@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // PUT of a whole driver.
-  const rsc::StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(body);
+  const rsc::StatusOr<std::map<std::string, reconcile::Pool>> pools = parseDriverPools(body);
   if (pools.ok()) {
     for (const auto& [name, p] : *pools) {
       checkAccepted({"fuzz.example.com", name}, p);
@@ -142,7 +142,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     Json wrapped = Json::object();
     wrapped["pools"]["p"] = std::move(*j);
-    const rsc::StatusOr<std::map<std::string, Pool>> again = parseDriverPools(wrapped.dump());
+    const rsc::StatusOr<std::map<std::string, reconcile::Pool>> again =
+        parseDriverPools(wrapped.dump());
     if (again.ok()) {
       if (again->size() != 1 || !(again->begin()->second == *pool)) {
         broken("a pool decodes differently inside a driver body");

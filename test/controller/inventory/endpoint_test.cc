@@ -30,7 +30,8 @@ class InventoryEndpointTest : public ::testing::Test {
     handler_ = std::move(
         *InventoryHandler::create({.store = &store_, .authenticator = &auth_, .clock = &clock_}));
     endpoint_ = std::make_unique<InventoryEndpoint>(*handler_, clock_, 2);
-    store_.setStatusListener([this](const PoolKey& key) { endpoint_->poolStatusChanged(key); });
+    store_.setStatusListener(
+        [this](const reconcile::PoolKey& key) { endpoint_->poolStatusChanged(key); });
   }
   void TearDown() override { endpoint_->stop(); }
 
@@ -50,15 +51,15 @@ class InventoryEndpointTest : public ::testing::Test {
     return future;
   }
 
-  void publish(const PoolKey& key) {
-    store_.updateStatus(key, [](PoolStatus& s) {
-      s.phase = PoolPhase::kPublished;
+  void publish(const reconcile::PoolKey& key) {
+    store_.updateStatus(key, [](reconcile::PoolStatus& s) {
+      s.phase = reconcile::PoolPhase::kPublished;
       s.published_version = s.desired_version;
     });
   }
 
   testing::FakeClock clock_;
-  DesiredStore store_{clock_};
+  reconcile::DesiredStore store_{clock_};
   FakeAuthenticator auth_;
   std::unique_ptr<InventoryHandler> handler_;
   std::unique_ptr<InventoryEndpoint> endpoint_;
@@ -79,7 +80,7 @@ TEST_F(InventoryEndpointTest, HoldsAPushUntilItIsPublished) {
 
   // Another pool's publication does not answer it: once the endpoint has
   // looked at both changes, the push is still held and unanswered.
-  store_.updateStatus({"nic.example.com", "other"}, [](PoolStatus&) {});
+  store_.updateStatus({"nic.example.com", "other"}, [](reconcile::PoolStatus&) {});
   publish({"other.example.com", "p"});
   ASSERT_TRUE(endpoint_->waitIdleForTest(1));
   EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);

@@ -55,7 +55,7 @@ std::vector<std::string> detailFields(const HttpResponse& response) {
 class InventoryHandlerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_.setChangeListener([this](const PoolKey&) { ++changes_; });
+    store_.setChangeListener([this](const reconcile::PoolKey&) { ++changes_; });
     InventoryHandlerOptions options;
     options.store = &store_;
     options.authenticator = &auth_;
@@ -89,9 +89,9 @@ class InventoryHandlerTest : public ::testing::Test {
   }
 
   // What the reconciler does once a pool is published.
-  void publish(const PoolKey& key, int64_t generation = 1) {
-    store_.updateStatus(key, [&](PoolStatus& s) {
-      s.phase = PoolPhase::kPublished;
+  void publish(const reconcile::PoolKey& key, int64_t generation = 1) {
+    store_.updateStatus(key, [&](reconcile::PoolStatus& s) {
+      s.phase = reconcile::PoolPhase::kPublished;
       s.published_version = s.desired_version;
       s.published_generation = generation;
       s.slice_names = {"00000-" + key.driver + "-" + key.pool + "-abcde"};
@@ -101,12 +101,12 @@ class InventoryHandlerTest : public ::testing::Test {
   // Everything a request could change, as text.
   std::string snapshot() const {
     std::ostringstream out;
-    for (const PoolKey& key : store_.keys()) {
+    for (const reconcile::PoolKey& key : store_.keys()) {
       auto desired = store_.get(key);
       out << key.toString() << " v" << desired->version << " lease "
           << store_.leaseDeadline(key)->time_since_epoch().count() << "\n";
     }
-    for (const PoolStatus& s : store_.statuses()) {
+    for (const reconcile::PoolStatus& s : store_.statuses()) {
       out << s.key.toString() << " " << poolPhaseName(s.phase) << " " << s.desired_version << "/"
           << s.published_version << "\n";
     }
@@ -115,7 +115,7 @@ class InventoryHandlerTest : public ::testing::Test {
   }
 
   testing::FakeClock clock_;
-  DesiredStore store_{clock_};
+  reconcile::DesiredStore store_{clock_};
   FakeAuthenticator auth_;
   std::unique_ptr<InventoryHandler> handler_;
   int changes_ = 0;
@@ -165,11 +165,11 @@ TEST_F(InventoryHandlerTest, CounterGroupsTooLargeForOneSliceAreRefusedOnKuberne
   EXPECT_EQ(call("PUT", path, counterPool(65), "node-a").response.status, 202);
   store_.remove({kGpu, "node-a"});
 
-  store_.setServerRelease({CounterPlacement::kOwnSlices, "v1.35.0"});
+  store_.setServerRelease({reconcile::CounterPlacement::kOwnSlices, "v1.35.0"});
   EXPECT_EQ(call("PUT", path, counterPool(65), "node-a").response.status, 202);
   store_.remove({kGpu, "node-a"});
 
-  store_.setServerRelease({CounterPlacement::kWithConsumers, "v1.34.2"});
+  store_.setServerRelease({reconcile::CounterPlacement::kWithConsumers, "v1.34.2"});
   const std::string before = snapshot();
   HandlerResult devices = call("PUT", path, counterPool(65), "node-a");
   EXPECT_EQ(devices.response.status, 422) << devices.response.body;
@@ -249,8 +249,8 @@ TEST_F(InventoryHandlerTest, WaitEndsWith422WhenTheApiServerRefusedThePool) {
   HandlerResult put =
       call("PUT", "/v1/drivers/gpu.example.com/pools/node-a?wait=10s", gpuPool("node-a"), "node-a");
   ASSERT_TRUE(put.wait.has_value());
-  store_.updateStatus({kGpu, "node-a"}, [](PoolStatus& s) {
-    s.phase = PoolPhase::kFailed;
+  store_.updateStatus({kGpu, "node-a"}, [](reconcile::PoolStatus& s) {
+    s.phase = reconcile::PoolPhase::kFailed;
     s.rejected_version = s.desired_version;
     s.last_error = Status(StatusCode::kInvalidArgument,
                           "spec.devices[1].attributes[cores]: Invalid value: \"\"");
@@ -342,7 +342,7 @@ TEST_F(InventoryHandlerTest, DeleteWithdrawsThePool) {
 TEST_F(InventoryHandlerTest, RenewExtendsTheLease) {
   call("PUT", "/v1/drivers/gpu.example.com/pools/node-a", leasedGpuPool("node-a", 30), "node-a");
   const Clock::TimePoint first = *store_.leaseDeadline({kGpu, "node-a"});
-  const std::shared_ptr<const DesiredPool> content = store_.get({kGpu, "node-a"});
+  const std::shared_ptr<const reconcile::DesiredPool> content = store_.get({kGpu, "node-a"});
   EXPECT_EQ(first, clock_.now() + std::chrono::seconds(30));
 
   clock_.advance(std::chrono::seconds(20));
@@ -527,8 +527,8 @@ TEST_F(InventoryHandlerTest, ContentTheApiServerRefusedIsRefusedAgainWithoutDeco
   const std::string target = "/v1/drivers/gpu.example.com/pools/node-a";
   const std::string body = gpuPool("node-a");
   call("PUT", target, body, "node-a");
-  store_.updateStatus({kGpu, "node-a"}, [](PoolStatus& s) {
-    s.phase = PoolPhase::kFailed;
+  store_.updateStatus({kGpu, "node-a"}, [](reconcile::PoolStatus& s) {
+    s.phase = reconcile::PoolPhase::kFailed;
     s.rejected_version = s.desired_version;
     s.last_error = Status(StatusCode::kInvalidArgument, "spec.devices[0]: Invalid value");
   });
@@ -1166,7 +1166,7 @@ TEST_F(InventoryHandlerTest, OpenApiDocumentNeedsNoCredentials) {
 
 TEST(InventoryHandlerCreate, RequiresStoreAuthenticatorAndClock) {
   testing::FakeClock clock;
-  DesiredStore store(clock);
+  reconcile::DesiredStore store(clock);
   FakeAuthenticator auth;
   EXPECT_FALSE(
       InventoryHandler::create({.store = nullptr, .authenticator = &auth, .clock = &clock}).ok());

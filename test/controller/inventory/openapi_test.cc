@@ -63,7 +63,7 @@ TEST(OpenApi, DocumentsExactlyTheRoutesServed) {
 
 TEST(OpenApi, EveryDocumentedOperationIsImplemented) {
   testing::FakeClock clock;
-  DesiredStore store(clock);
+  reconcile::DesiredStore store(clock);
   NoAuthAuthenticator auth;
   auto handler =
       InventoryHandler::create({.store = &store, .authenticator = &auth, .clock = &clock});
@@ -125,23 +125,26 @@ TEST(OpenApi, PoolSchemaNamesTheFieldsTheDecoderAccepts) {
 }
 
 TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
-  PoolStatus status;
+  reconcile::PoolStatus status;
   status.key = {"gpu.example.com", "node-a"};
   status.last_error = Status(StatusCode::kConflict, "x");
   status.last_push = Clock::SystemTime(std::chrono::seconds(1));
-  auto desired = std::make_shared<DesiredPool>();
+  auto desired = std::make_shared<reconcile::DesiredPool>();
   desired->pool.lease = std::chrono::seconds(5);
   const Json written = poolStatusToJson(status, desired, "leader");
   const Json schema = document().at("components").at("schemas").at("PoolStatus");
   EXPECT_EQ(keysOf(written), keysOf(schema.at("properties")));
   for (const Json& required : schema.at("required")) {
-    EXPECT_TRUE(poolStatusToJson(PoolStatus{}, nullptr, "").contains(required)) << required;
+    EXPECT_TRUE(poolStatusToJson(reconcile::PoolStatus{}, nullptr, "").contains(required))
+        << required;
   }
   std::set<std::string> phases;
   for (const Json& p : schema.at("properties").at("phase").at("enum")) phases.insert(p);
-  for (PoolPhase phase :
-       {PoolPhase::kPending, PoolPhase::kPublished, PoolPhase::kFailed, PoolPhase::kWithdrawing}) {
-    EXPECT_TRUE(phases.contains(std::string(poolPhaseName(phase)))) << poolPhaseName(phase);
+  for (reconcile::PoolPhase phase :
+       {reconcile::PoolPhase::kPending, reconcile::PoolPhase::kPublished,
+        reconcile::PoolPhase::kFailed, reconcile::PoolPhase::kWithdrawing}) {
+    EXPECT_TRUE(phases.contains(std::string(reconcile::poolPhaseName(phase))))
+        << poolPhaseName(phase);
   }
 }
 

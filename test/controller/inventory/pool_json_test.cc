@@ -62,7 +62,7 @@ class PoolValidation : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PoolValidation, ReportsEveryProblemWithItsFieldPath) {
   const Case& c = GetParam();
-  StatusOr<Pool> pool = parsePool(c.body.dump());
+  StatusOr<reconcile::Pool> pool = parsePool(c.body.dump());
   EXPECT_EQ(pool.status().code(), c.code) << pool.status().toString();
   EXPECT_THAT(fieldsOf(pool.status()), UnorderedElementsAreArray(c.fields))
       << pool.status().toString();
@@ -572,7 +572,7 @@ TEST(PoolJson, DecodesEveryPoolField) {
       {"leaseSeconds", 30},
       {"sharedCounters", {counterSet("gpu-0")}},
       {"devices", {{{"name", "gpu-0"}, {"attributes", {{"model", {{"string", "H100"}}}}}}}}};
-  StatusOr<Pool> pool = parsePool(body.dump());
+  StatusOr<reconcile::Pool> pool = parsePool(body.dump());
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   EXPECT_EQ(pool->selection.node_name, "node-a");
   EXPECT_EQ(pool->generation, 4);
@@ -596,7 +596,7 @@ TEST(PoolJson, DecodesEveryPoolField) {
 TEST(PoolJson, StrictDecodingErrorsNameEveryPath) {
   Json body = nodePool({deviceWith("atributes", Json::object()),
                         deviceWith("taints", {{{"key", "k"}, {"valu", "v"}, {"effect", "None"}}})});
-  StatusOr<Pool> pool = parsePool(body.dump());
+  StatusOr<reconcile::Pool> pool = parsePool(body.dump());
   EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(pool.status().message(),
             "strict decoding error: unknown field \"devices[0].atributes\", unknown field "
@@ -606,7 +606,7 @@ TEST(PoolJson, StrictDecodingErrorsNameEveryPath) {
                           FieldError{"devices[1].taints[0].valu", "unknown field"}));
 
   // Inside a driver body, paths name the pool.
-  StatusOr<std::map<std::string, Pool>> pools =
+  StatusOr<std::map<std::string, reconcile::Pool>> pools =
       parseDriverPools(Json{{"pools", {{"node-a", body}}}}.dump());
   EXPECT_THAT(fieldsOf(pools.status()), ElementsAre("pools[\"node-a\"].devices[0].atributes",
                                                     "pools[\"node-a\"].devices[1].taints[0].valu"));
@@ -617,7 +617,7 @@ TEST(PoolJson, StrictDecodingErrorsNameEveryPath) {
 TEST(PoolJson, ProblemsAreCappedAtAHundredWithACount) {
   Json list = Json::array();
   for (int i = 0; i < 500; ++i) list.push_back(1);
-  StatusOr<Pool> pool = parsePool(nodePool(list).dump());
+  StatusOr<reconcile::Pool> pool = parsePool(nodePool(list).dump());
   EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
   ASSERT_EQ(pool.status().details().size(), kMaxProblemDetails + 1);
   EXPECT_EQ(pool.status().details().front(), (FieldError{"devices[0]", "must be an object"}));
@@ -638,7 +638,7 @@ TEST(PoolJson, ProblemsAreCappedAtAHundredWithACount) {
 TEST(PoolJson, DecodesExplicitSlicesInOrder) {
   Json body = {{"allNodes", true},
                {"slices", {{{"devices", devices(2, "a-")}}, {{"devices", devices(1, "b-")}}}}};
-  StatusOr<Pool> pool = parsePool(body.dump());
+  StatusOr<reconcile::Pool> pool = parsePool(body.dump());
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   ASSERT_TRUE(pool->slices.has_value());
   ASSERT_EQ(pool->slices->size(), 2U);
@@ -650,13 +650,13 @@ TEST(PoolJson, DecodesExplicitSlicesInOrder) {
 TEST(PoolJson, ShapeErrorsComeFirstWithoutValidationNoise) {
   // An unknown field and an invalid device name: only the shape error is
   // reported, the validation runs once the body has the right shape.
-  StatusOr<Pool> pool = parsePool(with(nodePool({device("BAD")}), "typo", 1).dump());
+  StatusOr<reconcile::Pool> pool = parsePool(with(nodePool({device("BAD")}), "typo", 1).dump());
   EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(fieldsOf(pool.status()), ElementsAre("typo"));
 }
 
 TEST(PoolJson, RejectsTextThatIsNotJson) {
-  StatusOr<Pool> pool = parsePool("{\"nodeName\": ");
+  StatusOr<reconcile::Pool> pool = parsePool("{\"nodeName\": ");
   EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(pool.status().message(), HasSubstr("not JSON"));
 }
@@ -675,7 +675,7 @@ TEST(PoolJson, DriverBodyPathsNameThePool) {
                 {{"node-a", nodePool({device("gpu-0")})},
                  {"node-b", nodePool({device("Bad")})},
                  {"Bad/Name", nodePool()}}}};
-  StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(body.dump());
+  StatusOr<std::map<std::string, reconcile::Pool>> pools = parseDriverPools(body.dump());
   EXPECT_EQ(pools.status().code(), StatusCode::kUnprocessable);
   EXPECT_THAT(
       fieldsOf(pools.status()),
@@ -690,15 +690,15 @@ TEST(PoolJson, DriverBodyShape) {
   EXPECT_THAT(fieldsOf(parseDriverPools(R"({"pools": []})").status()), ElementsAre("pools"));
   EXPECT_THAT(fieldsOf(parseDriverPools(R"({"pools": {"a": {"nodeName": 1}}})").status()),
               ElementsAre("pools[\"a\"].nodeName"));
-  StatusOr<std::map<std::string, Pool>> empty = parseDriverPools(R"({"pools": {}})");
+  StatusOr<std::map<std::string, reconcile::Pool>> empty = parseDriverPools(R"({"pools": {}})");
   ASSERT_TRUE(empty.ok());
   EXPECT_TRUE(empty->empty());
 }
 
 TEST(PoolJson, StatusJsonHasEveryField) {
-  PoolStatus status;
+  reconcile::PoolStatus status;
   status.key = {"gpu.example.com", "node-a"};
-  status.phase = PoolPhase::kFailed;
+  status.phase = reconcile::PoolPhase::kFailed;
   status.desired_version = 7;
   status.published_version = 5;
   status.published_generation = 3;
@@ -706,7 +706,7 @@ TEST(PoolJson, StatusJsonHasEveryField) {
   status.last_error = Status(StatusCode::kConflict, "update ResourceSlice x: conflict");
   status.last_push = Clock::SystemTime(std::chrono::seconds(1767225600));
   status.dropped_fields = {"spec.devices[0].taints"};
-  auto desired = std::make_shared<DesiredPool>();
+  auto desired = std::make_shared<reconcile::DesiredPool>();
   desired->pool.generation = 9;
   desired->pool.lease = std::chrono::seconds(60);
   const Json j = poolStatusToJson(status, desired, "replica-1");
@@ -756,13 +756,13 @@ TEST(InventoryExamples, EveryExampleIsValid) {
     ++files;
     const std::string text = readFile(entry.path());
     if (name.ends_with(".driver.json")) {
-      StatusOr<std::map<std::string, Pool>> pools = parseDriverPools(text);
+      StatusOr<std::map<std::string, reconcile::Pool>> pools = parseDriverPools(text);
       ASSERT_TRUE(pools.ok()) << name << ": " << pools.status().toString();
       EXPECT_FALSE(pools->empty()) << name;
       pools_seen += pools->size();
     } else {
       ASSERT_TRUE(name.ends_with(".pool.json")) << name << ": name it *.pool.json or *.driver.json";
-      StatusOr<Pool> pool = parsePool(text);
+      StatusOr<reconcile::Pool> pool = parsePool(text);
       ASSERT_TRUE(pool.ok()) << name << ": " << pool.status().toString();
       ++pools_seen;
     }
@@ -772,8 +772,8 @@ TEST(InventoryExamples, EveryExampleIsValid) {
 }
 
 TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
-  StatusOr<Pool> pool = parsePool(readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) /
-                                           "gpu.example.com-node-c.pool.json"));
+  StatusOr<reconcile::Pool> pool = parsePool(readFile(
+      std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / "gpu.example.com-node-c.pool.json"));
   ASSERT_TRUE(pool.ok()) << pool.status().toString();
   EXPECT_FALSE(pool->shared_counters.empty());
   size_t consuming = 0;
@@ -785,7 +785,7 @@ TEST(InventoryExamples, PartitionableGpuConsumesCounters) {
 TEST(InventoryExamples, GpuPoolsLookLikeRealGpuDrivers) {
   for (const char* file :
        {"gpu.example.com-node-a.pool.json", "gpu.example.com-node-b.pool.json"}) {
-    StatusOr<Pool> pool =
+    StatusOr<reconcile::Pool> pool =
         parsePool(readFile(std::filesystem::path(RSC_INVENTORY_EXAMPLES_DIR) / file));
     ASSERT_TRUE(pool.ok()) << file << ": " << pool.status().toString();
     EXPECT_TRUE(pool->selection.node_name.has_value()) << file;

@@ -9,7 +9,7 @@
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 namespace {
 
 using std::chrono::seconds;
@@ -248,4 +248,4 @@ TEST(LeaderIdentity, IsUniquePerCall) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

@@ -8,7 +8,7 @@
 #include "client/rest_kube_api.h"
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::leader {
 namespace {
 
 // Answers every request with `answer` and records what reached it.
@@ -129,4 +129,4 @@ TEST_F(WriteFenceTest, ARetryDueAfterTheLeaseLapsedIsNotSent) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::leader

@@ -12,7 +12,7 @@
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 const PoolKey kNodeA{"gpu.example.com", "node-a"};
@@ -472,4 +472,4 @@ TEST_F(ControllerThreadsTest, StopLeadingReturnsOnlyWhenNoWorkerCanWrite) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -47,7 +47,7 @@
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 using client::Device;
@@ -1416,4 +1416,4 @@ TEST(ConvergencePlanner, PlanningItsOwnCounterSlicesAgainChangesNothing) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

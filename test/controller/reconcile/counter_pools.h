@@ -7,7 +7,7 @@
 #include "client/resource_slice.h"
 #include "controller/reconcile/pool.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 
 // Adds counter set `name` (80Gi of memory) to `pool`, and makes every device
 // of the pool consume half of it.
@@ -24,4 +24,4 @@ inline void addCounterSetConsumedByAll(Pool& pool, const std::string& name) {
   });
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

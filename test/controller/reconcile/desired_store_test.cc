@@ -4,7 +4,7 @@
 
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 Pool onNode(const std::string& node) {
@@ -48,4 +48,4 @@ TEST(DesiredStore, KeysOnNodeFollowPutsMovesAndRemovals) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -10,7 +10,7 @@
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 const PoolKey kNodeA{"gpu.example.com", "node-a"};
@@ -178,4 +178,4 @@ TEST_F(ControllerProbe, WhenTheProbeFailsARestartedControllerLearnsFromItsWrites
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 client::Device device(const std::string& name, bool tainted = false) {
@@ -394,4 +394,4 @@ TEST(Planner, NewSlicesTakeTheLowestFreeIndices) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -10,7 +10,7 @@
 
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 using std::chrono::milliseconds;
@@ -168,4 +168,4 @@ TEST(DefaultControllerRateLimiter, CombinesPerKeyBackoffAndOverallBucket) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

@@ -13,7 +13,7 @@
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 using client::ResourceSlice;
@@ -1112,4 +1112,4 @@ TEST_F(ReconcilerTest, WithEverySliceCachedWithdrawingDeletesOnlyOurSlices) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile

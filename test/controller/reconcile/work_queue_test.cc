@@ -20,7 +20,7 @@
 #include "controller/reconcile/rate_limiter.h"
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 using std::chrono::hours;
@@ -40,17 +40,17 @@ struct PoolKey {
 };
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile
 
 template <>
-struct std::hash<rsc::controller::PoolKey> {
-  std::size_t operator()(const rsc::controller::PoolKey& k) const noexcept {
+struct std::hash<rsc::controller::reconcile::PoolKey> {
+  std::size_t operator()(const rsc::controller::reconcile::PoolKey& k) const noexcept {
     const std::size_t h = std::hash<std::string>()(k.driver);
     return h ^ (std::hash<std::string>()(k.pool) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
   }
 };
 
-namespace rsc::controller {
+namespace rsc::controller::reconcile {
 namespace {
 
 // A queue on a FakeClock without the background thread: tests move time with
@@ -628,4 +628,4 @@ TEST(WorkQueue, BackgroundThreadReportsUnfinishedWorkToObserver) {
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::reconcile
