@@ -1,5 +1,6 @@
 #include "client/credentials.h"
 
+#include <map>
 #include <utility>
 
 #include "common/log.h"
@@ -8,7 +9,12 @@ namespace rsc::client {
 
 CredentialSource::CredentialSource(const ClientConfig& config, Clock& clock,
                                    ExecRunOptions exec_options)
-    : config_(config), clock_(clock), exec_options_(exec_options), token_(config.bearer_token) {}
+    : config_(config),
+      use_exec_(config.exec.has_value()),
+      exec_(config.exec.value_or(ExecConfig{})),
+      clock_(clock),
+      exec_options_(exec_options),
+      token_(config.bearer_token) {}
 
 void CredentialSource::reloadTokenFile() {
   read_at_ = clock_.now();
@@ -23,11 +29,11 @@ void CredentialSource::reloadTokenFile() {
 }
 
 Status CredentialSource::runPlugin() {
-  exec_credential_.reset();
-  StatusOr<ExecCredential> answer = runExecPlugin(*config_.exec, config_, exec_options_);
+  has_exec_credential_ = false;
+  StatusOr<ExecCredential> answer = runExecPlugin(exec_, config_, exec_options_);
   if (!answer.ok()) {
     log::warning("exec credential plugin failed",
-                 {{"command", config_.exec->command}, {"error", answer.status().message()}});
+                 {{"command", exec_.command}, {"error", answer.status().message()}});
     return answer.status();
   }
   Credential credential{answer->token, nullptr};
@@ -36,21 +42,49 @@ Status CredentialSource::runPlugin() {
         ClientIdentity{answer->client_cert_pem, answer->client_key_pem});
   }
   exec_credential_ = std::move(credential);
+  has_exec_credential_ = true;
   exec_expiry_ = answer->expiry;
+  std::string expires = "never";
+  if (exec_expiry_) expires = formatTime(*exec_expiry_);
   log::info("exec credential plugin gave a credential",
-            {{"command", config_.exec->command},
-             {"expires", answer->expiry ? formatTime(*answer->expiry) : std::string("never")},
+            {{"command", exec_.command},
+             {"expires", expires},
              {"token", answer->token.empty() ? "no" : "yes"},
              {"clientCertificate", answer->client_cert_pem.empty() ? "no" : "yes"}});
   return okStatus();
 }
 
+std::shared_ptr<CredentialSource> CredentialSource::shared(const ClientConfig& config,
+                                                           Clock& clock) {
+  if (!config.exec) return std::make_shared<CredentialSource>(config, clock);
+  const ExecConfig& exec = *config.exec;
+  Json key = {config.server,
+              exec.command,
+              exec.args,
+              exec.env,
+              exec.api_version,
+              execInfo(exec, config),
+              exec.interactive_mode,
+              exec.install_hint,
+              config.client_cert_pem};
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<CredentialSource>> sources;
+  std::lock_guard lock(mu);
+  std::weak_ptr<CredentialSource>& slot = sources[key.dump()];
+  std::shared_ptr<CredentialSource> source = slot.lock();
+  if (!source) {
+    source = std::make_shared<CredentialSource>(config, clock);
+    slot = source;
+  }
+  return source;
+}
+
 StatusOr<Credential> CredentialSource::get() {
   std::lock_guard lock(mu_);
-  if (config_.exec) {
+  if (use_exec_) {
     const bool expired = exec_expiry_ && clock_.systemNow() >= *exec_expiry_;
-    if (!exec_credential_ || expired) RETURN_IF_ERROR(runPlugin());
-    return *exec_credential_;
+    if (!has_exec_credential_ || expired) RETURN_IF_ERROR(runPlugin());
+    return exec_credential_;
   }
   if (!config_.token_file.empty() && (!read_at_ || clock_.now() - *read_at_ >= kRereadInterval)) {
     reloadTokenFile();
@@ -60,10 +94,10 @@ StatusOr<Credential> CredentialSource::get() {
 
 bool CredentialSource::refreshAfterUnauthorized(const Credential& used) {
   std::lock_guard lock(mu_);
-  if (config_.exec) {
+  if (use_exec_) {
     // Another request may have refreshed it already: use that answer.
-    if (exec_credential_ && *exec_credential_ != used) return true;
-    return runPlugin().ok() && *exec_credential_ != used;
+    if (has_exec_credential_ && exec_credential_ != used) return true;
+    return runPlugin().ok() && exec_credential_ != used;
   }
   if (config_.token_file.empty()) return false;
   reloadTokenFile();

@@ -45,6 +45,12 @@ class CredentialSource {
 
   CredentialSource(const ClientConfig& config, Clock& clock, ExecRunOptions exec_options = {});
 
+  // One source per exec plugin configuration (and server) in the process,
+  // shared by every transport made from it (the leader election's client
+  // and the main one), so that a plugin runs once per expiry, as client-go
+  // caches exec authenticators; a new source for other configurations.
+  static std::shared_ptr<CredentialSource> shared(const ClientConfig& config, Clock& clock);
+
   CredentialSource(const CredentialSource&) = delete;
   CredentialSource& operator=(const CredentialSource&) = delete;
 
@@ -67,13 +73,18 @@ class CredentialSource {
   Status runPlugin();
 
   const ClientConfig config_;
+  // A copy of *config_.exec, when use_exec_.
+  const bool use_exec_;
+  const ExecConfig exec_;
   Clock& clock_;
   const ExecRunOptions exec_options_;
   std::mutex mu_;
   std::string token_;
   std::optional<Clock::TimePoint> read_at_;
-  // The plugin's last answer and when it expires (nullopt: never).
-  std::optional<Credential> exec_credential_;
+  // The plugin's last answer (when has_exec_credential_) and when it
+  // expires (nullopt: never).
+  bool has_exec_credential_ = false;
+  Credential exec_credential_;
   std::optional<Clock::SystemTime> exec_expiry_;
 };
 

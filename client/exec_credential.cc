@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -73,7 +73,12 @@ std::vector<std::string> childEnvironment(const ExecConfig& exec, const ClientCo
     for (const auto& [k, v] : overrides) replaced = replaced || k == name;
     if (!replaced) out.emplace_back(entry);
   }
-  for (const auto& [k, v] : overrides) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : overrides) {
+    std::string entry = k;
+    entry += '=';
+    entry += v;
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -116,6 +121,8 @@ StatusOr<ChildOutput> runChild(const std::string& file, const ExecConfig& exec,
   std::vector<std::string> env_strings = childEnvironment(exec, cluster);
   std::vector<char*> argv;
   std::vector<char*> envp;
+  argv.reserve(argv_strings.size() + 1);
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : argv_strings) argv.push_back(s.data());
   for (auto& s : env_strings) envp.push_back(s.data());
   argv.push_back(nullptr);
@@ -228,7 +235,7 @@ StatusOr<ExecCredential> parseExecCredential(std::string_view output, const Exec
   }
   if (j.value("kind", "") != "ExecCredential") {
     return execError(exec, "the plugin printed kind \"" + j.value("kind", "") +
-                               "\", expected \"ExecCredential\"");
+                               R"(", expected "ExecCredential")");
   }
   auto status = j.find("status");
   if (status == j.end() || !status->is_object()) {

@@ -247,7 +247,7 @@ web::web_proxy proxyOf(const std::string& proxy_url) {
   web::uri_builder address(uri);
   address.set_user_info("");
   web::web_proxy proxy(address.to_uri());
-  const std::string user_info = uri.user_info();
+  const std::string& user_info = uri.user_info();
   if (!user_info.empty()) {
     const size_t colon = user_info.find(':');
     proxy.set_credentials(web::credentials(web::uri::decode(user_info.substr(0, colon)),
@@ -348,7 +348,7 @@ struct CpprestTransport::Impl {
         tls_server_name(config.tls_server_name),
         proxy_url(config.proxy_url),
         user_agent(config.user_agent),
-        credentials(config, clock) {}
+        credentials(CredentialSource::shared(config, clock)) {}
 
   http_client_config clientConfig(std::chrono::milliseconds timeout) const {
     http_client_config cfg;
@@ -368,7 +368,7 @@ struct CpprestTransport::Impl {
   // exec plugin empties the keep-alive pool, so that it is used at once. A
   // plugin that fails is reported as a request that was not sent.
   StatusOr<Credential> credential() {
-    StatusOr<Credential> c = credentials.get();
+    StatusOr<Credential> c = credentials->get();
     if (!c.ok()) {
       return Status(StatusCode::kUnavailable, c.status().message(), {}, kReasonRequestNotSent);
     }
@@ -436,7 +436,7 @@ struct CpprestTransport::Impl {
   const std::string tls_server_name;
   const std::string proxy_url;
   const std::string user_agent;
-  CredentialSource credentials;
+  const std::shared_ptr<CredentialSource> credentials;
   std::mutex mu;
   std::map<int64_t, std::shared_ptr<http_client>> clients;
 };
@@ -458,7 +458,7 @@ StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const Clien
   // An exec plugin runs once now, so that one that cannot work (not
   // installed, broken output) fails at startup rather than at every request.
   if (config.exec) {
-    StatusOr<Credential> first = impl->credentials.get();
+    StatusOr<Credential> first = impl->credentials->get();
     if (!first.ok()) return first.status();
   }
   return std::unique_ptr<CpprestTransport>(new CpprestTransport(std::move(impl)));
@@ -487,7 +487,7 @@ StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
         HttpResponse out = headOf(response);
         out.body = bodyOf(response);
         if (out.code == 401 && attempt == 0 &&
-            impl_->credentials.refreshAfterUnauthorized(credential)) {
+            impl_->credentials->refreshAfterUnauthorized(credential)) {
           continue;
         }
         return out;
@@ -528,7 +528,7 @@ StatusOr<HttpResponse> CpprestTransport::stream(
       ASSIGN_OR_RETURN(Credential credential, impl_->credential());
       response = client.request(impl_->buildRequest(request, credential), cancel.get_token()).get();
       if (response.status_code() == 401 && attempt == 0 &&
-          impl_->credentials.refreshAfterUnauthorized(credential)) {
+          impl_->credentials->refreshAfterUnauthorized(credential)) {
         continue;
       }
       break;

@@ -163,8 +163,7 @@ StatusOr<Json> execExtension(const NamedEntry& cluster) {
   const Json* extensions = valueAt(*cluster.body, "extensions");
   if (extensions == nullptr) return Json(nullptr);
   if (!extensions->is_array()) return entryError(cluster, "extensions", "must be a list");
-  for (size_t i = 0; i < extensions->size(); ++i) {
-    const Json& e = (*extensions)[i];
+  for (const Json& e : *extensions) {
     if (e.is_object() && e.value("name", "") == kExecExtension) {
       return e.value("extension", Json(nullptr));
     }
@@ -376,18 +375,16 @@ StatusOr<ClientConfig> loadKubeconfig(const std::vector<fs::path>& paths,
 
   // Select the context (--context wins over current-context), then its
   // cluster and user.
-  std::string context_name = current_context;
-  if (!context_override.empty()) {
-    context_name = context_override;
-    if (!contexts.contains(context_name)) {
+  const std::string context_name = context_override.empty() ? current_context : context_override;
+  auto context_it = contexts.find(context_name);
+  if (context_it == contexts.end()) {
+    if (!context_override.empty()) {
       return invalidArgument("kubeconfig " + joinPaths(paths) + ": context \"" + context_name +
                              "\" (--context) not found");
     }
-  } else if (current_context_file == nullptr) {  // set with a non-empty current_context
-    return invalidArgument("kubeconfig " + joinPaths(paths) + ": current-context is not set");
-  }
-  auto context_it = contexts.find(context_name);
-  if (context_it == contexts.end()) {
+    if (current_context_file == nullptr) {  // set with a non-empty current_context
+      return invalidArgument("kubeconfig " + joinPaths(paths) + ": current-context is not set");
+    }
     return invalidArgument(filePrefix(*current_context_file) + ": current-context: context \"" +
                            context_name + "\" not found");
   }

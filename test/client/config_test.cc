@@ -97,6 +97,15 @@ std::string kubeconfigWithUser(const std::string& user_body) {
          "current-context: ctx\n";
 }
 
+// Writes `text` to `name` in `dir` and loads it; the test fails when it does
+// not load.
+ClientConfig loaded(const TempDir& dir, const std::string& name, const std::string& text,
+                    const std::string& context = "") {
+  auto config = loadKubeconfig({dir.write(name, text)}, context);
+  EXPECT_TRUE(config.ok()) << config.status().toString();
+  return config.ok() ? *config : ClientConfig{};
+}
+
 // ---------------------------------------------------------------------------
 // Kubeconfig loading.
 
@@ -456,6 +465,16 @@ TEST(LoadConfig, InClusterComesBeforeKubeconfigVariable) {
   ASSERT_TRUE(config.ok()) << config.status().toString();
   EXPECT_EQ(config->server, "https://10.96.0.1:443");
 
+  // --context names a kubeconfig context: in-cluster is skipped.
+  config = loadConfig("", env, "test");
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->server, "https://from-env:6443");
+  ConfigEnvironment without_kubeconfig = env;
+  without_kubeconfig.variables.erase("KUBECONFIG");
+  config = loadConfig("", without_kubeconfig, "test");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("in-cluster (skipped: --context"));
+
   // Without a mounted token the pod is not configured in-cluster.
   fs::remove(env.service_account_dir / "token");
   config = loadConfig("", env);
@@ -513,42 +532,41 @@ TEST(Kubeconfig, BlockScalarsAnchorsAndFlowStyle) {
   std::string ca = base64(kCaPem);
   std::string wrapped;
   for (size_t i = 0; i < ca.size(); i += 20) wrapped += "      " + ca.substr(i, 20) + "\n";
-  fs::path file = dir.write("config",
-                            "clusters:\n"
-                            "- name: c\n"
-                            "  cluster:\n"
-                            "    server: >-\n"
-                            "      https://folded.example.com:6443\n"
-                            "    certificate-authority-data: |\n" +
-                                wrapped +
-                                "users:\n"
-                                "- name: base\n"
-                                "  user:\n"
-                                "    exec: &plugin\n"
-                                "      apiVersion: client.authentication.k8s.io/v1\n"
-                                "      command: get-token\n"
-                                "      interactiveMode: Never\n"
-                                "      args: [--cluster, one]\n"
-                                "- name: derived\n"
-                                "  user:\n"
-                                "    exec:\n"
-                                "      <<: *plugin\n"
-                                "      args: [--cluster, two]\n"
-                                "contexts: [{name: ctx, context: {cluster: c, user: derived}}]\n"
-                                "current-context: ctx\n");
-  auto config = loadKubeconfig({file});
-  ASSERT_TRUE(config.ok()) << config.status().toString();
-  EXPECT_EQ(config->server, "https://folded.example.com:6443");
-  EXPECT_EQ(config->ca_pem, kCaPem);
-  ASSERT_TRUE(config->exec.has_value());
-  EXPECT_EQ(config->exec->command, "get-token");
-  EXPECT_EQ(config->exec->args, (std::vector<std::string>{"--cluster", "two"}));
-  EXPECT_EQ(config->exec->interactive_mode, "Never");
+  const ClientConfig config =
+      loaded(dir, "config",
+             "clusters:\n"
+             "- name: c\n"
+             "  cluster:\n"
+             "    server: >-\n"
+             "      https://folded.example.com:6443\n"
+             "    certificate-authority-data: |\n" +
+                 wrapped +
+                 "users:\n"
+                 "- name: base\n"
+                 "  user:\n"
+                 "    exec: &plugin\n"
+                 "      apiVersion: client.authentication.k8s.io/v1\n"
+                 "      command: get-token\n"
+                 "      interactiveMode: Never\n"
+                 "      args: [--cluster, one]\n"
+                 "- name: derived\n"
+                 "  user:\n"
+                 "    exec:\n"
+                 "      <<: *plugin\n"
+                 "      args: [--cluster, two]\n"
+                 "contexts: [{name: ctx, context: {cluster: c, user: derived}}]\n"
+                 "current-context: ctx\n");
+  EXPECT_EQ(config.server, "https://folded.example.com:6443");
+  EXPECT_EQ(config.ca_pem, kCaPem);
+  ASSERT_TRUE(config.exec.has_value());
+  EXPECT_EQ(config.exec->command, "get-token");
+  EXPECT_EQ(config.exec->args, (std::vector<std::string>{"--cluster", "two"}));
+  EXPECT_EQ(config.exec->interactive_mode, "Never");
 }
 
 TEST(Kubeconfig, ExecEntryIsRead) {
   TempDir dir;
-  fs::path file = dir.write("kube/config", R"(clusters:
+  const ClientConfig config = loaded(dir, "kube/config", R"(clusters:
 - name: c
   cluster:
     server: https://api.example.com
@@ -577,12 +595,10 @@ contexts:
   context: {cluster: c, user: u}
 current-context: ctx
 )");
-  auto config = loadKubeconfig({file});
-  ASSERT_TRUE(config.ok()) << config.status().toString();
-  EXPECT_EQ(config->tls_server_name, "api.internal");
-  EXPECT_EQ(config->proxy_url, "http://user:secret@proxy.example.com:3128");
-  ASSERT_TRUE(config->exec.has_value());
-  const ExecConfig& exec = *config->exec;
+  EXPECT_EQ(config.tls_server_name, "api.internal");
+  EXPECT_EQ(config.proxy_url, "http://user:secret@proxy.example.com:3128");
+  ASSERT_TRUE(config.exec.has_value());
+  const ExecConfig& exec = *config.exec;
   EXPECT_EQ(exec.command, (dir.path() / "kube/bin/plugin").string()) << "relative to the file";
   EXPECT_EQ(exec.args, (std::vector<std::string>{"get", "token"}));
   EXPECT_EQ(exec.env, (std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "prod"},
@@ -592,8 +608,9 @@ current-context: ctx
   EXPECT_EQ(exec.install_hint, "Install the plugin from https://example.com/plugin.\n");
   EXPECT_TRUE(exec.provide_cluster_info);
   EXPECT_EQ(exec.cluster_config, Json::parse(R"({"audience": "sts.example.com", "region": 3})"));
-  EXPECT_EQ(exec.origin, "kubeconfig " + file.string() + ": users[0].user.exec");
-  EXPECT_TRUE(config->bearer_token.empty());
+  EXPECT_EQ(exec.origin,
+            "kubeconfig " + (dir.path() / "kube/config").string() + ": users[0].user.exec");
+  EXPECT_TRUE(config.bearer_token.empty());
 }
 
 TEST(Kubeconfig, ContextFlagSelectsAnotherContext) {
@@ -672,24 +689,6 @@ current-context: from-c
   EXPECT_EQ(config->server, "https://from-c");
   EXPECT_EQ(config->bearer_token, "c-token");
   EXPECT_EQ(config->namespace_, "c-ns");
-}
-
-TEST(LoadConfig, ContextFlagSkipsInCluster) {
-  TempDir dir;
-  ConfigEnvironment env;
-  env.service_account_dir = writeServiceAccount(dir);
-  fs::path file = dir.write("env-config", dataKubeconfig("https://from-env:6443"));
-  env.variables = {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
-                   {"KUBERNETES_SERVICE_PORT", "443"},
-                   {"KUBECONFIG", file.string()}};
-  auto config = loadConfig("", env, "test");
-  ASSERT_TRUE(config.ok()) << config.status().toString();
-  EXPECT_EQ(config->server, "https://from-env:6443");
-
-  env.variables.erase("KUBECONFIG");
-  config = loadConfig("", env, "test");
-  ASSERT_FALSE(config.ok());
-  EXPECT_THAT(config.status().message(), HasSubstr("in-cluster (skipped: --context"));
 }
 
 }  // namespace

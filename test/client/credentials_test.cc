@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,40 +90,47 @@ TEST(CredentialSource, FixedTokenNeverChanges) {
   EXPECT_EQ(source.get()->token, "fixed");
 }
 
-TEST(CredentialSource, RereadsTheFileAfterAMinuteOrA401) {
-  TempDir dir;
-  testing::FakeClock clock;
-  ClientConfig config;
-  config.token_file = dir.write("token", "one\n").string();
-  CredentialSource source(config, clock);
-  EXPECT_EQ(source.get()->token, "one");
+// A source reading dir/token, first holding `initial`.
+class TokenFileTest : public ::testing::Test {
+ protected:
+  CredentialSource& source(const std::string& initial) {
+    ClientConfig config;
+    config.token_file = dir_.write("token", initial).string();
+    source_.emplace(config, clock_);
+    return *source_;
+  }
 
-  dir.write("token", "two");
-  clock.advance(std::chrono::seconds(59));
-  EXPECT_EQ(source.get()->token, "one") << "re-read before the interval";
-  clock.advance(std::chrono::seconds(1));
-  EXPECT_EQ(source.get()->token, "two");
+  TempDir dir_;
+  testing::FakeClock clock_;
+  std::optional<CredentialSource> source_;
+};
 
-  dir.write("token", "three");
-  EXPECT_TRUE(source.refreshAfterUnauthorized(Credential{"two", nullptr}));
-  EXPECT_EQ(source.get()->token, "three");
-  EXPECT_FALSE(source.refreshAfterUnauthorized(Credential{"three", nullptr})) << "unchanged token";
+TEST_F(TokenFileTest, RereadsTheFileAfterAMinuteOrA401) {
+  CredentialSource& tokens = source("one\n");
+  EXPECT_EQ(tokens.get()->token, "one");
+
+  dir_.write("token", "two");
+  clock_.advance(std::chrono::seconds(59));
+  EXPECT_EQ(tokens.get()->token, "one") << "re-read before the interval";
+  clock_.advance(std::chrono::seconds(1));
+  EXPECT_EQ(tokens.get()->token, "two");
+
+  dir_.write("token", "three");
+  EXPECT_TRUE(tokens.refreshAfterUnauthorized(Credential{"two", nullptr}));
+  EXPECT_EQ(tokens.get()->token, "three");
+  EXPECT_FALSE(tokens.refreshAfterUnauthorized(Credential{"three", nullptr})) << "unchanged token";
 }
 
-TEST(CredentialSource, KeepsTheLastTokenWhenTheFileVanishes) {
-  TempDir dir;
-  testing::FakeClock clock;
-  ClientConfig config;
-  config.token_file = dir.write("token", "kept").string();
-  CredentialSource source(config, clock);
-  EXPECT_EQ(source.get()->token, "kept");
-  fs::remove(config.token_file);
-  clock.advance(std::chrono::minutes(2));
-  EXPECT_EQ(source.get()->token, "kept");
-  dir.write("token", "   \n");
-  EXPECT_FALSE(source.refreshAfterUnauthorized(Credential{"kept", nullptr}))
+TEST_F(TokenFileTest, KeepsTheLastTokenWhenTheFileVanishes) {
+  CredentialSource& tokens = source("kept");
+  EXPECT_EQ(tokens.get()->token, "kept");
+  fs::remove(dir_.path() / "token");
+  clock_.advance(std::chrono::minutes(2));
+  EXPECT_EQ(tokens.get()->token, "kept");
+  dir_.write("token", "   \n");
+  EXPECT_FALSE(tokens.refreshAfterUnauthorized(Credential{"kept", nullptr}))
       << "an empty file does not replace the token";
-  EXPECT_EQ(source.get()->token, "kept");
+  EXPECT_EQ(tokens.get()->token, "kept");
 }
 
 // ---------------------------------------------------------------------------
@@ -194,6 +202,19 @@ TEST(CredentialSource, ExecClientCertificateIsANewIdentityPerAnswer) {
   auto second = source.get();
   ASSERT_TRUE(second.ok());
   EXPECT_NE(second->identity, first->identity) << "a new answer is a new identity";
+}
+
+TEST(CredentialSource, OneSharedSourcePerExecConfiguration) {
+  testing::FakeClock clock;
+  ClientConfig a = execConfig("/bin/plugin-a");
+  auto first = CredentialSource::shared(a, clock);
+  EXPECT_EQ(CredentialSource::shared(a, clock), first) << "the leader election's client shares it";
+  ClientConfig b = a;
+  b.exec->args = {"--other"};
+  EXPECT_NE(CredentialSource::shared(b, clock), first);
+  ClientConfig token;
+  token.bearer_token = "t";
+  EXPECT_NE(CredentialSource::shared(token, clock), CredentialSource::shared(token, clock));
 }
 
 TEST(ExecPlugin, RunsWithArgsEnvAndExecInfoWithoutATerminal) {

@@ -229,9 +229,8 @@ class KubeconfigTest : public ::testing::Test {
       if (name.ends_with(".driver.json")) {
         const std::string driver = name.substr(0, name.size() - 12);
         path = "/v1/drivers/" + driver;
-        for (const auto& [pool, unused] : Json::parse(readFile(entry.path()))["pools"].items()) {
-          pools.emplace_back(driver, pool);
-        }
+        const Json body = Json::parse(readFile(entry.path()));
+        for (const auto& [pool, unused] : body["pools"].items()) pools.emplace_back(driver, pool);
       } else if (name.ends_with(".pool.json")) {
         const std::string stem = name.substr(0, name.size() - 10);
         const size_t dash = stem.find('-');
@@ -283,7 +282,7 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
                 "expiry=$(date -u -d \"+$life seconds\" +%Y-%m-%dT%H:%M:%SZ)\n"
                 "echo \"$expiry\" > '" +
                 (dir_ / "expiry").string() +
-                "-$n'\n"
+                "'-$n\n"
                 "printf '{\"apiVersion\": \"client.authentication.k8s.io/v1\", \"kind\": "
                 "\"ExecCredential\", \"status\": {\"token\": \"%s\", \"expirationTimestamp\": "
                 "\"%s\"}}' \"$token\" \"$expiry\"\n");
