@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/exec_credential.h"
@@ -162,6 +164,27 @@ TEST(CredentialSource, ExecCredentialIsCachedUntilItExpiresAndRefreshedAfter401)
   EXPECT_EQ(source.get()->token, "token-3");
   EXPECT_TRUE(source.refreshAfterUnauthorized(used));
   EXPECT_EQ(runs(dir), 3);
+}
+
+TEST(CredentialSource, ConcurrentRequestsAfterA401RunThePluginOnce) {
+  TempDir dir;
+  testing::FakeClock clock;
+  dir.write("expiry", "2026-01-01T01:00:00Z");
+  CredentialSource source(execConfig(countingPlugin(dir)), clock);
+  const Credential used = *source.get();
+  // Eight requests fail with the same token at once: one runs the plugin,
+  // the others wait for it and take its answer.
+  std::vector<std::thread> threads;
+  std::atomic<int> refreshed{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      if (source.refreshAfterUnauthorized(used)) ++refreshed;
+      EXPECT_EQ(source.get()->token, "token-2");
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(refreshed.load(), 8);
+  EXPECT_EQ(runs(dir), 2);
 }
 
 TEST(CredentialSource, ExecWithoutExpiryIsKeptUntilA401) {
