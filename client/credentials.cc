@@ -34,8 +34,11 @@ Status CredentialSource::runPlugin() {
   if (!answer.ok()) {
     log::warning("exec credential plugin failed",
                  {{"command", exec_.command}, {"error", answer.status().message()}});
+    exec_failure_ = answer.status();
+    exec_failed_at_ = clock_.now();
     return answer.status();
   }
+  exec_failed_at_.reset();
   Credential credential{answer->token, nullptr};
   if (!answer->client_cert_pem.empty()) {
     credential.identity = std::make_shared<const ClientIdentity>(
@@ -83,7 +86,12 @@ StatusOr<Credential> CredentialSource::get() {
   std::lock_guard lock(mu_);
   if (use_exec_) {
     const bool expired = exec_expiry_ && clock_.systemNow() >= *exec_expiry_;
-    if (!has_exec_credential_ || expired) RETURN_IF_ERROR(runPlugin());
+    if (!has_exec_credential_ || expired) {
+      if (exec_failed_at_ && clock_.now() - *exec_failed_at_ < kExecFailureHold) {
+        return exec_failure_;
+      }
+      RETURN_IF_ERROR(runPlugin());
+    }
     return exec_credential_;
   }
   if (!config_.token_file.empty() && (!read_at_ || clock_.now() - *read_at_ >= kRereadInterval)) {

@@ -42,6 +42,10 @@ class CredentialSource {
   // kubelet rotates projected tokens well before they expire, so re-reading
   // a token file once a minute is enough (client-go does the same).
   static constexpr std::chrono::minutes kRereadInterval{1};
+  // After a plugin run failed, requests get the same error for this long
+  // instead of each running the plugin again (and logging it), so that a
+  // broken plugin costs one run per interval, not one per request.
+  static constexpr std::chrono::seconds kExecFailureHold{5};
 
   CredentialSource(const ClientConfig& config, Clock& clock, ExecRunOptions exec_options = {});
 
@@ -55,8 +59,9 @@ class CredentialSource {
   CredentialSource& operator=(const CredentialSource&) = delete;
 
   // The credential to send now: runs the exec plugin when nothing is cached
-  // or the cached answer expired (an error when it fails), re-reads a token
-  // file at most once per kRereadInterval.
+  // or the cached answer expired (an error when it fails, repeated without a
+  // run for kExecFailureHold), re-reads a token file at most once per
+  // kRereadInterval.
   StatusOr<Credential> get();
 
   // Called after the server answered 401 to a request sent with `used`:
@@ -81,6 +86,9 @@ class CredentialSource {
   std::mutex mu_;
   std::string token_;
   std::optional<Clock::TimePoint> read_at_;
+  // The plugin's last failure and when it happened.
+  Status exec_failure_;
+  std::optional<Clock::TimePoint> exec_failed_at_;
   // The plugin's last answer (when has_exec_credential_) and when it
   // expires (nullopt: never).
   bool has_exec_credential_ = false;

@@ -195,7 +195,10 @@ StatusOr<ChildOutput> runChild(const std::string& file, const ExecConfig& exec,
       break;
     }
   }
-  if (result.timed_out || result.too_large) ::kill(-pid, SIGKILL);
+  if (result.timed_out || result.too_large) {
+    ::kill(-pid, SIGKILL);  // the group: what the plugin started too
+    ::kill(pid, SIGKILL);   // in case it left its group
+  }
   while (::waitpid(pid, &result.wait_status, 0) < 0 && errno == EINTR) {
   }
   return result;

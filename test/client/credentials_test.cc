@@ -365,7 +365,7 @@ TEST(ExecPlugin, OutputAndTimeAreBounded) {
   EXPECT_THAT(answer.status().message(), HasSubstr("gave no answer within 100 ms; killed"));
 }
 
-TEST(CredentialSource, AFailingPluginIsAnErrorAndRunsAgainNextTime) {
+TEST(CredentialSource, AFailingPluginIsAnErrorAndRunsAgainAfterAWhile) {
   TempDir dir;
   testing::FakeClock clock;
   const fs::path ok_marker = dir.path() / "ok";
@@ -379,6 +379,10 @@ TEST(CredentialSource, AFailingPluginIsAnErrorAndRunsAgainNextTime) {
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr("failed with exit code 1: not logged in"));
   dir.write("ok", "");
+  // For a while requests get the same error without a run.
+  clock.advance(CredentialSource::kExecFailureHold - std::chrono::seconds(1));
+  EXPECT_EQ(source.get().status(), failed.status());
+  clock.advance(std::chrono::seconds(1));
   auto c = source.get();
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_EQ(c->token, "t");
