@@ -3,8 +3,8 @@
 // script that counts its runs, first printing a token the server rejects,
 // then the admin's token with a short expirationTimestamp) publishes the
 // example inventory after one 401 and runs the plugin again once the
-// credential expired; a cluster with proxy-url reaches the API server only
-// through an HTTP CONNECT proxy (a small one in this file). --context selects
+// credential expired; a plugin's client certificate authenticates; a cluster with proxy-url reaches
+// the API server only through an HTTP CONNECT proxy (a small one in this file). --context selects
 // the working context of a kubeconfig whose current-context is broken.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -334,6 +334,33 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
             std::string::npos);
 
   // Clean up for the next test: every pool withdrawn.
+  for (const auto& [d, p] : pools) {
+    ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
+  }
+}
+
+TEST_F(KubeconfigTest, ExecPluginClientCertificateAuthenticates) {
+  // The plugin answers with the admin's client certificate and no token:
+  // without it every request would be anonymous and refused.
+  const Json answer = {{"apiVersion", "client.authentication.k8s.io/v1beta1"},
+                       {"kind", "ExecCredential"},
+                       {"status",
+                        {{"clientCertificateData", readFile(kCluster->dir() / "pki" / "admin.crt")},
+                         {"clientKeyData", readFile(kCluster->dir() / "pki" / "admin.key")}}}};
+  writeFile(dir_ / "answer.json", answer.dump());
+  const fs::path plugin = dir_ / "cert-plugin";
+  writeFile(plugin, "#!/bin/sh\ncat '" + (dir_ / "answer.json").string() + "'\n");
+  fs::permissions(plugin, fs::perms::owner_all);
+  const fs::path config = dir_ / "kubeconfig";
+  writeFile(config, kubeconfig("",
+                               "    exec:\n"
+                               "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                               "      command: " +
+                                   plugin.string() + "\n"));
+  controller_ = env_.startController(
+      "exec-cert", {"--kubeconfig=" + config.string(), "--context=working", "--auth=none"});
+  const auto pools = publishExamples();
+  EXPECT_NE(controller_.process->log().find("clientCertificate=\"yes\""), std::string::npos);
   for (const auto& [d, p] : pools) {
     ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
   }
