@@ -6,6 +6,8 @@
 // credential expired; a plugin's client certificate authenticates; a cluster with proxy-url reaches
 // the API server only through an HTTP CONNECT proxy (a small one in this file). --context selects
 // the working context of a kubeconfig whose current-context is broken.
+#include "client/kubeconfig.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "client/base64.h"
+#include "common/clock.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -409,6 +412,38 @@ TEST_F(KubeconfigTest, ProxyUrlTunnelsEveryConnectionThroughConnect) {
   std::printf("%zu tunnels through the proxy\n", targets.size());
   for (const auto& [d, p] : pools) {
     ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
+  }
+}
+
+TEST_F(KubeconfigTest, TlsServerNameIsTheNameTheCertificateIsCheckedFor) {
+  // The server's certificate names kubernetes.default.svc, not
+  // elsewhere.example.com; the URL's 127.0.0.1 would pass either way.
+  struct Case {
+    std::string name;
+    bool works;
+  };
+  for (const Case& c :
+       {Case{"kubernetes.default.svc", true}, Case{"elsewhere.example.com", false}}) {
+    const fs::path file = dir_ / ("kubeconfig-" + c.name);
+    writeFile(file, kubeconfig("    tls-server-name: " + c.name + "\n",
+                               "    tokenFile: " + (kCluster->dir() / "tokens" / "admin").string() +
+                                   "\n"));
+    const StatusOr<client::ClientConfig> config = client::loadKubeconfig({file}, "working");
+    ASSERT_TRUE(config.ok()) << config.status().toString();
+    EXPECT_EQ(config->tls_server_name, c.name);
+    auto transport = client::CpprestTransport::create(*config, RealClock::instance());
+    ASSERT_TRUE(transport.ok()) << transport.status().toString();
+    client::HttpRequest request;
+    request.path_and_query = "/version";
+    const StatusOr<client::HttpResponse> answer = (*transport)->send(request);
+    if (c.works) {
+      ASSERT_TRUE(answer.ok()) << answer.status().toString();
+      EXPECT_EQ(answer->code, 200) << answer->body;
+    } else {
+      ASSERT_FALSE(answer.ok()) << "answered " << answer->code;
+      EXPECT_EQ(answer.status().reason(), client::kReasonRequestNotSent)
+          << answer.status().toString();
+    }
   }
 }
 
