@@ -7,12 +7,12 @@ RUN .ci/install-deps --build-only \
  && .ci/build /build -Dbuildtype=release -Dtests=false -Db_lto=false \
  && strip -o /resourceslice-controller /build/controller/resourceslice-controller
 
-# Debian ships cpprestsdk and prometheus-cpp as shared libraries only, so the
-# runtime stage is the same Debian release with just those libraries.
+# Debian ships cpprestsdk, prometheus-cpp and yaml-cpp as shared libraries
+# only, so the runtime stage is the same Debian release with just those libraries.
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates libcpprest2.10 libprometheus-cpp-core1.0 libssl3 \
+      ca-certificates libcpprest2.10 libprometheus-cpp-core1.0 libssl3 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /resourceslice-controller /usr/local/bin/resourceslice-controller
 LABEL org.opencontainers.image.title="resourceslice-controller" \

@@ -1,21 +1,24 @@
 // ClientConfig: where the API server is and how to authenticate to it, loaded
 // in the order of DESIGN.md section 6: --kubeconfig, in-cluster (service
-// account), $KUBECONFIG, ~/.kube/config. main loads it once; CpprestTransport
-// is built from it. Loading reads files but keeps nothing open; a config that
-// cannot work fails with a message naming the file and field. The loaders are
-// plain functions; BearerTokenSource is thread-safe.
+// account), $KUBECONFIG, ~/.kube/config. The loaders live by job:
+// kubeconfig.h (files merged, a context selected), in_cluster.h (the pod's
+// service account); credentials.h turns a ClientConfig into the token and
+// client certificate to send (token files, exec plugins). main loads the
+// configuration once; CpprestTransport is built from it. Loading reads files
+// but keeps nothing open; a config that cannot work fails with a message
+// naming the file and field. Plain data and functions; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/objects.h"
-#include "common/clock.h"
 #include "common/status.h"
 
 namespace rsc::client {
@@ -27,6 +30,38 @@ inline constexpr double kDefaultQps = 20;
 inline constexpr int kDefaultBurst = 30;
 inline constexpr char kDefaultUserAgent[] = "resourceslice-controller";
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
+// Kubeconfigs, tokens and certificates are kilobytes; a file past this is
+// not one of them (a device or a log named by mistake) and is refused.
+inline constexpr size_t kMaxConfigFileBytes = size_t{16} << 20;
+
+// A user's `exec` entry: a credential plugin (client.authentication.k8s.io
+// ExecCredential) that prints a token and/or a client certificate. Run by
+// credentials.h.
+struct ExecConfig {
+  // As written, except that a relative path with a '/' is resolved against
+  // the kubeconfig's folder (as kubectl does); a bare name is looked up in
+  // $PATH when the plugin runs.
+  std::string command;
+  std::vector<std::string> args;
+  // Added to the controller's own environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  // client.authentication.k8s.io/v1 or client.authentication.k8s.io/v1beta1.
+  std::string api_version;
+  // Shown when the command cannot be found ("install the aws CLI: ...").
+  std::string install_hint;
+  // Never or IfAvailable (the controller never has a terminal, so both run
+  // the plugin without one; Always is refused when loading).
+  std::string interactive_mode = "Never";
+  // Pass the cluster (server, CA, tls-server-name, proxy-url and the
+  // cluster's client.authentication.k8s.io/exec extension) to the plugin in
+  // KUBERNETES_EXEC_INFO.
+  bool provide_cluster_info = false;
+  // The cluster's extension named client.authentication.k8s.io/exec (null
+  // when it has none).
+  Json cluster_config;
+  // "kubeconfig /x/config: users[0].user.exec", to prefix errors with.
+  std::string origin;
+};
 
 struct ClientConfig {
   // "https://host:port" (or http://), without a trailing slash.
@@ -37,12 +72,18 @@ struct ClientConfig {
   std::string client_key_pem;
   std::string bearer_token;
   // When set, the bearer token is read from this file and re-read as it
-  // rotates (see BearerTokenSource); it wins over bearer_token.
+  // rotates (see CredentialSource); it wins over bearer_token.
   std::string token_file;
+  // When set, the token and/or client certificate come from this plugin
+  // (and none of the four fields above is set).
+  std::optional<ExecConfig> exec;
   bool insecure_skip_tls_verify = false;
   // The name the server's certificate is checked against, when it differs
   // from the host in `server`.
   std::string tls_server_name;
+  // An HTTP proxy every connection goes through ("http://host:port", with
+  // optional user:password@): an HTTP CONNECT tunnel for an https server.
+  std::string proxy_url;
   // The namespace of the context, or of the pod in-cluster.
   std::string namespace_ = "default";
   double qps = kDefaultQps;
@@ -69,58 +110,19 @@ struct ConfigEnvironment {
 // Loads the configuration in DESIGN order: `explicit_kubeconfig_path` when not
 // empty (it must exist), then in-cluster when KUBERNETES_SERVICE_HOST/PORT are
 // set and the service account token exists, then the files of $KUBECONFIG
-// that exist, then ~/.kube/config.
+// (':'-separated) that exist, merged, then ~/.kube/config. `context`, when not
+// empty, selects that context instead of current-context (as kubectl's
+// --context); in-cluster has no contexts, so it is then skipped.
 StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
-                                  const ConfigEnvironment& env = ConfigEnvironment::fromProcess());
+                                  const ConfigEnvironment& env = ConfigEnvironment::fromProcess(),
+                                  const std::string& context = "");
 
-// The in-cluster configuration: https://$KUBERNETES_SERVICE_HOST:PORT (an IPv6
-// host bracketed), the service account's token file and CA, and the namespace
-// from $POD_NAMESPACE or the service account's namespace file.
-StatusOr<ClientConfig> loadInClusterConfig(const ConfigEnvironment& env);
+// Reads a file that configuration names, up to kMaxConfigFileBytes. The
+// error says "file X not found" or why it could not be read, for the caller
+// to prefix with the field that named it.
+StatusOr<std::string> readConfigFile(const std::filesystem::path& path);
 
-// Loads kubeconfig files merged as kubectl merges them: for clusters, users,
-// contexts and current-context the first file that defines a name wins.
-// Relative file paths resolve against the folder of the file that names them.
-// Supported: certificate-authority(-data), insecure-skip-tls-verify,
-// tls-server-name, client-certificate(-data), client-key(-data), token,
-// tokenFile. exec, auth-provider, username/password, impersonation and
-// proxy-url fail with an error naming the field.
-StatusOr<ClientConfig> loadKubeconfig(const std::vector<std::filesystem::path>& files);
-
-// Parses kubeconfig text: JSON, or the YAML subset kubeconfigs are written in
-// (block mappings and sequences, plain, single- and double-quoted scalars,
-// one-line flow collections such as {} and [a, b], comments). Errors carry the
-// line number ("line 7: ..."); anchors, tags and block scalars are refused.
-StatusOr<Json> parseKubeconfigText(std::string_view text);
-
-// Gives the bearer token to send, re-reading a token file at most once per
-// kRereadInterval (kubelet rotates projected tokens well before they expire)
-// and at once after the server answered 401. Thread-safe.
-class BearerTokenSource {
- public:
-  static constexpr std::chrono::minutes kRereadInterval{1};
-
-  // Uses `token_file` when set, else the fixed `token` ("" sends none).
-  BearerTokenSource(std::string token, std::string token_file, Clock& clock);
-
-  BearerTokenSource(const BearerTokenSource&) = delete;
-  BearerTokenSource& operator=(const BearerTokenSource&) = delete;
-
-  std::string token();
-  // Called after a 401: re-reads the file now. Returns true when the token
-  // changed, so that repeating the request may succeed.
-  bool reloadAfterUnauthorized();
-
- private:
-  // Reads the file into token_; keeps the old token when the file cannot be
-  // read (it may be between a rename and a write). Requires mu_.
-  void reload();
-
-  const std::string token_file_;
-  Clock& clock_;
-  std::mutex mu_;
-  std::string token_;
-  std::optional<Clock::TimePoint> read_at_;
-};
+// `s` without leading and trailing blanks and line ends.
+std::string trimBlanks(std::string_view s);
 
 }  // namespace rsc::client

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <utility>
 
+#include "client/credentials.h"
 #include "common/log.h"
 
 namespace rsc::client {
@@ -158,6 +159,29 @@ StatusOr<std::vector<X509Ptr>> parseCertificates(const std::string& pem, const s
   return certs;
 }
 
+// Parses a client certificate (with its chain) and key into `tls`.
+Status parseIdentity(const std::string& cert_pem, const std::string& key_pem, TlsMaterial& tls) {
+  ASSIGN_OR_RETURN(auto certs, parseCertificates(cert_pem, "client certificate"));
+  tls.cert = std::move(certs.front());
+  tls.chain.clear();
+  for (size_t i = 1; i < certs.size(); ++i) {
+    tls.chain.push_back(std::move(certs[i]));
+  }
+  BioPtr bio = memoryBio(key_pem);
+  // A password callback that gives none, so an encrypted key fails instead
+  // of prompting on the terminal.
+  pem_password_cb* no_password = [](char*, int, int, void*) { return 0; };
+  tls.key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
+  if (!tls.key) {
+    return invalidArgument("client key: " + takeOpensslError());
+  }
+  if (X509_check_private_key(tls.cert.get(), tls.key.get()) != 1) {
+    ERR_clear_error();
+    return invalidArgument("client certificate and key do not match");
+  }
+  return okStatus();
+}
+
 StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config) {
   auto tls = std::make_shared<TlsMaterial>();
   if (!config.ca_pem.empty()) {
@@ -177,25 +201,61 @@ StatusOr<std::shared_ptr<const TlsMaterial>> parseTls(const ClientConfig& config
     return invalidArgument("client certificate and key: set both or neither");
   }
   if (!config.client_cert_pem.empty()) {
-    ASSIGN_OR_RETURN(auto certs, parseCertificates(config.client_cert_pem, "client certificate"));
-    tls->cert = std::move(certs.front());
-    for (size_t i = 1; i < certs.size(); ++i) {
-      tls->chain.push_back(std::move(certs[i]));
-    }
-    BioPtr bio = memoryBio(config.client_key_pem);
-    // A password callback that gives none, so an encrypted key fails instead
-    // of prompting on the terminal.
-    pem_password_cb* no_password = [](char*, int, int, void*) { return 0; };
-    tls->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
-    if (!tls->key) {
-      return invalidArgument("client key: " + takeOpensslError());
-    }
-    if (X509_check_private_key(tls->cert.get(), tls->key.get()) != 1) {
-      ERR_clear_error();
-      return invalidArgument("client certificate and key do not match");
-    }
+    RETURN_IF_ERROR(parseIdentity(config.client_cert_pem, config.client_key_pem, *tls));
   }
   return std::shared_ptr<const TlsMaterial>(std::move(tls));
+}
+
+// The TLS material new connections use. An exec plugin's client certificate
+// replaces it; connections made before keep the one they were made with.
+class TlsState {
+ public:
+  explicit TlsState(std::shared_ptr<const TlsMaterial> material) : material_(std::move(material)) {}
+
+  std::shared_ptr<const TlsMaterial> material() const {
+    std::lock_guard lock(mu_);
+    return material_;
+  }
+
+  // Uses `identity` from now on. Returns true when it differs from the one
+  // in use (so pooled connections should go).
+  StatusOr<bool> use(const std::shared_ptr<const ClientIdentity>& identity) {
+    std::lock_guard lock(mu_);
+    if (identity == nullptr || identity == identity_) return false;
+    auto tls = std::make_shared<TlsMaterial>();
+    if (material_->trust) {
+      X509_STORE_up_ref(material_->trust.get());
+      tls->trust.reset(material_->trust.get());
+    }
+    Status parsed = parseIdentity(identity->cert_pem, identity->key_pem, *tls);
+    if (!parsed.ok()) return std::move(parsed).withContext("exec credential plugin");
+    material_ = std::move(tls);
+    identity_ = identity;
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const TlsMaterial> material_;
+  std::shared_ptr<const ClientIdentity> identity_;
+};
+
+// proxy-url as cpprest takes it: the address without user:password, which
+// go into the proxy's credentials (sent as Proxy-Authorization: Basic).
+web::web_proxy proxyOf(const std::string& proxy_url) {
+  web::uri uri(proxy_url);
+  web::uri_builder address(uri);
+  address.set_user_info("");
+  web::web_proxy proxy(address.to_uri());
+  const std::string& user_info = uri.user_info();
+  if (!user_info.empty()) {
+    const size_t colon = user_info.find(':');
+    proxy.set_credentials(web::credentials(web::uri::decode(user_info.substr(0, colon)),
+                                           colon == std::string::npos
+                                               ? std::string()
+                                               : web::uri::decode(user_info.substr(colon + 1))));
+  }
+  return proxy;
 }
 
 // Runs on a pplx thread for each new TLS connection.
@@ -233,6 +293,14 @@ std::string hostOf(const std::string& server) {
     host += server.starts_with("https://") ? ":443" : ":80";
   }
   return host;
+}
+
+// The server URL with its port written out: cpprest's CONNECT to a proxy
+// names the port of the URL, and has none to name otherwise.
+std::string withExplicitPort(const std::string& server) {
+  const size_t start = server.find("://") + 3;
+  const size_t end = std::min(server.find('/', start), server.size());
+  return server.substr(0, start) + hostOf(server) + server.substr(end);
 }
 
 HttpResponse headOf(const http_response& response) {
@@ -273,23 +341,47 @@ Status transportError(const std::string& host, const std::error_code& ec, const 
 
 struct CpprestTransport::Impl {
   Impl(const ClientConfig& config, std::shared_ptr<const TlsMaterial> tls_material, Clock& clock)
-      : server(config.server),
+      : server(config.proxy_url.empty() ? config.server : withExplicitPort(config.server)),
         host_label(hostOf(config.server)),
-        tls(std::move(tls_material)),
+        tls(std::make_shared<TlsState>(std::move(tls_material))),
         insecure(config.insecure_skip_tls_verify),
         tls_server_name(config.tls_server_name),
+        proxy_url(config.proxy_url),
         user_agent(config.user_agent),
-        tokens(config.bearer_token, config.token_file, clock) {}
+        credentials(CredentialSource::shared(config, clock)) {}
 
   http_client_config clientConfig(std::chrono::milliseconds timeout) const {
     http_client_config cfg;
     cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     cfg.set_validate_certificates(!insecure);
-    std::shared_ptr<const TlsMaterial> material = tls;
-    cfg.set_ssl_context_callback([material](boost::asio::ssl::context& context) {
-      configureSslContext(*material, context);
+    if (!proxy_url.empty()) {
+      cfg.set_proxy(proxyOf(proxy_url));
+    }
+    std::shared_ptr<const TlsState> state = tls;
+    cfg.set_ssl_context_callback([state](boost::asio::ssl::context& context) {
+      configureSslContext(*state->material(), context);
     });
     return cfg;
+  }
+
+  // The credential for the next request; a new client certificate from an
+  // exec plugin empties the keep-alive pool, so that it is used at once. A
+  // plugin that fails is reported as a request that was not sent.
+  StatusOr<Credential> credential() {
+    StatusOr<Credential> c = credentials->get();
+    if (!c.ok()) {
+      return Status(StatusCode::kUnavailable, c.status().message(), {}, kReasonRequestNotSent);
+    }
+    StatusOr<bool> changed = tls->use(c->identity);
+    if (!changed.ok()) {
+      return Status(StatusCode::kUnavailable, changed.status().message(), {},
+                    kReasonRequestNotSent);
+    }
+    if (*changed) {
+      std::lock_guard lock(mu);
+      clients.clear();
+    }
+    return c;
   }
 
   // One shared client (and so one keep-alive pool) per idle timeout; in
@@ -303,7 +395,7 @@ struct CpprestTransport::Impl {
     return client;
   }
 
-  http_request buildRequest(const HttpRequest& request) {
+  http_request buildRequest(const HttpRequest& request, const Credential& credential) {
     http_request out(request.method);
     out.set_request_uri(web::uri(request.path_and_query));
     std::string content_type = "application/json";
@@ -328,8 +420,8 @@ struct CpprestTransport::Impl {
     if (!tls_server_name.empty()) {
       out.headers().add("Host", tls_server_name);
     }
-    if (std::string token = tokens.token(); !token.empty()) {
-      out.headers().add("Authorization", "Bearer " + token);
+    if (!credential.token.empty()) {
+      out.headers().add("Authorization", "Bearer " + credential.token);
     }
     if (!request.body.empty()) {
       out.set_body(request.body, content_type);
@@ -339,11 +431,12 @@ struct CpprestTransport::Impl {
 
   const std::string server;
   const std::string host_label;
-  const std::shared_ptr<const TlsMaterial> tls;
+  const std::shared_ptr<TlsState> tls;
   const bool insecure;
   const std::string tls_server_name;
+  const std::string proxy_url;
   const std::string user_agent;
-  BearerTokenSource tokens;
+  const std::shared_ptr<CredentialSource> credentials;
   std::mutex mu;
   std::map<int64_t, std::shared_ptr<http_client>> clients;
 };
@@ -362,6 +455,12 @@ StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const Clien
   } catch (const std::exception& e) {
     return invalidArgument("server \"" + config.server + "\": " + e.what());
   }
+  // An exec plugin runs once now, so that one that cannot work (not
+  // installed, broken output) fails at startup rather than at every request.
+  if (config.exec) {
+    StatusOr<Credential> first = impl->credentials->get();
+    if (!first.ok()) return first.status();
+  }
   return std::unique_ptr<CpprestTransport>(new CpprestTransport(std::move(impl)));
 }
 
@@ -378,15 +477,17 @@ StatusOr<HttpResponse> CpprestTransport::send(const HttpRequest& request) {
   std::stop_callback on_stop(request.stop, [&cancel] { cancel.cancel(); });
   StatusOr<HttpResponse> result = [&]() -> StatusOr<HttpResponse> {
     try {
-      auto client = impl_->pooledClient(request.timeout);
-      // A 401 with a token file may mean the token rotated under us: read it
-      // again and repeat once.
+      // A 401 may mean the token rotated under us or the plugin's
+      // credential was revoked: refresh it and repeat once.
       for (int attempt = 0;; ++attempt) {
+        ASSIGN_OR_RETURN(Credential credential, impl_->credential());
+        auto client = impl_->pooledClient(request.timeout);
         http_response response =
-            client->request(impl_->buildRequest(request), cancel.get_token()).get();
+            client->request(impl_->buildRequest(request, credential), cancel.get_token()).get();
         HttpResponse out = headOf(response);
         out.body = bodyOf(response);
-        if (out.code == 401 && attempt == 0 && impl_->tokens.reloadAfterUnauthorized()) {
+        if (out.code == 401 && attempt == 0 &&
+            impl_->credentials->refreshAfterUnauthorized(credential)) {
           continue;
         }
         return out;
@@ -424,9 +525,10 @@ StatusOr<HttpResponse> CpprestTransport::stream(
     http_client client(impl_->server, impl_->clientConfig(request.timeout));
     http_response response;
     for (int attempt = 0;; ++attempt) {
-      response = client.request(impl_->buildRequest(request), cancel.get_token()).get();
+      ASSIGN_OR_RETURN(Credential credential, impl_->credential());
+      response = client.request(impl_->buildRequest(request, credential), cancel.get_token()).get();
       if (response.status_code() == 401 && attempt == 0 &&
-          impl_->tokens.reloadAfterUnauthorized()) {
+          impl_->credentials->refreshAfterUnauthorized(credential)) {
         continue;
       }
       break;

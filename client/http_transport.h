@@ -90,7 +90,10 @@ class HttpTransport {
 // The real transport, over cpprestsdk's http_client (Boost.Asio, OpenSSL).
 // Ordinary requests share keep-alive connections; each stream() has its own
 // client and connection, closed through a cancellation token when `stop` is
-// requested. The certificates and key are parsed once, at create(), and so
+// requested. Every request authenticates with a CredentialSource (token,
+// token file or exec plugin); a 401 refreshes the credential and repeats the
+// request once. With a proxy_url, connections go through that HTTP proxy
+// (CONNECT for https). The certificates and key are parsed once, at create(), and so
 // is the system's trust store when no CA is configured: the first create()
 // points OpenSSL's default CA file ($SSL_CERT_FILE) at an empty one for the
 // rest of the process (and the processes it starts, which inherit the

@@ -82,12 +82,18 @@ std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
 const std::vector<FlagSpec>& specs() {
   static const std::vector<FlagSpec> all = {
       {"kubeconfig",
-       "Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG, then ~/.kube/config.",
+       "Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG (files separated by ':', "
+       "merged as kubectl merges them), then ~/.kube/config. Exec credential plugins, "
+       "proxy-url and tls-server-name are supported.",
        false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          f.kubeconfig = v;
          return std::nullopt;
        }},
+      {"context",
+       "The kubeconfig context to use instead of its current-context, as kubectl's --context. "
+       "Set, the kubeconfig is used even in a pod (in-cluster config has no contexts).",
+       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.context); }},
       {"leader-elect", "Elect a leader on a Lease before writing slices (for several replicas).",
        true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.leader_elect); }},
       {"leader-election-namespace", "Namespace of the leader Lease. Unset: the pod's namespace.",

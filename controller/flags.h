@@ -15,6 +15,9 @@ namespace rsc::controller {
 
 struct ServiceFlags {
   std::string kubeconfig;
+  // The kubeconfig context to use instead of current-context (kubectl's
+  // --context); empty: current-context. Set, it skips in-cluster config.
+  std::string context;
   bool leader_elect = false;
   std::string leader_election_namespace;  // empty: the pod's namespace
   std::string leader_election_id = "resourceslice-controller";

@@ -264,7 +264,8 @@ int run(const controller::ServiceFlags& flags) {
   const std::stop_token stopping = signals.token();
 
   // Connect to the API server.
-  StatusOr<client::ClientConfig> config = client::loadConfig(flags.kubeconfig);
+  StatusOr<client::ClientConfig> config =
+      client::loadConfig(flags.kubeconfig, client::ConfigEnvironment::fromProcess(), flags.context);
   if (!config.ok()) return usageError(config.status().message());
   config->qps = flags.kube_api_qps;
   config->burst = flags.kube_api_burst;

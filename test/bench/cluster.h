@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "client/config.h"
 #include "client/http_transport.h"
+#include "client/kubeconfig.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/status.h"

@@ -10,7 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "test/fakes/fake_clock.h"
+#include "client/in_cluster.h"
+#include "client/kubeconfig.h"
+#include "test/metrics/temp_dir.h"
 
 namespace rsc::client {
 namespace {
@@ -46,28 +48,7 @@ std::string base64(std::string_view in) {
   return out;
 }
 
-// A temporary folder, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/rsc-config-test-XXXXXX";
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path write(const fs::path& relative, std::string_view content) const {
-    fs::path p = path_ / relative;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-
- private:
-  fs::path path_;
-};
+using metrics::testing::TempDir;
 
 // A kubeconfig as kubectl writes it, with inline data.
 std::string dataKubeconfig(const std::string& server = "https://10.0.0.1:6443") {
@@ -116,117 +97,13 @@ std::string kubeconfigWithUser(const std::string& user_body) {
          "current-context: ctx\n";
 }
 
-// ---------------------------------------------------------------------------
-// The YAML subset.
-
-TEST(KubeconfigYaml, ParsesKubectlOutput) {
-  auto j = parseKubeconfigText(dataKubeconfig());
-  ASSERT_TRUE(j.ok()) << j.status().toString();
-  EXPECT_EQ((*j)["apiVersion"], "v1");
-  EXPECT_EQ((*j)["preferences"], Json::object());
-  ASSERT_TRUE((*j)["clusters"].is_array());
-  ASSERT_EQ((*j)["clusters"].size(), 1u);
-  EXPECT_EQ((*j)["clusters"][0]["name"], "test");
-  EXPECT_EQ((*j)["clusters"][0]["cluster"]["server"], "https://10.0.0.1:6443");
-  EXPECT_EQ((*j)["contexts"][0]["context"]["namespace"], "kube-system");
-  EXPECT_EQ((*j)["users"][0]["user"]["client-key-data"], base64(kKeyPem));
-}
-
-TEST(KubeconfigYaml, ScalarsQuotesCommentsAndFlowCollections) {
-  const char* text = R"(# leading comment
----
-plain: hello world   # trailing comment
-url: https://host:6443/path#frag
-dq: "a \"quoted\" \\ value\t\u00e9 # not a comment"
-sq: 'it''s # kept'
-empty:
-tilde: ~
-null_word: null
-yes: true
-no: False
-number: -42
-version: 1.30
-flow_seq: [a, "b c", 'd', 3]
-flow_map: {k: v, n: {x: [1, 2]}, e: {}}
-empty_seq: []
-"quoted key": 1
-nested:
-  - - x
-    - y
-  -
-    inner: 2
-  - z
-)";
-  auto j = parseKubeconfigText(text);
-  ASSERT_TRUE(j.ok()) << j.status().toString();
-  EXPECT_EQ((*j)["plain"], "hello world");
-  EXPECT_EQ((*j)["url"], "https://host:6443/path#frag");
-  EXPECT_EQ((*j)["dq"], "a \"quoted\" \\ value\t\xC3\xA9 # not a comment");
-  EXPECT_EQ((*j)["sq"], "it's # kept");
-  EXPECT_TRUE((*j)["empty"].is_null());
-  EXPECT_TRUE((*j)["tilde"].is_null());
-  EXPECT_TRUE((*j)["null_word"].is_null());
-  EXPECT_EQ((*j)["yes"], true);
-  EXPECT_EQ((*j)["no"], false);
-  EXPECT_EQ((*j)["number"], -42);
-  EXPECT_EQ((*j)["version"], "1.30");
-  EXPECT_EQ((*j)["flow_seq"], Json::parse(R"(["a", "b c", "d", 3])"));
-  EXPECT_EQ((*j)["flow_map"], Json::parse(R"({"k": "v", "n": {"x": [1, 2]}, "e": {}})"));
-  EXPECT_EQ((*j)["empty_seq"], Json::array());
-  EXPECT_EQ((*j)["quoted key"], 1);
-  EXPECT_EQ((*j)["nested"], Json::parse(R"([["x", "y"], {"inner": 2}, "z"])"));
-}
-
-TEST(KubeconfigYaml, SequencesIndentedUnderTheirKey) {
-  auto j = parseKubeconfigText(
-      "users:\n  - name: a\n    user:\n      token: t\n  - name: b\nkind: Config\n");
-  ASSERT_TRUE(j.ok()) << j.status().toString();
-  EXPECT_EQ((*j)["users"][0]["user"]["token"], "t");
-  EXPECT_EQ((*j)["users"][1]["name"], "b");
-  EXPECT_EQ((*j)["kind"], "Config");
-}
-
-TEST(KubeconfigYaml, EmptyTextIsNull) {
-  auto j = parseKubeconfigText("# nothing\n\n");
-  ASSERT_TRUE(j.ok());
-  EXPECT_TRUE(j->is_null());
-}
-
-TEST(KubeconfigYaml, JsonIsParsedAsJson) {
-  auto j = parseKubeconfigText(R"(  {"kind": "Config", "clusters": [{"name": "a"}]})");
-  ASSERT_TRUE(j.ok()) << j.status().toString();
-  EXPECT_EQ((*j)["clusters"][0]["name"], "a");
-}
-
-TEST(KubeconfigYaml, ErrorsCarryTheLineNumber) {
-  struct Case {
-    const char* text;
-    const char* want;
-  };
-  const std::vector<Case> cases = {
-      {"a: 1\n\tb: 2\n", "line 2: tabs are not allowed"},
-      {"a: 1\na: 2\n", "line 2: duplicate key 'a'"},
-      {"a: 1\n   b: 2\n", "line 2: unexpected indentation"},
-      {"a:\n  b: 1\n c: 2\n", "line 3: unexpected indentation"},
-      {"x: 1\na: \"open\n", "line 2: unterminated double-quoted value"},
-      {"a: &anchor 1\n", "line 1: anchors, aliases and tags are not supported"},
-      {"a: *anchor\n", "line 1: anchors, aliases and tags are not supported"},
-      {"a: !!str 1\n", "line 1: anchors, aliases and tags are not supported"},
-      {"a: |\n  text\n", "line 1: block scalars"},
-      {"a: [1, 2\n", "line 1: unterminated '['"},
-      {"a: \"x\" y\n", "line 1: unexpected text after the value"},
-      {"a: 1\n- b\n", "line 2: a list item where a mapping key was expected"},
-      {"a: 1\njust text\n", "line 2: expected 'key: value'"},
-      {"a: \"\\q\"\n", "line 1: unknown escape \\q"},
-      {"a: 1\n---\nb: 2\n", "line 2: more than one YAML document"},
-      {"? complex\n", "line 1: complex mapping keys"},
-  };
-  for (const auto& c : cases) {
-    auto j = parseKubeconfigText(c.text);
-    ASSERT_FALSE(j.ok()) << "parsed: " << c.text;
-    EXPECT_EQ(j.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_THAT(j.status().message(), HasSubstr(c.want)) << c.text;
-  }
+// Writes `text` to `name` in `dir` and loads it; the test fails when it does
+// not load.
+ClientConfig loaded(const TempDir& dir, const std::string& name, const std::string& text,
+                    const std::string& context = "") {
+  auto config = loadKubeconfig({dir.write(name, text)}, context);
+  EXPECT_TRUE(config.ok()) << config.status().toString();
+  return config.ok() ? *config : ClientConfig{};
 }
 
 // ---------------------------------------------------------------------------
@@ -395,8 +272,35 @@ TEST(Kubeconfig, ErrorsNameTheFileAndField) {
            "    client-certificate: missing.crt\n    client-key-data: " + base64(kKeyPem) + "\n"),
        "kubeconfig " + cfg + ": users[0].user.client-certificate: file " + missing + " not found"},
       {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
-                          "      command: aws\n      args: [eks, get-token]\n"),
-       "kubeconfig " + cfg + ": users[0].user.exec: exec credential plugins are not supported"},
+                          "      args: [eks, get-token]\n      interactiveMode: Never\n"),
+       "kubeconfig " + cfg + ": users[0].user.exec.command: missing"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                          "      command: aws\n"),
+       "users[0].user.exec.interactiveMode: missing; use Never or IfAvailable"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                          "      command: kubelogin\n      interactiveMode: Always\n"),
+       "users[0].user.exec.interactiveMode: Always needs a terminal"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                          "      command: x\n      interactiveMode: Sometimes\n"),
+       "users[0].user.exec.interactiveMode: \"Sometimes\" is not Never, IfAvailable or Always"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1alpha1\n"
+                          "      command: x\n"),
+       "users[0].user.exec.apiVersion: \"client.authentication.k8s.io/v1alpha1\" is not "
+       "supported"},
+      {kubeconfigWithUser("    exec:\n      command: x\n"),
+       "users[0].user.exec.apiVersion: missing"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                          "      command: x\n      interactiveMode: Never\n"
+                          "      env: [{value: v}]\n"),
+       "users[0].user.exec.env[0].name: missing"},
+      {kubeconfigWithUser("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                          "      command: x\n      interactiveMode: Never\n"
+                          "      args: [a, {b: c}]\n"),
+       "users[0].user.exec.args[1]: must be a string"},
+      {kubeconfigWithUser("    token: t\n    exec:\n      apiVersion: "
+                          "client.authentication.k8s.io/v1\n      command: x\n"),
+       "users[0].user.exec: cannot be combined with token"},
+      {kubeconfigWithUser("    exec: [x]\n"), "users[0].user.exec: must be a mapping"},
       {kubeconfigWithUser("    auth-provider:\n      name: gcp\n"),
        "users[0].user.auth-provider: auth providers are not supported"},
       {kubeconfigWithUser("    username: admin\n    password: secret\n"),
@@ -439,14 +343,22 @@ TEST(Kubeconfig, ErrorsNameTheFileAndField) {
            base64(kCaPem) + "\ncontexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n",
        "clusters[0].cluster.insecure-skip-tls-verify: cannot be used together with a certificate "
        "authority"},
-      {"clusters:\n- name: c\n  cluster: {server: 'https://x', proxy-url: 'http://proxy'}\n"
+      {"clusters:\n- name: c\n  cluster: {server: 'https://x', proxy-url: 'socks5://proxy:1080'}\n"
        "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n",
-       "clusters[0].cluster.proxy-url: is not supported"},
+       "clusters[0].cluster.proxy-url: \"socks5://proxy:1080\": only http:// proxies are "
+       "supported"},
+      {"clusters:\n- name: c\n  cluster: {server: 'https://x', proxy-url: 'http://'}\n"
+       "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n",
+       "clusters[0].cluster.proxy-url: \"http://\" names no host"},
+      {"clusters:\n- name: c\n  cluster: {server: 'https://x', insecure-skip-tls-verify: 'yes'}\n"
+       "contexts:\n- name: a\n  context: {cluster: c}\ncurrent-context: a\n",
+       "clusters[0].cluster.insecure-skip-tls-verify: must be true or false"},
       {"clusters:\n- cluster: {server: 'https://x'}\n",
        "kubeconfig " + cfg + ": clusters[0].name: missing"},
       {"clusters: {}\n", "kubeconfig " + cfg + ": clusters: must be a list"},
       {"- a\n- b\n", "kubeconfig " + cfg + ": the top level must be a mapping"},
-      {"kind: Config\n  bad: indent\n", "kubeconfig " + cfg + ": line 2: unexpected indentation"},
+      {"kind: Config\n  bad: indent\n", "kubeconfig " + cfg + ": line 2, column 6: "},
+      {"kind: Config\nkind: Config\n", "kubeconfig " + cfg + ": line 2: duplicate key \"kind\""},
   };
   for (const auto& c : cases) {
     fs::path file = dir.write("config", c.text);
@@ -553,6 +465,16 @@ TEST(LoadConfig, InClusterComesBeforeKubeconfigVariable) {
   ASSERT_TRUE(config.ok()) << config.status().toString();
   EXPECT_EQ(config->server, "https://10.96.0.1:443");
 
+  // --context names a kubeconfig context: in-cluster is skipped.
+  config = loadConfig("", env, "test");
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->server, "https://from-env:6443");
+  ConfigEnvironment without_kubeconfig = env;
+  without_kubeconfig.variables.erase("KUBECONFIG");
+  config = loadConfig("", without_kubeconfig, "test");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("in-cluster (skipped: --context"));
+
   // Without a mounted token the pod is not configured in-cluster.
   fs::remove(env.service_account_dir / "token");
   config = loadConfig("", env);
@@ -603,48 +525,170 @@ TEST(LoadConfig, HomeKubeconfigIsTheLastResort) {
   EXPECT_EQ(config->server, "https://from-home:6443");
 }
 
-// ---------------------------------------------------------------------------
-// Token rotation.
-
-TEST(BearerTokenSource, FixedTokenNeverChanges) {
-  testing::FakeClock clock;
-  BearerTokenSource source("fixed", "", clock);
-  EXPECT_EQ(source.token(), "fixed");
-  EXPECT_FALSE(source.reloadAfterUnauthorized());
-  EXPECT_EQ(source.token(), "fixed");
+TEST(Kubeconfig, BlockScalarsAnchorsAndFlowStyle) {
+  TempDir dir;
+  // The CA as a literal block (base64 wrapped over lines), the users sharing
+  // one exec entry through an anchor and a merge key, a context in flow style.
+  std::string ca = base64(kCaPem);
+  std::string wrapped;
+  for (size_t i = 0; i < ca.size(); i += 20) wrapped += "      " + ca.substr(i, 20) + "\n";
+  const ClientConfig config =
+      loaded(dir, "config",
+             "clusters:\n"
+             "- name: c\n"
+             "  cluster:\n"
+             "    server: >-\n"
+             "      https://folded.example.com:6443\n"
+             "    certificate-authority-data: |\n" +
+                 wrapped +
+                 "users:\n"
+                 "- name: base\n"
+                 "  user:\n"
+                 "    exec: &plugin\n"
+                 "      apiVersion: client.authentication.k8s.io/v1\n"
+                 "      command: get-token\n"
+                 "      interactiveMode: Never\n"
+                 "      args: [--cluster, one]\n"
+                 "- name: derived\n"
+                 "  user:\n"
+                 "    exec:\n"
+                 "      <<: *plugin\n"
+                 "      args: [--cluster, two]\n"
+                 "contexts: [{name: ctx, context: {cluster: c, user: derived}}]\n"
+                 "current-context: ctx\n");
+  EXPECT_EQ(config.server, "https://folded.example.com:6443");
+  EXPECT_EQ(config.ca_pem, kCaPem);
+  ASSERT_TRUE(config.exec.has_value());
+  EXPECT_EQ(config.exec->command, "get-token");
+  EXPECT_EQ(config.exec->args, (std::vector<std::string>{"--cluster", "two"}));
+  EXPECT_EQ(config.exec->interactive_mode, "Never");
 }
 
-TEST(BearerTokenSource, RereadsTheFileAfterAMinuteOrA401) {
+TEST(Kubeconfig, ExecEntryIsRead) {
   TempDir dir;
-  testing::FakeClock clock;
-  fs::path file = dir.write("token", "one\n");
-  BearerTokenSource source("", file.string(), clock);
-  EXPECT_EQ(source.token(), "one");
-
-  dir.write("token", "two");
-  clock.advance(std::chrono::seconds(59));
-  EXPECT_EQ(source.token(), "one") << "re-read before the interval";
-  clock.advance(std::chrono::seconds(1));
-  EXPECT_EQ(source.token(), "two");
-
-  dir.write("token", "three");
-  EXPECT_TRUE(source.reloadAfterUnauthorized());
-  EXPECT_EQ(source.token(), "three");
-  EXPECT_FALSE(source.reloadAfterUnauthorized()) << "unchanged token";
+  const ClientConfig config = loaded(dir, "kube/config", R"(clusters:
+- name: c
+  cluster:
+    server: https://api.example.com
+    tls-server-name: api.internal
+    proxy-url: http://user:secret@proxy.example.com:3128
+    extensions:
+    - name: other
+      extension: {x: 1}
+    - name: client.authentication.k8s.io/exec
+      extension: {audience: sts.example.com, region: 3}
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: bin/plugin
+      args: ["get", 'token']
+      env:
+      - {name: AWS_PROFILE, value: prod}
+      - name: EMPTY
+      installHint: |
+        Install the plugin from https://example.com/plugin.
+      provideClusterInfo: true
+contexts:
+- name: ctx
+  context: {cluster: c, user: u}
+current-context: ctx
+)");
+  EXPECT_EQ(config.tls_server_name, "api.internal");
+  EXPECT_EQ(config.proxy_url, "http://user:secret@proxy.example.com:3128");
+  ASSERT_TRUE(config.exec.has_value());
+  const ExecConfig& exec = *config.exec;
+  EXPECT_EQ(exec.command, (dir.path() / "kube/bin/plugin").string()) << "relative to the file";
+  EXPECT_EQ(exec.args, (std::vector<std::string>{"get", "token"}));
+  EXPECT_EQ(exec.env, (std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "prod"},
+                                                                        {"EMPTY", ""}}));
+  EXPECT_EQ(exec.api_version, "client.authentication.k8s.io/v1beta1");
+  EXPECT_EQ(exec.interactive_mode, "IfAvailable") << "v1beta1's default";
+  EXPECT_EQ(exec.install_hint, "Install the plugin from https://example.com/plugin.\n");
+  EXPECT_TRUE(exec.provide_cluster_info);
+  EXPECT_EQ(exec.cluster_config, Json::parse(R"({"audience": "sts.example.com", "region": 3})"));
+  EXPECT_EQ(exec.origin,
+            "kubeconfig " + (dir.path() / "kube/config").string() + ": users[0].user.exec");
+  EXPECT_TRUE(config.bearer_token.empty());
 }
 
-TEST(BearerTokenSource, KeepsTheLastTokenWhenTheFileVanishes) {
+TEST(Kubeconfig, ContextFlagSelectsAnotherContext) {
   TempDir dir;
-  testing::FakeClock clock;
-  fs::path file = dir.write("token", "kept");
-  BearerTokenSource source("", file.string(), clock);
-  EXPECT_EQ(source.token(), "kept");
-  fs::remove(file);
-  clock.advance(std::chrono::minutes(2));
-  EXPECT_EQ(source.token(), "kept");
-  dir.write("token", "   \n");
-  EXPECT_FALSE(source.reloadAfterUnauthorized()) << "an empty file does not replace the token";
-  EXPECT_EQ(source.token(), "kept");
+  fs::path file = dir.write("config", R"(clusters:
+- {name: one, cluster: {server: "https://one:6443"}}
+- {name: two, cluster: {server: "https://two:6443"}}
+users:
+- {name: alice, user: {token: alice-token}}
+contexts:
+- {name: first, context: {cluster: one, user: alice}}
+- {name: second, context: {cluster: two, user: alice, namespace: team-b}}
+current-context: first
+)");
+  auto config = loadKubeconfig({file}, "second");
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->server, "https://two:6443");
+  EXPECT_EQ(config->namespace_, "team-b");
+  EXPECT_EQ(config->source, "kubeconfig " + file.string() + ", context second");
+
+  auto missing = loadKubeconfig({file}, "third");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "kubeconfig " + file.string() + ": context \"third\" (--context) not found");
+
+  // Without current-context, --context is enough.
+  fs::path bare = dir.write("bare",
+                            "clusters:\n- {name: one, cluster: {server: 'https://one'}}\n"
+                            "contexts:\n- {name: only, context: {cluster: one}}\n");
+  auto selected = loadKubeconfig({bare}, "only");
+  ASSERT_TRUE(selected.ok()) << selected.status().toString();
+  EXPECT_EQ(selected->server, "https://one");
+}
+
+TEST(Kubeconfig, ThreeFilesMergeInOrder) {
+  TempDir dir;
+  // a: current-context only; b: the context, its user, and a cluster "c"
+  // that c's file also defines (b's wins); c: the same user name (loses),
+  // and a current-context that loses to a's.
+  fs::path a = dir.write("a", "current-context: from-a\n");
+  fs::path b = dir.write("b", R"(clusters:
+- {name: c, cluster: {server: "https://from-b"}}
+users:
+- {name: u, user: {token: b-token}}
+contexts:
+- {name: from-a, context: {cluster: c, user: u}}
+- {name: from-c, context: {cluster: c, user: u, namespace: b-ns}}
+)");
+  fs::path c = dir.write("c", R"(clusters:
+- {name: c, cluster: {server: "https://from-c"}}
+users:
+- {name: u, user: {token: c-token}}
+contexts:
+- {name: from-c, context: {cluster: c, user: u, namespace: c-ns}}
+current-context: from-c
+)");
+  ConfigEnvironment env;
+  env.service_account_dir = dir.path() / "no-sa";
+  env.variables = {{"KUBECONFIG", a.string() + ":" + b.string() + ":" + c.string()}};
+  auto config = loadConfig("", env);
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->server, "https://from-b");
+  EXPECT_EQ(config->bearer_token, "b-token");
+  EXPECT_EQ(config->source, "kubeconfig " + a.string() + ", " + b.string() + ", " + c.string() +
+                                ", context from-a");
+
+  // --context picks c's current context by name, but b defined it first.
+  config = loadConfig("", env, "from-c");
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->namespace_, "b-ns");
+
+  // In c, b, a order everything comes from c.
+  env.variables["KUBECONFIG"] = c.string() + ":" + b.string() + ":" + a.string();
+  config = loadConfig("", env);
+  ASSERT_TRUE(config.ok()) << config.status().toString();
+  EXPECT_EQ(config->server, "https://from-c");
+  EXPECT_EQ(config->bearer_token, "c-token");
+  EXPECT_EQ(config->namespace_, "c-ns");
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <thread>
 
-#include "client/config.h"
+#include "client/kubeconfig.h"
 #include "common/clock.h"
 
 namespace rsc::testing {

@@ -1,0 +1,27 @@
+// YAML text as JSON values, for the YAML the client reads (kubeconfigs). The
+// text is parsed with yaml-cpp (block and flow style, block scalars, anchors
+// and aliases, tags) and converted to nlohmann::json with the YAML 1.2 core
+// schema for plain scalars, as kubectl's YAML-to-JSON step does; merge keys
+// ("<<: *defaults") are applied. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "client/objects.h"
+#include "common/status.h"
+
+namespace rsc::client {
+
+// Aliases let a small text stand for a huge value (each alias repeats its
+// anchor's subtree); a kubeconfig has a few hundred nodes, so a value past
+// these bounds is refused rather than expanded.
+inline constexpr size_t kMaxYamlNodes = 100'000;
+inline constexpr int kMaxYamlDepth = 64;
+
+// Parses one YAML document (or none: empty text is null). Errors name the
+// line: "line 3, column 5: end of sequence flow not found", "line 2:
+// duplicate key \"a\"", "more than one YAML document".
+StatusOr<Json> yamlToJson(std::string_view text);
+
+}  // namespace rsc::client
