@@ -239,13 +239,14 @@ void EventRecorder::send(Pending pending) {
   report(e.reason, EventResult::kCreated);
 }
 
+void EventRecorder::requestStop() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+}
+
 void EventRecorder::stop() {
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_ && !sender_.joinable()) return;
-    stopping_ = true;
-    cv_.notify_all();
-  }
+  requestStop();
   if (sender_.joinable()) sender_.join();
 }
 

@@ -105,8 +105,10 @@ class EventRecorder {
   void record(const ObjectReference& regarding, std::string_view type, std::string_view reason,
               std::string_view action, std::string_view note);
 
-  // Sends what is queued for at most flush_timeout, drops the rest, and
-  // joins the sender. Idempotent.
+  // Begins stopping without waiting: record() drops from now on, and the
+  // sender sends what is queued for at most flush_timeout, then drops it.
+  void requestStop();
+  // requestStop(), then joins the sender. Idempotent.
   void stop();
 
   // Tests: blocks until the queue is empty and the sender idle; false after
