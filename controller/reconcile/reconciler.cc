@@ -159,6 +159,22 @@ Status forEachConcurrently(size_t n, int parallelism, const std::function<Status
 
 }  // namespace
 
+client::ObjectReference sliceReference(const client::ResourceSlice& slice) {
+  return {client::kResourceApiVersion, "ResourceSlice", "", slice.metadata.name,
+          slice.metadata.uid};
+}
+
+client::ObjectReference poolReference(const std::vector<SlicePtr>& live,
+                                      const std::optional<std::string>& node_name) {
+  const SlicePtr* first = nullptr;
+  for (const SlicePtr& s : live) {
+    if (first == nullptr || s->metadata.name < (*first)->metadata.name) first = &s;
+  }
+  if (first != nullptr) return sliceReference(**first);
+  if (node_name) return {"v1", "Node", "", *node_name, ""};
+  return {};
+}
+
 StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions options) {
   if (options.api == nullptr) return invalidArgument("reconciler: api is required");
   if (options.clock == nullptr) return invalidArgument("reconciler: clock is required");
@@ -177,6 +193,20 @@ void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
                              const Status& status) {
   if (options_.observer != nullptr)
     options_.observer->sliceWrite(driver, verb, writeResult(status));
+}
+
+void Reconciler::reportReverted(const PoolKey& key, const std::vector<SlicePtr>& edited) {
+  for (const SlicePtr& slice : edited) {
+    const std::string changed_by = options_.cache->lastForeignManager(slice->metadata.name);
+    log::info("Reverted a change to a managed slice by someone else",
+              {{"driver", key.driver},
+               {"pool", key.pool},
+               {"slice", slice->metadata.name},
+               {"changedBy", changed_by.empty() ? std::string("unknown") : changed_by}});
+    if (options_.observer != nullptr) {
+      options_.observer->foreignChangeReverted(key, sliceReference(*slice), changed_by);
+    }
+  }
 }
 
 void Reconciler::fail(const PoolKey& key, const Status& status) {
@@ -254,6 +284,9 @@ struct Reconciler::Applied {
   // and the server drops from every slice (server_dropped_fields).
   std::vector<std::string> dropped;
   size_t writes = 0;
+  // Live slices whose content or pool someone else changed, all written
+  // back when status is OK.
+  std::vector<SlicePtr> edited;
   // The pool's slices after this attempt: those seen, plus those created,
   // minus those deleted.
   std::vector<std::string> known;
@@ -377,9 +410,9 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
       continue;
     }
     const client::ResourceSlice& l = *p.live;
-    if (l.spec.pool.generation != live_generation || l.spec.pool.resource_slice_count != count) {
-      consistent = false;
-    }
+    const bool pool_differs =
+        l.spec.pool.generation != live_generation || l.spec.pool.resource_slice_count != count;
+    if (pool_differs) consistent = false;
     // Generation and count are compared for the whole pool above.
     client::ResourceSliceSpec want = specs.back();
     want.pool = l.spec.pool;
@@ -403,6 +436,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
       differs[i] = true;
       ++changed;
     }
+    if (!same || pool_differs) out.edited.push_back(p.live);
   }
   // Never below what this process published: a generation lowered by
   // someone else, or slices the cache cannot see, must not make the
@@ -531,8 +565,12 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   // published by this process.
   std::vector<SlicePtr> before;
   if (!status || status->published_pool == nullptr) before = *live;
+  const client::ObjectReference regarding = poolReference(*live, desired->pool.selection.node_name);
   const Applied applied = apply(key, desired->pool, std::move(*live), status);
   if (!applied.status.ok()) {
+    if (options_.observer != nullptr && applied.status.code() != StatusCode::kCancelled) {
+      options_.observer->publishFailed(key, regarding, applied.status);
+    }
     const bool refused = refusedContent(applied.status);
     options_.store->updateStatus(key, [&](PoolStatus& s) {
       s.phase = PoolPhase::kFailed;
@@ -588,6 +626,9 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                                    {"writes", static_cast<int64_t>(applied.writes)}});
     }
   }
+  // Published before and pushed no further since: what was written put back
+  // someone else's change.
+  if (status && previously_published >= desired->version) reportReverted(key, applied.edited);
   // Once per field and pool: the status keeps reporting them.
   if (!newly_dropped.empty()) {
     log::warning("API server dropped fields of the pool (features disabled there)",
