@@ -195,9 +195,9 @@ void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
     options_.observer->sliceWrite(driver, verb, writeResult(status));
 }
 
-void Reconciler::reportReverted(const PoolKey& key, const std::vector<SlicePtr>& edited) {
-  for (const SlicePtr& slice : edited) {
-    const std::string changed_by = options_.cache->lastForeignManager(slice->metadata.name);
+void Reconciler::reportReverted(const PoolKey& key,
+                                const std::vector<std::pair<SlicePtr, std::string>>& edited) {
+  for (const auto& [slice, changed_by] : edited) {
     log::info("Reverted a change to a managed slice by someone else",
               {{"driver", key.driver},
                {"pool", key.pool},
@@ -285,8 +285,9 @@ struct Reconciler::Applied {
   std::vector<std::string> dropped;
   size_t writes = 0;
   // Live slices whose content or pool someone else changed, all written
-  // back when status is OK.
-  std::vector<SlicePtr> edited;
+  // back when status is OK, with who changed them (read before our writes
+  // replace what the cache knows of them).
+  std::vector<std::pair<SlicePtr, std::string>> edited;
   // The pool's slices after this attempt: those seen, plus those created,
   // minus those deleted.
   std::vector<std::string> known;
@@ -397,6 +398,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   for (const SlicePtr& s : plan.obsolete) {
     live_generation = std::max(live_generation, s->spec.pool.generation);
   }
+  const int64_t published = status ? status->published_generation : 0;
   std::set<std::string> known_dropped;
   if (status) known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
   size_t changed = 0;
@@ -410,8 +412,9 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
       continue;
     }
     const client::ResourceSlice& l = *p.live;
-    const bool pool_differs =
-        l.spec.pool.generation != live_generation || l.spec.pool.resource_slice_count != count;
+    const bool pool_differs = l.spec.pool.generation != live_generation ||
+                              l.spec.pool.generation < published ||
+                              l.spec.pool.resource_slice_count != count;
     if (pool_differs) consistent = false;
     // Generation and count are compared for the whole pool above.
     client::ResourceSliceSpec want = specs.back();
@@ -436,12 +439,13 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
       differs[i] = true;
       ++changed;
     }
-    if (!same || pool_differs) out.edited.push_back(p.live);
+    if (!same || pool_differs) {
+      out.edited.emplace_back(p.live, options_.cache->lastForeignManager(l.metadata.name));
+    }
   }
   // Never below what this process published: a generation lowered by
   // someone else, or slices the cache cannot see, must not make the
   // scheduler see an older generation as the newest.
-  const int64_t published = status ? status->published_generation : 0;
   const bool bump = !consistent || added > 0 || changed > 1 || live_generation < pool.generation ||
                     live_generation < published || live.empty();
   const int64_t generation = bump ? std::max({nextGeneration(std::max(live_generation, published)),

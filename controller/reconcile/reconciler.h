@@ -166,7 +166,8 @@ class Reconciler {
   void recordWrite(const std::string& driver, std::string_view verb, const Status& status);
   void fail(const PoolKey& key, const Status& status);
   // Logs and reports each slice of `edited` as a foreign change written back.
-  void reportReverted(const PoolKey& key, const std::vector<SlicePtr>& edited);
+  void reportReverted(const PoolKey& key,
+                      const std::vector<std::pair<SlicePtr, std::string>>& edited);
 
   ReconcilerOptions options_;
 };
