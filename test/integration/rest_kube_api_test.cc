@@ -663,7 +663,7 @@ TEST_F(RestKubeApiIntegration, SubjectAccessReviewFollowsRbac) {
   EXPECT_TRUE(allowed->allowed);
 }
 
-TEST_F(RestKubeApiIntegration, EventIsCreated) {
+TEST_F(RestKubeApiIntegration, EventIsCreatedAndARepeatPatchesItsSeries) {
   Event event;
   event.metadata.generate_name = "rsc-it-";
   event.event_time = formatMicroTime(RealClock::instance().systemNow());
