@@ -86,10 +86,11 @@ void EventRecorder::report(std::string_view reason, EventResult result, std::str
   if (result == EventResult::kCreated || result == EventResult::kSeries) return;
   const std::string_view name = eventResultName(result);
   if (auto held = drop_log_.allow(name)) {
-    log::warning("Kubernetes Event not recorded", {{"reason", std::string(reason)},
-                                                   {"result", std::string(name)},
-                                                   {"error", std::string(why)},
-                                                   {"heldBackLines", static_cast<int64_t>(*held)}});
+    log::warning("Kubernetes Event not recorded",
+                 {{"reason", std::string(reason)},
+                  {"result", std::string(name)},
+                  {"error", why.empty() ? std::string("none") : std::string(why)},
+                  {"heldBackLines", static_cast<int64_t>(*held)}});
   }
 }
 
