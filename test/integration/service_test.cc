@@ -165,6 +165,13 @@ TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) 
 
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  // The matching log line, at the default verbosity.
+  const std::string log = c.process->log();
+  const size_t line = log.find("Reverted a change to a managed slice by someone else");
+  ASSERT_NE(line, std::string::npos) << log;
+  const std::string rest = log.substr(line, log.find('\n', line) - line);
+  EXPECT_NE(rest.find("kubectl-edit"), std::string::npos) << rest;
+  EXPECT_NE(rest.find(name), std::string::npos) << rest;
 }
 
 TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode) {
