@@ -250,6 +250,32 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
                 gpuPool("node-a", 4).dump());
   EXPECT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-b", 1));
+  // Events: each replica's election, about the Lease, and the new leader's
+  // adoption of both pools' slices.
+  const std::string events = "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=";
+  const auto notes = [&](const std::string& selector, const std::string& instance) {
+    std::set<std::string> found;
+    const Json list = env_.kube("GET", events + client::RestKubeApi::urlEncode(selector)).json();
+    for (const Json& e : list.value("items", Json::array())) {
+      if (e.value("reportingInstance", "") == instance) found.insert(e.value("note", ""));
+    }
+    return found;
+  };
+  for (const ControllerProcess* r : {&r1, &r2}) {
+    EXPECT_TRUE(ServiceEnv::eventually([&] {
+      return notes("regarding.kind=Lease,regarding.name=" + lease + ",reason=LeaderElected",
+                   r->identity)
+                 .size() == 1;
+    })) << r->identity;
+  }
+  std::set<std::string> adopted;
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    adopted.clear();
+    for (const std::string& note : notes("reason=SlicesAdopted", follower.identity)) {
+      if (note.find("fwd.example.com/") != std::string::npos) adopted.insert(note);
+    }
+    return adopted.size() == 2;
+  })) << adopted.size();
   follower.process->signal(SIGTERM);
   EXPECT_EQ(follower.process->wait(seconds(20)), 0) << follower.process->log();
 }
