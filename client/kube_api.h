@@ -130,8 +130,14 @@ class KubeApi {
   virtual StatusOr<SubjectAccessReview> createSubjectAccessReview(
       const SubjectAccessReview& review) = 0;
 
-  // events.k8s.io/v1 Events.
-  virtual Status createEvent(const Event& event) = 0;
+  // events.k8s.io/v1 Events. An Event about a cluster-scoped object (no
+  // metadata.namespace, no regarding.namespace) goes to "default". The
+  // answer carries the stored name and namespace, for patchEventSeries.
+  virtual StatusOr<Event> createEvent(const Event& event) = 0;
+  // Sets the series (count, lastObservedTime) of a stored Event, with a
+  // JSON merge patch: a repeat of the Event, as client-go's recorder does.
+  virtual StatusOr<Event> patchEventSeries(const std::string& namespace_, const std::string& name,
+                                           const EventSeries& series) = 0;
 };
 
 }  // namespace rsc::client

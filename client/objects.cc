@@ -248,6 +248,16 @@ struct Table<ObjectReference> {
 };
 
 template <>
+struct Table<EventSeries> {
+  using Owner = EventSeries;
+  static constexpr auto kFields = std::tuple{
+      field("count", &EventSeries::count, Int32{}, Omit::kNever),
+      field("lastObservedTime", &EventSeries::last_observed_time, Str{}, Omit::kNever),
+  };
+  static constexpr Json EventSeries::*kUnknown = &EventSeries::unknown;
+};
+
+template <>
 struct Table<Event> {
   using Owner = Event;
   static constexpr std::string_view kApiVersion = "events.k8s.io/v1";
@@ -261,8 +271,10 @@ struct Table<Event> {
       field("regarding", &Event::regarding, Obj<ObjectReference>{}, Omit::kNever),
       field("reportingController", &Event::reporting_controller, Str{}),
       field("reportingInstance", &Event::reporting_instance, Str{}),
+      field("series", &Event::series, Opt<Obj<EventSeries>>{}),
       field("type", &Event::type, Str{}),
   };
+  static constexpr Json Event::*kUnknown = &Event::unknown;
 };
 
 }  // namespace codec
@@ -324,5 +336,9 @@ StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j) {
 }
 
 Json toJson(const Event& event) { return codec::toJson<Event>(event); }
+
+StatusOr<Event> eventFromJson(const Json& j) { return codec::decode<Event>(j, ""); }
+
+Json toJson(const EventSeries& series) { return codec::toJson<EventSeries>(series); }
 
 }  // namespace rsc::client

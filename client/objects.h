@@ -171,6 +171,15 @@ struct ObjectReference {
   friend bool operator==(const ObjectReference&, const ObjectReference&) = default;
 };
 
+// An Event seen again: how often, and when last (client-go's recorder counts
+// repeats here instead of creating a new Event each time).
+struct EventSeries {
+  int32_t count = 0;
+  std::string last_observed_time;  // MicroTime
+  Json unknown = nullptr;
+  friend bool operator==(const EventSeries&, const EventSeries&) = default;
+};
+
 struct Event {
   ObjectMeta metadata;
   std::string event_time;  // MicroTime
@@ -181,6 +190,8 @@ struct Event {
   std::string type;  // Normal or Warning
   std::string note;
   ObjectReference regarding;
+  std::optional<EventSeries> series;
+  Json unknown = nullptr;
 };
 
 // JSON conversions, by the field tables below and in objects.cc. Decoding fails
@@ -202,6 +213,8 @@ StatusOr<TokenReview> tokenReviewFromJson(const Json& j);
 Json toJson(const SubjectAccessReview& review);
 StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j);
 Json toJson(const Event& event);
+StatusOr<Event> eventFromJson(const Json& j);
+Json toJson(const EventSeries& series);
 
 // The tables of the types other files nest in theirs.
 namespace codec {

@@ -785,7 +785,7 @@ StatusOr<SubjectAccessReview> RestKubeApi::createSubjectAccessReview(
   return result;
 }
 
-Status RestKubeApi::createEvent(const Event& event) {
+StatusOr<Event> RestKubeApi::createEvent(const Event& event) {
   // Events about cluster-scoped objects (ResourceSlices, Nodes) go to the
   // default namespace, as client-go's recorder does.
   std::string ns = event.metadata.namespace_;
@@ -805,7 +805,35 @@ Status RestKubeApi::createEvent(const Event& event) {
   if (!j.ok()) {
     return j.status().withContext(context);
   }
-  return okStatus();
+  auto created = decoded(eventFromJson(*j));
+  if (!created.ok()) {
+    return created.status().withContext(context);
+  }
+  return created;
+}
+
+StatusOr<Event> RestKubeApi::patchEventSeries(const std::string& ns, const std::string& name,
+                                              const EventSeries& series) {
+  const std::string context = "patch Event " + ns + "/" + name;
+  RETURN_IF_ERROR(requireSet(ns, context, "namespace"));
+  RETURN_IF_ERROR(requireSet(name, context, "name"));
+  const Json patch = {{"series", toJson(series)}};
+  HttpRequest req = request("PATCH", itemPath(eventsPath(ns), name), dumpJson(patch));
+  for (auto& [header, value] : req.headers) {
+    if (header == "Content-Type") {
+      value = "application/merge-patch+json";
+    }
+  }
+  // Setting the same series twice is harmless: retried like any call.
+  auto j = send(req, RetryPolicy::kAlways);
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
+  auto patched = decoded(eventFromJson(*j));
+  if (!patched.ok()) {
+    return patched.status().withContext(context);
+  }
+  return patched;
 }
 
 }  // namespace rsc::client

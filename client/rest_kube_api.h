@@ -132,7 +132,9 @@ class RestKubeApi final : public KubeApi {
   StatusOr<SubjectAccessReview> createSubjectAccessReview(
       const SubjectAccessReview& review) override;
 
-  Status createEvent(const Event& event) override;
+  StatusOr<Event> createEvent(const Event& event) override;
+  StatusOr<Event> patchEventSeries(const std::string& ns, const std::string& name,
+                                   const EventSeries& series) override;
 
   // Builds the query string ("?a=1&b=x%2Cy", or "" when empty) of a list,
   // watch or delete-collection call; exposed for tests.

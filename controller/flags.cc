@@ -323,6 +323,35 @@ const std::vector<FlagSpec>& specs() {
                                         return std::string("must be at least 1s");
                                       return std::nullopt;
                                     }},
+      {"events",
+       "Record Kubernetes Events (events.k8s.io/v1) for reverted foreign changes, failed "
+       "publishes, expired pool leases, adopted slices and leadership; each Event object and "
+       "reason passes 25 at once, then one per 5 minutes, and repeats within 6 minutes count in "
+       "one Event's series.",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.events); }},
+      {"event-namespace", "Namespace of the Events about cluster-scoped objects (ResourceSlices).",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::
+                                                     optional<std::string> {
+                                                       if (v.empty())
+                                                         return std::string("must not be empty");
+                                                       f.event_namespace = v;
+                                                       return std::nullopt;
+                                                     }},
+      {"event-qps",
+       "Events sent per second, over all objects, on top of --kube-api-qps's budget; Events "
+       "beyond the queue are dropped and counted in resourceslice_controller_events_total.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return parseRate(v, &f.event_qps, false); }},
+      {"event-burst", "Burst of Events above --event-qps.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<int>(v, &f.event_burst, 1);
+       }},
+      {"event-queue-size",
+       "Events waiting to be sent; past it new ones are dropped (result=\"queue_full\").", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseNumber<size_t>(v, &f.event_queue_size, 1);
+       }},
       {"workers", "Pools reconciled at the same time.", false,
        [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
       {"max-parallel-slice-writes",
@@ -490,6 +519,11 @@ std::string flagsUsage() {
       {"kube-api-qps", std::to_string(static_cast<int64_t>(d.kube_api_qps))},
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
       {"kube-api-call-timeout", formatDuration(d.kube_api_call_timeout)},
+      {"events", d.events ? "true" : "false"},
+      {"event-namespace", d.event_namespace},
+      {"event-qps", std::to_string(static_cast<int64_t>(d.event_qps))},
+      {"event-burst", std::to_string(d.event_burst)},
+      {"event-queue-size", std::to_string(d.event_queue_size)},
       {"workers", std::to_string(d.workers)},
       {"max-parallel-slice-writes", std::to_string(d.max_parallel_slice_writes)},
       {"adoption-grace", formatDuration(d.adoption_grace)},

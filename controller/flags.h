@@ -81,6 +81,13 @@ struct ServiceFlags {
   int kube_api_burst = 100;
   // All attempts and retry waits of one API call (client::RestKubeApiOptions).
   std::chrono::milliseconds kube_api_call_timeout{30'000};
+  // Kubernetes Events (client::EventRecorder): on or off, where Events about
+  // cluster-scoped objects go, the sender's rate limit, and its queue.
+  bool events = true;
+  std::string event_namespace = "default";
+  double event_qps = 1;
+  int event_burst = 25;
+  size_t event_queue_size = 1000;
   int workers = 4;
   int max_parallel_slice_writes = 8;
   std::chrono::milliseconds adoption_grace{120'000};

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "client/config.h"
+#include "client/event_recorder.h"
 #include "client/http_transport.h"
 #include "client/informer.h"
 #include "client/rest_kube_api.h"
@@ -38,6 +39,7 @@
 #include "controller/reconcile/desired_store.h"
 #include "metrics/build_info.h"
 #include "metrics/controller_metrics.h"
+#include "metrics/event_metrics.h"
 #include "metrics/inventory_metrics.h"
 #include "metrics/leader_election_metrics.h"
 #include "metrics/process_collector.h"
@@ -326,6 +328,31 @@ int run(const controller::ServiceFlags& flags) {
   controller::ReconcileMetricsObserver reconcile_observer(controller_metrics);
   controller::WorkQueueMetricsObserver queue_observer(queue_metrics);
 
+  // Kubernetes Events: sent on a thread of their own, within --event-qps.
+  metrics::EventMetrics event_metrics(*registry);
+  const std::string identity =
+      (flags.identity.empty()
+           ? controller::leader::makeLeaderIdentity(envOr("POD_NAME", hostName()))
+           : flags.identity);
+  std::unique_ptr<client::EventRecorder> events;
+  if (flags.events) {
+    client::EventRecorderOptions eopts;
+    eopts.api = api->get();
+    eopts.clock = &clock;
+    eopts.reporting_instance = identity.substr(0, 128);  // the API server's limit
+    eopts.cluster_namespace = flags.event_namespace;
+    eopts.qps = flags.event_qps;
+    eopts.burst = flags.event_burst;
+    eopts.queue_size = flags.event_queue_size;
+    eopts.observer = [&event_metrics](std::string_view reason, client::EventResult result) {
+      event_metrics.recorded(reason, client::eventResultName(result));
+    };
+    auto made = client::EventRecorder::create(std::move(eopts));
+    if (!made.ok()) return usageError(made.status().message());
+    events = std::move(*made);
+  }
+  controller::ReconcileEventObserver event_observer(reconcile_observer, events.get());
+
   // The reconcile loop.
   controller::reconcile::DesiredStore store(clock);
   controller::reconcile::ControllerOptions copts;
@@ -337,8 +364,8 @@ int run(const controller::ServiceFlags& flags) {
   copts.server_release_probe = [&api] { return serverReleaseOf(**api); };
   copts.probe_dropped_fields = true;
   copts.adoption_grace = flags.adoption_grace;
-  copts.observer = &reconcile_observer;
-  copts.reconciler_observer = &reconcile_observer;
+  copts.observer = &event_observer;
+  copts.reconciler_observer = &event_observer;
   copts.queue_observer = &queue_observer;
   copts.on_watch_restart = [&watch_metrics](std::string_view resource, std::string_view reason) {
     const auto watched = resource == client::NodeMetadata::kResource
@@ -603,23 +630,24 @@ int run(const controller::ServiceFlags& flags) {
                                 ? envOr("POD_NAMESPACE", config->namespace_)
                                 : flags.leader_election_namespace;
     lopts.lease_name = flags.leader_election_id;
-    lopts.identity = flags.identity.empty()
-                         ? controller::leader::makeLeaderIdentity(envOr("POD_NAME", hostName()))
-                         : flags.identity;
+    lopts.identity = identity;
     lopts.lease_duration = flags.leader_elect_lease_duration;
     lopts.renew_deadline = flags.leader_elect_renew_deadline;
     lopts.retry_period = flags.leader_elect_retry_period;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
     // On its own thread: the elector keeps renewing while the cache syncs.
-    lopts.on_started_leading = [&](std::stop_token leading) {
+    lopts.on_started_leading = [&, lease_ns = lopts.lease_namespace,
+                                lease = lopts.lease_name](std::stop_token leading) {
+      controller::recordLeadership(events.get(), lease_ns, lease, identity, true);
       leader_metrics.setLeader(true);
       if (ctrl->waitForCacheSync(leading)) ctrl->startLeading(leading);
     };
-    lopts.on_stopped_leading = [&] {
+    lopts.on_stopped_leading = [&, lease_ns = lopts.lease_namespace, lease = lopts.lease_name] {
       // Before anything else: no reconcile starts after this returns.
       ctrl->stopLeading();
       leader_metrics.setLeader(false);
       if (!stopping.stop_requested()) {
+        controller::recordLeadership(events.get(), lease_ns, lease, identity, false);
         // Another replica leads now; a fresh process is the safe way back.
         log::error("Lost leadership; exiting so that a fresh process can campaign again",
                    failedPrecondition("leader lease lost"));
@@ -671,6 +699,8 @@ int run(const controller::ServiceFlags& flags) {
     Status released = elector->release();
     if (!released.ok()) log::error("Releasing the leader lease failed", released);
   }
+  // Queued Events get a short while (client::kDefaultEventFlushTimeout) to go out.
+  if (events) events->stop();
   // Nothing may reach the elector or the forwarder while they are destroyed.
   lease_holder = nullptr;
   leader_forwarder = nullptr;

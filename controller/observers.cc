@@ -48,4 +48,65 @@ void ReconcileMetricsObserver::leaseExpired(const std::string& driver) {
   m_.poolLeaseExpired(driver);
 }
 
+namespace {
+
+std::string poolName(const reconcile::PoolKey& key) { return key.driver + "/" + key.pool; }
+
+}  // namespace
+
+void ReconcileEventObserver::foreignChangeReverted(const reconcile::PoolKey& key,
+                                                   const client::ObjectReference& slice,
+                                                   const std::string& changed_by) {
+  if (recorder_ == nullptr) return;
+  recorder_->record(slice, client::EventRecorder::kNormal, "ForeignChangeReverted", "Update",
+                    "Reverted a change by " +
+                        (changed_by.empty() ? "an unknown manager" : changed_by) + " to slice " +
+                        slice.name + " of pool " + poolName(key) +
+                        ": managed slices follow what their driver pushed");
+}
+
+void ReconcileEventObserver::publishFailed(const reconcile::PoolKey& key,
+                                           const client::ObjectReference& regarding,
+                                           const Status& error) {
+  if (recorder_ == nullptr || regarding.kind.empty()) return;
+  recorder_->record(
+      regarding, client::EventRecorder::kWarning, "PublishFailed", "Publish",
+      "Publishing pool " + poolName(key) + " failed (retried with backoff): " + error.toString());
+}
+
+void ReconcileEventObserver::poolLeaseExpired(const reconcile::PoolKey& key,
+                                              const client::ObjectReference& regarding) {
+  next_.poolLeaseExpired(key, regarding);
+  if (recorder_ == nullptr) return;
+  recorder_->record(regarding, client::EventRecorder::kNormal, "PoolLeaseExpired", "Withdraw",
+                    "The lease of pool " + poolName(key) +
+                        " expired without a renewal or push from its driver: withdrawing its "
+                        "slices");
+}
+
+void ReconcileEventObserver::slicesAdopted(const reconcile::PoolKey& key,
+                                           const client::ObjectReference& regarding, size_t slices,
+                                           int64_t generation) {
+  next_.slicesAdopted(key, regarding, slices, generation);
+  if (recorder_ == nullptr || regarding.kind.empty()) return;
+  recorder_->record(regarding, client::EventRecorder::kNormal, "SlicesAdopted", "Adopt",
+                    "Adopted " + std::to_string(slices) + " live slice(s) of pool " +
+                        poolName(key) + " at generation " + std::to_string(generation) +
+                        "; kept as they are while the driver pushes again");
+}
+
+void recordLeadership(client::EventRecorder* recorder, const std::string& lease_namespace,
+                      const std::string& lease_name, const std::string& identity, bool acquired) {
+  if (recorder == nullptr) return;
+  const client::ObjectReference lease{"coordination.k8s.io/v1", "Lease", lease_namespace,
+                                      lease_name, ""};
+  if (acquired) {
+    recorder->record(lease, client::EventRecorder::kNormal, "LeaderElected", "Acquire",
+                     identity + " became the leader: it writes the ResourceSlices");
+  } else {
+    recorder->record(lease, client::EventRecorder::kWarning, "LeaderLost", "Release",
+                     identity + " stopped leading: it writes no ResourceSlice any more");
+  }
+}
+
 }  // namespace rsc::controller

@@ -1,12 +1,14 @@
 // Adapters from the hooks of reconcile/, client/ and the work queue to the
-// metric structs of metrics/, so that those folders need not know metrics/.
-// Built once by main. Thread-safe (the metric structs are).
+// metric structs of metrics/, so that those folders need not know metrics/,
+// and to Kubernetes Events (client::EventRecorder). Built once by main.
+// Thread-safe (the metric structs and the recorder are).
 #pragma once
 
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "client/event_recorder.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/reconciler.h"
 #include "controller/reconcile/work_queue.h"
@@ -36,6 +38,50 @@ class ReconcileMetricsObserver final : public reconcile::ReconcilerObserver,
   int active_ = 0;                 // guarded by mu_
   std::set<std::string> drivers_;  // guarded by mu_: drivers with gauges
 };
+
+// The reconcile hooks that make Kubernetes Events, each in front of `next`
+// (the metrics), which sees every hook. Without a recorder (--events=false)
+// it only forwards.
+class ReconcileEventObserver final : public reconcile::ReconcilerObserver,
+                                     public reconcile::ControllerObserver {
+ public:
+  ReconcileEventObserver(ReconcileMetricsObserver& next, client::EventRecorder* recorder)
+      : next_(next), recorder_(recorder) {}
+
+  // ReconcilerObserver
+  void sliceWrite(const std::string& driver, std::string_view verb,
+                  std::string_view result) override {
+    next_.sliceWrite(driver, verb, result);
+  }
+  void published(const std::string& driver, Clock::Duration latency) override {
+    next_.published(driver, latency);
+  }
+  void foreignChangeReverted(const reconcile::PoolKey& key, const client::ObjectReference& slice,
+                             const std::string& changed_by) override;
+  void publishFailed(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
+                     const Status& error) override;
+  // ControllerObserver
+  void reconciled(std::string_view result, Clock::Duration took) override {
+    next_.reconciled(result, took);
+  }
+  void activeWorkers(int n) override { next_.activeWorkers(n); }
+  void counts(const std::map<std::string, reconcile::DriverCounts>& by_driver) override {
+    next_.counts(by_driver);
+  }
+  void leaseExpired(const std::string& driver) override { next_.leaseExpired(driver); }
+  void poolLeaseExpired(const reconcile::PoolKey& key,
+                        const client::ObjectReference& regarding) override;
+  void slicesAdopted(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
+                     size_t slices, int64_t generation) override;
+
+ private:
+  ReconcileMetricsObserver& next_;
+  client::EventRecorder* const recorder_;
+};
+
+// Leadership as Events about the Lease (LeaderElected, LeaderLost).
+void recordLeadership(client::EventRecorder* recorder, const std::string& lease_namespace,
+                      const std::string& lease_name, const std::string& identity, bool acquired);
 
 class WorkQueueMetricsObserver final : public reconcile::WorkQueueObserver {
  public:

@@ -1,5 +1,6 @@
 #include "controller/reconcile/controller.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/log.h"
@@ -37,7 +38,61 @@ void dropManagedFields(client::ResourceSlice& slice) {
   if (unknown.empty()) unknown = nullptr;
 }
 
+// The field manager of the newest managedFields entry of `meta` that is not
+// the controller's: who, other than us, changed the object last. Entries
+// carry their time to the second, in one format, so text order is time order;
+// a tie goes to the later entry.
+std::string newestForeignManager(const client::ObjectMeta& meta) {
+  const client::Json& unknown = meta.unknown;  // managedFields are not modelled
+  if (!unknown.is_object()) return {};
+  const auto fields = unknown.find("managedFields");
+  if (fields == unknown.end() || !fields->is_array()) return {};
+  std::string manager;
+  std::string newest;
+  for (const client::Json& entry : *fields) {
+    if (!entry.is_object()) continue;
+    const auto m = entry.find("manager");
+    if (m == entry.end() || !m->is_string() || *m == kFieldManager) continue;
+    const auto t = entry.find("time");
+    const std::string time = t != entry.end() && t->is_string() ? t->get<std::string>() : "";
+    if (manager.empty() || time >= newest) {
+      manager = m->get<std::string>();
+      newest = time;
+    }
+  }
+  return manager;
+}
+
 }  // namespace
+
+// Who else last changed each slice, kept from the managedFields the cache
+// drops: one name per slice that someone else has touched, for the Event of
+// a reverted change. Written by the informer's thread, read by workers.
+class Controller::ForeignManagers {
+ public:
+  void note(const client::ResourceSlice& slice) {
+    std::string manager = newestForeignManager(slice.metadata);
+    std::lock_guard lock(mu_);
+    if (manager.empty()) {
+      by_slice_.erase(slice.metadata.name);
+    } else {
+      by_slice_[slice.metadata.name] = std::move(manager);
+    }
+  }
+  void forget(const std::string& name) {
+    std::lock_guard lock(mu_);
+    by_slice_.erase(name);
+  }
+  std::string get(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    auto it = by_slice_.find(name);
+    return it == by_slice_.end() ? std::string() : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::string> by_slice_;
+};
 
 // The reconciler's view of the informer's store, which also remembers the
 // resourceVersions of our own writes so that their watch events do not cost a
@@ -46,7 +101,12 @@ void dropManagedFields(client::ResourceSlice& slice) {
 // the reconcile ends, and is checked against the writes recorded by then.
 class Controller::StoreCache : public SliceCache {
  public:
-  explicit StoreCache(client::ResourceSliceStore& store) : store_(store) {}
+  StoreCache(client::ResourceSliceStore& store, const ForeignManagers& managers)
+      : store_(store), managers_(managers) {}
+
+  std::string lastForeignManager(const std::string& name) const override {
+    return managers_.get(name);
+  }
 
   std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const override {
     return store_.byIndex(poolIndexKey(key.driver, key.pool));
@@ -111,6 +171,7 @@ class Controller::StoreCache : public SliceCache {
   }
 
   client::ResourceSliceStore& store_;
+  const ForeignManagers& managers_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> own_writes_;  // name -> resourceVersion
   std::set<std::string> own_deletes_;
@@ -149,7 +210,11 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   informer_options.index = [](const client::ResourceSlice& s) {
     return poolIndexKey(s.spec.driver, s.spec.pool.name);
   };
-  informer_options.transform = dropManagedFields;
+  c->managers_ = std::make_unique<ForeignManagers>();
+  informer_options.transform = [managers = c->managers_.get()](client::ResourceSlice& s) {
+    managers->note(s);
+    dropManagedFields(s);
+  };
   if (options.on_watch_restart) {
     informer_options.on_watch_restart = [report =
                                              options.on_watch_restart](std::string_view reason) {
@@ -169,11 +234,12 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
     if (!self->cache_->settled(s, false)) self->enqueueSlice(s);
   };
   handlers.on_delete = [self](const client::ResourceSlice& s) {
+    self->managers_->forget(s.metadata.name);
     if (!self->cache_->settled(s, true)) self->enqueueSlice(s);
   };
   ASSIGN_OR_RETURN(c->informer_, client::Informer<client::ResourceSlices>::create(
                                      *options.api, *options.clock, informer_options, handlers));
-  c->cache_ = std::make_unique<StoreCache>(c->informer_->store());
+  c->cache_ = std::make_unique<StoreCache>(c->informer_->store(), *c->managers_);
 
   // The Node cache. A Node that appears, goes, or comes back with a new UID
   // (re-created) has its pools reconciled at once: a pool that failed for
@@ -298,6 +364,7 @@ void Controller::startLeading(std::stop_token stop) {
   // Every pool we know of, desired or live, gets a look.
   for (const PoolKey& key : options_.store->keys()) queue_->add(key);
   for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);
+  reportAdopted();
   log::info("Started leading: reconciling",
             {{"workers", options_.workers},
              {"adoptionGraceSeconds",
@@ -305,6 +372,26 @@ void Controller::startLeading(std::stop_token stop) {
   if (options_.manual_for_test) return;
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { workerLoop(); });
   if (options_.observer != nullptr) options_.observer->activeWorkers(0);
+}
+
+void Controller::reportAdopted() {
+  std::map<PoolKey, std::vector<SlicePtr>> pools;
+  size_t slices = 0;
+  for (const SlicePtr& s : informer_->store().list()) {
+    pools[PoolKey{s->spec.driver, s->spec.pool.name}].push_back(s);
+    ++slices;
+  }
+  if (pools.empty()) return;
+  log::info(
+      "Adopted the live slices: each pool stays as it is while its driver pushes again",
+      {{"pools", static_cast<int64_t>(pools.size())}, {"slices", static_cast<int64_t>(slices)}});
+  if (options_.observer == nullptr) return;
+  for (const auto& [key, live] : pools) {
+    int64_t generation = 0;
+    for (const SlicePtr& s : live) generation = std::max(generation, s->spec.pool.generation);
+    options_.observer->slicesAdopted(key, poolReference(live, std::nullopt), live.size(),
+                                     generation);
+  }
 }
 
 void Controller::stopLeading() {
@@ -405,7 +492,11 @@ void Controller::housekeeping() {
   // Withdraw pools whose lease ran out (the store enqueues them).
   for (const PoolKey& key : options_.store->expireLeases()) {
     log::info("Pool lease expired: withdrawing", {{"driver", key.driver}, {"pool", key.pool}});
-    if (options_.observer != nullptr) options_.observer->leaseExpired(key.driver);
+    if (options_.observer == nullptr) continue;
+    options_.observer->leaseExpired(key.driver);
+    const client::ObjectReference regarding =
+        poolReference(cache_->slicesOfPool(key), std::nullopt);
+    if (!regarding.kind.empty()) options_.observer->poolLeaseExpired(key, regarding);
   }
   if (options_.observer == nullptr) return;
   // Gauges: desired pools, and the slices and devices live in the cache.

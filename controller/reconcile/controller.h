@@ -61,6 +61,14 @@ class ControllerObserver {
   virtual void activeWorkers(int n) = 0;
   virtual void counts(const std::map<std::string, DriverCounts>& by_driver) = 0;
   virtual void leaseExpired(const std::string& driver) = 0;
+  // A pool's lease expired and the pool is being withdrawn; `regarding` is
+  // poolReference() of its live slices.
+  virtual void poolLeaseExpired(const PoolKey& /*key*/,
+                                const client::ObjectReference& /*regarding*/) {}
+  // Leading started with `slices` live slices of a pool (at `generation`),
+  // kept as they are while its driver pushes again.
+  virtual void slicesAdopted(const PoolKey& /*key*/, const client::ObjectReference& /*regarding*/,
+                             size_t /*slices*/, int64_t /*generation*/) {}
 };
 
 struct ControllerOptions {
@@ -149,6 +157,7 @@ class Controller : public PoolPreviewer {
  private:
   class StoreCache;
   class NodeStoreCache;
+  class ForeignManagers;
 
   explicit Controller(ControllerOptions options);
   void enqueueSlice(const client::ResourceSlice& slice);
@@ -158,12 +167,15 @@ class Controller : public PoolPreviewer {
   void workerLoop();
   void housekeeping();
   void housekeepingLoop(std::stop_token stop);
+  // Reports the live slices of every pool as adopted (leading starts).
+  void reportAdopted();
 
   ControllerOptions options_;
   std::unique_ptr<RateLimiter<PoolKey>> limiter_;
   std::unique_ptr<WorkQueue<PoolKey>> queue_;
   std::unique_ptr<client::Informer<client::ResourceSlices>> informer_;
   std::unique_ptr<client::Informer<client::NodeMetadata>> node_informer_;
+  std::unique_ptr<ForeignManagers> managers_;
   std::unique_ptr<StoreCache> cache_;
   std::unique_ptr<NodeStoreCache> nodes_;
   std::unique_ptr<Reconciler> reconciler_;

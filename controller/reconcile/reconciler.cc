@@ -160,6 +160,22 @@ Status forEachConcurrently(size_t n, int parallelism, const std::function<Status
 
 }  // namespace
 
+client::ObjectReference sliceReference(const client::ResourceSlice& slice) {
+  return {client::kResourceApiVersion, "ResourceSlice", "", slice.metadata.name,
+          slice.metadata.uid};
+}
+
+client::ObjectReference poolReference(const std::vector<SlicePtr>& live,
+                                      const std::optional<std::string>& node_name) {
+  const SlicePtr* first = nullptr;
+  for (const SlicePtr& s : live) {
+    if (first == nullptr || s->metadata.name < (*first)->metadata.name) first = &s;
+  }
+  if (first != nullptr) return sliceReference(**first);
+  if (node_name) return {"v1", "Node", "", *node_name, ""};
+  return {};
+}
+
 StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions options) {
   if (options.api == nullptr) return invalidArgument("reconciler: api is required");
   if (options.clock == nullptr) return invalidArgument("reconciler: clock is required");
@@ -178,6 +194,20 @@ void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
                              const Status& status) {
   if (options_.observer != nullptr)
     options_.observer->sliceWrite(driver, verb, writeResult(status));
+}
+
+void Reconciler::reportReverted(const PoolKey& key,
+                                const std::vector<std::pair<SlicePtr, std::string>>& edited) {
+  for (const auto& [slice, changed_by] : edited) {
+    log::info("Reverted a change to a managed slice by someone else",
+              {{"driver", key.driver},
+               {"pool", key.pool},
+               {"slice", slice->metadata.name},
+               {"changedBy", changed_by.empty() ? std::string("unknown") : changed_by}});
+    if (options_.observer != nullptr) {
+      options_.observer->foreignChangeReverted(key, sliceReference(*slice), changed_by);
+    }
+  }
 }
 
 void Reconciler::fail(const PoolKey& key, const Status& status) {
@@ -255,6 +285,10 @@ struct Reconciler::Applied {
   // and the server drops from every slice (server_dropped_fields).
   std::vector<std::string> dropped;
   size_t writes = 0;
+  // Live slices whose content or pool someone else changed, all written
+  // back when status is OK, with who changed them (read before our writes
+  // replace what the cache knows of them).
+  std::vector<std::pair<SlicePtr, std::string>> edited;
   // The pool's slices after this attempt: those seen, plus those created,
   // minus those deleted.
   std::vector<std::string> known;
@@ -338,6 +372,9 @@ struct Reconciler::Decision {
   bool bump = false;
   // Fields a live slice lacks that the server drops from every slice.
   std::vector<std::string> dropped;
+  // Live slices that differ from what is wanted (content, generation or
+  // count), each with the last manager other than this controller.
+  std::vector<std::pair<SlicePtr, std::string>> edited;
 
   bool isCreate(size_t i) const { return plan.slices[i].live == nullptr; }
   // The first step of writes: new content (the writes the server may refuse).
@@ -383,6 +420,7 @@ StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool
   for (const SlicePtr& s : plan.obsolete) {
     d.live_generation = std::max(d.live_generation, s->spec.pool.generation);
   }
+  const int64_t published = status ? status->published_generation : 0;
   std::set<std::string> known_dropped;
   if (status) known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
   size_t changed = 0;
@@ -396,10 +434,10 @@ StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool
       continue;
     }
     const client::ResourceSlice& l = *p.live;
-    if (l.spec.pool.generation != d.live_generation ||
-        l.spec.pool.resource_slice_count != d.count) {
-      consistent = false;
-    }
+    const bool pool_differs = l.spec.pool.generation != d.live_generation ||
+                              l.spec.pool.generation < published ||
+                              l.spec.pool.resource_slice_count != d.count;
+    if (pool_differs) consistent = false;
     // Generation and count are compared for the whole pool above.
     client::ResourceSliceSpec want = d.specs.back();
     want.pool = l.spec.pool;
@@ -423,11 +461,13 @@ StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool
       d.differs[i] = true;
       ++changed;
     }
+    if (!same || pool_differs) {
+      d.edited.emplace_back(p.live, options_.cache->lastForeignManager(l.metadata.name));
+    }
   }
   // Never below what this process published: a generation lowered by
   // someone else, or slices the cache cannot see, must not make the
   // scheduler see an older generation as the newest.
-  const int64_t published = status ? status->published_generation : 0;
   d.bump = !consistent || added > 0 || changed > 1 || d.live_generation < pool.generation ||
            d.live_generation < published || live.empty();
   d.generation = d.bump ? std::max({nextGeneration(std::max(d.live_generation, published)),
@@ -472,6 +512,7 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
   out.generation = d.generation;
   out.count = d.count;
   out.dropped = d.dropped;
+  out.edited = d.edited;
 
   // Writes of one step run concurrently: `out` and `known` are shared.
   std::mutex out_mu;
@@ -573,8 +614,12 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   // published by this process.
   std::vector<SlicePtr> before;
   if (!status || status->published_pool == nullptr) before = *live;
+  const client::ObjectReference regarding = poolReference(*live, desired->pool.selection.node_name);
   const Applied applied = apply(key, desired->pool, std::move(*live), status);
   if (!applied.status.ok()) {
+    if (options_.observer != nullptr && applied.status.code() != StatusCode::kCancelled) {
+      options_.observer->publishFailed(key, regarding, applied.status);
+    }
     const bool refused = refusedContent(applied.status);
     options_.store->updateStatus(key, [&](PoolStatus& s) {
       s.phase = PoolPhase::kFailed;
@@ -630,6 +675,9 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                                    {"writes", static_cast<int64_t>(applied.writes)}});
     }
   }
+  // Published before and pushed no further since: what was written put back
+  // someone else's change.
+  if (status && previously_published >= desired->version) reportReverted(key, applied.edited);
   // Once per field and pool: the status keeps reporting them.
   if (!newly_dropped.empty()) {
     log::warning("API server dropped fields of the pool (features disabled there)",

@@ -29,6 +29,16 @@ namespace rsc::controller::reconcile {
 
 inline constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 inline constexpr char kManagedByValue[] = "resourceslice-controller";
+// The field manager of the controller's writes: the API server names a
+// manager after the writer's User-Agent (client::kDefaultUserAgent).
+inline constexpr char kFieldManager[] = "resourceslice-controller";
+
+// What an Event is about (client/event_recorder.h): a slice, or a pool, whose
+// object is its first live slice by name, else its Node when node-local; the
+// reference's kind is empty when the pool has neither.
+client::ObjectReference sliceReference(const client::ResourceSlice& slice);
+client::ObjectReference poolReference(const std::vector<SlicePtr>& live,
+                                      const std::optional<std::string>& node_name);
 
 // What the reconciler needs of the slice cache (the informer's store): the
 // live managed slices of a pool, and a way to make its own writes visible at
@@ -39,6 +49,9 @@ class SliceCache {
   virtual std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const = 0;
   virtual void assumeWritten(const client::ResourceSlice& stored) = 0;
   virtual void assumeDeleted(const client::ResourceSlice& last) = 0;
+  // The field manager of the newest change to slice `name` by someone other
+  // than the controller (from its managedFields); empty when unknown.
+  virtual std::string lastForeignManager(const std::string& /*name*/) const { return {}; }
 };
 
 // What the reconciler needs of the Node cache: a Node's live UID by name, for
@@ -61,6 +74,16 @@ class ReconcilerObserver {
                           std::string_view result) = 0;
   // A pool's pushed content reached the API server `latency` after the push.
   virtual void published(const std::string& driver, Clock::Duration latency) = 0;
+  // Someone else changed a slice of a published pool, and the reconcile
+  // wrote the pool's content back. `changed_by`: their field manager, or
+  // empty when unknown.
+  virtual void foreignChangeReverted(const PoolKey& /*key*/,
+                                     const client::ObjectReference& /*slice*/,
+                                     const std::string& /*changed_by*/) {}
+  // Writing a pool failed with `error` (retried with backoff); `regarding`
+  // is poolReference() of the pool.
+  virtual void publishFailed(const PoolKey& /*key*/, const client::ObjectReference& /*regarding*/,
+                             const Status& /*error*/) {}
 };
 
 struct ReconcileResult {
@@ -159,6 +182,9 @@ class Reconciler : public PoolPreviewer {
                                               const client::ResourceSlice& slice);
   void recordWrite(const std::string& driver, std::string_view verb, const Status& status);
   void fail(const PoolKey& key, const Status& status);
+  // Logs and reports each slice of `edited` as a foreign change written back.
+  void reportReverted(const PoolKey& key,
+                      const std::vector<std::pair<SlicePtr, std::string>>& edited);
 
   ReconcilerOptions options_;
 };

@@ -416,6 +416,30 @@ TEST_F(RestKubeApiTest, LeaseNodeReviewAndEventPaths) {
   ASSERT_TRUE(api_->createEvent(event).ok());
   EXPECT_EQ(transport_.last().path_and_query, "/apis/events.k8s.io/v1/namespaces/default/events");
   EXPECT_EQ(Json::parse(transport_.last().body)["metadata"]["namespace"], "default");
+
+  // A repeat is a merge patch of the series alone.
+  transport_.reply(200,
+                   R"({"metadata":{"name":"slice-1","namespace":"default"},)"
+                   R"("series":{"count":2,"lastObservedTime":"2026-12-02T10:00:00.000000Z"}})");
+  EventSeries series;
+  series.count = 2;
+  series.last_observed_time = "2026-12-02T10:00:00.000000Z";
+  StatusOr<Event> patched = api_->patchEventSeries("default", "slice-1", series);
+  ASSERT_TRUE(patched.ok()) << patched.status().toString();
+  ASSERT_TRUE(patched->series.has_value());
+  EXPECT_EQ(patched->series->count, 2);
+  EXPECT_EQ(transport_.last().method, "PATCH");
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/events.k8s.io/v1/namespaces/default/events/slice-1");
+  EXPECT_EQ(
+      Json::parse(transport_.last().body),
+      Json::parse(R"({"series":{"count":2,"lastObservedTime":"2026-12-02T10:00:00.000000Z"}})"));
+  bool merge_patch = false;
+  for (const auto& [header, value] : transport_.last().headers) {
+    merge_patch =
+        merge_patch || (header == "Content-Type" && value == "application/merge-patch+json");
+  }
+  EXPECT_TRUE(merge_patch);
 }
 
 // ---------------------------------------------------------------------------

@@ -1019,19 +1019,42 @@ StatusOr<client::SubjectAccessReview> FakeKubeApi::createSubjectAccessReview(
   return answer;
 }
 
-Status FakeKubeApi::createEvent(const client::Event& event) {
-  Request request = newRequest("create", "events", event.metadata.namespace_, event.metadata.name);
+StatusOr<client::Event> FakeKubeApi::createEvent(const client::Event& event) {
+  client::Event stored = event;
+  if (stored.metadata.namespace_.empty()) stored.metadata.namespace_ = event.regarding.namespace_;
+  if (stored.metadata.namespace_.empty()) stored.metadata.namespace_ = "default";
+  Request request = newRequest("create", "events", stored.metadata.namespace_, event.metadata.name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  client::Event stored = event;
   if (stored.metadata.name.empty()) {
     stored.metadata.name =
         stored.metadata.generate_name + generateSuffixLocked(kGenerateNameSuffix);
   }
+  for (const client::Event& e : events_) {
+    if (e.metadata.namespace_ == stored.metadata.namespace_ &&
+        e.metadata.name == stored.metadata.name) {
+      return alreadyExistsError("events.events.k8s.io", stored.metadata.name);
+    }
+  }
   stored.metadata.uid = newUidLocked();
   stored.metadata.resource_version = nextResourceVersionLocked();
-  events_.push_back(std::move(stored));
-  return okStatus();
+  events_.push_back(stored);
+  return stored;
+}
+
+StatusOr<client::Event> FakeKubeApi::patchEventSeries(const std::string& ns,
+                                                      const std::string& name,
+                                                      const client::EventSeries& series) {
+  Request request = newRequest("patch", "events", ns, name);
+  RETURN_IF_ERROR(invoke(request));
+  std::lock_guard lock(mu_);
+  for (client::Event& e : events_) {
+    if (e.metadata.namespace_ != ns || e.metadata.name != name) continue;
+    e.series = series;
+    e.metadata.resource_version = nextResourceVersionLocked();
+    return e;
+  }
+  return notFoundError("events.events.k8s.io", name);
 }
 
 // ---- test controls ----------------------------------------------------------

@@ -143,7 +143,11 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<client::TokenReview> createTokenReview(const client::TokenReview& review) override;
   StatusOr<client::SubjectAccessReview> createSubjectAccessReview(
       const client::SubjectAccessReview& review) override;
-  Status createEvent(const client::Event& event) override;
+  // Like the server: a missing namespace is "default" (see KubeApi), a name
+  // taken is AlreadyExists.
+  StatusOr<client::Event> createEvent(const client::Event& event) override;
+  StatusOr<client::Event> patchEventSeries(const std::string& ns, const std::string& name,
+                                           const client::EventSeries& series) override;
 
   // Faults. Adds `reactor` in front of the others for calls matching `verb`
   // and `resource` ("*" matches any). Reactors run in order, newest first,

@@ -160,7 +160,11 @@ class WatchGate final : public KubeApi {
       const SubjectAccessReview& review) override {
     return server_.createSubjectAccessReview(review);
   }
-  Status createEvent(const Event& event) override { return server_.createEvent(event); }
+  StatusOr<Event> createEvent(const Event& event) override { return server_.createEvent(event); }
+  StatusOr<Event> patchEventSeries(const std::string& ns, const std::string& name,
+                                   const EventSeries& series) override {
+    return server_.patchEventSeries(ns, name, series);
+  }
 
  private:
   KubeApi& server_;

@@ -663,7 +663,7 @@ TEST_F(RestKubeApiIntegration, SubjectAccessReviewFollowsRbac) {
   EXPECT_TRUE(allowed->allowed);
 }
 
-TEST_F(RestKubeApiIntegration, EventIsCreated) {
+TEST_F(RestKubeApiIntegration, EventIsCreatedAndARepeatPatchesItsSeries) {
   Event event;
   event.metadata.generate_name = "rsc-it-";
   event.event_time = formatMicroTime(RealClock::instance().systemNow());
@@ -674,8 +674,23 @@ TEST_F(RestKubeApiIntegration, EventIsCreated) {
   event.type = "Normal";
   event.note = "pool published";
   event.regarding = {kResourceApiVersion, "ResourceSlice", "", "some-slice", ""};
-  Status s = api_->createEvent(event);
-  EXPECT_TRUE(s.ok()) << s.toString();
+  StatusOr<Event> created = api_->createEvent(event);
+  ASSERT_TRUE(created.ok()) << created.status().toString();
+  EXPECT_EQ(created->metadata.namespace_, "default");
+  EXPECT_FALSE(created->metadata.name.empty());
+  EXPECT_FALSE(created->series.has_value());
+
+  // A repeat sets the series; the server keeps the rest of the Event.
+  EventSeries series;
+  series.count = 2;
+  series.last_observed_time = "2026-12-02T10:00:00.123456Z";
+  StatusOr<Event> patched =
+      api_->patchEventSeries(created->metadata.namespace_, created->metadata.name, series);
+  ASSERT_TRUE(patched.ok()) << patched.status().toString();
+  ASSERT_TRUE(patched->series.has_value());
+  EXPECT_EQ(patched->series->count, 2);
+  EXPECT_EQ(patched->series->last_observed_time, series.last_observed_time);
+  EXPECT_EQ(patched->note, "pool published");
 }
 
 }  // namespace

@@ -187,6 +187,77 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
   EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
 }
 
+// A manual edit of a managed slice is reverted, and one Kubernetes Event says
+// so, about the slice, naming the editor's field manager (from managedFields).
+TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) {
+  env_.ensureNode("node-a");
+  ControllerProcess c = env_.startController("events", {"--auth=none"});
+  const std::string driver = "events.example.com";
+  HttpAnswer a =
+      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 4).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  const auto slices = env_.poolSlices(driver, "node-a");
+  ASSERT_EQ(slices.size(), 1U);
+  const std::string name = slices[0].metadata.name;
+
+  // An edit as `kubectl edit` makes it, under its field manager.
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices/" + name;
+  Json edited = env_.kube("GET", path).json();
+  edited["spec"]["devices"][0]["attributes"]["model"]["string"] = "tampered";
+  HttpAnswer put = env_.kube("PUT", path + "?fieldManager=kubectl-edit", edited);
+  ASSERT_EQ(put.code, 200) << put.body;
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    const auto now = env_.poolSlices(driver, "node-a");
+    return now.size() == 1 &&
+           client::decodeAll(now[0].spec.devices)[0].attributes.at("model").string_value == "A100";
+  }));
+
+  // As `kubectl get events --field-selector involvedObject.kind=ResourceSlice`
+  // lists them (core/v1), and through events.k8s.io/v1.
+  const std::string core =
+      "/api/v1/namespaces/default/events?fieldSelector=" + client::RestKubeApi::urlEncode(
+                                                               "involvedObject.kind=ResourceSlice,"
+                                                               "involvedObject.name=" +
+                                                               name);
+  Json listed;
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    listed = env_.kube("GET", core).json();
+    return listed.contains("items") && !listed["items"].empty();
+  })) << listed.dump();
+  ASSERT_EQ(listed["items"].size(), 1U) << listed.dump();
+  const Json& event = listed["items"][0];
+  EXPECT_EQ(event["reason"], "ForeignChangeReverted");
+  EXPECT_EQ(event["type"], "Normal");
+  const std::string message = event.value("message", "");
+  EXPECT_NE(message.find("kubectl-edit"), std::string::npos) << message;
+  EXPECT_NE(message.find(name), std::string::npos) << message;
+
+  const std::string v1 = "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=" +
+                         client::RestKubeApi::urlEncode(
+                             "regarding.kind=ResourceSlice,"
+                             "regarding.name=" +
+                             name);
+  const Json events = env_.kube("GET", v1).json();
+  ASSERT_EQ(events["items"].size(), 1U) << events.dump();
+  EXPECT_EQ(events["items"][0]["regarding"]["uid"], slices[0].metadata.uid);
+  EXPECT_EQ(events["items"][0]["reportingController"], "resourceslice-controller");
+  EXPECT_EQ(events["items"][0]["action"], "Update");
+  EXPECT_EQ(env_.metric(c,
+                        "resourceslice_controller_events_total{reason=\"ForeignChangeReverted\","
+                        "result=\"created\"}"),
+            1);
+
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  // The matching log line, at the default verbosity.
+  const std::string log = c.process->log();
+  const size_t line = log.find("Reverted a change to a managed slice by someone else");
+  ASSERT_NE(line, std::string::npos) << log;
+  const std::string rest = log.substr(line, log.find('\n', line) - line);
+  EXPECT_NE(rest.find("kubectl-edit"), std::string::npos) << rest;
+  EXPECT_NE(rest.find(name), std::string::npos) << rest;
+}
+
 TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode) {
   const std::string audience = "resourceslice-test";
   env_.ensureNamespace("drivers");
@@ -263,6 +334,32 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
                 gpuPool("node-a", 4).dump());
   EXPECT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-b", 1));
+  // Events: each replica's election, about the Lease, and the new leader's
+  // adoption of both pools' slices.
+  const std::string events = "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=";
+  const auto notes = [&](const std::string& selector, const std::string& instance) {
+    std::set<std::string> found;
+    const Json list = env_.kube("GET", events + client::RestKubeApi::urlEncode(selector)).json();
+    for (const Json& e : list.value("items", Json::array())) {
+      if (e.value("reportingInstance", "") == instance) found.insert(e.value("note", ""));
+    }
+    return found;
+  };
+  for (const ControllerProcess* r : {&r1, &r2}) {
+    EXPECT_TRUE(ServiceEnv::eventually([&] {
+      return notes("regarding.kind=Lease,regarding.name=" + lease + ",reason=LeaderElected",
+                   r->identity)
+                 .size() == 1;
+    })) << r->identity;
+  }
+  std::set<std::string> adopted;
+  EXPECT_TRUE(ServiceEnv::eventually([&] {
+    adopted.clear();
+    for (const std::string& note : notes("reason=SlicesAdopted", follower.identity)) {
+      if (note.find("fwd.example.com/") != std::string::npos) adopted.insert(note);
+    }
+    return adopted.size() == 2;
+  })) << adopted.size();
   follower.process->signal(SIGTERM);
   EXPECT_EQ(follower.process->wait(seconds(20)), 0) << follower.process->log();
 }

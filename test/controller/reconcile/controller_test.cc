@@ -17,8 +17,27 @@ namespace {
 
 const PoolKey kNodeA{"gpu.example.com", "node-a"};
 
-class RecordingObserver : public ControllerObserver {
+class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
  public:
+  void sliceWrite(const std::string& /*driver*/, std::string_view /*verb*/,
+                  std::string_view /*result*/) override {}
+  void published(const std::string& /*driver*/, Clock::Duration /*latency*/) override {}
+  void foreignChangeReverted(const PoolKey& key, const client::ObjectReference& slice,
+                             const std::string& changed_by) override {
+    std::lock_guard lock(mu);
+    events.push_back("reverted " + key.pool + " " + slice.name + " by " + changed_by);
+  }
+  void poolLeaseExpired(const PoolKey& key, const client::ObjectReference& regarding) override {
+    std::lock_guard lock(mu);
+    events.push_back("expired " + key.pool + " " + regarding.kind + " " + regarding.name);
+  }
+  void slicesAdopted(const PoolKey& key, const client::ObjectReference& regarding, size_t slices,
+                     int64_t generation) override {
+    std::lock_guard lock(mu);
+    events.push_back("adopted " + key.pool + " " + regarding.name + " " + std::to_string(slices) +
+                     " at " + std::to_string(generation));
+  }
+  std::vector<std::string> events;
   void reconciled(std::string_view result, Clock::Duration /*took*/) override {
     std::lock_guard lock(mu);
     results[std::string(result)]++;
@@ -65,6 +84,7 @@ class ControllerTest : public ::testing::Test {
     node_a_ = api_.addNode("node-a");
     ControllerOptions o = manualOptions(api_, clock_, store_);
     o.observer = &observer_;
+    o.reconciler_observer = &observer_;
     auto c = Controller::create(o);
     ASSERT_TRUE(c.ok()) << c.status().toString();
     controller_ = std::move(*c);
@@ -164,12 +184,57 @@ TEST_F(ControllerTest, ExpiredLeaseWithdrawsThePool) {
   controller_->housekeepingForTest();
   EXPECT_EQ(poolSlices(), 1U) << "a renewed lease must not expire";
 
+  const std::string name = api_.resourceSlices()[0].metadata.name;
   clock_.advance(std::chrono::seconds(11));
   controller_->housekeepingForTest();
   drain();
   EXPECT_EQ(poolSlices(), 0U);
   std::lock_guard lock(observer_.mu);
   EXPECT_EQ(observer_.expired["gpu.example.com"], 1);
+  EXPECT_EQ(observer_.events, std::vector<std::string>{"expired node-a ResourceSlice " + name});
+}
+
+// The cache drops managedFields but keeps who else last changed each slice:
+// the newest entry that is not the controller's.
+TEST_F(ControllerTest, AManualEditIsRevertedAndReportedWithItsEditorFromManagedFields) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(3));
+  drain();
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  const std::string name = api_.resourceSlices()[0].metadata.name;
+  ASSERT_TRUE(api_.editResourceSlice(name,
+                                     [](client::ResourceSlice& s) {
+                                       s.spec.devices.pop_back();
+                                       s.metadata.unknown["managedFields"] =
+                                           client::Json::parse(R"([
+        {"manager": "kubectl-label", "operation": "Update", "time": "2026-12-02T10:00:00Z"},
+        {"manager": "kubectl-edit", "operation": "Update", "time": "2026-12-02T10:05:00Z"},
+        {"manager": "resourceslice-controller", "operation": "Update",
+         "time": "2026-12-02T10:06:00Z"}])");
+                                     })
+                  .ok());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  drain();
+  EXPECT_EQ(api_.resourceSlices()[0].spec.devices.size(), 3U);
+  std::lock_guard lock(observer_.mu);
+  EXPECT_EQ(observer_.events,
+            std::vector<std::string>{"reverted node-a " + name + " by kubectl-edit"});
+}
+
+TEST_F(ControllerTest, LeadingStartsByReportingTheLiveSlicesAsAdopted) {
+  for (const char* name : {"b-slice", "a-slice"}) {
+    client::ResourceSlice s;
+    s.metadata.name = name;
+    s.metadata.labels[kManagedByLabel] = kManagedByValue;
+    s.spec.driver = kNodeA.driver;
+    s.spec.pool = {kNodeA.pool, 4, 2};
+    s.spec.node_name = "node-a";
+    ASSERT_TRUE(api_.createResourceSlice(s).ok());
+  }
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  controller_->startLeading();
+  std::lock_guard lock(observer_.mu);
+  EXPECT_EQ(observer_.events, std::vector<std::string>{"adopted node-a a-slice 2 at 4"});
 }
 
 TEST_F(ControllerTest, FailingPoolIsRetriedWithBackoffWhileOthersPublish) {

@@ -41,8 +41,14 @@ class ListingSliceCache : public SliceCache {
   }
   void assumeWritten(const ResourceSlice& /*stored*/) override {}
   void assumeDeleted(const ResourceSlice& /*last*/) override {}
+  std::string lastForeignManager(const std::string& name) const override {
+    auto it = managers.find(name);
+    return it == managers.end() ? std::string() : it->second;
+  }
 
   bool labelled_only = true;
+  // What the controller's cache would have read from managedFields.
+  std::map<std::string, std::string> managers;
 
  private:
   testing::FakeKubeApi& api_;
@@ -59,6 +65,18 @@ class CountingObserver : public ReconcilerObserver {
   void published(const std::string& /*driver*/, Clock::Duration latency) override {
     latencies.push_back(latency);
   }
+  // Called on the reconciling thread.
+  void foreignChangeReverted(const PoolKey& key, const client::ObjectReference& slice,
+                             const std::string& changed_by) override {
+    reverted.push_back(key.pool + " " + slice.kind + " " + slice.name + " by " + changed_by);
+  }
+  void publishFailed(const PoolKey& key, const client::ObjectReference& regarding,
+                     const Status& error) override {
+    failed.push_back(key.pool + " " + regarding.kind + " " + regarding.name + ": " +
+                     error.message());
+  }
+  std::vector<std::string> reverted;
+  std::vector<std::string> failed;
   std::mutex mu;
   std::map<std::string, int> writes;  // read by the test once writes are done
   std::vector<Clock::Duration> latencies;
@@ -412,11 +430,29 @@ TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
                                        });
                                      })
                   .ok());
+  EXPECT_TRUE(observer_.reverted.empty());
+  cache_.managers[name] = "kubectl-edit";
   api_.clearActions();
   sync();
   EXPECT_EQ(writes("update"), 1U);
   EXPECT_EQ(poolSlices()[0].spec.devices[0].device().attributes.at("model").string_value, "A100");
   expectComplete(1, 1);
+  // Reported once, naming the slice and who changed it (sync() reconciles
+  // twice).
+  EXPECT_EQ(observer_.reverted,
+            std::vector<std::string>{"node-a ResourceSlice " + name + " by kubectl-edit"});
+  EXPECT_TRUE(observer_.failed.empty());
+}
+
+TEST_F(ReconcilerTest, ADriversOwnChangeIsNoForeignChange) {
+  publishTwoSlices();
+  Pool changed = nodePool(200);
+  changed.devices[3].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
+  store_.put(kNodeA, changed);
+  sync();
+  EXPECT_EQ(writes("update"), 1U);
+  EXPECT_TRUE(observer_.reverted.empty());
 }
 
 TEST_F(ReconcilerTest, ASliceDeletedBySomeoneElseIsRecreated) {
@@ -809,6 +845,25 @@ TEST_F(ReconcilerTest, ServerRejectingOnePoolDoesNotStopOthers) {
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
   EXPECT_EQ(store_.status(kNodeA)->last_error.reason(), "Invalid");
   EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
+  // The failure is reported about the pool's Node: it has no slice yet.
+  ASSERT_EQ(observer_.failed.size(), 1U);
+  EXPECT_NE(observer_.failed[0].find("node-a Node node-a: "), std::string::npos)
+      << observer_.failed[0];
+  EXPECT_NE(observer_.failed[0].find("Invalid value"), std::string::npos) << observer_.failed[0];
+}
+
+TEST(PoolReference, FirstLiveSliceByNameElseTheNodeElseNothing) {
+  auto slice = [](const std::string& name) {
+    auto s = std::make_shared<ResourceSlice>();
+    s->metadata.name = name;
+    s->metadata.uid = "uid-" + name;
+    return SlicePtr(s);
+  };
+  const client::ObjectReference first = poolReference({slice("b"), slice("a")}, "node-a");
+  EXPECT_EQ(first,
+            (client::ObjectReference{"resource.k8s.io/v1", "ResourceSlice", "", "a", "uid-a"}));
+  EXPECT_EQ(poolReference({}, "node-a"), (client::ObjectReference{"v1", "Node", "", "node-a", ""}));
+  EXPECT_TRUE(poolReference({}, std::nullopt).kind.empty());
 }
 
 // ---- A push the server rejects never destroys what is published ------------
@@ -1008,11 +1063,13 @@ TEST_F(ReconcilerTest, AForeignlyLoweredGenerationIsRaisedAgain) {
   store_.put(kNodeA, pool);
   sync();
   expectComplete(5, 1);
-  ASSERT_TRUE(api_.editResourceSlice(poolSlices()[0].metadata.name,
-                                     [](ResourceSlice& s) { s.spec.pool.generation = 1; })
-                  .ok());
+  const std::string name = poolSlices()[0].metadata.name;
+  ASSERT_TRUE(
+      api_.editResourceSlice(name, [](ResourceSlice& s) { s.spec.pool.generation = 1; }).ok());
   sync();
   expectComplete(6, 1);
+  // Without managedFields naming anyone, the editor is unknown.
+  EXPECT_EQ(observer_.reverted, std::vector<std::string>{"node-a ResourceSlice " + name + " by "});
 }
 
 // A resourceSliceCount changed by someone else makes the pool look
