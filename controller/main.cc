@@ -385,6 +385,7 @@ int run(const controller::ServiceFlags& flags) {
   hopts.max_body_bytes = flags.max_request_bytes;
   hopts.max_decoded_bytes = flags.max_decoded_bytes;
   hopts.allow_unbound_node_pools = flags.allow_unbound_node_pools;
+  hopts.previewer = controller->get();
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };

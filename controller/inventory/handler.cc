@@ -253,6 +253,7 @@ struct InventoryHandler::Admitted {
   std::string pool;
   std::optional<Clock::Duration> wait;
   Caller caller;
+  bool dry_run = false;
 };
 
 struct InventoryHandler::Context {
@@ -261,6 +262,8 @@ struct InventoryHandler::Context {
   std::string pool;
   std::optional<Clock::Duration> wait;
   Caller caller;
+  // ?dryRun=All: validate, authorize and plan; change nothing.
+  bool dry_run = false;
   std::optional<PendingWait> pending;
 
   reconcile::PoolKey key() const { return {driver, pool}; }
@@ -342,7 +345,9 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
   PushInfo push;
   HandlerResult result;
   if (const auto* admitted = std::any_cast<Admitted>(&request.admission)) {
-    if (isWrite(request.method) && admitted->route != kDrivers) push.driver = admitted->driver;
+    if (isWrite(request.method) && admitted->route != kDrivers && !admitted->dry_run) {
+      push.driver = admitted->driver;
+    }
     result = serve(request, *admitted, push);
   } else {
     // Not admitted by the server (a direct call): admit here.
@@ -361,14 +366,14 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
 std::optional<HandlerResult> InventoryHandler::handleNow(const HttpRequest& request) {
   const auto* admitted = std::any_cast<Admitted>(&request.admission);
   if (admitted == nullptr || admitted->route != kPoolRoute || request.method != "PUT" ||
-      request.body.size() > kMaxBodyDigestedNow) {
+      admitted->dry_run || request.body.size() > kMaxBodyDigestedNow) {
     return std::nullopt;
   }
   // A follower forwards, which blocks.
   const LeaderHooks leader = hooks();
   if (leader.is_leader && !leader.is_leader()) return std::nullopt;
-  Context ctx{request,        admitted->driver, admitted->pool,
-              admitted->wait, admitted->caller, std::nullopt};
+  Context ctx{request, admitted->driver, admitted->pool, admitted->wait, admitted->caller,
+              false,   std::nullopt};
   const std::optional<Digest128> digest = poolBodyDigest(ctx);
   if (!digest) return std::nullopt;
   std::optional<HttpResponse> response = putUnchangedPool(ctx, *digest, /*may_block=*/false);
@@ -419,7 +424,7 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
   if (malformed_param) return {errorResponse(400, "malformed %-escape in the path")};
 
   // Query.
-  Admitted ctx{route, params["driver"], params["pool"], std::nullopt, {}};
+  Admitted ctx{route, params["driver"], params["pool"], std::nullopt, {}, false};
   const std::optional<std::vector<std::pair<std::string, std::string>>> query_params =
       parseQuery(query);
   if (!query_params) return {errorResponse(400, "malformed %-escape in the query")};
@@ -431,14 +436,24 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
                               {{"wait", wait.status().message()}})};
       }
       ctx.wait = std::min(*wait, options_.max_wait);
+    } else if (name == "dryRun" && isWrite(request.method)) {
+      // As the API server: "All" is the only stage there is.
+      if (value != "All") {
+        return {errorResponse(400, "dryRun: must be All, not " + inQuotes(value),
+                              {{"dryRun", "must be All"}})};
+      }
+      ctx.dry_run = true;
     } else {
-      return {errorResponse(
-          400,
-          "unknown query parameter " + inQuotes(name) +
-              (isWrite(request.method) ? "; only wait is supported" : "; none is supported here"),
-          {{name, "unknown query parameter"}})};
+      return {errorResponse(400,
+                            "unknown query parameter " + inQuotes(name) +
+                                (isWrite(request.method) ? "; only wait and dryRun are supported"
+                                                         : "; none is supported here"),
+                            {{name, "unknown query parameter"}})};
     }
   }
+
+  // A dry run is not a push: the push counters leave it out.
+  if (ctx.dry_run) push.driver.reset();
 
   // The OpenAPI document is public.
   if (route == kOpenApi) return ctx;
@@ -504,8 +519,8 @@ HandlerResult InventoryHandler::serve(const HttpRequest& request, const Admitted
     return {std::move(response)};
   }
 
-  Context ctx{request,       admitted.driver, admitted.pool,
-              admitted.wait, admitted.caller, std::nullopt};
+  Context ctx{request,         admitted.driver,  admitted.pool, admitted.wait,
+              admitted.caller, admitted.dry_run, std::nullopt};
   HttpResponse response = dispatch(ctx, admitted.route, request.method);
   return {std::move(response), std::move(ctx.pending)};
 }
@@ -553,14 +568,15 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   const std::optional<Digest128> body_digest = poolBodyDigest(ctx);
   if (!body_digest) return errorResponse(415, "Content-Type must be application/json");
   // The body that set the pool's current content, again (a driver renewing
-  // its lease by pushing): that content is taken without decoding. Only
-  // ?wait can come with a PUT (admission refuses other parameters); one that
-  // changes what a push does (DESIGN's ?dryRun) must not take this path.
-  if (std::optional<HttpResponse> answer =
-          putUnchangedPool(ctx, *body_digest, /*may_block=*/true)) {
-    return std::move(*answer);
+  // its lease by pushing): that content is taken without decoding. A dry run
+  // renews nothing and is planned in full.
+  if (!ctx.dry_run) {
+    if (std::optional<HttpResponse> answer =
+            putUnchangedPool(ctx, *body_digest, /*may_block=*/true)) {
+      return std::move(*answer);
+    }
+    if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/false);
   }
-  if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/false);
 
   // Decode and validate; nothing is written until every check passed.
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
@@ -573,7 +589,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
 
   uint64_t version = 0;
   {
-    std::lock_guard lock(write_mu_);
+    std::unique_lock lock(write_mu_);
     // Node restriction, for the pool as pushed and the pool it replaces.
     const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(ctx.key());
     if (std::optional<Status> refused =
@@ -582,6 +598,11 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
       return errorResponse(*refused);
     }
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    if (ctx.dry_run) {
+      // Planning may read from the API server: not under the lock.
+      lock.unlock();
+      return answerDryRun(ctx, {{ctx.pool, &pool}});
+    }
     version = options_.store->put(ctx.key(), std::move(pool), body_digest);
   }
   PendingWait wait;
@@ -637,7 +658,7 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
         return errorResponse(
             Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
       }
-      options_.store->remove(ctx.key());
+      if (!ctx.dry_run) options_.store->remove(ctx.key());
     } else {
       // A repeated DELETE of a pool still being withdrawn is accepted again.
       const std::optional<reconcile::PoolStatus> status = options_.store->status(ctx.key());
@@ -647,6 +668,7 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
       }
     }
   }
+  if (ctx.dry_run) return answerDryRun(ctx, {{ctx.pool, nullptr}});
   PendingWait wait;
   wait.kind = PendingWait::Kind::kWithdrawal;
   wait.driver = ctx.driver;
@@ -657,7 +679,7 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
 HttpResponse InventoryHandler::renewPool(Context& ctx) {
   uint64_t version = 0;
   {
-    std::lock_guard lock(write_mu_);
+    std::unique_lock lock(write_mu_);
     const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(ctx.key());
     if (!existing) {
       return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
@@ -666,6 +688,12 @@ HttpResponse InventoryHandler::renewPool(Context& ctx) {
     if (auto why = nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
       return errorResponse(
           Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
+    }
+    if (ctx.dry_run) {
+      // Renewing writes nothing: the answer is what the pool's own
+      // reconcile would write now (nothing, once it is published).
+      lock.unlock();
+      return answerDryRun(ctx, {{ctx.pool, &existing->pool}});
     }
     options_.store->renew(ctx.key());
     version = existing->version;
@@ -696,7 +724,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   std::map<std::string, uint64_t> versions;
   std::vector<std::string> withdrawn;
   {
-    std::lock_guard lock(write_mu_);
+    std::unique_lock lock(write_mu_);
     // Node restriction for every pool pushed, replaced or withdrawn.
     std::vector<FieldError> denied;
     const bool unbound = options_.allow_unbound_node_pools;
@@ -724,6 +752,14 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
                                   denied));
     }
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    if (ctx.dry_run) {
+      lock.unlock();
+      std::vector<std::pair<std::string, const reconcile::Pool*>> previewed;
+      previewed.reserve(pools.size() + withdrawn.size());
+      for (const auto& [name, pool] : pools) previewed.emplace_back(name, &pool);
+      for (const std::string& name : withdrawn) previewed.emplace_back(name, nullptr);
+      return answerDryRun(ctx, previewed);
+    }
     versions = options_.store->replaceDriver(ctx.driver, std::move(pools));
   }
   PendingWait wait;
@@ -755,6 +791,22 @@ HttpResponse InventoryHandler::listDrivers(Context&) {
     drivers.push_back({{"driver", driver}, {"pools", std::move(pools)}});
   }
   return jsonResponse(200, {{"drivers", std::move(drivers)}});
+}
+
+HttpResponse InventoryHandler::answerDryRun(
+    const Context& ctx, const std::vector<std::pair<std::string, const reconcile::Pool*>>& pools) {
+  if (options_.previewer == nullptr) {
+    return errorResponse(501, "dry runs are not available in this configuration");
+  }
+  Json previews = Json::array();
+  for (const auto& [name, pool] : pools) {
+    StatusOr<reconcile::PoolPreview> preview =
+        options_.previewer->preview({ctx.driver, name}, pool);
+    if (!preview.ok()) return errorResponse(preview.status());
+    previews.push_back(poolPreviewToJson(*preview));
+  }
+  return jsonResponse(200,
+                      {{"dryRun", true}, {"driver", ctx.driver}, {"pools", std::move(previews)}});
 }
 
 HttpResponse InventoryHandler::answerPush(Context& ctx, PendingWait wait) {

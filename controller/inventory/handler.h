@@ -23,6 +23,7 @@
 #include "controller/inventory/http.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/reconcile/desired_store.h"
+#include "controller/reconcile/preview.h"
 
 namespace rsc::controller::inventory {
 
@@ -99,6 +100,10 @@ struct InventoryHandlerOptions {
   // decoding, validation or comparison), for
   // resourceslice_controller_push_bodies_total. Optional.
   std::function<void(std::string_view driver, bool unchanged)> on_pool_body = nullptr;
+  // Answers dry runs (?dryRun=All): what the writes of a push would be.
+  // Unset: dry runs are answered 501. Dry runs change nothing and are not
+  // counted by on_push or on_pool_body.
+  reconcile::PoolPreviewer* previewer = nullptr;
 };
 
 class InventoryHandler {
@@ -180,6 +185,10 @@ class InventoryHandler {
   // Answers a push: at once when done or not waiting, else held.
   HttpResponse answerPush(Context& ctx, PendingWait wait);
   HttpResponse renderNow(const PendingWait& wait, bool is_done);
+  // The answer to a dry run of the driver's pools: each pool's preview with
+  // its desired content (null: withdrawn).
+  HttpResponse answerDryRun(
+      const Context& ctx, const std::vector<std::pair<std::string, const reconcile::Pool*>>& pools);
   std::string leaderIdentity() const;
   LeaderHooks hooks() const;
 

@@ -990,6 +990,39 @@ StatusOr<std::map<std::string, reconcile::Pool>> parseDriverPools(std::string_vi
   return pools;
 }
 
+Json poolPreviewToJson(const reconcile::PoolPreview& preview) {
+  using Verb = reconcile::PlannedWrite::Verb;
+  Json writes = Json::array();
+  for (const reconcile::PlannedWrite& write : preview.writes) {
+    Json w;
+    switch (write.verb) {
+      case Verb::kCreate:
+        w["verb"] = "create";
+        break;
+      case Verb::kUpdate:
+        w["verb"] = "update";
+        break;
+      case Verb::kDelete:
+        w["verb"] = "delete";
+        break;
+    }
+    if (!write.slice.empty()) w["slice"] = write.slice;
+    if (write.index >= 0) w["index"] = write.index;
+    if (write.verb == Verb::kUpdate) w["changedFields"] = write.changed_fields;
+    writes.push_back(std::move(w));
+  }
+  Json out = {{"pool", preview.key.pool},
+              {"action", preview.withdraw ? "withdraw" : "publish"},
+              {"liveGeneration", preview.live_generation},
+              {"writes", std::move(writes)}};
+  if (!preview.withdraw) {
+    out["generation"] = preview.generation;
+    out["generationBumped"] = preview.generation_bumped;
+    out["sliceCount"] = preview.slice_count;
+  }
+  return out;
+}
+
 Json poolStatusToJson(const reconcile::PoolStatus& status,
                       const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override) {

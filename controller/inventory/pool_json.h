@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/pool.h"
+#include "controller/reconcile/preview.h"
 
 namespace rsc::controller::inventory {
 
@@ -110,6 +111,9 @@ Status problemsStatus(const BodyProblems& problems);
 Json poolStatusToJson(const reconcile::PoolStatus& status,
                       const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override = {});
+
+// The JSON of one pool's dry run (see openapi.json, schema PoolDryRun).
+Json poolPreviewToJson(const reconcile::PoolPreview& preview);
 
 // The JSON of an error: {code, reason, message, details: [{field, message}]}.
 Json errorToJson(int http_code, std::string_view reason, std::string_view message,

@@ -259,6 +259,11 @@ bool Controller::waitForCacheSync(std::stop_token stop) {
 
 bool Controller::hasSynced() const { return informer_->hasSynced() && node_informer_->hasSynced(); }
 
+StatusOr<PoolPreview> Controller::preview(const PoolKey& key, const Pool* desired) {
+  if (!leading_.load()) return unavailable("this replica does not lead; it cannot plan writes");
+  return reconciler_->preview(key, desired);
+}
+
 void Controller::startLeading(std::stop_token stop) {
   // Before the lock: the probes may wait for the API server.
   std::optional<ServerRelease> release;

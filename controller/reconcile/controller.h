@@ -98,7 +98,7 @@ struct ControllerOptions {
   bool manual_for_test = false;
 };
 
-class Controller {
+class Controller : public PoolPreviewer {
  public:
   static StatusOr<std::unique_ptr<Controller>> create(ControllerOptions options);
   ~Controller();
@@ -120,6 +120,10 @@ class Controller {
   // waited for the cache never starts workers.
   void startLeading(std::stop_token stop = {});
   bool leading() const { return leading_.load(); }
+  // PoolPreviewer: what reconciling the pool would write now. Unavailable
+  // while this replica does not lead (its cache and the server's release may
+  // not be what the leader's are).
+  StatusOr<PoolPreview> preview(const PoolKey& key, const Pool* desired) override;
   // Ends leadership for good, at once: workers take no further key (the keys
   // still queued are left alone) and are joined before this returns; a
   // reconcile in flight ends first (its writes are refused once the lease is

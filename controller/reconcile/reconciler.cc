@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "client/json_diff.h"
 #include "common/log.h"
 #include "controller/reconcile/dropped_fields.h"
 
@@ -283,9 +284,8 @@ StatusOr<std::vector<SlicePtr>> Reconciler::liveSlices(const PoolKey& key,
   return live;
 }
 
-ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> live,
-                                     const std::optional<PoolStatus>& status) {
-  const bool withdrawn = status && status->phase == PoolPhase::kWithdrawing;
+std::vector<SlicePtr> Reconciler::ownedForWithdrawal(std::vector<SlicePtr> live,
+                                                     const std::optional<PoolStatus>& status) {
   // A pool nobody desires owns only the slices labelled as ours or known to
   // be ours; someone else's slices of that driver and pool are not ours to
   // delete (a cache without the label selector holds them too).
@@ -294,6 +294,13 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> l
            !(status && std::find(status->known_slices.begin(), status->known_slices.end(),
                                  s->metadata.name) != status->known_slices.end());
   });
+  return live;
+}
+
+ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> live,
+                                     const std::optional<PoolStatus>& status) {
+  const bool withdrawn = status && status->phase == PoolPhase::kWithdrawing;
+  live = ownedForWithdrawal(std::move(live), status);
   if (live.empty()) {
     if (withdrawn || !status) options_.store->eraseStatus(key);
     return {};
@@ -318,6 +325,134 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> l
   return {};
 }
 
+struct Reconciler::Decision {
+  Plan plan;  // obsolete slices include those on another node
+  std::vector<client::OwnerReference> owners;
+  // The spec of each planned slice, without generation and count.
+  std::vector<client::ResourceSliceSpec> specs;
+  // Whether each planned live slice's content differs from what is wanted.
+  std::vector<bool> differs;
+  int64_t live_generation = 0;
+  int64_t generation = 0;
+  int64_t count = 0;
+  bool bump = false;
+  // Fields a live slice lacks that the server drops from every slice.
+  std::vector<std::string> dropped;
+
+  bool isCreate(size_t i) const { return plan.slices[i].live == nullptr; }
+  // The first step of writes: new content (the writes the server may refuse).
+  bool newContent(size_t i) const { return isCreate(i) || differs[i]; }
+  // The second step: live slices that only take the new generation and count.
+  bool onlyGeneration(size_t i) const { return !newContent(i) && bump; }
+};
+
+StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool& pool,
+                                                  std::vector<SlicePtr> live,
+                                                  const std::optional<PoolStatus>& status) {
+  Decision d;
+  // Slices on another node cannot be moved (spec.nodeName is immutable):
+  // they are replaced.
+  std::vector<SlicePtr> stale;
+  std::erase_if(live, [&](const SlicePtr& s) {
+    if (s->spec.node_name == pool.selection.node_name) return false;
+    stale.push_back(s);
+    return true;
+  });
+
+  // Plan which slices the pool consists of.
+  d.plan = planPool(pool, live, options_.counter_placement);
+  d.plan.obsolete.insert(d.plan.obsolete.end(), stale.begin(), stale.end());
+
+  // Node-local slices are owned by their Node (its live UID), so that the
+  // garbage collector removes them with the node.
+  std::optional<std::string> node_uid;
+  if (pool.selection.node_name) {
+    StatusOr<std::string> uid = nodeUid(*pool.selection.node_name);
+    if (!uid.ok()) return uid.status();
+    node_uid = std::move(*uid);
+  }
+  d.owners = desiredOwners(pool.selection, node_uid);
+
+  // Classify: which live slices change, which are new.
+  const Plan& plan = d.plan;
+  d.count = static_cast<int64_t>(plan.slices.size());
+  d.specs.reserve(plan.slices.size());
+  bool consistent = plan.obsolete.empty();
+  for (const SlicePtr& s : live)
+    d.live_generation = std::max(d.live_generation, s->spec.pool.generation);
+  for (const SlicePtr& s : plan.obsolete) {
+    d.live_generation = std::max(d.live_generation, s->spec.pool.generation);
+  }
+  std::set<std::string> known_dropped;
+  if (status) known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
+  size_t changed = 0;
+  size_t added = 0;
+  d.differs.assign(plan.slices.size(), false);
+  for (size_t i = 0; i < plan.slices.size(); ++i) {
+    const PlannedSlice& p = plan.slices[i];
+    d.specs.push_back(desiredSpec(key, pool, p));
+    if (p.live == nullptr) {
+      ++added;
+      continue;
+    }
+    const client::ResourceSlice& l = *p.live;
+    if (l.spec.pool.generation != d.live_generation ||
+        l.spec.pool.resource_slice_count != d.count) {
+      consistent = false;
+    }
+    // Generation and count are compared for the whole pool above.
+    client::ResourceSliceSpec want = d.specs.back();
+    want.pool = l.spec.pool;
+    std::vector<std::string> missing;
+    bool same = client::semanticEqual(want, l.spec, &missing) && hasManagedLabel(l.metadata) &&
+                l.metadata.owner_references == d.owners;
+    // A field we want but the live slice lacks counts as dropped by the
+    // server only if the server's answer to one of our writes said so, or
+    // the server drops that field from every slice (learnt when leading
+    // started); a slice that was never sent the field (a taint just added)
+    // is updated.
+    for (std::string& field : missing) {
+      if (known_dropped.contains(field)) continue;
+      if (options_.server_dropped_fields.contains(fieldShape(field))) {
+        d.dropped.push_back(std::move(field));  // reported in the pool's status
+        continue;
+      }
+      same = false;
+    }
+    if (!same) {
+      d.differs[i] = true;
+      ++changed;
+    }
+  }
+  // Never below what this process published: a generation lowered by
+  // someone else, or slices the cache cannot see, must not make the
+  // scheduler see an older generation as the newest.
+  const int64_t published = status ? status->published_generation : 0;
+  d.bump = !consistent || added > 0 || changed > 1 || d.live_generation < pool.generation ||
+           d.live_generation < published || live.empty();
+  d.generation = d.bump ? std::max({nextGeneration(std::max(d.live_generation, published)),
+                                    pool.generation, int64_t{1}})
+                        : d.live_generation;
+  return d;
+}
+
+client::ResourceSlice Reconciler::buildSlice(const PoolKey& key, const Decision& d, size_t i) {
+  const PlannedSlice& planned = d.plan.slices[i];
+  client::ResourceSlice slice;
+  if (planned.live != nullptr) {
+    slice.metadata = planned.live->metadata;
+    slice.unknown = planned.live->unknown;
+  } else {
+    slice.metadata.generate_name = sliceGenerateName(planned.index, key);
+  }
+  slice.metadata.labels[kManagedByLabel] = kManagedByValue;
+  slice.metadata.owner_references = d.owners;
+  slice.spec = d.specs[i];
+  slice.spec.pool.generation = d.generation;
+  slice.spec.pool.resource_slice_count = d.count;
+  return slice;
+}
+
 Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
                                       std::vector<SlicePtr> live,
                                       const std::optional<PoolStatus>& status) {
@@ -329,114 +464,21 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
     out.known.assign(known.begin(), known.end());
     return std::move(out);
   };
+  StatusOr<Decision> decided = decide(key, pool, std::move(live), status);
+  if (!decided.ok()) return stop(decided.status());
+  const Decision& d = *decided;
+  const Plan& plan = d.plan;
+  const std::vector<client::ResourceSliceSpec>& specs = d.specs;
+  out.generation = d.generation;
+  out.count = d.count;
+  out.dropped = d.dropped;
 
-  // Slices on another node cannot be moved (spec.nodeName is immutable):
-  // they are replaced.
-  std::vector<SlicePtr> stale;
-  std::erase_if(live, [&](const SlicePtr& s) {
-    if (s->spec.node_name == pool.selection.node_name) return false;
-    stale.push_back(s);
-    return true;
-  });
-
-  // Plan which slices the pool consists of.
-  Plan plan = planPool(pool, live, options_.counter_placement);
-  plan.obsolete.insert(plan.obsolete.end(), stale.begin(), stale.end());
-
-  // Node-local slices are owned by their Node (its live UID), so that the
-  // garbage collector removes them with the node.
-  std::optional<std::string> node_uid;
-  if (pool.selection.node_name) {
-    StatusOr<std::string> uid = nodeUid(*pool.selection.node_name);
-    if (!uid.ok()) return stop(uid.status());
-    node_uid = std::move(*uid);
-  }
-  const std::vector<client::OwnerReference> owners = desiredOwners(pool.selection, node_uid);
-
-  // Classify: which live slices change, which are new.
-  const auto count = static_cast<int64_t>(plan.slices.size());
-  std::vector<client::ResourceSliceSpec> specs;
-  specs.reserve(plan.slices.size());
-  int64_t live_generation = 0;
-  bool consistent = plan.obsolete.empty();
-  for (const SlicePtr& s : live)
-    live_generation = std::max(live_generation, s->spec.pool.generation);
-  for (const SlicePtr& s : plan.obsolete) {
-    live_generation = std::max(live_generation, s->spec.pool.generation);
-  }
-  std::set<std::string> known_dropped;
-  if (status) known_dropped.insert(status->dropped_fields.begin(), status->dropped_fields.end());
-  size_t changed = 0;
-  size_t added = 0;
-  std::vector<bool> differs(plan.slices.size(), false);
-  for (size_t i = 0; i < plan.slices.size(); ++i) {
-    const PlannedSlice& p = plan.slices[i];
-    specs.push_back(desiredSpec(key, pool, p));
-    if (p.live == nullptr) {
-      ++added;
-      continue;
-    }
-    const client::ResourceSlice& l = *p.live;
-    if (l.spec.pool.generation != live_generation || l.spec.pool.resource_slice_count != count) {
-      consistent = false;
-    }
-    // Generation and count are compared for the whole pool above.
-    client::ResourceSliceSpec want = specs.back();
-    want.pool = l.spec.pool;
-    std::vector<std::string> missing;
-    bool same = client::semanticEqual(want, l.spec, &missing) && hasManagedLabel(l.metadata) &&
-                l.metadata.owner_references == owners;
-    // A field we want but the live slice lacks counts as dropped by the
-    // server only if the server's answer to one of our writes said so, or
-    // the server drops that field from every slice (learnt when leading
-    // started); a slice that was never sent the field (a taint just added)
-    // is updated.
-    for (std::string& field : missing) {
-      if (known_dropped.contains(field)) continue;
-      if (options_.server_dropped_fields.contains(fieldShape(field))) {
-        out.dropped.push_back(std::move(field));  // reported in the pool's status
-        continue;
-      }
-      same = false;
-    }
-    if (!same) {
-      differs[i] = true;
-      ++changed;
-    }
-  }
-  // Never below what this process published: a generation lowered by
-  // someone else, or slices the cache cannot see, must not make the
-  // scheduler see an older generation as the newest.
-  const int64_t published = status ? status->published_generation : 0;
-  const bool bump = !consistent || added > 0 || changed > 1 || live_generation < pool.generation ||
-                    live_generation < published || live.empty();
-  const int64_t generation = bump ? std::max({nextGeneration(std::max(live_generation, published)),
-                                              pool.generation, int64_t{1}})
-                                  : live_generation;
-  out.generation = generation;
-  out.count = count;
-
-  auto build = [&](size_t i) {
-    client::ResourceSlice slice;
-    if (plan.slices[i].live != nullptr) {
-      slice.metadata = plan.slices[i].live->metadata;
-      slice.unknown = plan.slices[i].live->unknown;
-    } else {
-      slice.metadata.generate_name = sliceGenerateName(plan.slices[i].index, key);
-    }
-    slice.metadata.labels[kManagedByLabel] = kManagedByValue;
-    slice.metadata.owner_references = owners;
-    slice.spec = specs[i];
-    slice.spec.pool.generation = generation;
-    slice.spec.pool.resource_slice_count = count;
-    return slice;
-  };
   // Writes of one step run concurrently: `out` and `known` are shared.
   std::mutex out_mu;
   auto write = [&](size_t i) -> Status {
     const bool create = plan.slices[i].live == nullptr;
     StatusOr<client::ResourceSlice> stored =
-        create ? createSlice(key, build(i)) : updateSlice(key, build(i));
+        create ? createSlice(key, buildSlice(key, d, i)) : updateSlice(key, buildSlice(key, d, i));
     if (!stored.ok()) return stored.status();
     std::vector<std::string> dropped;
     client::ResourceSliceSpec want = specs[i];
@@ -471,8 +513,8 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
                                [&](size_t k) { return write(chosen[k]); });
   };
   for (const auto& wanted : std::initializer_list<std::function<bool(size_t)>>{
-           [&](size_t i) { return plan.slices[i].live == nullptr || differs[i]; },
-           [&](size_t i) { return plan.slices[i].live != nullptr && !differs[i] && bump; },
+           [&](size_t i) { return d.newContent(i); },
+           [&](size_t i) { return d.onlyGeneration(i); },
        }) {
     if (Status s = write_each(wanted); !s.ok()) return stop(std::move(s));
   }
@@ -597,6 +639,51 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                   {"first", newly_dropped.front()}});
   }
   return {};
+}
+
+StatusOr<PoolPreview> Reconciler::preview(const PoolKey& key, const Pool* desired) {
+  const std::optional<PoolStatus> status = options_.store->status(key);
+  ASSIGN_OR_RETURN(std::vector<SlicePtr> live, liveSlices(key, status));
+  PoolPreview out;
+  out.key = key;
+  for (const SlicePtr& s : live) {
+    out.live_generation = std::max(out.live_generation, s->spec.pool.generation);
+  }
+  auto deletes = [&](const std::vector<SlicePtr>& slices) {
+    for (const SlicePtr& s : slices) {
+      out.writes.push_back({PlannedWrite::Verb::kDelete, s->metadata.name, -1, {}});
+    }
+  };
+  if (desired == nullptr) {
+    // An explicit withdrawal deletes at once, adoption grace or not.
+    out.withdraw = true;
+    deletes(ownedForWithdrawal(std::move(live), status));
+    return out;
+  }
+  ASSIGN_OR_RETURN(Decision d, decide(key, *desired, std::move(live), status));
+  out.generation = d.generation;
+  out.generation_bumped = d.bump;
+  out.slice_count = d.count;
+  // In the order apply() writes them.
+  for (const auto step : {&Decision::newContent, &Decision::onlyGeneration}) {
+    for (size_t i = 0; i < d.plan.slices.size(); ++i) {
+      if (!(d.*step)(i)) continue;
+      const PlannedSlice& planned = d.plan.slices[i];
+      PlannedWrite write;
+      write.index = planned.index;
+      if (planned.live == nullptr) {
+        write.verb = PlannedWrite::Verb::kCreate;
+      } else {
+        write.verb = PlannedWrite::Verb::kUpdate;
+        write.slice = planned.live->metadata.name;
+        client::jsonDifferences(client::toJson(buildSlice(key, d, i)),
+                                client::toJson(*planned.live), "", write.changed_fields);
+      }
+      out.writes.push_back(std::move(write));
+    }
+  }
+  deletes(d.plan.obsolete);
+  return out;
 }
 
 }  // namespace rsc::controller::reconcile

@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/planner.h"
+#include "controller/reconcile/preview.h"
 
 namespace rsc::controller::reconcile {
 
@@ -101,12 +102,16 @@ struct ReconcilerOptions {
   std::set<std::string> server_dropped_fields;
 };
 
-class Reconciler {
+class Reconciler : public PoolPreviewer {
  public:
   // Fails with InvalidArgument if a required option is missing.
   static StatusOr<std::unique_ptr<Reconciler>> create(ReconcilerOptions options);
 
   ReconcileResult reconcile(const PoolKey& key);
+
+  // PoolPreviewer. Thread-safe like reconcile(); the pool's own reconcile
+  // may run at the same time (the preview then shows one of the two states).
+  StatusOr<PoolPreview> preview(const PoolKey& key, const Pool* desired) override;
 
   void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
   // Before any reconcile runs (when leading starts).
@@ -118,6 +123,9 @@ class Reconciler {
  private:
   // The outcome of writing one pool's content.
   struct Applied;
+  // What writing one pool's content takes, decided before anything is
+  // written.
+  struct Decision;
 
   explicit Reconciler(ReconcilerOptions options) : options_(std::move(options)) {}
 
@@ -125,6 +133,15 @@ class Reconciler {
   // their managed-by label was removed or changed (read back by name).
   StatusOr<std::vector<SlicePtr>> liveSlices(const PoolKey& key,
                                              const std::optional<PoolStatus>& status);
+  // Plans `pool` over `live` and decides the generation and which slices
+  // change. Reads the Node of a node-local pool (cache or GET).
+  StatusOr<Decision> decide(const PoolKey& key, const Pool& pool, std::vector<SlicePtr> live,
+                            const std::optional<PoolStatus>& status);
+  // The slice planned at `i`, as it would be written.
+  static client::ResourceSlice buildSlice(const PoolKey& key, const Decision& d, size_t i);
+  // The slices withdraw() deletes.
+  static std::vector<SlicePtr> ownedForWithdrawal(std::vector<SlicePtr> live,
+                                                  const std::optional<PoolStatus>& status);
   // Writes `pool` over `live`. Writes nothing else after the first failure.
   Applied apply(const PoolKey& key, const Pool& pool, std::vector<SlicePtr> live,
                 const std::optional<PoolStatus>& status);

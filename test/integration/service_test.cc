@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "test/integration/leader_flags.h"
@@ -99,6 +100,89 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   EXPECT_TRUE(a.code == 200 || a.code == 202) << a.body;
   EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
 
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+// A dry run answers the writes the push then makes, as the API server counts
+// them, and changes nothing: no slice write, no pool status.
+TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
+  env_.ensureNode("node-a");
+  ControllerProcess c = env_.startController("dry-run", {"--auth=none"});
+  const std::string driver = "dry.example.com";
+  HttpAnswer a =
+      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+
+  // The API server's writes of slices, by method.
+  const auto writes = [&] {
+    std::map<std::string, double> out;
+    for (const char* verb : {"POST", "PUT", "DELETE"}) {
+      out[verb] = env_.apiServerRequests("resourceslices", verb);
+    }
+    return out;
+  };
+  // The planned writes of a dry run's answer, by the method that makes them.
+  const auto planned = [](const Json& answer) {
+    std::map<std::string, double> out = {{"POST", 0}, {"PUT", 0}, {"DELETE", 0}};
+    for (const Json& w : answer["pools"][0]["writes"]) {
+      const std::string verb = w["verb"];
+      out[verb == "create" ? "POST" : verb == "update" ? "PUT" : "DELETE"] += 1;
+    }
+    return out;
+  };
+  const auto minus = [](std::map<std::string, double> after,
+                        const std::map<std::string, double>& before) {
+    for (auto& [verb, n] : after) n -= before.at(verb);
+    return after;
+  };
+
+  Json changed = gpuPool("node-a", 200);
+  changed["devices"][150]["attributes"]["model"]["string"] = "H100";
+  struct Step {
+    std::string name, method, body;
+    bool bumped;
+  };
+  const std::vector<Step> steps = {
+      {"one device changed", "PUT", changed.dump(), false},
+      {"grown to three slices", "PUT", gpuPool("node-a", 300).dump(), true},
+      {"shrunk to one slice", "PUT", gpuPool("node-a", 20).dump(), true},
+      {"withdrawn", "DELETE", "", false},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    const std::map<std::string, double> before = writes();
+    const std::string status_before = env_.http("GET", poolUrl(c, driver, "node-a")).body;
+    HttpAnswer dry = env_.http(step.method, poolUrl(c, driver, "node-a", "?dryRun=All"), step.body);
+    ASSERT_EQ(dry.code, 200) << dry.body;
+    const Json answer = dry.json();
+    ASSERT_EQ(answer["pools"].size(), 1U) << dry.body;
+    if (step.method == "PUT") {
+      EXPECT_EQ(answer["pools"][0]["generationBumped"], step.bumped);
+    }
+    if (step.name == "one device changed") {
+      EXPECT_EQ(answer["pools"][0]["writes"][0]["changedFields"],
+                Json::array({"spec.devices[gpu-150].attributes.model.string"}))
+          << dry.body;
+    }
+    // Nothing written, nothing changed.
+    EXPECT_EQ(writes(), before);
+    EXPECT_EQ(env_.http("GET", poolUrl(c, driver, "node-a")).body, status_before);
+
+    a = env_.http(step.method, poolUrl(c, driver, "node-a", "?wait=30s"), step.body);
+    ASSERT_TRUE(a.code == 200 || (step.method == "DELETE" && a.code == 202)) << a.body;
+    if (step.method == "DELETE") {
+      ASSERT_TRUE(
+          ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
+    }
+    // The API server counts a request as it ends, which may be just after
+    // the controller saw its answer.
+    const std::map<std::string, double> want = planned(answer);
+    EXPECT_TRUE(ServiceEnv::eventually([&] { return minus(writes(), before) == want; },
+                                       std::chrono::seconds(5)))
+        << dry.body;
+    EXPECT_EQ(minus(writes(), before), want);
+  }
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
 }

@@ -52,6 +52,29 @@ std::vector<std::string> detailFields(const HttpResponse& response) {
   return out;
 }
 
+// Answers every preview with one create, and records what it was asked.
+class RecordingPreviewer : public reconcile::PoolPreviewer {
+ public:
+  StatusOr<reconcile::PoolPreview> preview(const reconcile::PoolKey& key,
+                                           const reconcile::Pool* desired) override {
+    asked.push_back(key.pool + (desired == nullptr
+                                    ? " withdrawn"
+                                    : " " + std::to_string(desired->devices.size()) + " devices"));
+    if (!answer.ok()) return answer;
+    reconcile::PoolPreview p;
+    p.key = key;
+    p.withdraw = desired == nullptr;
+    p.generation = 2;
+    p.live_generation = 1;
+    p.generation_bumped = true;
+    p.slice_count = 1;
+    p.writes.push_back({reconcile::PlannedWrite::Verb::kUpdate, "slice-1", 0, {"spec.devices"}});
+    return p;
+  }
+  std::vector<std::string> asked;
+  Status answer;
+};
+
 class InventoryHandlerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -66,6 +89,7 @@ class InventoryHandlerTest : public ::testing::Test {
     options.on_pool_body = [this](std::string_view, bool unchanged) {
       bodies_.push_back(unchanged ? "unchanged" : "decoded");
     };
+    options.previewer = &previewer_;
     StatusOr<std::unique_ptr<InventoryHandler>> handler = InventoryHandler::create(options);
     ASSERT_TRUE(handler.ok()) << handler.status().toString();
     handler_ = std::move(*handler);
@@ -117,6 +141,7 @@ class InventoryHandlerTest : public ::testing::Test {
   testing::FakeClock clock_;
   reconcile::DesiredStore store_{clock_};
   FakeAuthenticator auth_;
+  RecordingPreviewer previewer_;
   std::unique_ptr<InventoryHandler> handler_;
   int changes_ = 0;
   std::vector<std::pair<std::string, int>> pushes_;
@@ -1093,6 +1118,123 @@ TEST_F(InventoryHandlerTest, HandleNowAnswersOnlyTheUnchangedBody) {
   EXPECT_EQ(handler_->handleNow(admitted("PUT", kPoolA, body)), std::nullopt);
   EXPECT_THAT(bodies_, ElementsAre("decoded"));
   EXPECT_EQ(pushes_.size(), pushes + 2);  // the two handle() calls
+}
+
+// ---- Dry runs -----------------------------------------------------------------
+
+// A dry run is validated, authorized and planned like the push, answers the
+// planned writes, and changes nothing: no content, lease, status or count.
+TEST_F(InventoryHandlerTest, DryRunPlansEveryWritePathAndChangesNothing) {
+  ASSERT_EQ(call("PUT", kPoolA, leasedGpuPool("node-a", 60), "node-a").response.status, 202);
+  publish({kGpu, "node-a"});
+  ASSERT_EQ(call("PUT", "/v1/drivers/nic.example.com/pools/shared", allNodesPool(), "admin")
+                .response.status,
+            202);
+  clock_.advance(std::chrono::seconds(10));
+  const std::string before = snapshot();
+  const size_t pushes = pushes_.size();
+  bodies_.clear();
+
+  struct Case {
+    std::string method, target, body, token;
+    std::vector<std::string> asked;
+  };
+  const std::vector<Case> cases = {
+      {"PUT",
+       kPoolA + std::string("?dryRun=All"),
+       gpuPool("node-a", 5),
+       "node-a",
+       {"node-a 5 devices"}},
+      // The same body again: planned too, not taken as a renewal.
+      {"PUT",
+       kPoolA + std::string("?dryRun=All&wait=10s"),
+       leasedGpuPool("node-a", 60),
+       "node-a",
+       {"node-a 2 devices"}},
+      {"DELETE", kPoolA + std::string("?dryRun=All"), "", "node-a", {"node-a withdrawn"}},
+      {"POST", kPoolA + std::string("/renew?dryRun=All"), "", "node-a", {"node-a 2 devices"}},
+      // Leaving a pool out of a driver push withdraws it.
+      {"PUT",
+       "/v1/drivers/nic.example.com?dryRun=All",
+       Json({{"pools", {{"other", Json::parse(allNodesPool(3))}}}}).dump(),
+       "admin",
+       {"other 3 devices", "shared withdrawn"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.target);
+    previewer_.asked.clear();
+    const HandlerResult result = call(c.method, c.target, c.body, c.token);
+    ASSERT_EQ(result.response.status, 200) << result.response.body;
+    EXPECT_FALSE(result.wait.has_value());
+    EXPECT_EQ(previewer_.asked, c.asked);
+    const Json body = bodyOf(result.response);
+    EXPECT_EQ(body["dryRun"], true);
+    EXPECT_EQ(body["driver"], c.target.substr(12, c.target.find_first_of("/?", 12) - 12));
+    ASSERT_EQ(body["pools"].size(), c.asked.size());
+    const Json& first = body["pools"][0];
+    EXPECT_EQ(first["writes"][0]["verb"], "update");
+    EXPECT_EQ(first["writes"][0]["slice"], "slice-1");
+    EXPECT_EQ(first["writes"][0]["changedFields"], Json::array({"spec.devices"}));
+    EXPECT_EQ(first["action"], c.asked[0].ends_with("withdrawn") ? "withdraw" : "publish");
+    EXPECT_EQ(snapshot(), before);
+  }
+  EXPECT_EQ(pushes_.size(), pushes) << "a dry run was counted as a push";
+  EXPECT_TRUE(bodies_.empty());
+}
+
+// What a push would refuse, its dry run refuses the same way, before any
+// planning.
+TEST_F(InventoryHandlerTest, DryRunRefusesWhatThePushWouldRefuse) {
+  ASSERT_EQ(call("PUT", kPoolA, gpuPool("node-a"), "node-a").response.status, 202);
+  const std::string before = snapshot();
+  struct Case {
+    std::string method, target, body, token;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"PUT", kPoolA + std::string("?dryRun=All"),
+       R"({"nodeName":"node-a","devices":[{"name":"Bad Name"}]})", "node-a", 422},
+      {"PUT", kPoolA + std::string("?dryRun=All"), gpuPool("node-a"), "node-b", 403},
+      {"DELETE", kPoolA + std::string("?dryRun=All"), "", "node-b", 403},
+      {"PUT", kPoolA + std::string("?dryRun=All"), gpuPool("node-a"), "stolen", 401},
+      {"DELETE", "/v1/drivers/gpu.example.com/pools/unknown?dryRun=All", "", "admin", 404},
+      {"PUT", kPoolA + std::string("?dryRun=true"), gpuPool("node-a"), "node-a", 400},
+      {"GET", kPoolA + std::string("?dryRun=All"), "", "node-a", 400},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.target + " as " + c.token);
+    const HandlerResult result = call(c.method, c.target, c.body, c.token);
+    EXPECT_EQ(result.response.status, c.status) << result.response.body;
+  }
+  EXPECT_THAT(bodyOf(call("PUT", kPoolA + std::string("?dryRun=true"), gpuPool("node-a"), "node-a")
+                         .response)["message"]
+                  .get<std::string>(),
+              HasSubstr("dryRun: must be All"));
+  EXPECT_TRUE(previewer_.asked.empty());
+  EXPECT_EQ(snapshot(), before);
+}
+
+// The planner's failure (this replica stopped leading, a Node read failed)
+// is the dry run's answer.
+TEST_F(InventoryHandlerTest, DryRunAnswersThePlannersFailure) {
+  previewer_.answer = unavailable("this replica does not lead; it cannot plan writes");
+  const HandlerResult result =
+      call("PUT", kPoolA + std::string("?dryRun=All"), gpuPool("node-a"), "node-a");
+  EXPECT_EQ(result.response.status, 503) << result.response.body;
+  EXPECT_THAT(result.response.body, HasSubstr("does not lead"));
+  EXPECT_TRUE(store_.keys().empty());
+}
+
+// The I/O thread's fast path never takes a dry run, even of the body that
+// set the pool's content.
+TEST_F(InventoryHandlerTest, HandleNowLeavesDryRunsToAWorker) {
+  const std::string body = gpuPool("node-a", 8);
+  ASSERT_EQ(call("PUT", kPoolA, body, "node-a").response.status, 202);
+  publish({kGpu, "node-a"});
+  HttpRequest dry = request("PUT", kPoolA + std::string("?dryRun=All"), body, "node-a");
+  dry.admission = handler_->admit(dry).state;
+  EXPECT_EQ(handler_->handleNow(dry), std::nullopt);
+  EXPECT_EQ(handler_->handle(dry).response.status, 200);
 }
 
 TEST_F(InventoryHandlerTest, MethodNotAllowedNamesTheAllowedMethods) {

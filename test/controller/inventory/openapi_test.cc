@@ -148,6 +148,32 @@ TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
   }
 }
 
+TEST(OpenApi, DryRunSchemaNamesEveryFieldWritten) {
+  reconcile::PoolPreview preview;
+  preview.key = {"gpu.example.com", "node-a"};
+  preview.writes = {{reconcile::PlannedWrite::Verb::kUpdate, "s", 0, {"spec.devices"}}};
+  const Json written = poolPreviewToJson(preview);
+  const Json schemas = document().at("components").at("schemas");
+  const Json& schema = schemas.at("PoolDryRun");
+  EXPECT_EQ(keysOf(written), keysOf(schema.at("properties")));
+  EXPECT_EQ(keysOf(written.at("writes").at(0)),
+            keysOf(schema.at("properties").at("writes").at("items").at("properties")));
+  preview.withdraw = true;
+  for (const Json& required : schema.at("required")) {
+    EXPECT_TRUE(poolPreviewToJson(preview).contains(required)) << required;
+  }
+  std::set<std::string> verbs;
+  for (const Json& v :
+       schema.at("properties").at("writes").at("items").at("properties").at("verb").at("enum")) {
+    verbs.insert(v);
+  }
+  for (auto verb : {reconcile::PlannedWrite::Verb::kCreate, reconcile::PlannedWrite::Verb::kUpdate,
+                    reconcile::PlannedWrite::Verb::kDelete}) {
+    preview.writes = {{verb, "s", 0, {}}};
+    EXPECT_TRUE(verbs.contains(poolPreviewToJson(preview).at("writes").at(0).at("verb")));
+  }
+}
+
 TEST(OpenApi, ErrorSchemaNamesEveryFieldWrittenAndEveryReason) {
   const Json schema = document().at("components").at("schemas").at("Error");
   EXPECT_EQ(keysOf(errorToJson(400, "BadRequest", "m", {{"f", "m"}})),

@@ -1111,5 +1111,97 @@ TEST_F(ReconcilerTest, WithEverySliceCachedWithdrawingDeletesOnlyOurSlices) {
   EXPECT_FALSE(left[0].metadata.labels.contains(kManagedByLabel));
 }
 
+// A dry run's answer is exactly what the reconcile then writes, step by
+// step through a pool's life, and the preview itself writes nothing.
+TEST_F(ReconcilerTest, PreviewNamesTheWritesTheReconcileThenMakes) {
+  Pool changed = nodePool(300);
+  changed.devices[200].edit(
+      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
+  struct Step {
+    std::string name;
+    std::optional<Pool> desired;  // nullopt: withdrawn
+    bool bumped;
+    std::vector<std::string> changed_fields;  // of the updates, when there is one
+  };
+  const std::vector<Step> steps = {
+      {"new pool of three slices", nodePool(300), true, {}},
+      {"one device changed", changed, false, {"spec.devices[gpu-200].attributes.model.string"}},
+      {"grown to four slices", nodePool(400), true, {}},
+      {"shrunk to one slice", nodePool(10), true, {}},
+      {"withdrawn", std::nullopt, false, {}},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    const std::vector<ResourceSlice> before = poolSlices();
+    StatusOr<PoolPreview> preview =
+        reconciler_->preview(kNodeA, step.desired ? &*step.desired : nullptr);
+    ASSERT_TRUE(preview.ok()) << preview.status().toString();
+    EXPECT_EQ(api_.countWrites(), 0U) << "the preview wrote";
+    EXPECT_EQ(preview->withdraw, !step.desired);
+    EXPECT_EQ(preview->generation_bumped, step.bumped);
+
+    if (step.desired) {
+      store_.put(kNodeA, *step.desired);
+    } else {
+      store_.remove(kNodeA);
+    }
+    sync();
+    // What was written, by verb: the names of the slices updated and
+    // deleted, and how many were created.
+    std::multiset<std::string> done;
+    std::multiset<std::string> planned;
+    for (const auto& a : api_.actions()) {
+      if (a.resource != "resourceslices" || a.verb == "get" || a.verb == "list") continue;
+      done.insert(a.verb + " " + (a.verb == "create" ? "" : a.name));
+    }
+    for (const PlannedWrite& w : preview->writes) {
+      const char* verb = w.verb == PlannedWrite::Verb::kCreate   ? "create"
+                         : w.verb == PlannedWrite::Verb::kUpdate ? "update"
+                                                                 : "delete";
+      planned.insert(std::string(verb) + " " + w.slice);
+      if (w.verb == PlannedWrite::Verb::kUpdate && !step.changed_fields.empty()) {
+        EXPECT_EQ(w.changed_fields, step.changed_fields) << w.slice;
+      }
+    }
+    EXPECT_EQ(planned, done);
+    EXPECT_FALSE(done.empty());
+    if (step.desired) {
+      const std::vector<ResourceSlice> after = poolSlices();
+      ASSERT_FALSE(after.empty());
+      EXPECT_EQ(preview->generation, after.front().spec.pool.generation);
+      EXPECT_EQ(preview->slice_count, static_cast<int64_t>(after.size()));
+    }
+    int64_t live_generation = 0;
+    for (const ResourceSlice& s : before) {
+      live_generation = std::max(live_generation, s.spec.pool.generation);
+    }
+    EXPECT_EQ(preview->live_generation, live_generation);
+    api_.clearActions();
+  }
+}
+
+// A generation bump rewrites slices whose devices stay: their update changes
+// only the generation and the count.
+TEST_F(ReconcilerTest, PreviewOfAGenerationOnlyUpdateNamesThePoolFields) {
+  store_.put(kNodeA, nodePool(200));
+  sync();
+  expectComplete(1, 2);
+  api_.clearActions();
+
+  const Pool grown = nodePool(300);
+  StatusOr<PoolPreview> preview = reconciler_->preview(kNodeA, &grown);
+  ASSERT_TRUE(preview.ok()) << preview.status().toString();
+  size_t generation_only = 0;
+  for (const PlannedWrite& w : preview->writes) {
+    if (w.verb != PlannedWrite::Verb::kUpdate) continue;
+    if (w.changed_fields ==
+        std::vector<std::string>{"spec.pool.generation", "spec.pool.resourceSliceCount"}) {
+      ++generation_only;
+    }
+  }
+  EXPECT_GE(generation_only, 1U);
+  EXPECT_EQ(api_.countWrites(), 0U);
+}
+
 }  // namespace
 }  // namespace rsc::controller::reconcile
