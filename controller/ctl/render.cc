@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -38,7 +39,10 @@ std::string str(const Json& j, const char* key, const std::string& fallback = ""
 }
 
 void emit(YAML::Emitter& out, const Json& v) {
-  if (v.is_object()) {
+  if ((v.is_object() || v.is_array()) && v.empty()) {
+    out << YAML::Flow << (v.is_object() ? YAML::BeginMap : YAML::BeginSeq)
+        << (v.is_object() ? YAML::EndMap : YAML::EndSeq);
+  } else if (v.is_object()) {
     out << YAML::BeginMap;
     for (const auto& [k, item] : v.items()) {
       out << YAML::Key << k << YAML::Value;
@@ -50,10 +54,15 @@ void emit(YAML::Emitter& out, const Json& v) {
     for (const Json& item : v) emit(out, item);
     out << YAML::EndSeq;
   } else if (v.is_string()) {
-    // yaml-cpp quotes what is no valid plain scalar, and true/false/null;
-    // a number-like string must be quoted too, or it reads back as a number.
+    // yaml-cpp quotes what is no valid plain scalar; a string that reads
+    // back as a number, bool or null (YAML 1.2 core schema) is quoted too.
     const auto& s = v.get_ref<const std::string&>();
-    if (s.empty() || s.find_first_not_of("0123456789.+-eE") == std::string::npos) {
+    std::string lower = s;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (s.empty() || s.find_first_not_of("0123456789.+-eE") == std::string::npos ||
+        lower == "true" || lower == "false" || lower == "null" || s == "~" || lower == ".inf" ||
+        lower == "-.inf" || lower == ".nan") {
       out << YAML::DoubleQuoted;
     }
     out << s;
