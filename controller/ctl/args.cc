@@ -127,7 +127,7 @@ Status checkArgs(const Invocation& inv) {
     RETURN_IF_ERROR(need(n == 2, "DRIVER POOL"));
     const std::string cond = inv.flag("for", "published");
     if (cond != "published") {
-      return invalidArgument("flag --for: only \"published\" is known, got \"" + cond + "\"");
+      return invalidArgument(R"(flag --for: only "published" is known, got ")" + cond + "\"");
     }
     return okStatus();
   }
