@@ -169,13 +169,21 @@ StatusOr<int> waitFor(const Invocation& inv, const CtlEnv& env) {
     }
     if (phase == "Failed") {
       const Json err = s.value("lastError", Json::object());
-      return failedPrecondition(target + ": Failed: " + err.value("reason", "") + ": " +
-                                err.value("message", ""));
+      std::string message = target;
+      message.append(": Failed: ")
+          .append(err.value("reason", ""))
+          .append(": ")
+          .append(err.value("message", ""));
+      return failedPrecondition(message);
     }
     const auto now = env.clock->now();
     if (now >= deadline) {
-      return deadlineExceeded(target + ": still " + phase + " after " +
-                              inv.flag("timeout", kDefaultWaitTimeoutText));
+      std::string message = target;
+      message.append(": still ")
+          .append(phase)
+          .append(" after ")
+          .append(inv.flag("timeout", kDefaultWaitTimeoutText));
+      return deadlineExceeded(message);
     }
     env.clock->sleepFor(std::min<Clock::Duration>(kWaitPollInterval, deadline - now));
   }
@@ -304,12 +312,12 @@ StatusOr<std::vector<PushRequest>> readPushRequests(const std::string& file_or_d
 
 StatusOr<int> runCommand(const Invocation& inv, const CtlEnv& env) {
   using Command = StatusOr<int> (*)(const Invocation&, const CtlEnv&);
-  static const std::map<std::string, Command> kCommands = {
+  static const std::map<std::string, Command> commands = {
       {"push", push},         {"get", get},      {"diff", diff},
       {"withdraw", withdraw}, {"wait", waitFor}, {"slices", slices},
   };
-  auto it = kCommands.find(inv.command);
-  if (it == kCommands.end()) return invalidArgument("unknown command \"" + inv.command + "\"");
+  auto it = commands.find(inv.command);
+  if (it == commands.end()) return invalidArgument("unknown command \"" + inv.command + "\"");
   return it->second(inv, env);
 }
 

@@ -149,13 +149,16 @@ std::string renderDryRun(const Json& result) {
                   : " (generation kept)") +
              ", " + str(pool, "sliceCount", "?") + " slices\n";
     } else {
-      out += action + " (live generation " + str(pool, "liveGeneration", "0") + ")\n";
+      out.append(action)
+          .append(" (live generation ")
+          .append(str(pool, "liveGeneration", "0"))
+          .append(")\n");
     }
     for (const Json& w : writes) {
       const std::string verb = str(w, "verb");
-      const std::string mark = verb == "create" ? "+" : verb == "delete" ? "-" : "~";
-      std::string line = "  " + mark + " " + verb;
-      if (w.contains("slice")) line += " " + str(w, "slice");
+      std::string line = verb == "create" ? "  + " : verb == "delete" ? "  - " : "  ~ ";
+      line += verb;
+      if (w.contains("slice")) line.append(" ").append(str(w, "slice"));
       if (w.contains("index")) line += " (index " + str(w, "index") + ")";
       const Json fields = w.value("changedFields", Json::array());
       if (!fields.empty()) {
@@ -193,7 +196,7 @@ std::string renderSlices(const std::vector<client::ResourceSlice>& slices, bool 
   if (slices.empty()) return "No ResourceSlices found.\n";
   std::vector<std::vector<std::string>> rows = {
       {"NAME", "POOL", "GENERATION", "COUNT", "DEVICES", "NODE"}};
-  if (wide) rows[0].push_back("RESOURCE-VERSION");
+  if (wide) rows[0].emplace_back("RESOURCE-VERSION");
   std::map<std::string, std::vector<const client::ResourceSlice*>> pools;
   for (const client::ResourceSlice& s : slices) {
     pools[s.spec.pool.name].push_back(&s);
@@ -220,7 +223,7 @@ std::string renderSlices(const std::vector<client::ResourceSlice>& slices, bool 
              std::to_string(pool.front()->spec.pool.generation) + ", " +
              std::to_string(pool.size()) + " slices)\n";
     } else {
-      out += "pool " + name + ": incomplete: " + why + "\n";
+      out.append("pool ").append(name).append(": incomplete: ").append(why).append("\n");
     }
   }
   return out;
