@@ -39,6 +39,8 @@ constexpr std::array kFlags = {
     FlagSpec{"lease-namespace", "", Takes::kValue, "",
              "Namespace of the leader Lease. Default: the context's namespace."},
     FlagSpec{"lease-name", "", Takes::kValue, "", "Name of the leader Lease."},
+    FlagSpec{"ca-configmap", "", Takes::kValue, "",
+             "ConfigMap (key ca.crt) with the inventory API's CA, next to the Lease."},
     FlagSpec{"request-timeout", "", Takes::kValue, "",
              "Longest wait for a byte of an answer (90s)."},
     FlagSpec{"help", "h", Takes::kBool, "*", "Show help."},
@@ -83,6 +85,7 @@ Status setGlobal(GlobalFlags& g, std::string_view name, const std::string& value
       {"context", &g.context},
       {"lease-namespace", &g.lease_namespace},
       {"lease-name", &g.lease_name},
+      {"ca-configmap", &g.ca_configmap},
   };
   if (auto it = strings.find(name); it != strings.end()) {
     if (value.empty()) return invalidArgument("flag --" + std::string(name) + " needs a value");

@@ -18,6 +18,10 @@ namespace rsc::ctl {
 // is the release's full name, "resourceslice-controller" for a release of
 // that name; the Lease lives in the release namespace).
 inline constexpr char kDefaultLeaseName[] = "resourceslice-controller";
+// The ConfigMap (key ca.crt) where the chart's controller publishes the CA of
+// its self-signed inventory certificate (--inventory-ca-configmap), in the
+// Lease's namespace.
+inline constexpr char kDefaultCaConfigMap[] = "resourceslice-controller-ca";
 // kubectl's default: no timeout of its own, the server's idle timeout rules;
 // the inventory API holds a ?wait= answer for at most 60 s.
 inline constexpr std::chrono::milliseconds kDefaultRequestTimeout = std::chrono::seconds(90);
@@ -37,6 +41,7 @@ struct GlobalFlags {
   std::string context;
   std::string lease_namespace;  // empty: the kubeconfig context's namespace
   std::string lease_name = kDefaultLeaseName;
+  std::string ca_configmap = kDefaultCaConfigMap;
   std::chrono::milliseconds request_timeout = kDefaultRequestTimeout;
 };
 

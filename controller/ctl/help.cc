@@ -20,6 +20,10 @@ Global flags (before or after the command):
       --context NAME               kubeconfig context
       --lease-namespace NS         namespace of the leader Lease (default: the context's)
       --lease-name NAME            name of the leader Lease (default: resourceslice-controller)
+      --ca-configmap NAME          without --server and --certificate-authority, an https URL of
+                                   the Lease is checked against this ConfigMap's ca.crt in the
+                                   Lease's namespace, when it exists (default:
+                                   resourceslice-controller-ca, the chart's)
       --request-timeout DURATION   longest wait for a byte of an answer (default: 90s)
 )";
 
@@ -153,7 +157,7 @@ _resourceslicectl() {
     -o|--output) COMPREPLY=($(compgen -W "wide json yaml" -- "$cur")); return ;;
   esac
   if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "--server --token --token-file --certificate-authority --insecure-skip-tls-verify --kubeconfig --context --lease-namespace --lease-name --request-timeout --help --wait --driver --output --all --for --timeout" -- "$cur"))
+    COMPREPLY=($(compgen -W "--server --token --token-file --certificate-authority --insecure-skip-tls-verify --kubeconfig --context --lease-namespace --lease-name --ca-configmap --request-timeout --help --wait --driver --output --all --for --timeout" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -189,6 +193,7 @@ _resourceslicectl() {
     '--context[kubeconfig context]:context:' \
     '--lease-namespace[namespace of the leader Lease]:namespace:' \
     '--lease-name[name of the leader Lease]:name:' \
+    '--ca-configmap[ConfigMap with the CA]:name:' \
     '--request-timeout[idle timeout]:duration:' \
     '(-o --output)'{-o,--output}'[output format]:format:(wide json yaml)' \
     '--wait[wait until published]' \

@@ -49,8 +49,21 @@ Status connectKube(Connections& c) {
   return okStatus();
 }
 
-// The inventory API's URL: --server, or the leader Lease's annotation.
-StatusOr<std::string> inventoryServer(const GlobalFlags& g, Connections& c) {
+// The CA the controller publishes for its self-signed inventory certificate,
+// or "" when the ConfigMap does not exist (a CA of the system store, or of
+// cert-manager given with --certificate-authority).
+StatusOr<std::string> publishedCa(const GlobalFlags& g, Connections& c, const std::string& ns) {
+  auto cm = c.kube->getConfigMap(ns, g.ca_configmap);
+  if (!cm.ok() && cm.status().code() == StatusCode::kNotFound) return std::string();
+  if (!cm.ok())
+    return cm.status().withContext("reading the CA ConfigMap " + ns + "/" + g.ca_configmap);
+  auto it = cm->data.find("ca.crt");
+  return it == cm->data.end() ? std::string() : it->second;
+}
+
+// The inventory API's URL: --server, or the leader Lease's annotation; then
+// `ca_pem` is the published CA when there is one and the URL is https.
+StatusOr<std::string> inventoryServer(const GlobalFlags& g, Connections& c, std::string* ca_pem) {
   if (!g.server.empty()) return g.server;
   if (Status s = connectKube(c); !s.ok()) {
     return s.withContext("no --server, and the kubeconfig cannot be used to find the controller");
@@ -66,12 +79,16 @@ StatusOr<std::string> inventoryServer(const GlobalFlags& g, Connections& c) {
     return unavailable("no --server, and the leader Lease " + ns + "/" + g.lease_name +
                        " has no annotation " + kInventoryUrlAnnotation + " (no leader yet?)");
   }
+  if (it->second.starts_with("https://") && g.certificate_authority.empty() &&
+      !g.insecure_skip_tls_verify) {
+    ASSIGN_OR_RETURN(*ca_pem, publishedCa(g, c, ns));
+  }
   return it->second;
 }
 
 Status connectInventory(const GlobalFlags& g, Connections& c) {
   client::ClientConfig config;
-  ASSIGN_OR_RETURN(config.server, inventoryServer(g, c));
+  ASSIGN_OR_RETURN(config.server, inventoryServer(g, c, &config.ca_pem));
   while (config.server.ends_with("/")) config.server.pop_back();
   config.user_agent = kUserAgent;
   config.insecure_skip_tls_verify = g.insecure_skip_tls_verify;

@@ -179,6 +179,36 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
       [&] { return env_.poolSlices("nic.example.com", "fabric-1").empty(); }));
 }
 
+// A controller with a self-signed inventory certificate, found through its
+// Lease alone: the https URL is checked against the CA it publishes in the
+// Lease's namespace, and against nothing else.
+TEST_F(CtlTest, FindsATlsControllerThroughItsLeaseAndPublishedCa) {
+  std::vector<std::string> args = leaderFlags("ctl-tls-0", "ctl-tls");
+  args.insert(args.end(),
+              {"--inventory-tls-secret=ctl-inventory-tls", "--inventory-ca-configmap=ctl-tls-ca",
+               "--inventory-tls-names=localhost,127.0.0.1"});
+  ControllerProcess c = env_.startController("ctl-tls", args);
+  const std::vector<std::string> found = {"--kubeconfig",      kCluster->kubeconfig().string(),
+                                          "--lease-namespace", "default",
+                                          "--lease-name",      "ctl-tls"};
+  CtlRun r;
+  ASSERT_TRUE(ServiceEnv::eventually([&] {
+    std::vector<std::string> a = found;
+    a.insert(a.end(), {"--ca-configmap", "ctl-tls-ca", "get", "pools"});
+    r = ctl(a);
+    return r.code == 0;
+  })) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("No pools found."));
+
+  // The chart's ConfigMap name does not exist here: the system store does
+  // not know the CA.
+  std::vector<std::string> a = found;
+  a.insert(a.end(), {"get", "pools"});
+  r = ctl(a);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("error: GET /v1/drivers: ")) << r.output;
+}
+
 TEST_F(CtlTest, EveryFailureExitsNonZeroWithOneLine) {
   env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("ctl-fail", {"--auth=none"});
