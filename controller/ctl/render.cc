@@ -1,0 +1,256 @@
+#include "controller/ctl/render.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace rsc::ctl {
+namespace {
+
+// Columns padded to their widest cell plus three spaces, as kubectl prints.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size() + 3, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string str(const Json& j, const char* key, const std::string& fallback = "") {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+void emit(YAML::Emitter& out, const Json& v) {
+  if ((v.is_object() || v.is_array()) && v.empty()) {
+    out << YAML::Flow << (v.is_object() ? YAML::BeginMap : YAML::BeginSeq)
+        << (v.is_object() ? YAML::EndMap : YAML::EndSeq);
+  } else if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [k, item] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit(out, item);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::BeginSeq;
+    for (const Json& item : v) emit(out, item);
+    out << YAML::EndSeq;
+  } else if (v.is_string()) {
+    // yaml-cpp quotes what is no valid plain scalar; a string that reads
+    // back as a number, bool or null (YAML 1.2 core schema) is quoted too.
+    const auto& s = v.get_ref<const std::string&>();
+    std::string lower = s;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (s.empty() || s.find_first_not_of("0123456789.+-eE") == std::string::npos ||
+        lower == "true" || lower == "false" || lower == "null" || s == "~" || lower == ".inf" ||
+        lower == "-.inf" || lower == ".nan") {
+      out << YAML::DoubleQuoted;
+    }
+    out << s;
+  } else if (v.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << v.dump();
+  }
+}
+
+}  // namespace
+
+std::string age(const std::string& rfc3339, std::chrono::system_clock::time_point now) {
+  std::tm tm{};
+  char sep = 0;
+  if (std::sscanf(rfc3339.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 7 ||
+      (sep != 'T' && sep != 't')) {
+    return "<unknown>";
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const auto then = std::chrono::system_clock::from_time_t(timegm(&tm));
+  const int64_t s =
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(now - then).count());
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string renderPoolTable(const std::vector<Json>& statuses, bool wide,
+                            std::chrono::system_clock::time_point now) {
+  std::vector<std::vector<std::string>> rows = {
+      {"DRIVER", "POOL", "PHASE", "GENERATION", "SLICES", "LAST-PUSH"}};
+  if (wide) rows[0].insert(rows[0].end(), {"VERSION", "LEASE", "LEADER", "ERROR"});
+  for (const Json& s : statuses) {
+    const auto names = s.value("sliceNames", Json::array());
+    std::vector<std::string> row = {
+        str(s, "driver"),
+        str(s, "pool"),
+        str(s, "phase"),
+        str(s, "publishedGeneration", "0"),
+        std::to_string(names.size()),
+        s.contains("lastPushTime") ? age(str(s, "lastPushTime"), now) : "<none>",
+    };
+    if (wide) {
+      const Json err = s.value("lastError", Json::object());
+      row.insert(row.end(),
+                 {str(s, "publishedVersion", "0") + "/" + str(s, "desiredVersion", "0"),
+                  s.contains("leaseSeconds") ? str(s, "leaseSeconds") + "s" : "<none>",
+                  str(s, "leader").empty() ? "<none>" : str(s, "leader"),
+                  err.empty() ? "<none>" : str(err, "reason") + ": " + str(err, "message")});
+    }
+    rows.push_back(std::move(row));
+  }
+  if (statuses.empty()) return "No pools found.\n";
+  return table(rows);
+}
+
+size_t plannedWrites(const Json& result) {
+  size_t n = 0;
+  for (const Json& pool : result.value("pools", Json::array())) {
+    n += pool.value("writes", Json::array()).size();
+  }
+  return n;
+}
+
+std::string renderDryRun(const Json& result) {
+  std::string out;
+  const std::string driver = str(result, "driver");
+  for (const Json& pool : result.value("pools", Json::array())) {
+    const std::string action = str(pool, "action");
+    const Json writes = pool.value("writes", Json::array());
+    out += driver + "/" + str(pool, "pool") + ": ";
+    if (writes.empty()) {
+      out += "no changes\n";
+      continue;
+    }
+    if (action == "publish") {
+      out += "publish at generation " + str(pool, "generation", "?") +
+             (pool.value("generationBumped", false)
+                  ? " (generation bumped from " + str(pool, "liveGeneration", "0") + ")"
+                  : " (generation kept)") +
+             ", " + str(pool, "sliceCount", "?") + " slices\n";
+    } else {
+      out.append(action)
+          .append(" (live generation ")
+          .append(str(pool, "liveGeneration", "0"))
+          .append(")\n");
+    }
+    for (const Json& w : writes) {
+      const std::string verb = str(w, "verb");
+      std::string line = verb == "create" ? "  + " : verb == "delete" ? "  - " : "  ~ ";
+      line += verb;
+      if (w.contains("slice")) line.append(" ").append(str(w, "slice"));
+      if (w.contains("index")) line += " (index " + str(w, "index") + ")";
+      const Json fields = w.value("changedFields", Json::array());
+      if (!fields.empty()) {
+        line += ":";
+        for (const Json& f : fields) line += "\n      " + f.get<std::string>();
+      }
+      out += line + "\n";
+    }
+  }
+  if (out.empty()) out = driver + ": no pools\n";
+  return out;
+}
+
+bool poolComplete(const std::vector<const client::ResourceSlice*>& pool, std::string* why) {
+  std::set<int64_t> generations;
+  std::set<int64_t> counts;
+  for (const client::ResourceSlice* s : pool) {
+    generations.insert(s->spec.pool.generation);
+    counts.insert(s->spec.pool.resource_slice_count);
+  }
+  std::ostringstream reason;
+  if (generations.size() > 1) {
+    reason << generations.size() << " generations (" << *generations.begin() << " to "
+           << *generations.rbegin() << ")";
+  } else if (counts.size() > 1) {
+    reason << "the slices disagree on resourceSliceCount";
+  } else if (!pool.empty() && static_cast<int64_t>(pool.size()) != *counts.begin()) {
+    reason << pool.size() << " of " << *counts.begin() << " slices";
+  }
+  if (why != nullptr) *why = reason.str();
+  return reason.str().empty();
+}
+
+std::string renderSlices(const std::vector<client::ResourceSlice>& slices, bool wide) {
+  if (slices.empty()) return "No ResourceSlices found.\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"NAME", "POOL", "GENERATION", "COUNT", "DEVICES", "NODE"}};
+  if (wide) rows[0].emplace_back("RESOURCE-VERSION");
+  std::map<std::string, std::vector<const client::ResourceSlice*>> pools;
+  for (const client::ResourceSlice& s : slices) {
+    pools[s.spec.pool.name].push_back(&s);
+    std::string node = s.spec.node_name.value_or("");
+    if (node.empty()) {
+      node = s.spec.all_nodes.value_or(false)   ? "<all>"
+             : s.spec.node_selector.has_value() ? "<selector>"
+                                                : "<per-device>";
+    }
+    std::vector<std::string> row = {s.metadata.name,
+                                    s.spec.pool.name,
+                                    std::to_string(s.spec.pool.generation),
+                                    std::to_string(s.spec.pool.resource_slice_count),
+                                    std::to_string(s.spec.devices.size()),
+                                    node};
+    if (wide) row.push_back(s.metadata.resource_version);
+    rows.push_back(std::move(row));
+  }
+  std::string out = table(rows) + "\n";
+  for (const auto& [name, pool] : pools) {
+    std::string why;
+    if (poolComplete(pool, &why)) {
+      out += "pool " + name + ": complete (generation " +
+             std::to_string(pool.front()->spec.pool.generation) + ", " +
+             std::to_string(pool.size()) + " slices)\n";
+    } else {
+      out.append("pool ").append(name).append(": incomplete: ").append(why).append("\n");
+    }
+  }
+  return out;
+}
+
+std::string errorLine(int code, const std::string& body) {
+  const Json j = Json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("message")) {
+    std::string text = body.substr(0, 256);
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return std::to_string(code) + (text.empty() ? "" : ": " + text);
+  }
+  std::string line = std::to_string(code) + " " + str(j, "reason") + ": " + str(j, "message");
+  std::string details;
+  for (const Json& d : j.value("details", Json::array())) {
+    if (!details.empty()) details += "; ";
+    const std::string field = str(d, "field");
+    details += (field.empty() ? "(body)" : field) + ": " + str(d, "message");
+  }
+  if (!details.empty() && line.find(details) == std::string::npos) line += " (" + details + ")";
+  return line;
+}
+
+std::string toYaml(const Json& value) {
+  YAML::Emitter out;
+  emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace rsc::ctl
