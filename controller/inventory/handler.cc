@@ -6,6 +6,7 @@
 #include <set>
 #include <variant>
 
+#include "common/duration.h"
 #include "controller/inventory/names.h"
 #include "controller/inventory/openapi.h"
 #include "controller/inventory/pool_json.h"
@@ -841,51 +842,7 @@ HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) 
 }
 
 StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
-  const auto bad = [&] {
-    return invalidArgument("must be a duration such as 10s, 500ms, 1m or 1m30s, not " +
-                           inQuotes(text));
-  };
-  if (text.empty()) return bad();
-  if (text == "0") return Clock::Duration::zero();
-  std::chrono::duration<double> total{0};
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    // A decimal number.
-    size_t i = 0;
-    bool digits = false;
-    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
-      ++i;
-      digits = true;
-    }
-    if (i < rest.size() && rest[i] == '.') {
-      ++i;
-      while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
-        ++i;
-        digits = true;
-      }
-    }
-    if (!digits || i > 18) return bad();
-    const double number = std::stod(std::string(rest.substr(0, i)));
-    rest.remove_prefix(i);
-    // Its unit.
-    double seconds_per_unit = 0;
-    if (rest.starts_with("ms")) {
-      seconds_per_unit = 0.001;
-      rest.remove_prefix(2);
-    } else if (rest.starts_with("s")) {
-      seconds_per_unit = 1;
-      rest.remove_prefix(1);
-    } else if (rest.starts_with("m")) {
-      seconds_per_unit = 60;
-      rest.remove_prefix(1);
-    } else {
-      return bad();
-    }
-    total += std::chrono::duration<double>(number * seconds_per_unit);
-    // Anything beyond a day is cut to the maximum wait anyway.
-    if (total.count() > 86400) total = std::chrono::duration<double>(86400);
-  }
-  return std::chrono::duration_cast<Clock::Duration>(total);
+  return parseDuration(text, std::chrono::minutes(1));
 }
 
 HttpResponse errorResponse(const Status& status) {
