@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "client/codec.h"
+#include "client/json_nesting.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
 #include "controller/inventory/names.h"
@@ -738,11 +739,12 @@ reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyPro
   return std::move(raw.pool);
 }
 
-// A first pass over a body, before any value is built: checks the syntax and
-// the nesting depth, and estimates what the parsed document would occupy, so
-// that a body of two-byte values ("{},{},...") is refused before it becomes
-// tens of bytes of heap per input byte. nlohmann's SAX parser keeps its own
-// stack on the heap, so deep input cannot exhaust the thread's stack here.
+// A first pass over a body, before any value is built (and after the depth
+// check of parseJsonBody): checks the syntax and estimates what the parsed
+// document would occupy, so that a body of two-byte values ("{},{},...") is
+// refused before it becomes tens of bytes of heap per input byte. nlohmann's
+// SAX parser keeps its own stack on the heap, so deep input cannot exhaust
+// the thread's stack here.
 class JsonCost {
  public:
   using number_integer_t = Json::number_integer_t;
@@ -793,11 +795,6 @@ class JsonCost {
   bool open(bool object, size_t own) {
     if (!value(own)) return false;
     in_object_.push_back(object);
-    if (in_object_.size() > kMaxJsonDepth) {
-      error_ = invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
-                               " levels");
-      return false;
-    }
     return true;
   }
   bool close() {
@@ -833,6 +830,10 @@ size_t decodedJsonBytes(std::string_view body) {
 }
 
 StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
+  if (client::jsonDepthExceeds(body, kMaxJsonDepth)) {
+    return invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels");
+  }
   try {
     JsonCost cost(max_decoded_bytes);
     if (!Json::sax_parse(body.begin(), body.end(), &cost)) {
