@@ -6,6 +6,7 @@
 #include <set>
 #include <variant>
 
+#include "client/http_status.h"
 #include "common/duration.h"
 #include "controller/inventory/names.h"
 #include "controller/inventory/openapi.h"
@@ -58,37 +59,6 @@ bool matchRoute(std::string_view path_template, const std::vector<std::string_vi
   return true;
 }
 
-std::string_view reasonForCode(int code) {
-  switch (code) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "RequestEntityTooLarge";
-    case 415:
-      return "UnsupportedMediaType";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 431:
-      return "RequestHeaderFieldsTooLarge";
-    case 503:
-      return "ServiceUnavailable";
-    default:
-      return "InternalError";
-  }
-}
-
 int httpCodeFor(StatusCode code) {
   switch (code) {
     case StatusCode::kInvalidArgument:
@@ -134,7 +104,7 @@ bool isJsonContentType(std::optional<std::string_view> header) {
 
 bool isWrite(const std::string& method) { return method != "GET"; }
 
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using client::inQuotes;
 
 // Returns why `caller` may not publish devices placed at `node` (nullopt: by
 // a node selector or on all nodes), or nullopt.
@@ -235,14 +205,7 @@ std::optional<Status> poolPushRefusal(const Caller& caller, const reconcile::Poo
   return Status(StatusCode::kPermissionDenied, denied.front().message, denied);
 }
 
-std::string keyPath(std::string_view base, std::string_view key) {
-  std::string out = std::string(base) + "[\"";
-  for (char c : key) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"]";
-}
+using client::keyPath;
 
 }  // namespace
 
@@ -848,7 +811,7 @@ StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
 HttpResponse errorResponse(const Status& status) {
   const int code = httpCodeFor(status.code());
   HttpResponse response = jsonResponse(
-      code, errorToJson(code, reasonForCode(code), status.message(), status.details()));
+      code, errorToJson(code, client::kubeStatusReason(code), status.message(), status.details()));
   if (code == 401) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"resourceslice-controller\"");
   }
@@ -858,8 +821,8 @@ HttpResponse errorResponse(const Status& status) {
 
 HttpResponse errorResponse(int http_code, std::string_view message,
                            const std::vector<FieldError>& details) {
-  return jsonResponse(http_code,
-                      errorToJson(http_code, reasonForCode(http_code), message, details));
+  return jsonResponse(
+      http_code, errorToJson(http_code, client::kubeStatusReason(http_code), message, details));
 }
 
 }  // namespace rsc::controller::inventory

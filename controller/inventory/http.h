@@ -51,9 +51,6 @@ struct Admission {
   std::any state = {};
 };
 
-// Returns the standard reason phrase of an HTTP status ("Not Found").
-std::string_view httpReasonPhrase(int status);
-
 // Splits a request target into its path and its raw query ("" when none).
 std::pair<std::string_view, std::string_view> splitTarget(std::string_view target);
 

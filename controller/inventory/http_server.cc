@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/http_status.h"
 #include "common/log.h"
 #include "controller/inventory/asio.h"
 
@@ -628,7 +629,7 @@ class Connection final : public ConnectionBase,
     auto message = std::make_shared<http::response<http::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
-    message->reason(toBeast(httpReasonPhrase(response.status)));
+    message->reason(toBeast(client::httpReasonPhrase(response.status)));
     if (!response.content_type.empty())
       message->set(http::field::content_type, toBeast(response.content_type));
     for (const auto& [name, value] : response.headers)
@@ -899,7 +900,7 @@ void HttpServer::Impl::reject(tcp::socket socket, Refusal refusal, const std::st
     http::response<http::string_body> message;
     message.version(11);
     message.result(503);
-    message.reason(toBeast(httpReasonPhrase(503)));
+    message.reason(toBeast(client::httpReasonPhrase(503)));
     if (!busy.content_type.empty())
       message.set(http::field::content_type, toBeast(busy.content_type));
     message.set(http::field::retry_after, "1");

@@ -29,17 +29,8 @@ std::string indexPath(const std::string& base, size_t i) {
   return base + "[" + std::to_string(i) + "]";
 }
 
-std::string keyPath(const std::string& base, std::string_view key) {
-  std::string out = base + "[\"";
-  for (char c : key) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out += "\"]";
-  return out;
-}
-
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using client::inQuotes;
+using client::keyPath;
 
 // Collects problems of one kind.
 class Problems {
