@@ -297,11 +297,6 @@ CounterPlacement counterPlacementFor(int major, int minor) {
                                    : CounterPlacement::kOwnSlices;
 }
 
-size_t deviceLimit(bool advanced) {
-  return advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                  : client::kResourceSliceMaxDevices;
-}
-
 size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
   return deviceLimit(std::any_of(devices.begin(), devices.end(),
                                  [](const client::DeviceRef& d) { return d->advanced(); }));
