@@ -23,11 +23,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "controller/flags.h"
-#include "controller/forwarder.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
+#include "controller/inventory/forwarder.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
@@ -395,7 +395,7 @@ int run(const controller::ServiceFlags& flags) {
   // With leader election the hooks are in place before the server accepts a
   // request: until the elector and the forwarder exist, this replica does not
   // lead and cannot forward (503), so no push is taken by a follower.
-  std::atomic<controller::LeaderForwarder*> leader_forwarder{nullptr};
+  std::atomic<inv::LeaderForwarder*> leader_forwarder{nullptr};
   if (flags.leader_elect) {
     inv::LeaderHooks hooks;
     hooks.is_leader = holds_lease;
@@ -404,7 +404,7 @@ int run(const controller::ServiceFlags& flags) {
       return e != nullptr ? e->leader() : std::string();
     };
     hooks.forward = [&leader_forwarder](const inv::HttpRequest& req) {
-      controller::LeaderForwarder* f = leader_forwarder.load();
+      inv::LeaderForwarder* f = leader_forwarder.load();
       return f != nullptr ? f->forward(req) : std::nullopt;
     };
     (*handler)->setLeaderHooks(hooks);
@@ -571,7 +571,7 @@ int run(const controller::ServiceFlags& flags) {
   std::unique_ptr<client::HttpTransport> lease_transport;
   std::unique_ptr<client::KubeApi> lease_api;
   std::unique_ptr<controller::leader::LeaderElector> elector;
-  std::unique_ptr<controller::LeaderForwarder> forwarder;
+  std::unique_ptr<inv::LeaderForwarder> forwarder;
   std::stop_source election_stop;
   std::thread election;
   if (flags.leader_elect) {
@@ -630,7 +630,7 @@ int run(const controller::ServiceFlags& flags) {
     elector = std::move(*made);
     leader_metrics.setLeader(false);
 
-    controller::LeaderForwarderOptions fopts;
+    inv::LeaderForwarderOptions fopts;
     fopts.clock = &clock;
     fopts.own_url = own_url;
     controller::leader::LeaderElector* e = elector.get();
@@ -642,7 +642,7 @@ int run(const controller::ServiceFlags& flags) {
                                                      : "";
     fopts.tls_server_name = flags.inventory_server_name;
     if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
-    forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
+    forwarder = std::make_unique<inv::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
     election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
