@@ -22,7 +22,9 @@
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "controller/cleanup.h"
 #include "controller/flags.h"
+#include "controller/health_endpoint.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/certificates.h"
@@ -183,33 +185,6 @@ std::string hostName() {
   return buf;
 }
 
-// "--cleanup": deletes every managed slice and exits, for the chart's
-// pre-delete hook. Succeeds only when none is left.
-int runCleanup(client::KubeApi& api) {
-  client::ListOptions selector;
-  selector.label_selector = std::string(controller::reconcile::kManagedByLabel) + "=" +
-                            controller::reconcile::kManagedByValue;
-  Status s = api.deleteResourceSlices(selector);
-  if (!s.ok()) {
-    log::error("Cleanup: deleting the managed ResourceSlices failed", s);
-    return 1;
-  }
-  StatusOr<client::ResourceSliceList> left = api.listResourceSlices(selector);
-  if (!left.ok()) {
-    log::error("Cleanup: listing the managed ResourceSlices failed", left.status());
-    return 1;
-  }
-  for (const client::ResourceSlice& slice : left->items) {
-    Status d = api.deleteResourceSlice(slice.metadata.name, {});
-    if (!d.ok() && d.code() != StatusCode::kNotFound) {
-      log::error("Cleanup: deleting a ResourceSlice failed", d, {{"slice", slice.metadata.name}});
-      return 1;
-    }
-  }
-  log::info("Cleanup: every managed ResourceSlice is deleted");
-  return 0;
-}
-
 // The self-signed certificate of a secure /metrics without certificate
 // files, made in memory at start as controller-runtime does; scrapers skip
 // verification or pin it by name. Names: the host (the pod) and loopback.
@@ -222,15 +197,6 @@ StatusOr<inv::TlsKeyPair> metricsSelfSigned(Clock& clock) {
   }
   request.not_before = clock.systemNow();
   return inv::issueServingCertificate(request, nullptr);
-}
-
-inv::HttpResponse textResponse(int status, std::string body,
-                               std::string content_type = "text/plain; charset=utf-8") {
-  inv::HttpResponse r;
-  r.status = status;
-  r.content_type = std::move(content_type);
-  r.body = std::move(body);
-  return r;
 }
 
 // Asks the API server for its release: counter sets go where it accepts them.
@@ -311,7 +277,14 @@ int run(const controller::ServiceFlags& flags) {
   auto auth_api = client::RestKubeApi::create(**transport, clock, auth_api_options);
   if (!auth_api.ok()) return usageError(auth_api.status().message());
 
-  if (flags.cleanup) return runCleanup(**api);
+  if (flags.cleanup) {
+    if (Status s = controller::deleteManagedSlices(**api); !s.ok()) {
+      log::error("Cleanup failed", s);
+      return 1;
+    }
+    log::info("Cleanup: every managed ResourceSlice is deleted");
+    return 0;
+  }
 
   // Metrics.
   metrics::BuildInfo build_info(*registry, RSC_VERSION, RSC_GIT_COMMIT);
@@ -540,15 +513,7 @@ int run(const controller::ServiceFlags& flags) {
     popts.clock = &clock;
     auto server = inv::HttpServer::start(
         popts, [ctrl](const inv::HttpRequest& req, const inv::HttpServer::Responder& respond) {
-          const std::string_view path = inv::splitTarget(req.target).first;
-          if (path == "/healthz" || path == "/livez") {
-            respond(textResponse(200, "ok\n"));
-          } else if (path == "/readyz") {
-            respond(ctrl->hasSynced() ? textResponse(200, "ok\n")
-                                      : textResponse(503, "informer cache not synced\n"));
-          } else {
-            respond(textResponse(404, "not found\n"));
-          }
+          respond(controller::healthResponse(req, [ctrl] { return ctrl->hasSynced(); }));
         });
     if (!server.ok()) {
       return usageError("flag --health-probe-bind-address: " + server.status().message());

@@ -1,5 +1,7 @@
 #include "controller/inventory/http.h"
 
+#include <utility>
+
 namespace rsc::controller::inventory {
 
 namespace {
@@ -39,6 +41,14 @@ std::optional<std::string_view> HttpResponse::header(std::string_view name) cons
     if (equalsIgnoreCase(key, name)) return std::string_view(value);
   }
   return std::nullopt;
+}
+
+HttpResponse textResponse(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
 }
 
 std::pair<std::string_view, std::string_view> splitTarget(std::string_view target) {
