@@ -7,22 +7,18 @@
 namespace rsc {
 namespace {
 
-using std::chrono::hours;
-using std::chrono::milliseconds;
-using std::chrono::minutes;
-using std::chrono::nanoseconds;
-using std::chrono::seconds;
+using namespace std::chrono_literals;
 
 TEST(ParseDuration, SumsNumbersWithUnits) {
   EXPECT_EQ(*parseDuration("0"), Clock::Duration::zero());
-  EXPECT_EQ(*parseDuration("500ms"), milliseconds(500));
-  EXPECT_EQ(*parseDuration("30s"), seconds(30));
-  EXPECT_EQ(*parseDuration("1m30s"), seconds(90));
-  EXPECT_EQ(*parseDuration("1h2m3.5s"), hours(1) + minutes(2) + milliseconds(3500));
-  EXPECT_EQ(*parseDuration("1.5s"), milliseconds(1500));
-  EXPECT_EQ(*parseDuration(".5s"), milliseconds(500));
-  EXPECT_EQ(*parseDuration("1.s"), seconds(1));
-  EXPECT_EQ(*parseDuration("0.000001ms"), nanoseconds(1));
+  EXPECT_EQ(*parseDuration("500ms"), 500ms);
+  EXPECT_EQ(*parseDuration("30s"), 30s);
+  EXPECT_EQ(*parseDuration("1m30s"), 90s);
+  EXPECT_EQ(*parseDuration("1h2m3.5s"), 1h + 2min + 3500ms);
+  EXPECT_EQ(*parseDuration("1.5s"), 1500ms);
+  EXPECT_EQ(*parseDuration(".5s"), 500ms);
+  EXPECT_EQ(*parseDuration("1.s"), 1s);
+  EXPECT_EQ(*parseDuration("0.000001ms"), 1ns);
   EXPECT_EQ(*parseDuration("0s"), Clock::Duration::zero());
 }
 
@@ -40,8 +36,8 @@ TEST(ParseDuration, RefusesAnythingElseNamingTheUnits) {
 }
 
 TEST(ParseDuration, LargestUnitKeepsLargerUnitsOut) {
-  EXPECT_EQ(*parseDuration("10m", minutes(1)), minutes(10));
-  StatusOr<Clock::Duration> d = parseDuration("1h", minutes(1));
+  EXPECT_EQ(*parseDuration("10m", 1min), 10min);
+  StatusOr<Clock::Duration> d = parseDuration("1h", 1min);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(),
             "must be a duration such as 30s, 1m30s or 500ms (units ms, s, m), not \"1h\"");
@@ -50,7 +46,7 @@ TEST(ParseDuration, LargestUnitKeepsLargerUnitsOut) {
 TEST(ParseDuration, SaturatesBeyondTheClocksRange) {
   EXPECT_EQ(*parseDuration("3000000h"), Clock::Duration::max());
   EXPECT_EQ(*parseDuration("99999999999999999999999m"), Clock::Duration::max());
-  EXPECT_EQ(*parseDuration("2000000h"), hours(2000000));
+  EXPECT_EQ(*parseDuration("2000000h"), std::chrono::hours(2000000));
 }
 
 }  // namespace
