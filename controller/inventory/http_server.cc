@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -563,7 +564,10 @@ class Connection final : public ConnectionBase,
 
   // The parser of the request being read: set by the read of its headers,
   // before anything here runs (an empty one is a programming error).
-  http::request_parser<http::string_body>& parser() { return parser_.value(); }
+  http::request_parser<http::string_body>& parser() {
+    if (!parser_.has_value()) std::abort();
+    return *parser_;
+  }
 
   // The request as far as its headers go.
   HttpRequest head() {
