@@ -1,9 +1,10 @@
 #include "client/api_error.h"
 
-#include <array>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "client/http_status.h"
 
 namespace rsc::client {
 namespace {
@@ -12,41 +13,6 @@ namespace {
 // for "Too many requests, please try again later." or a proxy's error line,
 // not a whole HTML page.
 constexpr size_t kMaxPlainBodyBytes = 256;
-
-// The HTTP code a metav1.Status reason stands for, for a Status without a
-// code (metav1.StatusReason values, k8s.io/apimachinery/pkg/apis/meta/v1).
-int httpCodeFromReason(std::string_view reason) {
-  struct Entry {
-    std::string_view reason;
-    int code;
-  };
-  static constexpr auto kReasons = std::to_array<Entry>({
-      {"BadRequest", 400},
-      {"Unauthorized", 401},
-      {"Forbidden", 403},
-      {"NotFound", 404},
-      {"MethodNotAllowed", 405},
-      {"NotAcceptable", 406},
-      {"AlreadyExists", 409},
-      {"Conflict", 409},
-      {"Gone", 410},
-      {"Expired", 410},
-      {"RequestEntityTooLarge", 413},
-      {"UnsupportedMediaType", 415},
-      {"Invalid", 422},
-      {"TooManyRequests", 429},
-      {"InternalError", 500},
-      {"ServerTimeout", 500},
-      {"ServiceUnavailable", 503},
-      {"Timeout", 504},
-  });
-  for (const auto& entry : kReasons) {
-    if (entry.reason == reason) {
-      return entry.code;
-    }
-  }
-  return 0;
-}
 
 std::string stringField(const Json& object, const char* key) {
   auto it = object.find(key);
@@ -128,7 +94,7 @@ Status statusFromKubeStatus(const Json& status) {
     http_code = it->get<int>();
   }
   if (http_code == 0) {
-    http_code = httpCodeFromReason(reason);
+    http_code = httpCodeForKubeReason(reason);
   }
 
   std::vector<FieldError> details;

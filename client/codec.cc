@@ -6,6 +6,35 @@
 #include <utility>
 
 namespace rsc::client {
+namespace {
+
+void appendKey(std::string& out, std::string_view key) {
+  out.append("[\"");
+  for (char c : key) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+    }
+    out.push_back(c);
+  }
+  out.append("\"]");
+}
+
+}  // namespace
+
+std::string keyPath(std::string_view base, std::string_view key) {
+  std::string out(base);
+  appendKey(out, key);
+  return out;
+}
+
+std::string inQuotes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  out.append(text);
+  out.push_back('"');
+  return out;
+}
 
 void FieldPath::appendTo(std::string& out) const {
   if (parent_ != nullptr) {
@@ -27,14 +56,7 @@ void FieldPath::appendTo(std::string& out) const {
       out.push_back(']');
       break;
     case Kind::kKey:
-      out.append("[\"");
-      for (char c : text_) {
-        if (c == '"' || c == '\\') {
-          out.push_back('\\');
-        }
-        out.push_back(c);
-      }
-      out.append("\"]");
+      appendKey(out, text_);
       break;
   }
 }

@@ -167,11 +167,6 @@ struct ResourceSlice {
   friend bool operator==(const ResourceSlice&, const ResourceSlice&) = default;
 };
 
-// The API limits of resource.k8s.io/v1 that the controller enforces before
-// writing (k8s.io/api resource/v1 types.go, Kubernetes 1.36+).
-inline constexpr size_t kResourceSliceMaxDevices = 128;
-inline constexpr size_t kResourceSliceMaxDevicesWithAdvancedFeatures = 64;
-
 // JSON conversions, by the tables below. Decoding fails with InvalidArgument
 // naming every bad field ("spec.devices[3].attributes[\"model\"]: must be an
 // object") and never throws.

@@ -5,6 +5,11 @@
 #include <cmath>
 
 namespace rsc::client {
+namespace {
+
+constexpr double kNanosPerSecond = 1e9;
+
+}  // namespace
 
 TokenBucket::TokenBucket(double qps, int burst, Clock& clock)
     : qps_(qps),
@@ -17,24 +22,31 @@ void TokenBucket::refill(Clock::TimePoint now) {
   if (now <= last_) {
     return;
   }
-  const double elapsed = std::chrono::duration<double>(now - last_).count();
-  tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
+  // Nanoseconds times qps, then divided, keeps whole-token refills exact
+  // (100 ms at 10 qps is exactly one token), so waits come out exact too.
+  const double earned =
+      static_cast<double>(std::chrono::nanoseconds(now - last_).count()) * qps_ / kNanosPerSecond;
+  tokens_ = std::min(burst_, tokens_ + earned);
   last_ = now;
 }
 
-Clock::Duration TokenBucket::acquire() {
+Clock::Duration TokenBucket::reserve() {
   if (qps_ <= 0) {
     return Clock::Duration::zero();
   }
-  Clock::Duration wait{};
-  {
-    std::lock_guard lock(mu_);
-    refill(clock_.now());
-    tokens_ -= 1;
-    if (tokens_ < 0) {
-      wait = std::chrono::ceil<Clock::Duration>(std::chrono::duration<double>(-tokens_ / qps_));
-    }
+  std::lock_guard lock(mu_);
+  refill(clock_.now());
+  tokens_ -= 1;
+  if (tokens_ >= 0) {
+    return Clock::Duration::zero();
   }
+  const double wait_nanos = -tokens_ * kNanosPerSecond / qps_;
+  return std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::nanoseconds(std::llround(wait_nanos)));
+}
+
+Clock::Duration TokenBucket::acquire() {
+  const Clock::Duration wait = reserve();
   if (wait > Clock::Duration::zero()) {
     clock_.sleepFor(wait);
   }

@@ -1,8 +1,9 @@
-// TokenBucket: the client-side rate limit of requests to the API server
-// (--kube-api-qps / --kube-api-burst), so a burst of reconciles cannot flood it.
-// RestKubeApi takes one token before every HTTP attempt. Waiting goes through
-// Clock::sleepFor, so tests with a FakeClock never sleep. Thread-safe: waiters
-// reserve their slot under the lock and sleep outside it, in arrival order.
+// TokenBucket: the one token bucket of the project. RestKubeApi takes a token
+// before every HTTP attempt (--kube-api-qps / --kube-api-burst), the
+// authenticator limits TokenReviews with it, and the work queue's
+// BucketRateLimiter spaces retries with reserve(). Waiting goes through
+// Clock::sleepFor, so tests with a FakeClock never sleep. Thread-safe: callers
+// reserve their slot under the lock and wait outside it, in arrival order.
 #pragma once
 
 #include <mutex>
@@ -14,7 +15,7 @@ namespace rsc::client {
 class TokenBucket {
  public:
   // `qps` tokens are added per second up to `burst` (at least 1); the bucket
-  // starts full. qps <= 0 turns the limit off (every acquire is immediate).
+  // starts full. qps <= 0 turns the limit off (every token is free at once).
   TokenBucket(double qps, int burst, Clock& clock);
 
   TokenBucket(const TokenBucket&) = delete;
@@ -22,6 +23,10 @@ class TokenBucket {
 
   // Takes one token, waiting until it is available. Returns the time waited.
   Clock::Duration acquire();
+  // Takes one token, going into debt when the bucket is empty, and returns how
+  // long the caller must wait for it (zero if it is available now); never
+  // waits itself. Concurrent callers are spaced 1/qps apart.
+  Clock::Duration reserve();
   // Takes one token if one is available now; never waits.
   bool tryAcquire();
 

@@ -7,12 +7,9 @@
 namespace rsc::client {
 namespace {
 
-// depth_ takes this value once the stream is known to be bad: every later
-// call fails, because nothing after a framing error can be trusted.
-constexpr int kPoisoned = -1;
 // No Kubernetes object nests anywhere near this deep; a deeper event is
 // hostile or broken, and copying it recursively would overflow the stack.
-constexpr int kMaxDepth = 256;
+constexpr size_t kMaxDepth = 256;
 
 bool isJsonWhitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -22,23 +19,23 @@ WatchDecoder::WatchDecoder(size_t max_event_bytes) : max_event_bytes_(max_event_
 
 // Invariant between calls: buffer_ holds only the unfinished value (it starts
 // with its opening bracket) or nothing; scanned_ bytes of it are accounted for
-// in depth_, in_string_ and escaped_.
+// in nesting_.
 Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&&)>& on_event) {
-  if (depth_ == kPoisoned) {
+  if (failed_) {
     return invalidArgument("watch stream: decoder already failed");
   }
   buffer_.append(chunk);
   size_t start = 0;  // where the value being scanned begins
   size_t i = scanned_;
   auto fail = [this](std::string message) {
-    depth_ = kPoisoned;
+    failed_ = true;
     buffer_.clear();
     scanned_ = 0;
     return invalidArgument("watch stream: " + std::move(message));
   };
   for (; i < buffer_.size(); ++i) {
     const char c = buffer_[i];
-    if (depth_ == 0) {
+    if (nesting_.depth() == 0) {
       // Between values: only whitespace, or the start of the next object.
       if (isJsonWhitespace(c)) {
         start = i + 1;
@@ -49,57 +46,43 @@ Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&
                     std::string(1, c) + "'");
       }
       start = i;
-      depth_ = 1;
+      nesting_.feed(c);
       continue;
     }
     if (i - start + 1 > max_event_bytes_) {
       return fail("event larger than " + std::to_string(max_event_bytes_) + " bytes");
     }
-    if (in_string_) {
-      if (escaped_) {
-        escaped_ = false;
-      } else if (c == '\\') {
-        escaped_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-      }
+    const JsonNesting::Byte byte = nesting_.feed(c);
+    if (byte == JsonNesting::Byte::kOpen && nesting_.depth() > kMaxDepth) {
+      return fail("event nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    if (byte != JsonNesting::Byte::kClose || nesting_.depth() > 0) {
       continue;
     }
-    if (c == '"') {
-      in_string_ = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth_ > kMaxDepth) {
-        return fail("event nested deeper than " + std::to_string(kMaxDepth) + " levels");
-      }
-    } else if (c == '}' || c == ']') {
-      if (--depth_ > 0) {
-        continue;
-      }
-      // One complete value: [start, i]. Brackets balance, but the parser
-      // still checks that it is valid JSON (e.g. "{]" or a missing comma).
-      Json value = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(start),
-                               buffer_.begin() + static_cast<std::ptrdiff_t>(i) + 1, nullptr,
-                               /*allow_exceptions=*/false);
-      if (value.is_discarded()) {
-        return fail("malformed JSON event of " + std::to_string(i + 1 - start) + " bytes");
-      }
-      start = i + 1;
-      if (!on_event(std::move(value))) {
-        // Keep what follows for the next call, unscanned.
-        buffer_.erase(0, start);
-        scanned_ = 0;
-        return okStatus();
-      }
+    // One complete value: [start, i]. Brackets balance, but the parser
+    // still checks that it is valid JSON (e.g. "{]" or a missing comma).
+    Json value = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(start),
+                             buffer_.begin() + static_cast<std::ptrdiff_t>(i) + 1, nullptr,
+                             /*allow_exceptions=*/false);
+    if (value.is_discarded()) {
+      return fail("malformed JSON event of " + std::to_string(i + 1 - start) + " bytes");
+    }
+    start = i + 1;
+    if (!on_event(std::move(value))) {
+      // Keep what follows for the next call, unscanned.
+      buffer_.erase(0, start);
+      scanned_ = 0;
+      return okStatus();
     }
   }
   // Drop what was consumed; keep the unfinished value.
-  buffer_.erase(0, depth_ == 0 ? buffer_.size() : start);
+  buffer_.erase(0, nesting_.depth() == 0 ? buffer_.size() : start);
   scanned_ = buffer_.size();
   return okStatus();
 }
 
 Status WatchDecoder::finish() const {
-  if (depth_ == kPoisoned) {
+  if (failed_) {
     return invalidArgument("watch stream: decoder already failed");
   }
   for (char c : buffer_) {

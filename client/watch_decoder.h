@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "client/json_nesting.h"
 #include "client/kube_api.h"
 #include "client/objects.h"
 #include "common/status.h"
@@ -34,10 +35,11 @@ class WatchDecoder {
  private:
   size_t max_event_bytes_;
   std::string buffer_;
-  size_t scanned_ = 0;  // bytes of buffer_ already scanned for a value's end
-  int depth_ = 0;
-  bool in_string_ = false;
-  bool escaped_ = false;
+  size_t scanned_ = 0;   // bytes of buffer_ already scanned for a value's end
+  JsonNesting nesting_;  // of buffer_'s first scanned_ bytes
+  // Set once the stream is known to be bad: every later call fails, because
+  // nothing after a framing error can be trusted.
+  bool failed_ = false;
 };
 
 // Converts one decoded watch event ({"type": ..., "object": ...}) into a

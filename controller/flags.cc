@@ -1,12 +1,13 @@
 #include "controller/flags.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <sstream>
+
+#include "common/duration.h"
 
 namespace rsc::controller {
 namespace {
@@ -41,9 +42,9 @@ std::optional<std::string> parseNumber(const std::string& v, T* out, T min) {
 }
 
 std::optional<std::string> parseDurationInto(const std::string& v, std::chrono::milliseconds* out) {
-  StatusOr<std::chrono::milliseconds> d = parseDuration(v);
+  StatusOr<Clock::Duration> d = parseDuration(v);
   if (!d.ok()) return d.status().message();
-  *out = *d;
+  *out = std::chrono::milliseconds(std::llround(static_cast<double>(d->count()) / 1e6));
   return std::nullopt;
 }
 
@@ -538,45 +539,6 @@ std::string flagsUsage() {
     out << "\n";
   }
   return out.str();
-}
-
-StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text) {
-  if (text == "0") return std::chrono::milliseconds(0);
-  if (text.empty()) return invalidArgument("must be a duration such as 30s or 2m, not \"\"");
-  double total_ms = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-      ++i;
-    }
-    if (start == i)
-      return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
-    double number = 0;
-    const auto [end, ec] = std::from_chars(text.data() + start, text.data() + i, number);
-    if (ec != std::errc() || end != text.data() + i) {
-      return invalidArgument("must be a duration such as 30s or 2m, not \"" + text + "\"");
-    }
-    size_t unit_start = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    const std::string unit = text.substr(unit_start, i - unit_start);
-    double factor = 0;
-    if (unit == "ms") {
-      factor = 1;
-    } else if (unit == "s") {
-      factor = 1000;
-    } else if (unit == "m") {
-      factor = 60'000;
-    } else if (unit == "h") {
-      factor = 3'600'000;
-    } else {
-      return invalidArgument("must be a duration such as 30s or 2m (units ms, s, m, h), not \"" +
-                             text + "\"");
-    }
-    total_ms += number * factor;
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
 }
 
 }  // namespace rsc::controller

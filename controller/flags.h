@@ -109,8 +109,4 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args);
 // The --help text.
 std::string flagsUsage();
 
-// Parses a Go-style duration: "1h2m3.5s", "500ms", "0". Fails on anything
-// else.
-StatusOr<std::chrono::milliseconds> parseDuration(const std::string& text);
-
 }  // namespace rsc::controller

@@ -23,12 +23,14 @@
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "controller/cleanup.h"
 #include "controller/flags.h"
-#include "controller/forwarder.h"
+#include "controller/health_endpoint.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
+#include "controller/inventory/forwarder.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
@@ -185,33 +187,6 @@ std::string hostName() {
   return buf;
 }
 
-// "--cleanup": deletes every managed slice and exits, for the chart's
-// pre-delete hook. Succeeds only when none is left.
-int runCleanup(client::KubeApi& api) {
-  client::ListOptions selector;
-  selector.label_selector = std::string(controller::reconcile::kManagedByLabel) + "=" +
-                            controller::reconcile::kManagedByValue;
-  Status s = api.deleteResourceSlices(selector);
-  if (!s.ok()) {
-    log::error("Cleanup: deleting the managed ResourceSlices failed", s);
-    return 1;
-  }
-  StatusOr<client::ResourceSliceList> left = api.listResourceSlices(selector);
-  if (!left.ok()) {
-    log::error("Cleanup: listing the managed ResourceSlices failed", left.status());
-    return 1;
-  }
-  for (const client::ResourceSlice& slice : left->items) {
-    Status d = api.deleteResourceSlice(slice.metadata.name, {});
-    if (!d.ok() && d.code() != StatusCode::kNotFound) {
-      log::error("Cleanup: deleting a ResourceSlice failed", d, {{"slice", slice.metadata.name}});
-      return 1;
-    }
-  }
-  log::info("Cleanup: every managed ResourceSlice is deleted");
-  return 0;
-}
-
 // The self-signed certificate of a secure /metrics without certificate
 // files, made in memory at start as controller-runtime does; scrapers skip
 // verification or pin it by name. Names: the host (the pod) and loopback.
@@ -224,15 +199,6 @@ StatusOr<inv::TlsKeyPair> metricsSelfSigned(Clock& clock) {
   }
   request.not_before = clock.systemNow();
   return inv::issueServingCertificate(request, nullptr);
-}
-
-inv::HttpResponse textResponse(int status, std::string body,
-                               std::string content_type = "text/plain; charset=utf-8") {
-  inv::HttpResponse r;
-  r.status = status;
-  r.content_type = std::move(content_type);
-  r.body = std::move(body);
-  return r;
 }
 
 // Asks the API server for its release: counter sets go where it accepts them.
@@ -314,7 +280,14 @@ int run(const controller::ServiceFlags& flags) {
   auto auth_api = client::RestKubeApi::create(**transport, clock, auth_api_options);
   if (!auth_api.ok()) return usageError(auth_api.status().message());
 
-  if (flags.cleanup) return runCleanup(**api);
+  if (flags.cleanup) {
+    if (Status s = controller::deleteManagedSlices(**api); !s.ok()) {
+      log::error("Cleanup failed", s);
+      return 1;
+    }
+    log::info("Cleanup: every managed ResourceSlice is deleted");
+    return 0;
+  }
 
   // Metrics.
   metrics::BuildInfo build_info(*registry, RSC_VERSION, RSC_GIT_COMMIT);
@@ -424,7 +397,7 @@ int run(const controller::ServiceFlags& flags) {
   // With leader election the hooks are in place before the server accepts a
   // request: until the elector and the forwarder exist, this replica does not
   // lead and cannot forward (503), so no push is taken by a follower.
-  std::atomic<controller::LeaderForwarder*> leader_forwarder{nullptr};
+  std::atomic<inv::LeaderForwarder*> leader_forwarder{nullptr};
   if (flags.leader_elect) {
     inv::LeaderHooks hooks;
     hooks.is_leader = holds_lease;
@@ -433,7 +406,7 @@ int run(const controller::ServiceFlags& flags) {
       return e != nullptr ? e->leader() : std::string();
     };
     hooks.forward = [&leader_forwarder](const inv::HttpRequest& req) {
-      controller::LeaderForwarder* f = leader_forwarder.load();
+      inv::LeaderForwarder* f = leader_forwarder.load();
       return f != nullptr ? f->forward(req) : std::nullopt;
     };
     (*handler)->setLeaderHooks(hooks);
@@ -569,15 +542,7 @@ int run(const controller::ServiceFlags& flags) {
     popts.clock = &clock;
     auto server = inv::HttpServer::start(
         popts, [ctrl](const inv::HttpRequest& req, const inv::HttpServer::Responder& respond) {
-          const std::string_view path = inv::splitTarget(req.target).first;
-          if (path == "/healthz" || path == "/livez") {
-            respond(textResponse(200, "ok\n"));
-          } else if (path == "/readyz") {
-            respond(ctrl->hasSynced() ? textResponse(200, "ok\n")
-                                      : textResponse(503, "informer cache not synced\n"));
-          } else {
-            respond(textResponse(404, "not found\n"));
-          }
+          respond(controller::healthResponse(req, [ctrl] { return ctrl->hasSynced(); }));
         });
     if (!server.ok()) {
       return usageError("flag --health-probe-bind-address: " + server.status().message());
@@ -600,7 +565,7 @@ int run(const controller::ServiceFlags& flags) {
   std::unique_ptr<client::HttpTransport> lease_transport;
   std::unique_ptr<client::KubeApi> lease_api;
   std::unique_ptr<controller::leader::LeaderElector> elector;
-  std::unique_ptr<controller::LeaderForwarder> forwarder;
+  std::unique_ptr<inv::LeaderForwarder> forwarder;
   std::stop_source election_stop;
   std::thread election;
   if (flags.leader_elect) {
@@ -660,7 +625,7 @@ int run(const controller::ServiceFlags& flags) {
     elector = std::move(*made);
     leader_metrics.setLeader(false);
 
-    controller::LeaderForwarderOptions fopts;
+    inv::LeaderForwarderOptions fopts;
     fopts.clock = &clock;
     fopts.own_url = own_url;
     controller::leader::LeaderElector* e = elector.get();
@@ -672,7 +637,7 @@ int run(const controller::ServiceFlags& flags) {
                                                      : "";
     fopts.tls_server_name = flags.inventory_server_name;
     if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
-    forwarder = std::make_unique<controller::LeaderForwarder>(fopts);
+    forwarder = std::make_unique<inv::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
     election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });

@@ -14,13 +14,7 @@ namespace asio = inventory::asio;
 
 namespace {
 
-inv::HttpResponse textResponse(int status, std::string body) {
-  inv::HttpResponse r;
-  r.status = status;
-  r.content_type = "text/plain; charset=utf-8";
-  r.body = std::move(body);
-  return r;
-}
+using inv::textResponse;
 
 // The HTTP answer to a failed check, as the API server's own authn/authz
 // filters give it.

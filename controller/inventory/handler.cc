@@ -6,6 +6,8 @@
 #include <set>
 #include <variant>
 
+#include "client/http_status.h"
+#include "common/duration.h"
 #include "controller/inventory/names.h"
 #include "controller/inventory/openapi.h"
 #include "controller/inventory/pool_json.h"
@@ -57,37 +59,6 @@ bool matchRoute(std::string_view path_template, const std::vector<std::string_vi
   return true;
 }
 
-std::string_view reasonForCode(int code) {
-  switch (code) {
-    case 400:
-      return "BadRequest";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "NotFound";
-    case 405:
-      return "MethodNotAllowed";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "RequestEntityTooLarge";
-    case 415:
-      return "UnsupportedMediaType";
-    case 422:
-      return "Invalid";
-    case 429:
-      return "TooManyRequests";
-    case 431:
-      return "RequestHeaderFieldsTooLarge";
-    case 503:
-      return "ServiceUnavailable";
-    default:
-      return "InternalError";
-  }
-}
-
 int httpCodeFor(StatusCode code) {
   switch (code) {
     case StatusCode::kInvalidArgument:
@@ -133,7 +104,7 @@ bool isJsonContentType(std::optional<std::string_view> header) {
 
 bool isWrite(const std::string& method) { return method != "GET"; }
 
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using client::inQuotes;
 
 // Returns why `caller` may not publish devices placed at `node` (nullopt: by
 // a node selector or on all nodes), or nullopt.
@@ -234,14 +205,7 @@ std::optional<Status> poolPushRefusal(const Caller& caller, const reconcile::Poo
   return Status(StatusCode::kPermissionDenied, denied.front().message, denied);
 }
 
-std::string keyPath(std::string_view base, std::string_view key) {
-  std::string out = std::string(base) + "[\"";
-  for (char c : key) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out + "\"]";
-}
+using client::keyPath;
 
 }  // namespace
 
@@ -893,57 +857,13 @@ HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) 
 }
 
 StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
-  const auto bad = [&] {
-    return invalidArgument("must be a duration such as 10s, 500ms, 1m or 1m30s, not " +
-                           inQuotes(text));
-  };
-  if (text.empty()) return bad();
-  if (text == "0") return Clock::Duration::zero();
-  std::chrono::duration<double> total{0};
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    // A decimal number.
-    size_t i = 0;
-    bool digits = false;
-    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
-      ++i;
-      digits = true;
-    }
-    if (i < rest.size() && rest[i] == '.') {
-      ++i;
-      while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
-        ++i;
-        digits = true;
-      }
-    }
-    if (!digits || i > 18) return bad();
-    const double number = std::stod(std::string(rest.substr(0, i)));
-    rest.remove_prefix(i);
-    // Its unit.
-    double seconds_per_unit = 0;
-    if (rest.starts_with("ms")) {
-      seconds_per_unit = 0.001;
-      rest.remove_prefix(2);
-    } else if (rest.starts_with("s")) {
-      seconds_per_unit = 1;
-      rest.remove_prefix(1);
-    } else if (rest.starts_with("m")) {
-      seconds_per_unit = 60;
-      rest.remove_prefix(1);
-    } else {
-      return bad();
-    }
-    total += std::chrono::duration<double>(number * seconds_per_unit);
-    // Anything beyond a day is cut to the maximum wait anyway.
-    if (total.count() > 86400) total = std::chrono::duration<double>(86400);
-  }
-  return std::chrono::duration_cast<Clock::Duration>(total);
+  return parseDuration(text, std::chrono::minutes(1));
 }
 
 HttpResponse errorResponse(const Status& status) {
   const int code = httpCodeFor(status.code());
   HttpResponse response = jsonResponse(
-      code, errorToJson(code, reasonForCode(code), status.message(), status.details()));
+      code, errorToJson(code, client::kubeStatusReason(code), status.message(), status.details()));
   if (code == 401) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"resourceslice-controller\"");
   }
@@ -953,8 +873,8 @@ HttpResponse errorResponse(const Status& status) {
 
 HttpResponse errorResponse(int http_code, std::string_view message,
                            const std::vector<FieldError>& details) {
-  return jsonResponse(http_code,
-                      errorToJson(http_code, reasonForCode(http_code), message, details));
+  return jsonResponse(
+      http_code, errorToJson(http_code, client::kubeStatusReason(http_code), message, details));
 }
 
 }  // namespace rsc::controller::inventory

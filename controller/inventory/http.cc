@@ -1,5 +1,7 @@
 #include "controller/inventory/http.h"
 
+#include <utility>
+
 namespace rsc::controller::inventory {
 
 namespace {
@@ -41,49 +43,12 @@ std::optional<std::string_view> HttpResponse::header(std::string_view name) cons
   return std::nullopt;
 }
 
-std::string_view httpReasonPhrase(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 411:
-      return "Length Required";
-    case 413:
-      return "Payload Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 422:
-      return "Unprocessable Entity";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Unknown";
-  }
+HttpResponse textResponse(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type = "text/plain; charset=utf-8";
+  r.body = std::move(body);
+  return r;
 }
 
 std::pair<std::string_view, std::string_view> splitTarget(std::string_view target) {

@@ -40,6 +40,10 @@ struct HttpResponse {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// Returns a plain-text answer ("text/plain; charset=utf-8"), as the service's
+// probes and /metrics give them.
+HttpResponse textResponse(int status, std::string body);
+
 // What the admission step decides about a request from its headers alone.
 struct Admission {
   // Set: answer this and never read the body.
@@ -50,9 +54,6 @@ struct Admission {
   // Given to the handler in HttpRequest::admission.
   std::any state = {};
 };
-
-// Returns the standard reason phrase of an HTTP status ("Not Found").
-std::string_view httpReasonPhrase(int status);
 
 // Splits a request target into its path and its raw query ("" when none).
 std::pair<std::string_view, std::string_view> splitTarget(std::string_view target);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/http_status.h"
 #include "common/log.h"
 #include "controller/inventory/asio.h"
 
@@ -82,10 +84,11 @@ StatusOr<std::shared_ptr<ssl::context>> makeTlsContext(
   try {
     auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
     boost::system::error_code ec;
-    context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                             ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                             ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
-                         ec);
+    // Asio's calls that take an error_code also return it; ec is what is read.
+    (void)context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                                   ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                               ec);
     if (ec) return internalError("configure TLS: " + ec.message());
     RETURN_IF_ERROR(load(*context));
     // A rotation caught between writing the certificate and the key leaves a
@@ -103,9 +106,9 @@ StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_f
                                                        const std::string& key_file) {
   auto context = makeTlsContext([&](ssl::context& c) {
     boost::system::error_code ec;
-    c.use_certificate_chain_file(cert_file, ec);
+    (void)c.use_certificate_chain_file(cert_file, ec);
     if (ec) return invalidArgument("load TLS certificate " + cert_file + ": " + ec.message());
-    c.use_private_key_file(key_file, ssl::context::pem, ec);
+    (void)c.use_private_key_file(key_file, ssl::context::pem, ec);
     if (ec) return invalidArgument("load TLS key " + key_file + ": " + ec.message());
     return okStatus();
   });
@@ -119,9 +122,9 @@ StatusOr<std::shared_ptr<ssl::context>> loadTlsContext(const std::string& cert_f
 StatusOr<std::shared_ptr<ssl::context>> memoryTlsContext(const TlsKeyPair& pair) {
   return makeTlsContext([&](ssl::context& c) {
     boost::system::error_code ec;
-    c.use_certificate_chain(asio::buffer(pair.cert_pem), ec);
+    (void)c.use_certificate_chain(asio::buffer(pair.cert_pem), ec);
     if (ec) return invalidArgument("load TLS certificate: " + ec.message());
-    c.use_private_key(asio::buffer(pair.key_pem), ssl::context::pem, ec);
+    (void)c.use_private_key(asio::buffer(pair.key_pem), ssl::context::pem, ec);
     if (ec) return invalidArgument("load TLS key: " + ec.message());
     return okStatus();
   });
@@ -488,7 +491,7 @@ class Connection final : public ConnectionBase,
       return;
     }
     body_limit_ = std::min(admission.max_body_bytes, server_->options().max_request_bytes);
-    const auto length = parser_->content_length();
+    const auto length = parser().content_length();
     if (length && *length > body_limit_) {
       server_->refused(Refusal::kBodyTooLarge, remote_);
       sendError(413, "request body exceeds the limit of " + std::to_string(body_limit_) +
@@ -498,7 +501,7 @@ class Connection final : public ConnectionBase,
     // Reserve what the body may take before reading it: its length, or the
     // whole limit when it is chunked.
     const size_t need =
-        parser_->is_done() ? 0 : (length ? static_cast<size_t>(*length) : body_limit_);
+        parser().is_done() ? 0 : (length ? static_cast<size_t>(*length) : body_limit_);
     if (!server_->reserveBody(need)) {
       server_->refused(Refusal::kInflightBodies, remote_);
       sendError(503, "too many request bodies in flight; retry");
@@ -506,11 +509,11 @@ class Connection final : public ConnectionBase,
     }
     reserved_ = need;
     admission_ = std::move(admission.state);
-    parser_->body_limit(body_limit_);
+    parser().body_limit(body_limit_);
     state_ = State::kReading;
     reading_body_ = true;
-    const auto expect = parser_->get()[http::field::expect];
-    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+    const auto expect = parser().get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser().is_done()) {
       auto response =
           std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       lowest().expires_after(server_->options().write_timeout);
@@ -528,12 +531,12 @@ class Connection final : public ConnectionBase,
   }
 
   void readBody() {
-    if (parser_->is_done()) {
+    if (parser().is_done()) {
       onRequest();
       return;
     }
     lowest().expires_after(server_->options().body_timeout);
-    http::async_read(stream_, buffer_, *parser_,
+    http::async_read(stream_, buffer_, parser(),
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (ec == http::error::body_limit) {
                          self->server_->refused(Refusal::kBodyTooLarge, self->remote_);
@@ -559,9 +562,16 @@ class Connection final : public ConnectionBase,
                      });
   }
 
+  // The parser of the request being read: set by the read of its headers,
+  // before anything here runs (an empty one is a programming error).
+  http::request_parser<http::string_body>& parser() {
+    if (!parser_.has_value()) std::abort();
+    return *parser_;
+  }
+
   // The request as far as its headers go.
   HttpRequest head() {
-    const http::request<http::string_body>& message = parser_->get();
+    const http::request<http::string_body>& message = parser().get();
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -579,7 +589,7 @@ class Connection final : public ConnectionBase,
     state_ = State::kHandling;
     lowest().expires_never();
     HttpRequest request = head();
-    http::request<http::string_body> message = parser_->release();
+    http::request<http::string_body> message = parser().release();
     keep_alive_ = message.keep_alive();
     head_request_ = message.method() == http::verb::head;
     request.body = std::move(message.body());
@@ -628,7 +638,7 @@ class Connection final : public ConnectionBase,
     auto message = std::make_shared<http::response<http::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
-    message->reason(toBeast(httpReasonPhrase(response.status)));
+    message->reason(toBeast(client::httpReasonPhrase(response.status)));
     if (!response.content_type.empty())
       message->set(http::field::content_type, toBeast(response.content_type));
     for (const auto& [name, value] : response.headers)
@@ -800,8 +810,8 @@ Status HttpServer::Impl::open() {
   } else {
     tcp::resolver resolver(*ioc_);
     boost::system::error_code ec;
-    auto results = resolver.resolve(host, std::to_string(port),
-                                    tcp::resolver::numeric_service | tcp::resolver::passive, ec);
+    // No passive flag: getaddrinfo ignores it when a host is given.
+    auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::numeric_service, ec);
     if (ec) return invalidArgument("resolve " + host + ": " + ec.message());
     for (const auto& entry : results) candidates.push_back(entry.endpoint());
   }
@@ -809,22 +819,22 @@ Status HttpServer::Impl::open() {
   std::string last_error = "no address";
   for (const tcp::endpoint& endpoint : candidates) {
     boost::system::error_code ec;
-    acceptor_.open(endpoint.protocol(), ec);
+    (void)acceptor_.open(endpoint.protocol(), ec);
     if (ec) {
       last_error = ec.message();
       continue;
     }
-    acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (endpoint.address().is_v6()) acceptor_.set_option(asio::ip::v6_only(false), ec);
-    acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    (void)acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (endpoint.address().is_v6()) (void)acceptor_.set_option(asio::ip::v6_only(false), ec);
+    (void)acceptor_.bind(endpoint, ec);
+    if (!ec) (void)acceptor_.listen(asio::socket_base::max_listen_connections, ec);
     if (!ec) {
       bound_ = acceptor_.local_endpoint(ec);
       if (!ec) break;
     }
     last_error = ec.message();
     boost::system::error_code ignored;
-    acceptor_.close(ignored);
+    (void)acceptor_.close(ignored);
   }
   if (!acceptor_.is_open()) {
     return unavailable("bind " + options_.bind_address + ": " + last_error);
@@ -899,7 +909,7 @@ void HttpServer::Impl::reject(tcp::socket socket, Refusal refusal, const std::st
     http::response<http::string_body> message;
     message.version(11);
     message.result(503);
-    message.reason(toBeast(httpReasonPhrase(503)));
+    message.reason(toBeast(client::httpReasonPhrase(503)));
     if (!busy.content_type.empty())
       message.set(http::field::content_type, toBeast(busy.content_type));
     message.set(http::field::retry_after, "1");
@@ -909,18 +919,18 @@ void HttpServer::Impl::reject(tcp::socket socket, Refusal refusal, const std::st
     std::ostringstream out;
     out << message;
     const std::string text = out.str();
-    socket.non_blocking(true, ec);
+    (void)socket.non_blocking(true, ec);
     socket.write_some(asio::buffer(text), ec);
   }
-  socket.shutdown(tcp::socket::shutdown_both, ec);
-  socket.close(ec);
+  (void)socket.shutdown(tcp::socket::shutdown_both, ec);
+  (void)socket.close(ec);
 }
 
 void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
   if (stopping_) return;
   stopping_ = true;
   boost::system::error_code ec;
-  acceptor_.close(ec);
+  (void)acceptor_.close(ec);
   {
     std::lock_guard lock(observed_mu_);
     closed_ = true;
@@ -930,6 +940,7 @@ void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
   work_.reset();
   // Idle connections close now; the others after their response.
   std::vector<std::shared_ptr<ConnectionBase>> open;
+  open.reserve(connections_.size());
   for (const auto& [id, connection] : connections_) open.push_back(connection);
   for (const auto& connection : open) connection->closeIfIdle();
   if (connections_.empty()) return;
@@ -937,6 +948,7 @@ void HttpServer::Impl::beginStop(std::chrono::milliseconds grace) {
   grace_timer_.async_wait([this](const boost::system::error_code& wait_ec) {
     if (wait_ec) return;  // every connection closed in time
     std::vector<std::shared_ptr<ConnectionBase>> left;
+    left.reserve(connections_.size());
     for (const auto& [id, connection] : connections_) left.push_back(connection);
     if (!left.empty()) {
       log::warning("Closing connections still busy at the end of the grace period",

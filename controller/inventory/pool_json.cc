@@ -4,7 +4,9 @@
 #include <set>
 #include <utility>
 
+#include "client/api_limits.h"
 #include "client/codec.h"
+#include "client/json_nesting.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
 #include "controller/inventory/names.h"
@@ -28,17 +30,8 @@ std::string indexPath(const std::string& base, size_t i) {
   return base + "[" + std::to_string(i) + "]";
 }
 
-std::string keyPath(const std::string& base, std::string_view key) {
-  std::string out = base + "[\"";
-  for (char c : key) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  out += "\"]";
-  return out;
-}
-
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+using client::inQuotes;
+using client::keyPath;
 
 // Collects problems of one kind.
 class Problems {
@@ -313,8 +306,9 @@ void validateAttribute(const client::DeviceAttribute& a, const std::string& path
     return;
   }
   const auto check_string = [&](const std::string& value, const std::string& at, bool version) {
-    if (value.size() > kAttributeMaxValueLength) {
-      bad.add(at, "must be no more than " + std::to_string(kAttributeMaxValueLength) + " bytes");
+    if (value.size() > client::kAttributeMaxValueLength) {
+      bad.add(at, "must be no more than " + std::to_string(client::kAttributeMaxValueLength) +
+                      " bytes");
     } else if (version) {
       bad.check(at, semverError(value));
     }
@@ -351,9 +345,9 @@ void validateRequestPolicy(const client::CapacityRequestPolicy& policy,
   }
   if (has_values) {
     const std::string values_path = fieldPath(path, "validValues");
-    if (policy.valid_values.size() > kMaxCapacityValidValues) {
+    if (policy.valid_values.size() > client::kMaxCapacityValidValues) {
       bad.add(values_path,
-              "must have at most " + std::to_string(kMaxCapacityValidValues) + " values");
+              "must have at most " + std::to_string(client::kMaxCapacityValidValues) + " values");
     }
     for (size_t i = 0; i < policy.valid_values.size(); ++i) {
       const client::Quantity& v = policy.valid_values[i];
@@ -416,8 +410,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
   bad.check(fieldPath(path, "name"), dnsLabelError(d.name));
 
   // Attributes and capacity.
-  if (d.attributes.size() + d.capacity.size() > kMaxAttributesAndCapacitiesPerDevice) {
-    bad.add(path, "must have at most " + std::to_string(kMaxAttributesAndCapacitiesPerDevice) +
+  if (d.attributes.size() + d.capacity.size() > client::kMaxAttributesAndCapacitiesPerDevice) {
+    bad.add(path, "must have at most " +
+                      std::to_string(client::kMaxAttributesAndCapacitiesPerDevice) +
                       " attributes and capacities combined, not " +
                       std::to_string(d.attributes.size() + d.capacity.size()));
   }
@@ -428,9 +423,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     validateAttribute(attribute, at, bad);
     values += attributeValueCount(attribute);
   }
-  if (values > kMaxAttributeValuesPerDevice) {
+  if (values > client::kMaxAttributeValuesPerDevice) {
     bad.add(fieldPath(path, "attributes"),
-            "must have at most " + std::to_string(kMaxAttributeValuesPerDevice) +
+            "must have at most " + std::to_string(client::kMaxAttributeValuesPerDevice) +
                 " values in total (each list item counts), not " + std::to_string(values));
   }
   for (const auto& [name, capacity] : d.capacity) {
@@ -447,8 +442,8 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
 
   // Taints.
   const std::string taints_path = fieldPath(path, "taints");
-  if (d.taints.size() > kMaxTaintsPerDevice) {
-    bad.add(taints_path, "must have at most " + std::to_string(kMaxTaintsPerDevice) +
+  if (d.taints.size() > client::kMaxTaintsPerDevice) {
+    bad.add(taints_path, "must have at most " + std::to_string(client::kMaxTaintsPerDevice) +
                              " taints, not " + std::to_string(d.taints.size()));
   }
   for (size_t i = 0; i < d.taints.size(); ++i) {
@@ -471,8 +466,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
 
   // Counter consumption: few, unique, and referring to counters the pool has.
   const std::string consumes_path = fieldPath(path, "consumesCounters");
-  if (d.consumes_counters.size() > kMaxCounterConsumptionsPerDevice) {
-    bad.add(consumes_path, "must have at most " + std::to_string(kMaxCounterConsumptionsPerDevice) +
+  if (d.consumes_counters.size() > client::kMaxCounterConsumptionsPerDevice) {
+    bad.add(consumes_path, "must have at most " +
+                               std::to_string(client::kMaxCounterConsumptionsPerDevice) +
                                " entries, not " + std::to_string(d.consumes_counters.size()));
   }
   std::set<std::string> consumed_sets;
@@ -486,9 +482,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
       bad.add(set_path, "Duplicate value: " + inQuotes(c.counter_set));
     }
     if (c.counters.empty()) bad.add(counters_path, "must not be empty");
-    if (c.counters.size() > kMaxCountersPerCounterConsumption) {
+    if (c.counters.size() > client::kMaxCountersPerCounterConsumption) {
       bad.add(counters_path, "must have at most " +
-                                 std::to_string(kMaxCountersPerCounterConsumption) +
+                                 std::to_string(client::kMaxCountersPerCounterConsumption) +
                                  " counters, not " + std::to_string(c.counters.size()));
     }
     const auto set = pool.counter_sets.find(c.counter_set);
@@ -533,9 +529,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
   // Binding conditions.
   const std::string conditions_path = fieldPath(path, "bindingConditions");
   const std::string failures_path = fieldPath(path, "bindingFailureConditions");
-  validateConditions(d.binding_conditions, conditions_path, kMaxBindingConditions, bad);
-  validateConditions(d.binding_failure_conditions, failures_path, kMaxBindingFailureConditions,
-                     bad);
+  validateConditions(d.binding_conditions, conditions_path, client::kMaxBindingConditions, bad);
+  validateConditions(d.binding_failure_conditions, failures_path,
+                     client::kMaxBindingFailureConditions, bad);
   for (size_t i = 0; i < d.binding_failure_conditions.size(); ++i) {
     const std::string& c = d.binding_failure_conditions[i];
     if (std::find(d.binding_conditions.begin(), d.binding_conditions.end(), c) !=
@@ -557,8 +553,9 @@ void validateCounterSet(const client::CounterSet& set, const std::string& path, 
   bad.check(fieldPath(path, "name"), dnsLabelError(set.name));
   const std::string counters_path = fieldPath(path, "counters");
   if (set.counters.empty()) bad.add(counters_path, "must not be empty");
-  if (set.counters.size() > kMaxCountersPerCounterSet) {
-    bad.add(counters_path, "must have at most " + std::to_string(kMaxCountersPerCounterSet) +
+  if (set.counters.size() > client::kMaxCountersPerCounterSet) {
+    bad.add(counters_path, "must have at most " +
+                               std::to_string(client::kMaxCountersPerCounterSet) +
                                " counters, not " + std::to_string(set.counters.size()));
   }
   for (const auto& [name, counter] : set.counters) {
@@ -639,15 +636,15 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                 "must not be in the same slice as devices; put shared counters in "
                 "a slice of their own");
       }
-      if (slice.shared_counters.size() > reconcile::kMaxCounterSetsPerSlice) {
-        bad.add(sets_path,
-                "must have at most " + std::to_string(reconcile::kMaxCounterSetsPerSlice) +
-                    " counter sets per slice, not " + std::to_string(slice.shared_counters.size()));
+      if (slice.shared_counters.size() > client::kMaxCounterSetsPerSlice) {
+        bad.add(sets_path, "must have at most " + std::to_string(client::kMaxCounterSetsPerSlice) +
+                               " counter sets per slice, not " +
+                               std::to_string(slice.shared_counters.size()));
       }
       const bool advanced =
           std::any_of(slice_devices.begin(), slice_devices.end(),
                       [](const client::Device& d) { return d.usesAdvancedFeatures(); });
-      const size_t limit = reconcile::deviceLimit(advanced);
+      const size_t limit = client::deviceLimit(advanced);
       if (slice_devices.size() > limit) {
         bad.add(devices_path,
                 "must have at most " + std::to_string(limit) + " devices per slice" +
@@ -738,11 +735,12 @@ reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyPro
   return std::move(raw.pool);
 }
 
-// A first pass over a body, before any value is built: checks the syntax and
-// the nesting depth, and estimates what the parsed document would occupy, so
-// that a body of two-byte values ("{},{},...") is refused before it becomes
-// tens of bytes of heap per input byte. nlohmann's SAX parser keeps its own
-// stack on the heap, so deep input cannot exhaust the thread's stack here.
+// A first pass over a body, before any value is built (and after the depth
+// check of parseJsonBody): checks the syntax and estimates what the parsed
+// document would occupy, so that a body of two-byte values ("{},{},...") is
+// refused before it becomes tens of bytes of heap per input byte. nlohmann's
+// SAX parser keeps its own stack on the heap, so deep input cannot exhaust
+// the thread's stack here.
 class JsonCost {
  public:
   using number_integer_t = Json::number_integer_t;
@@ -793,11 +791,6 @@ class JsonCost {
   bool open(bool object, size_t own) {
     if (!value(own)) return false;
     in_object_.push_back(object);
-    if (in_object_.size() > kMaxJsonDepth) {
-      error_ = invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
-                               " levels");
-      return false;
-    }
     return true;
   }
   bool close() {
@@ -833,6 +826,10 @@ size_t decodedJsonBytes(std::string_view body) {
 }
 
 StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
+  if (client::jsonDepthExceeds(body, kMaxJsonDepth)) {
+    return invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels");
+  }
   try {
     JsonCost cost(max_decoded_bytes);
     if (!Json::sax_parse(body.begin(), body.end(), &cost)) {
@@ -861,19 +858,19 @@ void validateCounterPlacement(const reconcile::Pool& pool, const std::string& pr
   for (const reconcile::CounterGroup& group : counterGroupsOf(pool)) {
     if (group.sets.empty()) continue;
     const std::string first = inQuotes(pool.shared_counters[group.sets.front()].name);
-    if (group.sets.size() > reconcile::kMaxCounterSetsPerSlice) {
-      const size_t beyond = group.sets[reconcile::kMaxCounterSetsPerSlice];
+    if (group.sets.size() > client::kMaxCounterSetsPerSlice) {
+      const size_t beyond = group.sets[client::kMaxCounterSetsPerSlice];
       std::string message = rule;
       message += "counter set ";
       message += first;
       message += ", the devices that consume it and the ";
       message += std::to_string(group.sets.size() - 1);
       message += " counter sets those consume too must share one slice, which holds at most ";
-      message += std::to_string(reconcile::kMaxCounterSetsPerSlice);
+      message += std::to_string(client::kMaxCounterSetsPerSlice);
       message += " counter sets";
       invalid.add(indexPath(fieldPath(prefix, "sharedCounters"), beyond), std::move(message));
     }
-    const size_t limit = reconcile::deviceLimit(group.advanced);
+    const size_t limit = client::deviceLimit(group.advanced);
     if (group.devices.size() > limit) {
       const size_t beyond = group.devices[limit];
       std::string message = rule;

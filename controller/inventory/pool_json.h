@@ -22,18 +22,6 @@ namespace rsc::controller::inventory {
 
 using Json = nlohmann::json;
 
-// Limits of resource.k8s.io/v1 (Kubernetes 1.36+) not already in
-// client/resource_slice.h or the planner.
-inline constexpr size_t kMaxAttributesAndCapacitiesPerDevice = 32;
-inline constexpr size_t kMaxAttributeValuesPerDevice = 48;
-inline constexpr size_t kAttributeMaxValueLength = 64;
-inline constexpr size_t kMaxTaintsPerDevice = 16;
-inline constexpr size_t kMaxCountersPerCounterSet = 32;
-inline constexpr size_t kMaxCounterConsumptionsPerDevice = 2;
-inline constexpr size_t kMaxCountersPerCounterConsumption = 32;
-inline constexpr size_t kMaxBindingConditions = 4;
-inline constexpr size_t kMaxBindingFailureConditions = 4;
-inline constexpr size_t kMaxCapacityValidValues = 10;
 // A lease longer than a year is surely a unit mistake (milliseconds sent as
 // seconds); the bound also keeps deadline arithmetic far from overflow.
 inline constexpr int64_t kMaxLeaseSeconds = 365LL * 24 * 3600;

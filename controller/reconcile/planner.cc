@@ -156,28 +156,29 @@ std::vector<CounterGroup> counterGroupsOf(const Pool& pool) {
     for (const client::DeviceCounterConsumption& c : pool.devices[d].device().consumes_counters) {
       auto it = set_position.find(c.counter_set);
       if (it == set_position.end()) continue;  // refused by the push validation
-      if (consumed[d]) {
-        groups.join(it->second, *consumed[d]);
+      std::optional<size_t>& first = consumed[d];
+      if (first.has_value()) {
+        groups.join(it->second, *first);
       } else {
-        consumed[d] = it->second;
+        first = it->second;
       }
     }
   }
   std::vector<CounterGroup> units;
   std::unordered_map<size_t, size_t> unit_of_root;
-  auto groupUnit = [&](size_t set) -> CounterGroup& {
+  auto group_unit = [&](size_t set) -> CounterGroup& {
     auto [it, added] = unit_of_root.emplace(groups.root(set), units.size());
     if (added) units.emplace_back();
     return units[it->second];
   };
   for (size_t d = 0; d < pool.devices.size(); ++d) {
-    if (consumed[d]) {
-      groupUnit(*consumed[d]).devices.push_back(d);
+    if (const std::optional<size_t> first = consumed[d]; first.has_value()) {
+      group_unit(*first).devices.push_back(d);
     } else {
       units.push_back({{}, {d}, false});
     }
   }
-  for (size_t s = 0; s < pool.shared_counters.size(); ++s) groupUnit(s).sets.push_back(s);
+  for (size_t s = 0; s < pool.shared_counters.size(); ++s) group_unit(s).sets.push_back(s);
   for (CounterGroup& u : units) {
     u.advanced = std::any_of(u.devices.begin(), u.devices.end(),
                              [&](size_t d) { return pool.devices[d]->advanced(); });
@@ -295,11 +296,6 @@ Plan planWithConsumers(const Pool& pool, const std::vector<SlicePtr>& live) {
 CounterPlacement counterPlacementFor(int major, int minor) {
   return major == 1 && minor <= 34 ? CounterPlacement::kWithConsumers
                                    : CounterPlacement::kOwnSlices;
-}
-
-size_t deviceLimit(bool advanced) {
-  return advanced ? client::kResourceSliceMaxDevicesWithAdvancedFeatures
-                  : client::kResourceSliceMaxDevices;
 }
 
 size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "client/api_limits.h"
 #include "client/resource_slice.h"
 #include "controller/reconcile/pool.h"
 
@@ -16,8 +17,9 @@ namespace rsc::controller::reconcile {
 
 using SlicePtr = std::shared_ptr<const client::ResourceSlice>;
 
-// Counter sets per slice (resource/v1 ResourceSliceMaxCounterSets, 1.35+).
-inline constexpr size_t kMaxCounterSetsPerSlice = 8;
+// The API limits live in client/api_limits.h.
+using client::deviceLimit;
+using client::kMaxCounterSetsPerSlice;
 
 struct PlannedSlice {
   // The index in the slice's name: allocation order follows it.
@@ -38,8 +40,6 @@ struct Plan {
 // Returns the most devices a slice holding `devices` may hold: 64 when any of
 // them uses taints, counters or list attributes, else 128.
 size_t deviceLimit(const std::vector<client::DeviceRef>& devices);
-// The same rule for a slice that holds an advanced device (`advanced`) or not.
-size_t deviceLimit(bool advanced);
 
 // Where the automatic split puts a pool's shared counter sets.
 enum class CounterPlacement {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/token_bucket.h"
 #include "common/clock.h"
 
 namespace rsc::controller::reconcile {
@@ -88,42 +89,20 @@ class ItemExponentialFailureRateLimiter final : public RateLimiter<Key> {
   std::unordered_map<Key, int, Hash> failures_;  // guarded by mu_
 };
 
-// A token bucket over a Clock, refilled at `qps` tokens a second up to `burst`
-// tokens and starting full. reserve() always takes a token, going into debt
-// when the bucket is empty, and returns how long the caller must wait for the
-// token it took, so concurrent callers are spaced 1/qps apart. Thread-safe.
-class TokenBucket {
- public:
-  // Crashes when qps <= 0 or burst < 1: that is a programming error.
-  TokenBucket(Clock& clock, double qps, int burst);
-
-  // Takes one token and returns the time until it is available (zero if it is
-  // available now).
-  Clock::Duration reserve();
-
- private:
-  Clock& clock_;
-  const double qps_;
-  const double burst_;
-  std::mutex mu_;
-  double tokens_;          // guarded by mu_; negative while in debt
-  Clock::TimePoint last_;  // guarded by mu_; when tokens_ was last brought up to date
-};
-
-// One token bucket shared by every key: limits the overall retry rate, whichever
-// keys fail. It keeps no per-key state, so forget() does nothing and
+// One token bucket (client/token_bucket.h) shared by every key: limits the
+// overall retry rate, whichever keys fail. It keeps no per-key state, so forget() does nothing and
 // numRequeues() is always 0. Thread-safe.
 template <typename Key>
 class BucketRateLimiter final : public RateLimiter<Key> {
  public:
-  BucketRateLimiter(Clock& clock, double qps, int burst) : bucket_(clock, qps, burst) {}
+  BucketRateLimiter(Clock& clock, double qps, int burst) : bucket_(qps, burst, clock) {}
 
   Clock::Duration when(const Key& /*key*/) override { return bucket_.reserve(); }
   void forget(const Key& /*key*/) override {}
   int numRequeues(const Key& /*key*/) const override { return 0; }
 
  private:
-  TokenBucket bucket_;
+  client::TokenBucket bucket_;
 };
 
 // Combines limiters: a key waits as long as the strictest of them says. when()

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <thread>
 
+#include "client/api_limits.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "test/bench/cluster.h"

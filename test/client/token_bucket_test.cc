@@ -52,11 +52,27 @@ TEST(TokenBucket, PartialRefillShortensTheWait) {
   EXPECT_EQ(bucket.acquire(), milliseconds(150));
 }
 
+TEST(TokenBucket, ReserveGoesIntoDebtAndNeverSleeps) {
+  FakeClock clock;
+  TokenBucket bucket(/*qps=*/10, /*burst=*/2, clock);
+  EXPECT_EQ(bucket.reserve(), Clock::Duration::zero());
+  EXPECT_EQ(bucket.reserve(), Clock::Duration::zero());
+  // Each further reservation waits for the token after the previous one.
+  EXPECT_EQ(bucket.reserve(), milliseconds(100));
+  EXPECT_EQ(bucket.reserve(), milliseconds(200));
+  EXPECT_TRUE(clock.sleeps().empty());
+  // The debt is paid back before a token is free again.
+  clock.advance(milliseconds(200));
+  EXPECT_FALSE(bucket.tryAcquire());
+  EXPECT_EQ(bucket.reserve(), milliseconds(100));
+}
+
 TEST(TokenBucket, ZeroQpsDisablesTheLimit) {
   FakeClock clock;
   TokenBucket bucket(/*qps=*/0, /*burst=*/1, clock);
   for (int i = 0; i < 1000; ++i) {
     EXPECT_EQ(bucket.acquire(), Clock::Duration::zero());
+    EXPECT_EQ(bucket.reserve(), Clock::Duration::zero());
     EXPECT_TRUE(bucket.tryAcquire());
   }
   EXPECT_TRUE(clock.sleeps().empty());

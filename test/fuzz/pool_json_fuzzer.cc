@@ -63,7 +63,7 @@ void checkAccepted(const reconcile::PoolKey& key, const reconcile::Pool& pool) {
     if (p.devices.size() > reconcile::deviceLimit(p.devices)) {
       broken("a planned slice over its device limit");
     }
-    if (p.shared_counters.size() > reconcile::kMaxCounterSetsPerSlice) {
+    if (p.shared_counters.size() > client::kMaxCounterSetsPerSlice) {
       broken("a planned slice over its counter set limit");
     }
     devices += p.devices.size();

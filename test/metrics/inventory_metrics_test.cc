@@ -5,7 +5,7 @@
 #include <string>
 
 #include "metrics/registry.h"
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 namespace rsc::metrics {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "metrics/registry.h"
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 namespace rsc::metrics {
 namespace {

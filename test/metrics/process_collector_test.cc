@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 #include "test/metrics/temp_dir.h"
 
 namespace rsc::metrics {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <vector>
 
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 namespace rsc::metrics {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "metrics/registry.h"
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 namespace rsc::metrics {
 namespace {

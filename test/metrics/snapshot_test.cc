@@ -1,4 +1,4 @@
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "controller/reconcile/rate_limiter.h"
+#include "test/controller/reconcile/default_backoff.h"
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::reconcile {
@@ -406,13 +407,7 @@ TEST(WorkQueue, AddRateLimitedBacksOffExponentiallyAndForgetResets) {
     ASSERT_EQ(q.queue.get(), "a");
     q.queue.done("a");
   }
-  EXPECT_EQ(delays[0], milliseconds(5));
-  EXPECT_EQ(delays[1], milliseconds(10));
-  EXPECT_EQ(delays[2], milliseconds(20));
-  EXPECT_EQ(delays[3], milliseconds(40));
-  EXPECT_EQ(delays[17], milliseconds(655360));
-  EXPECT_EQ(delays[18], seconds(1000));
-  EXPECT_EQ(delays[19], seconds(1000));
+  expectDefaultBackoff(delays);
   EXPECT_EQ(q.queue.numRequeues("a"), 20);
   EXPECT_EQ(q.queue.numRequeues("b"), 0);
 

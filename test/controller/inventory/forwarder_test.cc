@@ -1,4 +1,4 @@
-#include "controller/forwarder.h"
+#include "controller/inventory/forwarder.h"
 
 #include <gtest/gtest.h>
 
@@ -6,11 +6,9 @@
 #include "test/controller/inventory/test_http_client.h"
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller {
+namespace rsc::controller::inventory {
 namespace {
 
-using inventory::TempDir;
-using inventory::TestCertificate;
 using std::chrono::seconds;
 
 // A leader's inventory API over TLS on loopback: answers every request with
@@ -19,17 +17,16 @@ class TlsLeader {
  public:
   explicit TlsLeader(const TempDir& dir) : cert_(TestCertificate::make("leader")) {
     cert_.writeTo(dir.path() / "leader.crt", dir.path() / "leader.key");
-    inventory::HttpServerOptions o;
+    HttpServerOptions o;
     o.bind_address = "127.0.0.1:0";
     o.tls_cert_file = (dir.path() / "leader.crt").string();
     o.tls_key_file = (dir.path() / "leader.key").string();
-    auto server = inventory::HttpServer::start(
-        o, [](inventory::HttpRequest req, inventory::HttpServer::Responder respond) {
-          inventory::HttpResponse r;
-          r.content_type = "text/plain";
-          r.body = req.method + " " + req.target;
-          respond(std::move(r));
-        });
+    auto server = HttpServer::start(o, [](HttpRequest req, HttpServer::Responder respond) {
+      HttpResponse r;
+      r.content_type = "text/plain";
+      r.body = req.method + " " + req.target;
+      respond(std::move(r));
+    });
     EXPECT_TRUE(server.ok()) << server.status().toString();
     server_ = std::move(*server);
   }
@@ -38,11 +35,11 @@ class TlsLeader {
 
  private:
   TestCertificate cert_;
-  std::unique_ptr<inventory::HttpServer> server_;
+  std::unique_ptr<HttpServer> server_;
 };
 
-inventory::HttpRequest push() {
-  inventory::HttpRequest r;
+HttpRequest push() {
+  HttpRequest r;
   r.method = "PUT";
   r.target = "/v1/drivers/gpu.example.com/pools/node-a";
   r.body = "{}";
@@ -78,7 +75,7 @@ TEST_F(LeaderForwarderTest, TrustsOnlyTheCaFileAndFollowsItsRotation) {
   writeCa(leader_.certPem());
   EXPECT_FALSE(forwarder.forward(push()).has_value()) << "checked at most once per interval";
   clock_.advance(seconds(5));
-  std::optional<inventory::HttpResponse> answer = forwarder.forward(push());
+  std::optional<HttpResponse> answer = forwarder.forward(push());
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->status, 200);
   EXPECT_EQ(answer->body, "PUT /v1/drivers/gpu.example.com/pools/node-a");
@@ -106,10 +103,10 @@ TEST_F(LeaderForwarderTest, NeverForwardsToItselfOrAForwardedRequest) {
   LeaderForwarder to_itself(o);
   EXPECT_FALSE(to_itself.forward(push()).has_value());
   LeaderForwarder forwarder(options("localhost"));
-  inventory::HttpRequest again = push();
+  HttpRequest again = push();
   again.headers["x-resourceslice-forwarded"] = "1";
   EXPECT_FALSE(forwarder.forward(again).has_value());
 }
 
 }  // namespace
-}  // namespace rsc::controller
+}  // namespace rsc::controller::inventory

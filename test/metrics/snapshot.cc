@@ -1,4 +1,4 @@
-#include "metrics/snapshot.h"
+#include "test/metrics/snapshot.h"
 
 #include <prometheus/metric_type.h>
 

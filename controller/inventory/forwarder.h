@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "controller/inventory/http.h"
 
-namespace rsc::controller {
+namespace rsc::controller::inventory {
 
 struct LeaderForwarderOptions {
   Clock* clock = nullptr;
@@ -45,7 +45,7 @@ class LeaderForwarder {
 
   // Returns the leader's answer, or nullopt when there is no leader to ask
   // or it cannot be reached (the caller answers 503).
-  std::optional<inventory::HttpResponse> forward(const inventory::HttpRequest& request);
+  std::optional<HttpResponse> forward(const HttpRequest& request);
 
   // How many times the CA bundle was (re)loaded; for tests.
   size_t caLoadsForTest() const;
@@ -63,4 +63,4 @@ class LeaderForwarder {
   size_t ca_loads_ = 0;                               // guarded by mu_
 };
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::inventory

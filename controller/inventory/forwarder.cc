@@ -1,4 +1,4 @@
-#include "controller/forwarder.h"
+#include "controller/inventory/forwarder.h"
 
 #include <fstream>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "client/config.h"
 #include "common/log.h"
 
-namespace rsc::controller {
+namespace rsc::controller::inventory {
 namespace {
 
 StatusOr<std::string> readPem(const std::string& path) {
@@ -58,8 +58,7 @@ void LeaderForwarder::refreshCaLocked() {
   transport_.reset();
 }
 
-std::optional<inventory::HttpResponse> LeaderForwarder::forward(
-    const inventory::HttpRequest& request) {
+std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request) {
   if (request.header(kForwardedHeader)) return std::nullopt;
   const std::string url = options_.leader_url ? options_.leader_url() : "";
   if (url.empty() || url == options_.own_url) return std::nullopt;
@@ -103,7 +102,7 @@ std::optional<inventory::HttpResponse> LeaderForwarder::forward(
                  {{"leader", url}, {"error", answer.status().toString()}});
     return std::nullopt;
   }
-  inventory::HttpResponse response;
+  HttpResponse response;
   response.status = answer->code;
   response.content_type = answer->header("content-type");
   response.body = answer->body;
@@ -114,4 +113,4 @@ std::optional<inventory::HttpResponse> LeaderForwarder::forward(
   return response;
 }
 
-}  // namespace rsc::controller
+}  // namespace rsc::controller::inventory

@@ -1,7 +1,7 @@
-// Snapshot: what a registry (or any Collectable) reports at one moment, with
-// lookups by family name and exact label set. Tests read metric values back
-// through it after driving the metric structs; the controller's table-driven
-// tests use it for their expected metrics. A Snapshot is an immutable copy:
+// Snapshot (a test helper, in the metrics_snapshot library of test/): what a
+// registry (or any Collectable) reports at one moment, with lookups by family
+// name and exact label set. Tests read metric values back through it after
+// driving the metric structs. A Snapshot is an immutable copy:
 // build one per check, share it freely between threads.
 #pragma once
 
