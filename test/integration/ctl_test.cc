@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -23,20 +24,28 @@ using ::testing::Not;
 
 struct CtlRun {
   int code = -1;
-  std::string output;  // stdout and stderr
+  std::string output;  // stdout, then stderr
+  std::string stdout_text;
 };
 
 class CtlTest : public ::testing::Test {
  protected:
   // Runs resourceslicectl with `args` and waits for it.
   CtlRun ctl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {RSC_CTL_BINARY};
+    // stderr apart, so that what a command prints (JSON, YAML) is read
+    // without a log line of the client library in it.
+    const std::string run = std::to_string(++runs_);
+    const auto err = env_.logDir() / ("ctl-" + run + ".err");
+    std::vector<std::string> argv = {
+        "/bin/sh", "-c",         "err=$1; shift; exec \"$@\" 2>>\"$err\"",
+        "sh",      err.string(), RSC_CTL_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto log = env_.logDir() / ("ctl-" + std::to_string(++runs_) + ".log");
-    Process p(argv, log);
+    Process p(argv, env_.logDir() / ("ctl-" + run + ".log"));
     const std::optional<int> code = p.wait(std::chrono::seconds(120));
-    EXPECT_TRUE(code.has_value()) << "resourceslicectl did not exit: " << p.log();
-    return {code.value_or(-1), p.log()};
+    std::ifstream in(err);
+    const std::string stderr_text{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_TRUE(code.has_value()) << "resourceslicectl did not exit: " << p.log() << stderr_text;
+    return {code.value_or(-1), p.log() + stderr_text, p.log()};
   }
 
   // The same with --server of `c` first.
@@ -96,7 +105,7 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   // The statuses, as JSON and as a table.
   r = ctlAt(c, {"get", "pools", "-o", "json"});
   ASSERT_EQ(r.code, 0) << r.output;
-  const Json list = Json::parse(r.output, nullptr, false);
+  const Json list = Json::parse(r.stdout_text, nullptr, false);
   ASSERT_TRUE(list.is_object()) << r.output;
   size_t published = 0;
   for (const Json& d : list["drivers"]) {
