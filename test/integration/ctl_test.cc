@@ -54,14 +54,6 @@ class CtlTest : public ::testing::Test {
     return ctl(args);
   }
 
-  std::map<std::string, double> sliceWrites() {
-    std::map<std::string, double> out;
-    for (const char* verb : {"POST", "PUT", "DELETE"}) {
-      out[verb] = env_.apiServerRequests("resourceslices", verb);
-    }
-    return out;
-  }
-
   // The writes a diff printed, by the method that makes them.
   static std::map<std::string, double> plannedWrites(const std::string& diff) {
     std::map<std::string, double> out = {{"POST", 0}, {"PUT", 0}, {"DELETE", 0}};
@@ -121,11 +113,11 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   EXPECT_THAT(r.output, HasSubstr("phase: Published\n"));
 
   // Unchanged files: no changes, exit 0, nothing written.
-  std::map<std::string, double> before = sliceWrites();
+  std::map<std::string, double> before = env_.sliceWriteRequests();
   r = ctlAt(c, {"diff", RSC_INVENTORY_EXAMPLES_DIR});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("gpu.example.com/node-a: no changes"));
-  EXPECT_EQ(sliceWrites(), before);
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
 
   // Changed files: the diff lists exactly the writes the push then makes.
   Json node_a = example("gpu.example.com-node-a.pool.json");
@@ -136,10 +128,10 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   std::filesystem::create_directories(changed_dir);
   writeFile("changed/gpu.example.com-node-a.pool.json", node_a.dump());
   writeFile("changed/nic.example.com.driver.json", nic.dump());
-  before = sliceWrites();
+  before = env_.sliceWriteRequests();
   r = ctlAt(c, {"diff", changed_dir});
   ASSERT_EQ(r.code, 1) << r.output;
-  EXPECT_EQ(sliceWrites(), before) << "a diff wrote";
+  EXPECT_EQ(env_.sliceWriteRequests(), before) << "a diff wrote";
   EXPECT_THAT(r.output, HasSubstr("spec.devices[gpu-1].attributes.productName.string"));
   EXPECT_THAT(r.output, HasSubstr("nic.example.com/fabric-2: withdraw"));
   const std::string diff = r.output;
@@ -150,7 +142,7 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_TRUE(ServiceEnv::eventually(
       [&] { return env_.poolSlices("nic.example.com", "fabric-2").empty(); }));
-  std::map<std::string, double> made = sliceWrites();
+  std::map<std::string, double> made = env_.sliceWriteRequests();
   for (auto& [verb, n] : made) n -= before.at(verb);
   EXPECT_EQ(made, planned) << "the diff:\n" << diff;
 
