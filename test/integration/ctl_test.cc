@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -23,34 +24,34 @@ using ::testing::Not;
 
 struct CtlRun {
   int code = -1;
-  std::string output;  // stdout and stderr
+  std::string output;  // stdout, then stderr
+  std::string stdout_text;
 };
 
 class CtlTest : public ::testing::Test {
  protected:
   // Runs resourceslicectl with `args` and waits for it.
   CtlRun ctl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {RSC_CTL_BINARY};
+    // stderr apart, so that what a command prints (JSON, YAML) is read
+    // without a log line of the client library in it.
+    const std::string run = std::to_string(++runs_);
+    const auto err = env_.logDir() / ("ctl-" + run + ".err");
+    std::vector<std::string> argv = {
+        "/bin/sh", "-c",         "err=$1; shift; exec \"$@\" 2>>\"$err\"",
+        "sh",      err.string(), RSC_CTL_BINARY};
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto log = env_.logDir() / ("ctl-" + std::to_string(++runs_) + ".log");
-    Process p(argv, log);
+    Process p(argv, env_.logDir() / ("ctl-" + run + ".log"));
     const std::optional<int> code = p.wait(std::chrono::seconds(120));
-    EXPECT_TRUE(code.has_value()) << "resourceslicectl did not exit: " << p.log();
-    return {code.value_or(-1), p.log()};
+    std::ifstream in(err);
+    const std::string stderr_text{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_TRUE(code.has_value()) << "resourceslicectl did not exit: " << p.log() << stderr_text;
+    return {code.value_or(-1), p.log() + stderr_text, p.log()};
   }
 
   // The same with --server of `c` first.
   CtlRun ctlAt(const ControllerProcess& c, std::vector<std::string> args) {
     args.insert(args.begin(), {"--server", c.inventoryUrl()});
     return ctl(args);
-  }
-
-  std::map<std::string, double> sliceWrites() {
-    std::map<std::string, double> out;
-    for (const char* verb : {"POST", "PUT", "DELETE"}) {
-      out[verb] = env_.apiServerRequests("resourceslices", verb);
-    }
-    return out;
   }
 
   // The writes a diff printed, by the method that makes them.
@@ -96,7 +97,7 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   // The statuses, as JSON and as a table.
   r = ctlAt(c, {"get", "pools", "-o", "json"});
   ASSERT_EQ(r.code, 0) << r.output;
-  const Json list = Json::parse(r.output, nullptr, false);
+  const Json list = Json::parse(r.stdout_text, nullptr, false);
   ASSERT_TRUE(list.is_object()) << r.output;
   size_t published = 0;
   for (const Json& d : list["drivers"]) {
@@ -112,11 +113,11 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   EXPECT_THAT(r.output, HasSubstr("phase: Published\n"));
 
   // Unchanged files: no changes, exit 0, nothing written.
-  std::map<std::string, double> before = sliceWrites();
+  std::map<std::string, double> before = env_.sliceWriteRequests();
   r = ctlAt(c, {"diff", RSC_INVENTORY_EXAMPLES_DIR});
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("gpu.example.com/node-a: no changes"));
-  EXPECT_EQ(sliceWrites(), before);
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
 
   // Changed files: the diff lists exactly the writes the push then makes.
   Json node_a = example("gpu.example.com-node-a.pool.json");
@@ -127,10 +128,10 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   std::filesystem::create_directories(changed_dir);
   writeFile("changed/gpu.example.com-node-a.pool.json", node_a.dump());
   writeFile("changed/nic.example.com.driver.json", nic.dump());
-  before = sliceWrites();
+  before = env_.sliceWriteRequests();
   r = ctlAt(c, {"diff", changed_dir});
   ASSERT_EQ(r.code, 1) << r.output;
-  EXPECT_EQ(sliceWrites(), before) << "a diff wrote";
+  EXPECT_EQ(env_.sliceWriteRequests(), before) << "a diff wrote";
   EXPECT_THAT(r.output, HasSubstr("spec.devices[gpu-1].attributes.productName.string"));
   EXPECT_THAT(r.output, HasSubstr("nic.example.com/fabric-2: withdraw"));
   const std::string diff = r.output;
@@ -141,7 +142,7 @@ TEST_F(CtlTest, PushGetDiffWaitSlicesWithdrawTheExamples) {
   ASSERT_EQ(r.code, 0) << r.output;
   ASSERT_TRUE(ServiceEnv::eventually(
       [&] { return env_.poolSlices("nic.example.com", "fabric-2").empty(); }));
-  std::map<std::string, double> made = sliceWrites();
+  std::map<std::string, double> made = env_.sliceWriteRequests();
   for (auto& [verb, n] : made) n -= before.at(verb);
   EXPECT_EQ(made, planned) << "the diff:\n" << diff;
 

@@ -231,6 +231,14 @@ double ServiceEnv::metric(const ControllerProcess& c, const std::string& series)
   return std::nan("");
 }
 
+std::map<std::string, double> ServiceEnv::sliceWriteRequests() {
+  std::map<std::string, double> out;
+  for (const char* verb : {"POST", "PUT", "DELETE"}) {
+    out[verb] = apiServerRequests("resourceslices", verb);
+  }
+  return out;
+}
+
 double ServiceEnv::apiServerRequests(const std::string& resource, const std::string& verb,
                                      bool dry_run) {
   const HttpAnswer a = kube("GET", "/metrics");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -116,6 +117,9 @@ class ServiceEnv {
   // when `dry_run` is set, and then only they.
   double apiServerRequests(const std::string& resource, const std::string& verb,
                            bool dry_run = false);
+  // apiServerRequests for resourceslices by write method: POST (create),
+  // PUT (update) and DELETE.
+  std::map<std::string, double> sliceWriteRequests();
 
   // A fresh temp folder for logs.
   const std::filesystem::path& logDir() const { return log_dir_; }

@@ -114,14 +114,6 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
       env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
   ASSERT_EQ(a.code, 200) << a.body;
 
-  // The API server's writes of slices, by method.
-  const auto writes = [&] {
-    std::map<std::string, double> out;
-    for (const char* verb : {"POST", "PUT", "DELETE"}) {
-      out[verb] = env_.apiServerRequests("resourceslices", verb);
-    }
-    return out;
-  };
   // The planned writes of a dry run's answer, by the method that makes them.
   const auto planned = [](const Json& answer) {
     std::map<std::string, double> out = {{"POST", 0}, {"PUT", 0}, {"DELETE", 0}};
@@ -151,7 +143,7 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
   };
   for (const Step& step : steps) {
     SCOPED_TRACE(step.name);
-    const std::map<std::string, double> before = writes();
+    const std::map<std::string, double> before = env_.sliceWriteRequests();
     const std::string status_before = env_.http("GET", poolUrl(c, driver, "node-a")).body;
     HttpAnswer dry = env_.http(step.method, poolUrl(c, driver, "node-a", "?dryRun=All"), step.body);
     ASSERT_EQ(dry.code, 200) << dry.body;
@@ -166,7 +158,7 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
           << dry.body;
     }
     // Nothing written, nothing changed.
-    EXPECT_EQ(writes(), before);
+    EXPECT_EQ(env_.sliceWriteRequests(), before);
     EXPECT_EQ(env_.http("GET", poolUrl(c, driver, "node-a")).body, status_before);
 
     a = env_.http(step.method, poolUrl(c, driver, "node-a", "?wait=30s"), step.body);
@@ -178,10 +170,10 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
     // The API server counts a request as it ends, which may be just after
     // the controller saw its answer.
     const std::map<std::string, double> want = planned(answer);
-    EXPECT_TRUE(ServiceEnv::eventually([&] { return minus(writes(), before) == want; },
-                                       std::chrono::seconds(5)))
+    EXPECT_TRUE(ServiceEnv::eventually(
+        [&] { return minus(env_.sliceWriteRequests(), before) == want; }, std::chrono::seconds(5)))
         << dry.body;
-    EXPECT_EQ(minus(writes(), before), want);
+    EXPECT_EQ(minus(env_.sliceWriteRequests(), before), want);
   }
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
