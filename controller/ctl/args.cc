@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 
+#include "common/duration.h"
 #include "controller/flags.h"
 
 namespace rsc::ctl {
@@ -97,9 +98,9 @@ Status setGlobal(GlobalFlags& g, std::string_view name, const std::string& value
     return okStatus();
   }
   // request-timeout
-  auto d = controller::parseDuration(value);
+  auto d = parseDuration(value);
   if (!d.ok()) return invalidArgument("flag --request-timeout: " + d.status().message());
-  g.request_timeout = *d;
+  g.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
   return okStatus();
 }
 
@@ -149,7 +150,7 @@ Status checkFlagValues(const Invocation& inv) {
   }
   for (const char* name : {"wait", "timeout"}) {
     if (!inv.has(name) || inv.flag(name).empty()) continue;
-    auto d = controller::parseDuration(inv.flag(name));
+    auto d = parseDuration(inv.flag(name));
     if (!d.ok())
       return invalidArgument("flag --" + std::string(name) + ": " + d.status().message());
   }

@@ -6,6 +6,7 @@
 
 #include "client/api_error.h"
 #include "client/config.h"
+#include "common/duration.h"
 #include "controller/flags.h"
 
 namespace rsc::ctl {
@@ -156,7 +157,8 @@ StatusOr<int> waitFor(const Invocation& inv, const CtlEnv& env) {
       "/v1/drivers/" + escapePathSegment(inv.args[0]) + "/pools/" + escapePathSegment(inv.args[1]);
   std::chrono::milliseconds timeout = kDefaultWaitTimeout;
   if (!inv.flag("timeout").empty()) {
-    ASSIGN_OR_RETURN(timeout, controller::parseDuration(inv.flag("timeout")));
+    ASSIGN_OR_RETURN(const Clock::Duration parsed, parseDuration(inv.flag("timeout")));
+    timeout = std::chrono::duration_cast<std::chrono::milliseconds>(parsed);
   }
   const auto deadline = env.clock->now() + timeout;
   for (;;) {
