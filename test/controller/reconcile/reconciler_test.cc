@@ -7,7 +7,11 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "test/controller/reconcile/counter_pools.h"
 #include "test/fakes/fake_clock.h"
@@ -117,17 +121,122 @@ bool anyDevice(const ResourceSlice& slice, const std::function<bool(const client
   return std::any_of(devices.begin(), devices.end(), f);
 }
 
-class ReconcilerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    api_.addNode("node-a");
-    api_.addNode("node-b");
+// nodePool(n) with one counter set, of which every device consumes half.
+Pool nodePoolWithCounters(int n) {
+  Pool pool = nodePool(n);
+  addCounterSetConsumedByAll(pool, "gpu-0-counters");
+  return pool;
+}
+
+// A slice someone else made by hand for node-a's pool, without our label or
+// an index in its name, claiming generation 5.
+ResourceSlice handmadeSlice() {
+  ResourceSlice foreign;
+  foreign.metadata.name = "handmade-node-a";
+  foreign.spec.driver = kNodeA.driver;
+  foreign.spec.pool = {kNodeA.pool, 5, 1};
+  foreign.spec.node_name = "node-a";
+  foreign.spec.devices.push_back(gpu("other"));
+  return foreign;
+}
+
+// "gpu-<from>" up to "gpu-<to - 1>": the names nodePool() gives its devices.
+std::vector<std::string> gpus(int from, int to) {
+  std::vector<std::string> names;
+  for (int i = from; i < to; ++i) names.push_back("gpu-" + std::to_string(i));
+  return names;
+}
+
+// A slice a case expects the pool to have, at the index of its place in the
+// case's list: the devices and counter sets of the pool's content it holds,
+// by name, in order.
+struct WantSlice {
+  std::vector<std::string> devices{};
+  std::vector<std::string> counter_sets{};
+};
+
+// The slices of nodePool(devices) as the automatic split makes them from
+// nothing: full slices of 128 devices in order, then the rest.
+std::vector<WantSlice> split(int devices) {
+  std::vector<WantSlice> slices;
+  for (int from = 0; from < devices; from += 128) {
+    slices.push_back({gpus(from, std::min(from + 128, devices)), {}});
+  }
+  return slices;
+}
+
+class ReconcilerEnv;
+
+// One reconcile of one pool, in the style of the DRA controller's tests: the
+// objects the API server holds, what the controller published before, the
+// input, and everything expected after the sync. Each case runs in a fresh
+// ReconcilerEnv; run() also checks that a second sync writes nothing and
+// that no reconcile asks to be queued again.
+struct Case {
+  std::string name{};
+  PoolKey key = kNodeA;
+
+  // Initial objects: the Nodes, and slices someone else made.
+  std::vector<std::string> nodes = {"node-a", "node-b"};
+  std::vector<ResourceSlice> slices{};
+  // The controller's past: pools pushed for `key` and published, in turn.
+  std::vector<Pool> published{};
+  // Then, before the sync: a foreign change, or a server-side hook
+  // (reactor) for the sync.
+  std::function<void(ReconcilerEnv&)> then{};
+
+  // Inputs.
+  std::optional<Pool> push{};       // pushed for `key`; without it the pool stays as published
+  bool withdraw = false;            // the pool withdrawn (remove) instead
+  bool every_slice_cached = false;  // a slice cache without the label selector
+  std::function<void(ReconcilerOptions&)> options{};
+
+  // Expected.
+  StatusCode want_code = StatusCode::kOk;
+  std::string want_error{};  // in the pool's last error
+  // The pool's managed slices, by index; their generation and count.
+  std::vector<WantSlice> want_slices{};
+  int64_t want_generation = 1;
+  // Where want_slices find their devices and selection: by default the pool
+  // pushed (or last published); what the server stored, when it differs.
+  std::optional<Pool> want_content{};
+  // The pool's other slices (someone else's), as given.
+  std::vector<ResourceSlice> want_foreign{};
+  // The slice writes of the sync, in order (writes of one step run
+  // concurrently, so a step's verbs are alike).
+  std::vector<std::string> want_writes{};
+  // slice_writes_total by "verb/result"; empty: one success per want_writes.
+  std::map<std::string, int> want_metrics{};
+  // Foreign changes reported as reverted: the index of the slice, the editor.
+  std::vector<std::pair<size_t, std::string>> want_reverted{};
+  // The pool status's dropped fields.
+  std::vector<std::string> want_dropped{};
+};
+
+// A Node cache that holds what the test puts in it.
+class MapNodeCache : public NodeCache {
+ public:
+  std::optional<std::string> nodeUid(const std::string& name) const override {
+    auto it = uids.find(name);
+    if (it == uids.end()) return std::nullopt;
+    return it->second;
+  }
+  std::map<std::string, std::string> uids;
+};
+
+// A fake API server, a desired store, a cache over the fake and a
+// reconciler: what one test or one case runs against.
+class ReconcilerEnv {
+ public:
+  explicit ReconcilerEnv(const std::vector<std::string>& nodes = {"node-a", "node-b"}) {
+    for (const std::string& node : nodes) api_.addNode(node);
     ReconcilerOptions o = options(store_);
     o.observer = &observer_;
-    auto r = Reconciler::create(o);
-    ASSERT_TRUE(r.ok()) << r.status().toString();
-    reconciler_ = std::move(*r);
+    reconciler_ = std::move(*Reconciler::create(o));
   }
+
+  // Runs one case in this environment.
+  void run(const Case& c);
 
   // Reconciles and checks DRA's invariants: success, and a second reconcile
   // makes no write at all.
@@ -146,6 +255,14 @@ class ReconcilerTest : public ::testing::Test {
       if (s.spec.driver == key.driver && s.spec.pool.name == key.pool) out.push_back(s);
     }
     return out;
+  }
+
+  // Applies `edit` to node-a's slice number `i` (by name) as someone else
+  // would; returns its name.
+  std::string editSlice(size_t i, const std::function<void(ResourceSlice&)>& edit) {
+    const std::string name = poolSlices().at(i).metadata.name;
+    EXPECT_TRUE(api_.editResourceSlice(name, edit).ok()) << name;
+    return name;
   }
 
   // Every slice of the pool has the same generation and the right count.
@@ -179,7 +296,7 @@ class ReconcilerTest : public ::testing::Test {
     return std::move(*Reconciler::create(o));
   }
 
-  // The fixture's API, clock and cache, with `store`.
+  // The environment's API, clock and cache, with `store`.
   ReconcilerOptions options(DesiredStore& store) {
     ReconcilerOptions o;
     o.api = &api_;
@@ -269,129 +386,673 @@ class ReconcilerTest : public ::testing::Test {
   ListingSliceCache cache_{api_};
   CountingObserver observer_;
   std::unique_ptr<Reconciler> reconciler_;
+
+ private:
+  // The slice `want` of case `c` as the reconciler should have written it.
+  ResourceSlice wantSlice(const Case& c, const Pool& content, size_t index);
+  // The case's expected slices and the live ones, without what the server
+  // assigns (names it generated, uid, resourceVersion, timestamps), as
+  // indented JSON in name order: a mismatch prints as a diff.
+  std::string wantedSlices(const Case& c, const Pool* content);
+  std::string liveSlices(const PoolKey& key);
+
+  // The delete requests of run()'s sync, with their preconditions.
+  std::mutex deletes_mu_;
+  std::vector<testing::FakeKubeApi::Request> deletes_;
 };
 
-TEST_F(ReconcilerTest, CreatesANewNodeLocalPool) {
-  const uint64_t version = store_.put(kNodeA, nodePool(3));
-  sync();
-  const auto slices = poolSlices();
-  ASSERT_EQ(slices.size(), 1U);
-  const ResourceSlice& s = slices[0];
-  EXPECT_EQ(s.metadata.name.substr(0, 29), "00000-gpu.example.com-node-a-");
-  EXPECT_EQ(s.metadata.labels.at(kManagedByLabel), kManagedByValue);
-  ASSERT_EQ(s.metadata.owner_references.size(), 1U);
-  EXPECT_EQ(s.metadata.owner_references[0].kind, "Node");
-  EXPECT_EQ(s.metadata.owner_references[0].name, "node-a");
-  EXPECT_EQ(s.metadata.owner_references[0].uid, api_.getNode("node-a")->metadata.uid);
-  EXPECT_EQ(s.spec.node_name, "node-a");
-  EXPECT_EQ(s.spec.devices.size(), 3U);
-  expectComplete(1, 1);
-  EXPECT_EQ(writes("create"), 1U);
+ResourceSlice ReconcilerEnv::wantSlice(const Case& c, const Pool& content, size_t index) {
+  std::map<std::string, client::DeviceRef> devices;
+  std::map<std::string, client::CounterSet> counter_sets;
+  auto collect = [&](const std::vector<client::DeviceRef>& d,
+                     const std::vector<client::CounterSet>& s) {
+    for (const client::DeviceRef& ref : d) devices[ref->name()] = ref;
+    for (const client::CounterSet& set : s) counter_sets[set.name] = set;
+  };
+  collect(content.devices, content.shared_counters);
+  for (const DesiredSlice& s : content.slices.value_or(std::vector<DesiredSlice>{})) {
+    collect(s.devices, s.shared_counters);
+  }
 
-  const auto status = store_.status(kNodeA);
-  ASSERT_TRUE(status.has_value());
-  EXPECT_EQ(status->phase, PoolPhase::kPublished);
-  EXPECT_EQ(status->published_version, version);
-  EXPECT_EQ(status->slice_names, std::vector<std::string>{s.metadata.name});
-  EXPECT_EQ(observer_.writes["gpu.example.com/create/success"], 1);
-  EXPECT_EQ(observer_.latencies.size(), 1U);
+  const WantSlice& want = c.want_slices.at(index);
+  ResourceSlice s;
+  s.metadata.generate_name = sliceGenerateName(static_cast<int64_t>(index), c.key);
+  s.metadata.labels[kManagedByLabel] = kManagedByValue;
+  s.spec.driver = c.key.driver;
+  s.spec.pool = {c.key.pool, c.want_generation, static_cast<int64_t>(c.want_slices.size())};
+  const NodeSelection& where = content.selection;
+  if (where.node_name) {
+    s.spec.node_name = where.node_name;
+    client::OwnerReference node;
+    node.api_version = "v1";
+    node.kind = "Node";
+    node.name = *where.node_name;
+    node.uid = api_.getNode(*where.node_name)->metadata.uid;
+    node.controller = true;
+    s.metadata.owner_references = {node};
+  }
+  s.spec.node_selector = where.node_selector;
+  if (where.all_nodes) s.spec.all_nodes = true;
+  if (where.per_device_node_selection) s.spec.per_device_node_selection = true;
+  for (const std::string& name : want.devices) {
+    EXPECT_TRUE(devices.contains(name)) << "the case's content has no device " << name;
+    s.spec.devices.push_back(devices[name]);
+  }
+  for (const std::string& name : want.counter_sets) {
+    EXPECT_TRUE(counter_sets.contains(name)) << "the case's content has no counter set " << name;
+    s.spec.shared_counters.push_back(counter_sets[name]);
+  }
+  return s;
 }
 
-TEST_F(ReconcilerTest, ChangingOneDeviceUpdatesOneSliceWithoutABump) {
-  store_.put(kNodeA, nodePool(300));
-  sync();
-  expectComplete(1, 3);
-  api_.clearActions();
-
-  Pool changed = nodePool(300);
-  changed.devices[200].edit(
-      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
-  store_.put(kNodeA, changed);
-  sync();
-  EXPECT_EQ(api_.countWrites(), 1U);
-  EXPECT_EQ(writes("update"), 1U);
-  expectComplete(1, 3);
+// JSON of `slices` without what the server assigns, sorted, one field a line.
+std::string serverFieldsCleared(std::vector<ResourceSlice> slices) {
+  std::vector<client::Json> out;
+  for (ResourceSlice& s : slices) {
+    if (!s.metadata.generate_name.empty()) s.metadata.name.clear();
+    s.metadata.uid.clear();
+    s.metadata.resource_version.clear();
+    s.metadata.creation_timestamp.clear();
+    s.metadata.generation = 0;
+    out.push_back(client::toJson(s));
+  }
+  std::sort(out.begin(), out.end(), [](const client::Json& a, const client::Json& b) {
+    return a["metadata"].dump() < b["metadata"].dump();
+  });
+  return client::Json(out).dump(1);
 }
 
-TEST_F(ReconcilerTest, AddingADeviceWithRoomUpdatesOneSlice) {
-  store_.put(kNodeA, nodePool(130));
-  sync();
-  api_.clearActions();
-  store_.put(kNodeA, nodePool(131));
-  sync();
-  EXPECT_EQ(api_.countWrites(), 1U);
-  expectComplete(1, 2);
+std::string ReconcilerEnv::wantedSlices(const Case& c, const Pool* content) {
+  std::vector<ResourceSlice> want = c.want_foreign;
+  for (size_t i = 0; i < c.want_slices.size(); ++i) {
+    if (content == nullptr) {
+      ADD_FAILURE() << "slices wanted of a pool without content";
+      break;
+    }
+    want.push_back(wantSlice(c, *content, i));
+  }
+  return serverFieldsCleared(std::move(want));
 }
 
-TEST_F(ReconcilerTest, GrowingBeyondASliceBumpsAndRewritesEverySlice) {
-  store_.put(kNodeA, nodePool(128));
-  sync();
-  api_.clearActions();
-  store_.put(kNodeA, nodePool(129));
-  sync();
-  EXPECT_EQ(writes("update"), 1U);
-  EXPECT_EQ(writes("create"), 1U);
-  expectComplete(2, 2);
+std::string ReconcilerEnv::liveSlices(const PoolKey& key) {
+  std::vector<ResourceSlice> live = poolSlices(key);
+  for (const ResourceSlice& s : live) {
+    if (s.metadata.generate_name.empty()) continue;
+    EXPECT_EQ(s.metadata.name.substr(0, s.metadata.generate_name.size()), s.metadata.generate_name);
+  }
+  return serverFieldsCleared(std::move(live));
 }
 
-// Obsolete slices go last: until every slice of the new generation is
-// written, the published generation stays whole (and usable if the server
-// refuses one of the new slices).
-TEST_F(ReconcilerTest, ShrinkingBumpsAndDeletesObsoleteSlicesLast) {
-  store_.put(kNodeA, nodePool(300));
-  sync();
-  api_.clearActions();
-  store_.put(kNodeA, nodePool(100));
-  sync();
-  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"update", "delete", "delete"}));
-  expectComplete(2, 1);
-}
+void ReconcilerEnv::run(const Case& c) {
+  // The initial objects and the controller's past.
+  cache_.labelled_only = !c.every_slice_cached;
+  if (c.options) {
+    ReconcilerOptions o = options(store_);
+    o.observer = &observer_;
+    c.options(o);
+    auto made = Reconciler::create(o);
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    reconciler_ = std::move(*made);
+  }
+  for (const ResourceSlice& s : c.slices) ASSERT_TRUE(api_.addResourceSlice(s).ok());
+  uint64_t version = 0;
+  for (const Pool& p : c.published) {
+    version = store_.put(c.key, p);
+    ASSERT_NO_FATAL_FAILURE(sync(c.key));
+  }
+  if (c.then) c.then(*this);
 
-// Every delete names the uid and resourceVersion of the slice it decided
-// on, so that a slice someone changed or re-created meanwhile is not deleted
-// blindly (the server answers 409 and the pool is looked at again).
-TEST_F(ReconcilerTest, DeletesCarryUidAndResourceVersionPreconditions) {
-  store_.put(kNodeA, nodePool(300));
-  sync();
+  // The input.
+  if (c.push) version = store_.put(c.key, *c.push);
+  if (c.withdraw) {
+    ASSERT_TRUE(store_.remove(c.key));
+    EXPECT_EQ(store_.status(c.key)->phase, PoolPhase::kWithdrawing);
+  }
+  const std::shared_ptr<const DesiredPool> desired = store_.get(c.key);
   std::map<std::string, ResourceSlice> before;
-  for (const ResourceSlice& s : poolSlices()) before[s.metadata.name] = s;
-  std::vector<testing::FakeKubeApi::Request> deletes;
-  api_.prependReactor("delete", "resourceslices", [&](testing::FakeKubeApi::Request& r) {
-    deletes.push_back(r);
+  for (ResourceSlice& s : poolSlices(c.key)) before[s.metadata.name] = std::move(s);
+  api_.prependReactor("delete", "resourceslices", [this](testing::FakeKubeApi::Request& r) {
+    std::lock_guard lock(deletes_mu_);
+    deletes_.push_back(r);
     return okStatus();
   });
-  store_.put(kNodeA, nodePool(100));
-  sync();
-  ASSERT_EQ(deletes.size(), 2U);
-  for (const testing::FakeKubeApi::Request& d : deletes) {
-    const ResourceSlice& seen = before.at(d.name);
-    EXPECT_EQ(d.preconditions.uid, seen.metadata.uid) << d.name;
-    EXPECT_EQ(d.preconditions.resource_version, seen.metadata.resource_version) << d.name;
+  api_.clearActions();
+  observer_.writes.clear();
+  observer_.latencies.clear();
+  observer_.failed.clear();
+
+  // The sync.
+  const ReconcileResult r = reconciler_->reconcile(c.key);
+  EXPECT_EQ(r.status.code(), c.want_code) << r.status.toString();
+  EXPECT_FALSE(r.requeue_after.has_value()) << "queued again";
+
+  // The slices as objects, and the writes that made them.
+  const Pool* content = c.want_content       ? &*c.want_content
+                        : desired != nullptr ? &desired->pool
+                                             : nullptr;
+  EXPECT_EQ(liveSlices(c.key), wantedSlices(c, content));
+  EXPECT_EQ(writeVerbs(), c.want_writes);
+  {
+    std::lock_guard lock(deletes_mu_);
+    for (const testing::FakeKubeApi::Request& d : deletes_) {
+      // Each delete names the uid and resourceVersion of the slice it
+      // decided on, so that one changed or re-created meanwhile stays.
+      ASSERT_TRUE(before.contains(d.name)) << d.name;
+      EXPECT_EQ(d.preconditions.uid, before.at(d.name).metadata.uid) << d.name;
+      EXPECT_EQ(d.preconditions.resource_version, before.at(d.name).metadata.resource_version)
+          << d.name;
+    }
+  }
+
+  // Metrics and events.
+  std::map<std::string, int> want_metrics;
+  for (const auto& [verb_result, n] : c.want_metrics) {
+    want_metrics[c.key.driver + "/" + verb_result] = n;
+  }
+  if (c.want_metrics.empty()) {
+    for (const std::string& verb : c.want_writes)
+      want_metrics[c.key.driver + "/" + verb + "/success"]++;
+  }
+  {
+    std::lock_guard lock(observer_.mu);
+    EXPECT_EQ(observer_.writes, want_metrics);
+  }
+  const bool ok = c.want_code == StatusCode::kOk;
+  EXPECT_EQ(observer_.latencies.size(), c.push && ok ? 1U : 0U) << "publish latencies";
+  EXPECT_EQ(observer_.failed.size(), ok ? 0U : 1U);
+  std::vector<std::string> want_reverted;
+  const std::vector<ResourceSlice> after = poolSlices(c.key);
+  for (const auto& [index, editor] : c.want_reverted) {
+    want_reverted.push_back(c.key.pool + " ResourceSlice " + after.at(index).metadata.name +
+                            " by " + editor);
+  }
+  EXPECT_EQ(observer_.reverted, want_reverted);
+
+  // The pool's status.
+  const std::optional<PoolStatus> status = store_.status(c.key);
+  if (desired == nullptr) {
+    EXPECT_FALSE(status.has_value()) << "a withdrawn pool keeps a status";
+  } else if (!status) {
+    ADD_FAILURE() << "no status";
+  } else if (ok) {
+    EXPECT_EQ(status->phase, PoolPhase::kPublished);
+    EXPECT_TRUE(status->last_error.ok()) << status->last_error.toString();
+    EXPECT_EQ(status->published_version, version);
+    EXPECT_EQ(status->published_generation, c.want_generation);
+    std::vector<std::string> ours;
+    for (const ResourceSlice& s : after) {
+      if (s.metadata.labels.contains(kManagedByLabel)) ours.push_back(s.metadata.name);
+    }
+    EXPECT_EQ(status->slice_names, ours);
+    // In the order the pool's concurrent writes were answered.
+    std::vector<std::string> dropped = status->dropped_fields;
+    std::sort(dropped.begin(), dropped.end());
+    std::vector<std::string> want_dropped = c.want_dropped;
+    std::sort(want_dropped.begin(), want_dropped.end());
+    EXPECT_EQ(dropped, want_dropped);
+  } else {
+    EXPECT_EQ(status->phase, PoolPhase::kFailed);
+    EXPECT_EQ(status->last_error.code(), c.want_code);
+    EXPECT_NE(status->last_error.message().find(c.want_error), std::string::npos)
+        << status->last_error.toString();
+  }
+
+  // A second sync writes nothing and the queue stays idle.
+  const size_t writes = api_.countWrites();
+  const ReconcileResult again = reconciler_->reconcile(c.key);
+  EXPECT_EQ(again.status.code(), c.want_code) << again.status.toString();
+  EXPECT_FALSE(again.requeue_after.has_value()) << "queued again";
+  EXPECT_EQ(api_.countWrites(), writes) << "a second sync wrote";
+}
+
+// Runs each case in a fresh environment.
+void runAll(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ReconcilerEnv env(c.nodes);
+    env.run(c);
   }
 }
 
-TEST_F(ReconcilerTest, GrowingCreatesNewSlicesBeforeRewritingTheOthers) {
-  store_.put(kNodeA, nodePool(128));
-  sync();
-  api_.clearActions();
-  store_.put(kNodeA, nodePool(300));
-  sync();
-  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"create", "create", "update"}));
-  expectComplete(2, 3);
+class ReconcilerTest : public ::testing::Test, public ReconcilerEnv {};
+
+// nodePool(n) with device `i`'s model changed to H100.
+Pool withH100(int n, size_t i) {
+  Pool p = nodePool(n);
+  p.devices[i].edit([](client::Device& d) { d.attributes["model"].string_value = "H100"; });
+  return p;
 }
+
+Pool withGeneration(Pool p, int64_t generation) {
+  p.generation = generation;
+  return p;
+}
+
+// ---- Publishing a pool --------------------------------------------------------
+
+TEST(ReconcilerTable, PublishesPools) {
+  client::NodeSelector fabric;
+  fabric.value = client::Json::parse(
+      R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"fabric","operator":"In","values":["1"]}]}]})");
+  Pool network;
+  network.selection.node_selector = fabric;
+  std::vector<std::string> nics;
+  for (int i = 0; i < 40; ++i) {
+    network.devices.push_back(gpu("nic-" + std::to_string(i)));
+    nics.push_back("nic-" + std::to_string(i));
+  }
+  Pool everywhere;
+  everywhere.selection.all_nodes = true;
+  everywhere.devices.push_back(gpu("link-0"));
+  Pool explicit_slices;
+  explicit_slices.selection.node_name = "node-a";
+  explicit_slices.slices =
+      std::vector<DesiredSlice>{{{gpu("a-0"), gpu("a-1")}, {}}, {{gpu("b-0")}, {}}};
+
+  runAll({
+      {
+          .name = "a new node-local pool: one create, owned by its Node",
+          .push = nodePool(3),
+          .want_slices = {{gpus(0, 3)}},
+          .want_writes = {"create"},
+      },
+      {
+          .name = "a pool with a node selector has no node and no owner",
+          .key = {"nic.example.com", "fabric-1"},
+          .push = network,
+          .want_slices = {{nics}},
+          .want_writes = {"create"},
+      },
+      {
+          .name = "an all-nodes pool has no node and no owner",
+          .key = {"fabric.example.com", "global"},
+          .push = everywhere,
+          .want_slices = {{{"link-0"}}},
+          .want_writes = {"create"},
+      },
+      {
+          .name = "explicit slices are published as given",
+          .push = explicit_slices,
+          .want_slices = {{{"a-0", "a-1"}}, {{"b-0"}}},
+          .want_writes = {"create", "create"},
+      },
+      {
+          .name = "shared counters get a slice of their own",
+          .push = nodePoolWithCounters(2),
+          .want_slices = {{{}, {"gpu-0-counters"}}, {gpus(0, 2)}},
+          .want_writes = {"create", "create"},
+      },
+      {
+          // Kubernetes 1.34 with DRAPartitionableDevices on refuses a device
+          // that consumes a counter set of another slice; for it the counter
+          // set shares the slice of its consumers.
+          .name = "on Kubernetes 1.34 counter sets share their consumers' slice",
+          .then =
+              [](ReconcilerEnv& env) {
+                env.api_.prependReactor(
+                    "create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
+                      if (!req.slice) return okStatus();
+                      std::set<std::string> here;
+                      for (const client::CounterSet& c : req.slice->spec.shared_counters) {
+                        here.insert(c.name);
+                      }
+                      for (const client::DeviceRef& d : req.slice->spec.devices) {
+                        for (const auto& c : d.device().consumes_counters) {
+                          if (!here.contains(c.counter_set)) {
+                            return invalidArgument(
+                                "must reference a counterSet defined in the ResourceSlice");
+                          }
+                        }
+                      }
+                      return okStatus();
+                    });
+              },
+          .push = nodePoolWithCounters(2),
+          .options = [](ReconcilerOptions& o) { o.counter_placement = counterPlacementFor(1, 34); },
+          .want_slices = {{gpus(0, 2), {"gpu-0-counters"}}},
+          .want_writes = {"create"},
+      },
+      {
+          .name = "a missing Node fails the pool and writes nothing",
+          .push = nodePool(1, "node-z"),
+          .want_code = StatusCode::kNotFound,
+          .want_error = "node-z",
+      },
+      {
+          .name = "a requested generation is used",
+          .push = withGeneration(nodePool(2), 7),
+          .want_slices = split(2),
+          .want_generation = 7,
+          .want_writes = {"create"},
+      },
+  });
+}
+
+// ---- Changing a published pool ------------------------------------------------
+
+TEST(ReconcilerTable, ChangesPublishedPools) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  runAll({
+      {
+          .name = "one device changed: one update, no bump",
+          .published = {nodePool(300)},
+          .push = withH100(300, 200),
+          .want_slices = split(300),
+          .want_writes = {"update"},
+      },
+      {
+          .name = "a device added to a slice with room: one update, no bump",
+          .published = {nodePool(130)},
+          .push = nodePool(131),
+          .want_slices = split(131),
+          .want_writes = {"update"},
+      },
+      {
+          .name = "grown beyond a slice: a bump rewrites every slice",
+          .published = {nodePool(128)},
+          .push = nodePool(129),
+          .want_slices = split(129),
+          .want_generation = 2,
+          .want_writes = {"create", "update"},
+      },
+      {
+          .name = "grown by two slices: new slices first, then the others",
+          .published = {nodePool(128)},
+          .push = nodePool(300),
+          .want_slices = split(300),
+          .want_generation = 2,
+          .want_writes = {"create", "create", "update"},
+      },
+      {
+          // Until every slice of the new generation is written, the
+          // published generation stays whole (and usable if the server
+          // refuses one of the new slices).
+          .name = "shrunk: a bump, obsolete slices deleted last",
+          .published = {nodePool(300)},
+          .push = nodePool(100),
+          .want_slices = split(100),
+          .want_generation = 2,
+          .want_writes = {"update", "delete", "delete"},
+      },
+      {
+          .name = "moved to another Node: its slices are replaced",
+          .published = {nodePool(2, "node-a")},
+          .push = nodePool(2, "node-b"),
+          .want_slices = split(2),
+          .want_generation = 2,
+          .want_writes = {"create", "delete"},
+      },
+      {
+          .name = "withdrawn: its slices are deleted and its status goes",
+          .published = {nodePool(200)},
+          .withdraw = true,
+          .want_writes = {"delete", "delete"},
+      },
+      {
+          .name = "a higher requested generation is honoured",
+          .published = {withGeneration(nodePool(2), 7)},
+          .push = withGeneration(nodePool(2), 9),
+          .want_slices = split(2),
+          .want_generation = 9,
+          .want_writes = {"update"},
+      },
+      {
+          // The increment used to overflow: published at generation 1,
+          // below the old slices.
+          .name = "at the largest generation, a bump keeps it",
+          .published = {withGeneration(nodePool(128), kMax)},
+          .push = nodePool(129),
+          .want_slices = split(129),
+          .want_generation = kMax,
+          .want_writes = {"create", "update"},
+      },
+      {
+          .name = "at the largest generation, shrinking keeps it",
+          .published = {withGeneration(nodePool(128), kMax), nodePool(129)},
+          .push = nodePool(5),
+          .want_slices = split(5),
+          .want_generation = kMax,
+          .want_writes = {"update", "delete"},
+      },
+      {
+          .name = "a driver's own change is no foreign change",
+          .published = {nodePool(200)},
+          .push = withH100(200, 3),
+          .want_slices = split(200),
+          .want_writes = {"update"},
+      },
+  });
+}
+
+// ---- Answers of the API server --------------------------------------------------
+
+TEST(ReconcilerTable, AdoptsWhatTheServerStores) {
+  // The server defaults taint timeAdded and drops bindingConditions (as with
+  // the feature disabled).
+  auto serverSide = [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    client::editDevices(req.slice->spec.devices, [&](client::Device& d) {
+      for (client::DeviceTaint& t : d.taints) {
+        if (!t.time_added) t.time_added = "2026-01-01T00:00:00Z";
+      }
+      d.binding_conditions.clear();
+      d.binding_failure_conditions.clear();
+    });
+    return okStatus();
+  };
+  Pool tainted = nodePool(2);
+  client::DeviceTaint taint;
+  taint.key = "example.com/maintenance";
+  taint.effect = "NoSchedule";
+  tainted.devices[0].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
+  tainted.devices[1].edit(
+      [&](client::Device& d_) { d_.binding_conditions = {"example.com/attached"}; });
+  tainted.devices[1].edit(
+      [&](client::Device& d_) { d_.binding_failure_conditions = {"example.com/failed"}; });
+  // What the server stores: the taint with its default time.
+  Pool stored = nodePool(2);
+  taint.time_added = "2026-01-01T00:00:00Z";
+  stored.devices[0].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
+
+  runAll({
+      {
+          .name = "server defaults and dropped fields cause no update loop",
+          .then =
+              [&](ReconcilerEnv& env) {
+                env.api_.prependReactor("create", "resourceslices", serverSide);
+                env.api_.prependReactor("update", "resourceslices", serverSide);
+              },
+          .push = tainted,
+          .want_slices = split(2),
+          .want_content = stored,
+          .want_writes = {"create"},
+          .want_dropped = {"spec.devices[1].bindingConditions",
+                           "spec.devices[1].bindingFailureConditions"},
+      },
+      {
+          .name = "a conflicting update is read again and retried",
+          .published = {nodePool(3)},
+          .then =
+              [](ReconcilerEnv& env) {
+                auto conflicts = std::make_shared<int>(1);
+                env.api_.prependReactor("update", "resourceslices",
+                                        [conflicts](testing::FakeKubeApi::Request&) {
+                                          if ((*conflicts)-- > 0) {
+                                            return conflict("the object has been modified");
+                                          }
+                                          return okStatus();
+                                        });
+              },
+          .push = withH100(3, 0),
+          .want_slices = split(3),
+          .want_writes = {"update", "update"},
+          .want_metrics = {{"update/conflict", 1}, {"update/success", 1}},
+      },
+  });
+}
+
+// ---- Foreign changes to a published pool ------------------------------------------
+
+TEST(ReconcilerTable, RepairsForeignChanges) {
+  const auto unlabel = [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); };
+  runAll({
+      {
+          .name = "a manual edit is undone without a bump and reported once with its editor",
+          .published = {nodePool(3)},
+          .then =
+              [](ReconcilerEnv& env) {
+                const std::string name = env.editSlice(0, [](ResourceSlice& s) {
+                  s.spec.devices[0].edit([&](client::Device& d_) {
+                    d_.attributes["model"].string_value = "tampered";
+                  });
+                });
+                env.cache_.managers[name] = "kubectl-edit";
+              },
+          .want_slices = split(3),
+          .want_writes = {"update"},
+          .want_reverted = {{0, "kubectl-edit"}},
+      },
+      {
+          .name = "a slice deleted by someone else is recreated",
+          .published = {nodePool(200)},
+          .then =
+              [](ReconcilerEnv& env) {
+                ASSERT_TRUE(env.api_.removeResourceSlice(env.poolSlices()[1].metadata.name).ok());
+              },
+          .want_slices = split(200),
+          .want_generation = 2,
+          .want_writes = {"create", "update"},
+      },
+      {
+          // Without managedFields naming anyone, the editor is unknown.
+          .name = "a generation lowered by someone else goes above the published one",
+          .published = {withGeneration(nodePool(3), 5)},
+          .then =
+              [](ReconcilerEnv& env) {
+                env.editSlice(0, [](ResourceSlice& s) { s.spec.pool.generation = 1; });
+              },
+          .want_slices = split(3),
+          .want_generation = 6,
+          .want_writes = {"update"},
+          .want_reverted = {{0, ""}},
+      },
+      {
+          // It makes the pool look incomplete to the scheduler.
+          .name = "a foreign resourceSliceCount is repaired at a new generation",
+          .published = {nodePool(200)},
+          .then =
+              [](ReconcilerEnv& env) {
+                env.editSlice(0, [](ResourceSlice& s) { s.spec.pool.resource_slice_count = 3; });
+              },
+          .want_slices = split(200),
+          .want_generation = 2,
+          .want_writes = {"update", "update"},
+          .want_reverted = {{0, ""}},
+      },
+      {
+          // `kubectl label resourceslice <slice> app.kubernetes.io/managed-by-`:
+          // the slice leaves the label-selected cache. It used to be replaced
+          // by a new slice at the same generation (2 slices at generation 1,
+          // count 1, forever).
+          .name = "a slice that lost its label is relabelled, not duplicated",
+          .published = {nodePool(200)},
+          .then = [&](ReconcilerEnv& env) { env.editSlice(1, unlabel); },
+          .want_slices = split(200),
+          .want_writes = {"update"},
+          .want_reverted = {{1, ""}},
+      },
+      {
+          .name = "a slice with a foreign manager label is taken back",
+          .published = {nodePool(3)},
+          .then =
+              [](ReconcilerEnv& env) {
+                env.editSlice(0, [](ResourceSlice& s) {
+                  s.metadata.labels[kManagedByLabel] = "someone-else";
+                });
+              },
+          .want_slices = split(3),
+          .want_writes = {"update"},
+          .want_reverted = {{0, ""}},
+      },
+      {
+          .name = "a withdrawn pool takes its unlabelled slices with it",
+          .published = {nodePool(200)},
+          .then = [&](ReconcilerEnv& env) { env.editSlice(0, unlabel); },
+          .withdraw = true,
+          .want_writes = {"delete", "delete"},
+      },
+  });
+}
+
+// ---- Slices of the pool that someone else made ---------------------------------------
+
+TEST(ReconcilerTable, LeavesOrReplacesForeignSlices) {
+  const PoolKey node_b{"gpu.example.com", "node-b"};
+  ResourceSlice ours;
+  ours.metadata.generate_name = sliceGenerateName(0, node_b);
+  ours.metadata.labels[kManagedByLabel] = kManagedByValue;
+  ours.spec.driver = node_b.driver;
+  ours.spec.pool = {node_b.pool, 1, 1};
+  ours.spec.node_name = "node-b";
+  ResourceSlice theirs = ours;
+  theirs.metadata.labels.clear();
+
+  runAll({
+      {
+          // With the label-selected cache, such a slice is invisible.
+          .name = "a foreign unmanaged slice of the same driver is left alone",
+          .slices = {handmadeSlice()},
+          .push = nodePool(2),
+          .want_slices = split(2),
+          .want_foreign = {handmadeSlice()},
+          .want_writes = {"create"},
+      },
+      {
+          // With a cache of every slice (no label selector), a slice that
+          // claims a desired pool belongs to it: adopted if it has an index,
+          // deleted otherwise, and the pool's generation goes above the one
+          // it claimed.
+          .name = "every slice cached: a foreign slice claiming the pool is replaced",
+          .slices = {handmadeSlice()},
+          .push = nodePool(2),
+          .every_slice_cached = true,
+          .want_slices = split(2),
+          .want_generation = 6,
+          .want_writes = {"create", "delete"},
+      },
+      {
+          // ... but a pool nobody desires owns only the slices labelled as
+          // ours (or known to be ours): someone else's slices of that driver
+          // and pool stay. No desired pool, adoption grace over: withdrawn.
+          .name = "every slice cached: withdrawing deletes only our slices",
+          .key = node_b,
+          .slices = {ours, theirs},
+          .every_slice_cached = true,
+          .want_foreign = {theirs},
+          .want_writes = {"delete"},
+      },
+  });
+}
+
+// ---- Cases with more to check than the table holds ----------------------------------
 
 // A bump writes its slices together (bounded by max_parallel_writes), so
 // that the scheduler sees the new generation incomplete for about one round
 // trip rather than one per slice.
 TEST_F(ReconcilerTest, TheSlicesOfABumpAreWrittenConcurrently) {
-  store_.put(kNodeA, nodePool(128));
-  sync();
-  // The first writes wait until eight are under way: only writes that run
-  // together get past, and the bound is reached.
-  api_.holdWritesUntilConcurrent(8);
-  store_.put(kNodeA, nodePool(128 * 16));
-  sync();
-  expectComplete(2, 16);
+  std::vector<std::string> fifteen_creates(15, "create");
+  fifteen_creates.emplace_back("update");
+  run({
+      .name = "grown from one slice to sixteen",
+      .published = {nodePool(128)},
+      // The first writes wait until eight are under way: only writes that
+      // run together get past, and the bound is reached.
+      .then = [](ReconcilerEnv& env) { env.api_.holdWritesUntilConcurrent(8); },
+      .push = nodePool(128 * 16),
+      .want_slices = split(128 * 16),
+      .want_generation = 2,
+      .want_writes = fifteen_creates,
+  });
   EXPECT_EQ(api_.maxConcurrentWrites(), 8U);
 }
 
@@ -417,62 +1078,6 @@ TEST_F(ReconcilerTest, AFailedWriteAmongConcurrentOnesLeavesThePoolToBeRepaired)
   }
   EXPECT_EQ(devices.size(), 128U * 16);
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
-}
-
-TEST_F(ReconcilerTest, ManualEditIsUndoneWithoutABump) {
-  store_.put(kNodeA, nodePool(3));
-  sync();
-  const std::string name = poolSlices()[0].metadata.name;
-  ASSERT_TRUE(api_.editResourceSlice(name,
-                                     [](ResourceSlice& s) {
-                                       s.spec.devices[0].edit([&](client::Device& d_) {
-                                         d_.attributes["model"].string_value = "tampered";
-                                       });
-                                     })
-                  .ok());
-  EXPECT_TRUE(observer_.reverted.empty());
-  cache_.managers[name] = "kubectl-edit";
-  api_.clearActions();
-  sync();
-  EXPECT_EQ(writes("update"), 1U);
-  EXPECT_EQ(poolSlices()[0].spec.devices[0].device().attributes.at("model").string_value, "A100");
-  expectComplete(1, 1);
-  // Reported once, naming the slice and who changed it (sync() reconciles
-  // twice).
-  EXPECT_EQ(observer_.reverted,
-            std::vector<std::string>{"node-a ResourceSlice " + name + " by kubectl-edit"});
-  EXPECT_TRUE(observer_.failed.empty());
-}
-
-TEST_F(ReconcilerTest, ADriversOwnChangeIsNoForeignChange) {
-  publishTwoSlices();
-  Pool changed = nodePool(200);
-  changed.devices[3].edit(
-      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
-  store_.put(kNodeA, changed);
-  sync();
-  EXPECT_EQ(writes("update"), 1U);
-  EXPECT_TRUE(observer_.reverted.empty());
-}
-
-TEST_F(ReconcilerTest, ASliceDeletedBySomeoneElseIsRecreated) {
-  store_.put(kNodeA, nodePool(200));
-  sync();
-  const auto before = poolSlices();
-  ASSERT_EQ(before.size(), 2U);
-  ASSERT_TRUE(api_.removeResourceSlice(before[1].metadata.name).ok());
-  sync();
-  expectComplete(2, 2);
-}
-
-TEST_F(ReconcilerTest, WithdrawnPoolIsDeleted) {
-  store_.put(kNodeA, nodePool(200));
-  sync();
-  ASSERT_TRUE(store_.remove(kNodeA));
-  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kWithdrawing);
-  sync();
-  EXPECT_TRUE(poolSlices().empty());
-  EXPECT_FALSE(store_.status(kNodeA).has_value());
 }
 
 TEST_F(ReconcilerTest, AdoptedSlicesWaitForTheGracePeriod) {
@@ -505,45 +1110,6 @@ TEST_F(ReconcilerTest, AdoptedSlicesWaitForTheGracePeriod) {
   ASSERT_TRUE(r.status.ok());
   EXPECT_TRUE(poolSlices().empty());
 }
-
-TEST_F(ReconcilerTest, ConflictingUpdateIsReReadAndRetried) {
-  store_.put(kNodeA, nodePool(3));
-  sync();
-  int conflicts = 1;
-  api_.prependReactor("update", "resourceslices", [&](testing::FakeKubeApi::Request&) {
-    if (conflicts-- > 0) return conflict("the object has been modified");
-    return okStatus();
-  });
-  Pool changed = nodePool(3);
-  changed.devices[0].edit(
-      [&](client::Device& d_) { d_.attributes["model"].string_value = "H100"; });
-  store_.put(kNodeA, changed);
-  sync();
-  EXPECT_EQ(poolSlices()[0].spec.devices[0].device().attributes.at("model").string_value, "H100");
-  EXPECT_EQ(observer_.writes["gpu.example.com/update/conflict"], 1);
-  EXPECT_EQ(observer_.writes["gpu.example.com/update/success"], 1);
-}
-
-TEST_F(ReconcilerTest, MissingNodeFailsThePool) {
-  store_.put(kNodeA, nodePool(1, "node-z"));
-  const ReconcileResult r = reconciler_->reconcile(kNodeA);
-  EXPECT_EQ(r.status.code(), StatusCode::kNotFound);
-  EXPECT_EQ(api_.countWrites(), 0U);
-  const auto status = store_.status(kNodeA);
-  EXPECT_EQ(status->phase, PoolPhase::kFailed);
-  EXPECT_NE(status->last_error.message().find("node-z"), std::string::npos);
-}
-
-// A Node cache that holds what the test puts in it.
-class MapNodeCache : public NodeCache {
- public:
-  std::optional<std::string> nodeUid(const std::string& name) const override {
-    auto it = uids.find(name);
-    if (it == uids.end()) return std::nullopt;
-    return it->second;
-  }
-  std::map<std::string, std::string> uids;
-};
 
 // With a Node cache, the owner reference takes the cached UID and the API
 // server is not asked; a Node the cache lacks is read once, as without one.
@@ -586,79 +1152,6 @@ TEST_F(ReconcilerTest, TheNodeCacheAnswersAndAMissReadsTheNodeOnce) {
   }
 }
 
-TEST_F(ReconcilerTest, ServerDefaultsAndDroppedFieldsCauseNoUpdateLoop) {
-  // The server defaults taint timeAdded and drops bindingConditions (as with
-  // the feature disabled).
-  auto serverSide = [](testing::FakeKubeApi::Request& req) {
-    if (!req.slice) return okStatus();
-    client::editDevices(req.slice->spec.devices, [&](client::Device& d) {
-      for (client::DeviceTaint& t : d.taints) {
-        if (!t.time_added) t.time_added = "2026-01-01T00:00:00Z";
-      }
-      d.binding_conditions.clear();
-      d.binding_failure_conditions.clear();
-    });
-    return okStatus();
-  };
-  api_.prependReactor("create", "resourceslices", serverSide);
-  api_.prependReactor("update", "resourceslices", serverSide);
-  Pool pool = nodePool(2);
-  client::DeviceTaint taint;
-  taint.key = "example.com/maintenance";
-  taint.effect = "NoSchedule";
-  pool.devices[0].edit([&](client::Device& d_) { d_.taints.push_back(taint); });
-  pool.devices[1].edit(
-      [&](client::Device& d_) { d_.binding_conditions = {"example.com/attached"}; });
-  pool.devices[1].edit(
-      [&](client::Device& d_) { d_.binding_failure_conditions = {"example.com/failed"}; });
-  store_.put(kNodeA, pool);
-  sync();  // also asserts that the second reconcile writes nothing
-  EXPECT_EQ(api_.countWrites(), 1U);
-  const auto status = store_.status(kNodeA);
-  EXPECT_FALSE(status->dropped_fields.empty());
-}
-
-TEST_F(ReconcilerTest, RequestedGenerationIsHonoured) {
-  Pool pool = nodePool(2);
-  pool.generation = 7;
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(7, 1);
-  pool.generation = 9;
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(9, 1);
-}
-
-TEST_F(ReconcilerTest, MovingAPoolToAnotherNodeReplacesItsSlices) {
-  store_.put(kNodeA, nodePool(2, "node-a"));
-  sync();
-  store_.put(kNodeA, nodePool(2, "node-b"));
-  sync();
-  const auto slices = poolSlices();
-  ASSERT_EQ(slices.size(), 1U);
-  EXPECT_EQ(slices[0].spec.node_name, "node-b");
-  EXPECT_EQ(slices[0].metadata.owner_references[0].name, "node-b");
-  expectComplete(2, 1);
-}
-
-TEST_F(ReconcilerTest, NetworkPoolWithSelectorHasNoOwner) {
-  const PoolKey key{"nic.example.com", "fabric-1"};
-  Pool pool;
-  client::NodeSelector sel;
-  sel.value = client::Json::parse(
-      R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"fabric","operator":"In","values":["1"]}]}]})");
-  pool.selection.node_selector = sel;
-  for (int i = 0; i < 40; ++i) pool.devices.push_back(gpu("nic-" + std::to_string(i)));
-  store_.put(key, pool);
-  sync(key);
-  const auto slices = poolSlices(key);
-  ASSERT_EQ(slices.size(), 1U);
-  EXPECT_TRUE(slices[0].metadata.owner_references.empty());
-  EXPECT_EQ(slices[0].spec.node_selector, sel);
-  EXPECT_FALSE(slices[0].spec.node_name.has_value());
-}
-
 TEST_F(ReconcilerTest, OneFailingPoolDoesNotAffectAnother) {
   const PoolKey other{"gpu.example.com", "node-b"};
   api_.prependReactor("create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
@@ -671,88 +1164,6 @@ TEST_F(ReconcilerTest, OneFailingPoolDoesNotAffectAnother) {
   EXPECT_TRUE(reconciler_->reconcile(other).status.ok());
   EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kFailed);
   EXPECT_EQ(store_.status(other)->phase, PoolPhase::kPublished);
-}
-
-TEST_F(ReconcilerTest, AllNodesPoolHasNoNodeAndNoOwner) {
-  const PoolKey key{"fabric.example.com", "global"};
-  Pool pool;
-  pool.selection.all_nodes = true;
-  pool.devices.push_back(gpu("link-0"));
-  store_.put(key, pool);
-  sync(key);
-  const auto slices = poolSlices(key);
-  ASSERT_EQ(slices.size(), 1U);
-  EXPECT_EQ(slices[0].spec.all_nodes, true);
-  EXPECT_FALSE(slices[0].spec.node_name.has_value());
-  EXPECT_TRUE(slices[0].metadata.owner_references.empty());
-}
-
-TEST_F(ReconcilerTest, ExplicitSlicesArePublishedAsGiven) {
-  Pool pool;
-  pool.selection.node_name = "node-a";
-  pool.slices = std::vector<DesiredSlice>{{{gpu("a-0"), gpu("a-1")}, {}}, {{gpu("b-0")}, {}}};
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(1, 2);
-  std::set<std::vector<std::string>> contents;
-  for (const ResourceSlice& s : poolSlices()) {
-    std::vector<std::string> names;
-    for (const auto& d : s.spec.devices) names.push_back(d->name());
-    contents.insert(names);
-  }
-  EXPECT_EQ(contents, (std::set<std::vector<std::string>>{{"a-0", "a-1"}, {"b-0"}}));
-}
-
-// nodePool(n) with one counter set, of which every device consumes half.
-Pool nodePoolWithCounters(int n) {
-  Pool pool = nodePool(n);
-  addCounterSetConsumedByAll(pool, "gpu-0-counters");
-  return pool;
-}
-
-TEST_F(ReconcilerTest, SharedCountersGetASliceOfTheirOwn) {
-  Pool pool = nodePoolWithCounters(2);
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(1, 2);
-  int counter_slices = 0;
-  for (const ResourceSlice& s : poolSlices()) {
-    if (!s.spec.shared_counters.empty()) {
-      ++counter_slices;
-      EXPECT_TRUE(s.spec.devices.empty());
-    }
-  }
-  EXPECT_EQ(counter_slices, 1);
-}
-
-// Kubernetes 1.34 with DRAPartitionableDevices on refuses a device that
-// consumes a counter set of another slice; for it the counter set shares the
-// slice of its consumers: one create, and nothing more.
-TEST_F(ReconcilerTest, OnKubernetes134CounterSetsShareTheirConsumersSlice) {
-  api_.prependReactor("create", "resourceslices", [](testing::FakeKubeApi::Request& req) {
-    if (!req.slice) return okStatus();
-    std::set<std::string> here;
-    for (const client::CounterSet& c : req.slice->spec.shared_counters) here.insert(c.name);
-    for (const client::DeviceRef& d : req.slice->spec.devices) {
-      for (const auto& c : d.device().consumes_counters) {
-        if (!here.contains(c.counter_set)) {
-          return invalidArgument("must reference a counterSet defined in the ResourceSlice");
-        }
-      }
-    }
-    return okStatus();
-  });
-  ReconcilerOptions o = options(store_);
-  o.counter_placement = counterPlacementFor(1, 34);
-  reconciler_ = std::move(*Reconciler::create(o));
-  store_.put(kNodeA, nodePoolWithCounters(2));
-  sync();
-  expectComplete(1, 1);
-  EXPECT_EQ(writes("create"), 1U);
-  const std::vector<ResourceSlice> slices = poolSlices();
-  ASSERT_EQ(slices.size(), 1U);
-  EXPECT_EQ(slices[0].spec.shared_counters.size(), 1U);
-  EXPECT_EQ(slices[0].spec.devices.size(), 2U);
 }
 
 // Kubernetes 1.34 and 1.35 with DRAPartitionableDevices off (their default)
@@ -768,19 +1179,22 @@ TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
                         [&](client::Device& d) { d.consumes_counters.clear(); });
     return okStatus();
   };
-  api_.prependReactor("create", "resourceslices", dropCounters);
-  api_.prependReactor("update", "resourceslices", dropCounters);
-  Pool pool = nodePoolWithCounters(2);
-  store_.put(kNodeA, pool);
-  sync();  // also asserts that a second reconcile writes nothing
-  expectComplete(1, 2);
-  EXPECT_EQ(writes("create"), 2U);
-  EXPECT_EQ(writes("update"), 0U);
-  EXPECT_EQ(writes("delete"), 0U);
-  const auto status = store_.status(kNodeA);
-  EXPECT_NE(std::find(status->dropped_fields.begin(), status->dropped_fields.end(),
-                      "spec.sharedCounters"),
-            status->dropped_fields.end());
+  const Pool pool = nodePoolWithCounters(2);
+  run({
+      .name = "published where the server drops counter sets",
+      .then =
+          [&](ReconcilerEnv& env) {
+            env.api_.prependReactor("create", "resourceslices", dropCounters);
+            env.api_.prependReactor("update", "resourceslices", dropCounters);
+          },
+      .push = pool,
+      // The slice of counter sets is stored empty.
+      .want_slices = {{}, {gpus(0, 2)}},
+      .want_content = nodePool(2),
+      .want_writes = {"create", "create"},
+      .want_dropped = {"spec.sharedCounters", "spec.devices[0].consumesCounters",
+                       "spec.devices[1].consumesCounters"},
+  });
 
   // On a server that keeps counter sets (upgraded, or the gate turned on),
   // a restarted controller fills the emptied slice in again: updates, no
@@ -801,31 +1215,6 @@ TEST_F(ReconcilerTest, AServerDroppingCounterSetsCausesNoRewriteLoop) {
   ASSERT_TRUE(refilled.ok()) << refilled.status().toString();
   EXPECT_EQ(refilled->spec.shared_counters.size(), 1U);
   expectComplete(2, 2);
-}
-
-// A slice someone else made by hand for node-a's pool, without our label or
-// an index in its name, claiming generation 5.
-ResourceSlice handmadeSlice() {
-  ResourceSlice foreign;
-  foreign.metadata.name = "handmade-node-a";
-  foreign.spec.driver = kNodeA.driver;
-  foreign.spec.pool = {kNodeA.pool, 5, 1};
-  foreign.spec.node_name = "node-a";
-  foreign.spec.devices.push_back(gpu("other"));
-  return foreign;
-}
-
-// With the label-selected cache, such a slice is invisible (see
-// WithEverySliceCachedAForeignSliceClaimingThePoolIsReplaced).
-TEST_F(ReconcilerTest, ForeignUnmanagedSliceOfTheSameDriverIsLeftAlone) {
-  auto added = api_.addResourceSlice(handmadeSlice());
-  ASSERT_TRUE(added.ok());
-  store_.put(kNodeA, nodePool(2));
-  sync();
-  const auto still = api_.resourceSlice("handmade-node-a");
-  ASSERT_TRUE(still.has_value());
-  EXPECT_EQ(still->metadata.resource_version, added->metadata.resource_version);
-  EXPECT_EQ(poolSlices().size(), 2U);  // ours and the foreign one
 }
 
 TEST_F(ReconcilerTest, ServerRejectingOnePoolDoesNotStopOthers) {
@@ -1033,139 +1422,6 @@ TEST_F(ReconcilerTest, MissingRbacIsRetriedButAnAdmissionDenialIsNot) {
   store_.put(kNodeA, changed);
   EXPECT_EQ(reconciler_->reconcile(kNodeA).status.code(), StatusCode::kPermissionDenied);
   expectRefusedAndNotRetried("no H100 here");
-}
-
-// ---- Generations ------------------------------------------------------------
-
-// A pool at the largest generation that needs a bump used to be published at
-// generation 1 (the increment overflowed), below its old slices.
-TEST_F(ReconcilerTest, GenerationSaturatesAtTheLargestValue) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  Pool pool = nodePool(128);
-  pool.generation = kMax;
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(kMax, 1);
-  store_.put(kNodeA, nodePool(129));
-  sync();
-  expectComplete(kMax, 2);
-  EXPECT_EQ(store_.status(kNodeA)->published_generation, kMax);
-  store_.put(kNodeA, nodePool(5));
-  sync();
-  expectComplete(kMax, 1);
-}
-
-// A generation lowered by someone else goes back up, never below what was
-// published.
-TEST_F(ReconcilerTest, AForeignlyLoweredGenerationIsRaisedAgain) {
-  Pool pool = nodePool(3);
-  pool.generation = 5;
-  store_.put(kNodeA, pool);
-  sync();
-  expectComplete(5, 1);
-  const std::string name = poolSlices()[0].metadata.name;
-  ASSERT_TRUE(
-      api_.editResourceSlice(name, [](ResourceSlice& s) { s.spec.pool.generation = 1; }).ok());
-  sync();
-  expectComplete(6, 1);
-  // Without managedFields naming anyone, the editor is unknown.
-  EXPECT_EQ(observer_.reverted, std::vector<std::string>{"node-a ResourceSlice " + name + " by "});
-}
-
-// A resourceSliceCount changed by someone else makes the pool look
-// incomplete to the scheduler: the pool is rewritten at a new generation.
-TEST_F(ReconcilerTest, AForeignResourceSliceCountIsRepaired) {
-  store_.put(kNodeA, nodePool(200));
-  sync();
-  ASSERT_TRUE(api_.editResourceSlice(poolSlices()[0].metadata.name,
-                                     [](ResourceSlice& s) { s.spec.pool.resource_slice_count = 3; })
-                  .ok());
-  sync();
-  expectComplete(2, 2);
-}
-
-// ---- Pool integrity against foreign edits -------------------------------------
-
-// `kubectl label resourceslice <slice> app.kubernetes.io/managed-by-`: the
-// slice leaves the label-selected cache. It used to be replaced by a new
-// slice at the same generation (2 slices at generation 1, count 1, forever).
-TEST_F(ReconcilerTest, ASliceThatLostItsLabelIsRelabelledNotDuplicated) {
-  store_.put(kNodeA, nodePool(200));
-  sync();
-  expectComplete(1, 2);
-  const std::string name = poolSlices()[1].metadata.name;
-  ASSERT_TRUE(api_.editResourceSlice(
-                      name, [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); })
-                  .ok());
-  api_.clearActions();
-  sync();
-  EXPECT_EQ(writes("create"), 0U);
-  EXPECT_EQ(writes("update"), 1U);
-  expectComplete(1, 2);
-  for (const ResourceSlice& s : poolSlices()) {
-    EXPECT_EQ(s.metadata.labels.at(kManagedByLabel), kManagedByValue) << s.metadata.name;
-  }
-}
-
-TEST_F(ReconcilerTest, ASliceWithAForeignManagerLabelIsTakenBack) {
-  store_.put(kNodeA, nodePool(3));
-  sync();
-  const std::string name = poolSlices()[0].metadata.name;
-  ASSERT_TRUE(
-      api_.editResourceSlice(
-              name, [](ResourceSlice& s) { s.metadata.labels[kManagedByLabel] = "someone-else"; })
-          .ok());
-  sync();
-  expectComplete(1, 1);
-  EXPECT_EQ(poolSlices()[0].metadata.labels.at(kManagedByLabel), kManagedByValue);
-}
-
-TEST_F(ReconcilerTest, AWithdrawnPoolTakesItsUnlabelledSlicesWithIt) {
-  store_.put(kNodeA, nodePool(200));
-  sync();
-  const std::string name = poolSlices()[0].metadata.name;
-  ASSERT_TRUE(api_.editResourceSlice(
-                      name, [](ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); })
-                  .ok());
-  ASSERT_TRUE(store_.remove(kNodeA));
-  sync();
-  EXPECT_TRUE(poolSlices().empty());
-}
-
-// With a cache of every slice (no label selector), a slice that claims a
-// desired pool belongs to it: adopted if it has an index, deleted otherwise,
-// and the pool's generation goes above the one it claimed.
-TEST_F(ReconcilerTest, WithEverySliceCachedAForeignSliceClaimingThePoolIsReplaced) {
-  cache_.labelled_only = false;
-  ASSERT_TRUE(api_.addResourceSlice(handmadeSlice()).ok());
-  store_.put(kNodeA, nodePool(2));
-  sync();
-  expectComplete(6, 1);
-  EXPECT_FALSE(api_.resourceSlice("handmade-node-a").has_value());
-  EXPECT_EQ(writeVerbs(), (std::vector<std::string>{"create", "delete"}));
-}
-
-// ... but a pool nobody desires owns only the slices labelled as ours (or
-// known to be ours): someone else's slices of that driver and pool stay.
-TEST_F(ReconcilerTest, WithEverySliceCachedWithdrawingDeletesOnlyOurSlices) {
-  cache_.labelled_only = false;
-  const PoolKey key{"gpu.example.com", "node-b"};
-  ResourceSlice ours;
-  ours.metadata.generate_name = sliceGenerateName(0, key);
-  ours.metadata.labels[kManagedByLabel] = kManagedByValue;
-  ours.spec.driver = key.driver;
-  ours.spec.pool = {key.pool, 1, 1};
-  ours.spec.node_name = "node-b";
-  ASSERT_TRUE(api_.addResourceSlice(ours).ok());
-  ResourceSlice theirs = ours;
-  theirs.metadata.labels.clear();
-  ASSERT_TRUE(api_.addResourceSlice(theirs).ok());
-  ASSERT_EQ(poolSlices(key).size(), 2U);
-
-  sync(key);  // no desired pool, adoption grace over: withdrawn
-  const std::vector<ResourceSlice> left = poolSlices(key);
-  ASSERT_EQ(left.size(), 1U);
-  EXPECT_FALSE(left[0].metadata.labels.contains(kManagedByLabel));
 }
 
 // A dry run's answer is exactly what the reconcile then writes, step by
