@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "test/controller/reconcile/counter_pools.h"
+#include "test/controller/reconcile/manual_controller.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
@@ -68,16 +69,6 @@ Pool nodePool(int devices) {
   return p;
 }
 
-// A controller on `api` that the test drives (manual_for_test).
-ControllerOptions manualOptions(testing::FakeKubeApi& api, Clock& clock, DesiredStore& store) {
-  ControllerOptions o;
-  o.api = &api;
-  o.clock = &clock;
-  o.store = &store;
-  o.manual_for_test = true;
-  return o;
-}
-
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -85,27 +76,19 @@ class ControllerTest : public ::testing::Test {
     ControllerOptions o = manualOptions(api_, clock_, store_);
     o.observer = &observer_;
     o.reconciler_observer = &observer_;
-    auto c = Controller::create(o);
-    ASSERT_TRUE(c.ok()) << c.status().toString();
-    controller_ = std::move(*c);
-    controller_->informerForTest().start();
-    controller_->nodeInformerForTest().start();
-    ASSERT_TRUE(controller_->waitForCacheSync(std::stop_token()));
+    controller_ = startManualController(o);
+    ASSERT_NE(controller_, nullptr);
     // Both watches are open, so what the fake writes from now on reaches
     // the informers' handlers by waitForWatchesDelivered().
     ASSERT_TRUE(api_.waitForActiveWatches(1, "resourceslices"));
     ASSERT_TRUE(api_.waitForActiveWatches(1, "nodes"));
   }
-  void TearDown() override { controller_->stop(); }
+  void TearDown() override {
+    if (controller_ != nullptr) controller_->stop();
+  }
 
   // Releases batched pushes and runs the queue dry.
-  int drain() {
-    clock_.advance(std::chrono::seconds(1));
-    controller_->queueForTest().releaseDueForTest();
-    int n = 0;
-    while (controller_->processNextItemForTest()) ++n;
-    return n;
-  }
+  int drain() { return reconcile::drain(*controller_, clock_); }
 
   size_t poolSlices() {
     size_t n = 0;
@@ -295,12 +278,9 @@ TEST(ControllerPlacement, IsAskedForWhenLeadingStarts) {
     ++asked;
     return ServerRelease{CounterPlacement::kWithConsumers, "v1.34.0"};
   };
-  auto c = Controller::create(o);
-  ASSERT_TRUE(c.ok()) << c.status().toString();
-  Controller& controller = **c;
-  controller.informerForTest().start();
-  controller.nodeInformerForTest().start();
-  ASSERT_TRUE(controller.waitForCacheSync(std::stop_token()));
+  std::unique_ptr<Controller> made = startManualController(o);
+  ASSERT_NE(made, nullptr);
+  Controller& controller = *made;
   EXPECT_EQ(asked, 0);
   controller.startLeading();
   EXPECT_EQ(asked, 1);
@@ -308,10 +288,7 @@ TEST(ControllerPlacement, IsAskedForWhenLeadingStarts) {
   Pool pool = nodePool(2);
   addCounterSetConsumedByAll(pool, "gpu-0");
   store.put(kNodeA, pool);
-  clock.advance(std::chrono::seconds(1));
-  controller.queueForTest().releaseDueForTest();
-  while (controller.processNextItemForTest()) {
-  }
+  drain(controller, clock);
   // One slice with the counter set and both consumers, not a counter slice
   // of its own.
   const std::vector<client::ResourceSlice> slices = api.resourceSlices();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "controller/reconcile/controller.h"
+#include "test/controller/reconcile/manual_controller.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
@@ -105,30 +106,19 @@ struct LeaderRun {
 LeaderRun leadAndPush(testing::FakeKubeApi& api, testing::FakeClock& clock, const Pool& pool,
                       bool probe) {
   DesiredStore store{clock};
-  ControllerOptions o;
-  o.api = &api;
-  o.clock = &clock;
-  o.store = &store;
-  o.manual_for_test = true;
+  ControllerOptions o = manualOptions(api, clock, store);
   o.probe_dropped_fields = probe;
-  auto c = Controller::create(o);
-  EXPECT_TRUE(c.ok()) << c.status().toString();
-  Controller& controller = **c;
-  controller.informerForTest().start();
-  controller.nodeInformerForTest().start();
-  EXPECT_TRUE(controller.waitForCacheSync(std::stop_token()));
-  controller.startLeading();
+  std::unique_ptr<Controller> controller = startManualController(o);
+  if (controller == nullptr) return {};
+  controller->startLeading();
   const size_t before = api.countWrites();
   store.put(kNodeA, pool);
   for (int round = 0; round < 3; ++round) {
-    clock.advance(std::chrono::seconds(1));
-    controller.queueForTest().releaseDueForTest();
-    while (controller.processNextItemForTest()) {
-    }
+    drain(*controller, clock);
     EXPECT_TRUE(api.waitForWatchesDelivered());
   }
   LeaderRun run{api.countWrites() - before, store.status(kNodeA)};
-  controller.stop();
+  controller->stop();
   return run;
 }
 
