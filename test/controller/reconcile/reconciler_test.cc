@@ -202,8 +202,9 @@ struct Case {
   std::optional<Pool> want_content{};
   // The pool's other slices (someone else's), as given.
   std::vector<ResourceSlice> want_foreign{};
-  // The slice writes of the sync, in order (writes of one step run
-  // concurrently, so a step's verbs are alike).
+  // The slice writes of the sync, in order. The writes of one step run
+  // concurrently; in these cases a step's writes share their verb, so the
+  // order is fixed.
   std::vector<std::string> want_writes{};
   // slice_writes_total by "verb/result"; empty: one success per want_writes.
   std::map<std::string, int> want_metrics{};
