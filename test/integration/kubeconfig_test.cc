@@ -335,6 +335,10 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
   EXPECT_EQ(std::stoi(readFile(runs)), 3) << controller_.process->log();
   EXPECT_NE(controller_.process->log().find("exec credential plugin gave a credential"),
             std::string::npos);
+  // Each of the three runs gave a credential, and was counted so.
+  EXPECT_EQ(env_.metric(controller_,
+                        R"(rest_client_exec_plugin_call_total{call_status="no_error",code="0"})"),
+            3.0);
 
   // Clean up for the next test: every pool withdrawn.
   for (const auto& [d, p] : pools) {
