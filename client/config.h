@@ -9,8 +9,10 @@
 // naming the file and field. Plain data and functions; thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,6 +65,34 @@ struct ExecConfig {
   std::string origin;
 };
 
+// Cloud plugins (aws eks get-token, gke-gcloud-auth-plugin, kubelogin with a
+// service principal) answer within seconds; one that hangs must not hold the
+// client's requests for ever, so it is killed after this long.
+inline constexpr std::chrono::milliseconds kExecPluginTimeout = std::chrono::seconds(30);
+// An ExecCredential is a few kilobytes (a token, or a certificate and key);
+// a plugin that prints more is broken and is killed.
+inline constexpr size_t kMaxExecOutputBytes = size_t{1} << 20;
+
+// One run of an exec plugin, as client-go's rest_client_exec_plugin_call_total
+// counts it: `code` is the plugin's exit code (0 if and only if it gave a
+// credential; -1 when it was killed or never ran) and `call_status` one of
+// no_error, plugin_execution_error, plugin_not_found_error,
+// client_internal_error, and for the limits below plugin_timeout_error and
+// plugin_output_limit_error.
+struct ExecPluginCall {
+  int code = 0;
+  std::string_view call_status;
+};
+
+// How exec plugins are run: limits set by the program (its flags), not by
+// the kubeconfig, and who is told of each run.
+struct ExecRunOptions {
+  std::chrono::milliseconds timeout = kExecPluginTimeout;
+  size_t max_output_bytes = kMaxExecOutputBytes;
+  // Called after every run, from the thread that ran it; may be empty.
+  std::function<void(const ExecPluginCall&)> observer;
+};
+
 struct ClientConfig {
   // "https://host:port" (or http://), without a trailing slash.
   std::string server;
@@ -77,6 +107,8 @@ struct ClientConfig {
   // When set, the token and/or client certificate come from this plugin
   // (and none of the four fields above is set).
   std::optional<ExecConfig> exec;
+  // How `exec` runs; not read from the kubeconfig.
+  ExecRunOptions exec_run;
   bool insecure_skip_tls_verify = false;
   // The name the server's certificate is checked against, when it differs
   // from the host in `server`.

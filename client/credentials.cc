@@ -7,13 +7,11 @@
 
 namespace rsc::client {
 
-CredentialSource::CredentialSource(const ClientConfig& config, Clock& clock,
-                                   ExecRunOptions exec_options)
+CredentialSource::CredentialSource(const ClientConfig& config, Clock& clock)
     : config_(config),
       use_exec_(config.exec.has_value()),
       exec_(config.exec.value_or(ExecConfig{})),
       clock_(clock),
-      exec_options_(exec_options),
       token_(config.bearer_token) {}
 
 void CredentialSource::reloadTokenFile() {
@@ -30,7 +28,7 @@ void CredentialSource::reloadTokenFile() {
 
 Status CredentialSource::runPlugin() {
   has_exec_credential_ = false;
-  StatusOr<ExecCredential> answer = runExecPlugin(exec_, config_, exec_options_);
+  StatusOr<ExecCredential> answer = runExecPlugin(exec_, config_);
   if (!answer.ok()) {
     log::warning("exec credential plugin failed",
                  {{"command", exec_.command}, {"error", answer.status().message()}});
@@ -69,7 +67,9 @@ std::shared_ptr<CredentialSource> CredentialSource::shared(const ClientConfig& c
               execInfo(exec, config),
               exec.interactive_mode,
               exec.install_hint,
-              config.client_cert_pem};
+              config.client_cert_pem,
+              config.exec_run.timeout.count(),
+              config.exec_run.max_output_bytes};
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<CredentialSource>> sources;
   std::lock_guard lock(mu);

@@ -47,7 +47,7 @@ class CredentialSource {
   // broken plugin costs one run per interval, not one per request.
   static constexpr std::chrono::seconds kExecFailureHold{5};
 
-  CredentialSource(const ClientConfig& config, Clock& clock, ExecRunOptions exec_options = {});
+  CredentialSource(const ClientConfig& config, Clock& clock);
 
   // One source per exec plugin configuration (and server) in the process,
   // shared by every transport made from it (the leader election's client
@@ -82,7 +82,6 @@ class CredentialSource {
   const bool use_exec_;
   const ExecConfig exec_;
   Clock& clock_;
-  const ExecRunOptions exec_options_;
   std::mutex mu_;
   std::string token_;
   std::optional<Clock::TimePoint> read_at_;

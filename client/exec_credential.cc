@@ -272,29 +272,52 @@ StatusOr<ExecCredential> parseExecCredential(std::string_view output, const Exec
   return out;
 }
 
-StatusOr<ExecCredential> runExecPlugin(const ExecConfig& exec, const ClientConfig& cluster,
-                                       const ExecRunOptions& options) {
+namespace {
+
+// Runs the plugin and parses its output; `call` is set to how the run went.
+StatusOr<ExecCredential> runAndParse(const ExecConfig& exec, const ClientConfig& cluster,
+                                     ExecPluginCall& call) {
+  const ExecRunOptions& options = cluster.exec_run;
+  call = {-1, "plugin_not_found_error"};
   ASSIGN_OR_RETURN(std::string file, findExecutable(exec));
+  call = {-1, "client_internal_error"};
   ASSIGN_OR_RETURN(ChildOutput child, runChild(file, exec, cluster, options));
   if (child.timed_out) {
+    call = {-1, "plugin_timeout_error"};
     return execError(exec, "\"" + exec.command + "\" gave no answer within " +
                                std::to_string(options.timeout.count()) + " ms; killed");
   }
   if (child.too_large) {
+    call = {-1, "plugin_output_limit_error"};
     return execError(exec, "\"" + exec.command + "\" printed more than " +
                                std::to_string(options.max_output_bytes) + " bytes; killed");
   }
+  call = {-1, "plugin_execution_error"};
   if (WIFSIGNALED(child.wait_status)) {
     return execError(exec, "\"" + exec.command + "\" was killed by signal " +
                                std::to_string(WTERMSIG(child.wait_status)) +
                                stderrSuffix(child.err));
   }
   if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
+    call.code = WIFEXITED(child.wait_status) ? WEXITSTATUS(child.wait_status) : -1;
     return execError(exec, "\"" + exec.command + "\" failed with exit code " +
                                std::to_string(WEXITSTATUS(child.wait_status)) +
                                stderrSuffix(child.err));
   }
-  return parseExecCredential(child.out, exec);
+  // Exited 0 but printed no usable credential: an execution error, with
+  // code -1 so that code 0 keeps meaning a credential was given.
+  StatusOr<ExecCredential> parsed = parseExecCredential(child.out, exec);
+  if (parsed.ok()) call = {0, "no_error"};
+  return parsed;
+}
+
+}  // namespace
+
+StatusOr<ExecCredential> runExecPlugin(const ExecConfig& exec, const ClientConfig& cluster) {
+  ExecPluginCall call;
+  StatusOr<ExecCredential> answer = runAndParse(exec, cluster, call);
+  if (cluster.exec_run.observer) cluster.exec_run.observer(call);
+  return answer;
 }
 
 }  // namespace rsc::client

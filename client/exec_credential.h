@@ -19,13 +19,6 @@
 
 namespace rsc::client {
 
-// Cloud plugins (aws eks get-token, gke-gcloud-auth-plugin, kubelogin with a
-// service principal) answer within seconds; one that hangs must not hold the
-// client's requests for ever, so it is killed after this long.
-inline constexpr std::chrono::milliseconds kExecPluginTimeout = std::chrono::seconds(30);
-// An ExecCredential is a few kilobytes (a token, or a certificate and key);
-// a plugin that prints more is broken and is killed.
-inline constexpr size_t kMaxExecOutputBytes = size_t{1} << 20;
 // How much of the plugin's standard error goes into an error message.
 inline constexpr size_t kMaxExecStderrInError = 2048;
 
@@ -37,11 +30,6 @@ struct ExecCredential {
   // When the credential stops being valid; nullopt: until the server says
   // otherwise (a 401).
   std::optional<Clock::SystemTime> expiry;
-};
-
-struct ExecRunOptions {
-  std::chrono::milliseconds timeout = kExecPluginTimeout;
-  size_t max_output_bytes = kMaxExecOutputBytes;
 };
 
 // The value of KUBERNETES_EXEC_INFO: an ExecCredential of the plugin's
@@ -58,8 +46,8 @@ StatusOr<ExecCredential> parseExecCredential(std::string_view output, const Exec
 // it and the installHint; a plugin that fails, hangs past the timeout or
 // prints too much fails with its exit code and the start of its standard
 // error. The timeout is measured on the real clock: it bounds a real child
-// process.
-StatusOr<ExecCredential> runExecPlugin(const ExecConfig& exec, const ClientConfig& cluster,
-                                       const ExecRunOptions& options = {});
+// process. The limits and the observer told of each run are
+// cluster.exec_run's.
+StatusOr<ExecCredential> runExecPlugin(const ExecConfig& exec, const ClientConfig& cluster);
 
 }  // namespace rsc::client

@@ -41,10 +41,23 @@ std::optional<std::string> parseNumber(const std::string& v, T* out, T min) {
   return std::nullopt;
 }
 
-std::optional<std::string> parseDurationInto(const std::string& v, std::chrono::milliseconds* out) {
+// Formats a duration as the flags take it: "2m", "15s", "500ms".
+std::string formatDuration(std::chrono::milliseconds d) {
+  const int64_t ms = d.count();
+  if (ms % 3'600'000 == 0 && ms != 0) return std::to_string(ms / 3'600'000) + "h";
+  if (ms % 60'000 == 0 && ms != 0) return std::to_string(ms / 60'000) + "m";
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+// A duration flag; one shorter than `min` is refused naming the minimum.
+std::optional<std::string> parseDurationInto(
+    const std::string& v, std::chrono::milliseconds* out,
+    std::chrono::milliseconds min = std::chrono::milliseconds(0)) {
   StatusOr<Clock::Duration> d = parseDuration(v);
   if (!d.ok()) return d.status().message();
   *out = std::chrono::milliseconds(std::llround(static_cast<double>(d->count()) / 1e6));
+  if (*out < min) return "must be at least " + formatDuration(min);
   return std::nullopt;
 }
 
@@ -183,21 +196,16 @@ const std::vector<FlagSpec>& specs() {
        "Validity of each self-signed CA and serving certificate; rotation starts at half of it "
        "(a new CA joins the bundle) and switches the certificate at two thirds.",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.inventory_tls_validity)) return err;
-         if (f.inventory_tls_validity < std::chrono::seconds(6))
-           return std::string("must be at least 6s");
-         return std::nullopt;
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.inventory_tls_validity, std::chrono::seconds(6));
        }},
       {"inventory-tls-sync-interval",
        "How often each replica reads the self-signed certificate Secret (to serve a rotated "
        "certificate, or rotate it). Keep it far below a sixth of --inventory-tls-validity.",
        false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.inventory_tls_sync_interval)) return err;
-         if (f.inventory_tls_sync_interval < std::chrono::milliseconds(100))
-           return std::string("must be at least 100ms");
-         return std::nullopt;
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.inventory_tls_sync_interval,
+                                  std::chrono::milliseconds(100));
        }},
       {"inventory-ca-file",
        "PEM CA bundle that the leader's inventory certificate must chain to when a push is "
@@ -274,8 +282,9 @@ const std::vector<FlagSpec>& specs() {
        "TokenReviews per second that one client address may cause (429 past it); 0: no "
        "per-client limit.",
        false,
-       [](ServiceFlags& f,
-          const std::string& v) { return parseRate(v, &f.auth_client_review_qps, true); }},
+       [](ServiceFlags& f, const std::string& v) {
+         return parseRate(v, &f.auth_client_review_qps, true);
+       }},
       {"auth-client-review-burst", "Burst of reviews above --auth-client-review-qps.", false,
        [](ServiceFlags& f, const std::string& v) {
          return parseNumber<int>(v, &f.auth_client_review_burst, 1);
@@ -284,21 +293,20 @@ const std::vector<FlagSpec>& specs() {
        "Let a token bound to no node publish devices of a named node (nodeName, per-device "
        "nodeName). Off: only a token of a pod on that node may.",
        true,
-       [](ServiceFlags& f,
-          const std::string& v) { return parseBool(v, &f.allow_unbound_node_pools); }},
+       [](ServiceFlags& f, const std::string& v) {
+         return parseBool(v, &f.allow_unbound_node_pools);
+       }},
       {"auth",
        "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or none "
        "(local development only).",
        false,
-       [](ServiceFlags& f,
-          const std::string& v) -> std::
-                                    optional<std::string> {
-                                      if (v != "tokenreview" && v != "none") {
-                                        return "must be tokenreview or none, not \"" + v + "\"";
-                                      }
-                                      f.auth = v;
-                                      return std::nullopt;
-                                    }},
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         if (v != "tokenreview" && v != "none") {
+           return "must be tokenreview or none, not \"" + v + "\"";
+         }
+         f.auth = v;
+         return std::nullopt;
+       }},
       {"token-audience", "Audience drivers' service-account tokens must be issued for.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          f.token_audience = v;
@@ -316,14 +324,22 @@ const std::vector<FlagSpec>& specs() {
        "bounded by the API server's own 60 s request timeout.",
        false,
        [](ServiceFlags& f,
-          const std::string& v) -> std::
-                                    optional<std::string> {
-                                      if (auto err = parseDurationInto(v, &f.kube_api_call_timeout))
-                                        return err;
-                                      if (f.kube_api_call_timeout < std::chrono::seconds(1))
-                                        return std::string("must be at least 1s");
-                                      return std::nullopt;
-                                    }},
+          const std::string&
+              v) { return parseDurationInto(v, &f.kube_api_call_timeout, std::chrono::seconds(1)); }},
+      {"exec-plugin-timeout",
+       "Longest a kubeconfig's exec credential plugin may run; past it the plugin and what it "
+       "started are killed and the credential is an error (retried after 5 s).",
+       false,
+       [](ServiceFlags& f,
+          const std::string&
+              v) { return parseDurationInto(v, &f.exec_plugin_timeout, std::chrono::seconds(1)); }},
+      {"exec-plugin-max-output-bytes",
+       "Most an exec credential plugin may print (an ExecCredential is a few KiB); past it the "
+       "plugin is killed and the credential is an error.",
+       false,
+       [](ServiceFlags& f,
+          const std::string&
+              v) { return parseNumber<size_t>(v, &f.exec_plugin_max_output_bytes, 4096); }},
       {"events",
        "Record Kubernetes Events (events.k8s.io/v1) for reverted foreign changes, failed "
        "publishes, expired pool leases, adopted slices and leadership; each Event object and "
@@ -373,14 +389,8 @@ const std::vector<FlagSpec>& specs() {
        "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
        false,
        [](ServiceFlags& f,
-          const std::string& v) -> std::
-                                    optional<std::string> {
-                                      if (auto err = parseDurationInto(v, &f.shutdown_timeout))
-                                        return err;
-                                      if (f.shutdown_timeout < std::chrono::seconds(1))
-                                        return std::string("must be at least 1s");
-                                      return std::nullopt;
-                                    }},
+          const std::string&
+              v) { return parseDurationInto(v, &f.shutdown_timeout, std::chrono::seconds(1)); }},
       {"log-format", "text (klog-like) or json.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          if (v == "text") {
@@ -472,19 +482,6 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   return flags;
 }
 
-namespace {
-
-// Formats a duration as the flags take it: "2m", "15s", "500ms".
-std::string formatDuration(std::chrono::milliseconds d) {
-  const int64_t ms = d.count();
-  if (ms % 3'600'000 == 0 && ms != 0) return std::to_string(ms / 3'600'000) + "h";
-  if (ms % 60'000 == 0 && ms != 0) return std::to_string(ms / 60'000) + "m";
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
-}
-
-}  // namespace
-
 std::string flagsUsage() {
   std::ostringstream out;
   out << "Usage: resourceslice-controller [flags]\n\n"
@@ -520,6 +517,8 @@ std::string flagsUsage() {
       {"kube-api-qps", std::to_string(static_cast<int64_t>(d.kube_api_qps))},
       {"kube-api-burst", std::to_string(d.kube_api_burst)},
       {"kube-api-call-timeout", formatDuration(d.kube_api_call_timeout)},
+      {"exec-plugin-timeout", formatDuration(d.exec_plugin_timeout)},
+      {"exec-plugin-max-output-bytes", std::to_string(d.exec_plugin_max_output_bytes)},
       {"events", d.events ? "true" : "false"},
       {"event-namespace", d.event_namespace},
       {"event-qps", std::to_string(static_cast<int64_t>(d.event_qps))},

@@ -81,6 +81,9 @@ struct ServiceFlags {
   int kube_api_burst = 100;
   // All attempts and retry waits of one API call (client::RestKubeApiOptions).
   std::chrono::milliseconds kube_api_call_timeout{30'000};
+  // Limits on a kubeconfig's exec credential plugin (client::ExecRunOptions).
+  std::chrono::milliseconds exec_plugin_timeout{30'000};
+  size_t exec_plugin_max_output_bytes = size_t{1} << 20;
   // Kubernetes Events (client::EventRecorder): on or off, where Events about
   // cluster-scoped objects go, the sender's rate limit, and its queue.
   bool events = true;

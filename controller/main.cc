@@ -242,6 +242,11 @@ int run(const controller::ServiceFlags& flags) {
 
   std::shared_ptr<prometheus::Registry> registry = metrics::newRegistry();
   metrics::RestClientMetrics rest_metrics(*registry);
+  config->exec_run.timeout = flags.exec_plugin_timeout;
+  config->exec_run.max_output_bytes = flags.exec_plugin_max_output_bytes;
+  config->exec_run.observer = [&rest_metrics](const client::ExecPluginCall& call) {
+    rest_metrics.observeExecPluginCall(call.code, call.call_status);
+  };
   auto transport = client::CpprestTransport::create(*config, clock);
   if (!transport.ok()) return usageError(transport.status().message());
   // With leader election, slice writes pass only while this replica holds the

@@ -24,7 +24,21 @@ RestClientMetrics::RestClientMetrics(prometheus::Registry& registry)
       durations_(prometheus::BuildHistogram()
                      .Name("rest_client_request_duration_seconds")
                      .Help("Latency of HTTP requests to the API server, by verb and host.")
-                     .Register(registry)) {}
+                     .Register(registry)),
+      exec_plugin_calls_(prometheus::BuildCounter()
+                             .Name("rest_client_exec_plugin_call_total")
+                             .Help("Runs of the kubeconfig's exec credential plugin, by exit "
+                                   "code (0 if and only if it gave a credential) and call "
+                                   "status.")
+                             .Register(registry)) {}
+
+void RestClientMetrics::observeExecPluginCall(int code, std::string_view call_status) {
+  // A plugin runs once per credential lifetime (minutes), so the label-set
+  // lookup inside prometheus-cpp costs nothing worth caching.
+  exec_plugin_calls_
+      .Add({{"code", std::to_string(code)}, {"call_status", std::string(call_status)}})
+      .Increment();
+}
 
 void RestClientMetrics::observe(std::string_view verb, std::string_view host, int code,
                                 Clock::Duration duration) {

@@ -1,5 +1,7 @@
-// RestClientMetrics: requests to the Kubernetes API server, under client-go's
-// names (rest_client_requests_total, rest_client_request_duration_seconds).
+// RestClientMetrics: requests to the Kubernetes API server and runs of the
+// kubeconfig's exec credential plugin, under client-go's names
+// (rest_client_requests_total, rest_client_request_duration_seconds,
+// rest_client_exec_plugin_call_total).
 // client/ knows nothing of metrics; the controller's wiring gives the client a
 // callback that calls observe() once per HTTP request, retries included.
 // Thread-safe.
@@ -39,12 +41,19 @@ class RestClientMetrics {
   // response headers, not the life of the stream.
   void observe(std::string_view verb, std::string_view host, int code, Clock::Duration duration);
 
+  // Records one run of an exec credential plugin: its exit code (0 if and
+  // only if it gave a credential) and how the call went (no_error,
+  // plugin_execution_error, plugin_not_found_error, client_internal_error,
+  // plugin_timeout_error, plugin_output_limit_error; client/config.h).
+  void observeExecPluginCall(int code, std::string_view call_status);
+
   // Upper bounds of rest_client_request_duration_seconds: client-go's.
   static std::vector<double> requestDurationBuckets();
 
  private:
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
+  prometheus::Family<prometheus::Counter>& exec_plugin_calls_;
 
   // Series already created, so a request costs one map lookup instead of a
   // label-set hash and a histogram allocation inside prometheus-cpp. Series

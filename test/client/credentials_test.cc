@@ -350,19 +350,56 @@ TEST(ExecPlugin, BadAnswersAreErrors) {
 TEST(ExecPlugin, OutputAndTimeAreBounded) {
   TempDir dir;
   ClientConfig config = execConfig(script(dir, "chatty", "yes token\n"));
-  ExecRunOptions options;
-  options.max_output_bytes = 1000;
-  auto answer = runExecPlugin(*config.exec, config, options);
+  config.exec_run.max_output_bytes = 1000;
+  auto answer = runExecPlugin(*config.exec, config);
   ASSERT_FALSE(answer.ok());
   EXPECT_THAT(answer.status().message(), HasSubstr("printed more than 1000 bytes; killed"));
 
   // A plugin that hangs (and started a child that holds its output open) is
   // killed with its process group at the timeout.
   config = execConfig(script(dir, "hangs", "sleep 60 &\nsleep 60\n"));
-  options.timeout = std::chrono::milliseconds(100);
-  answer = runExecPlugin(*config.exec, config, options);
+  config.exec_run.timeout = std::chrono::milliseconds(100);
+  answer = runExecPlugin(*config.exec, config);
   ASSERT_FALSE(answer.ok());
   EXPECT_THAT(answer.status().message(), HasSubstr("gave no answer within 100 ms; killed"));
+}
+
+// Every run is reported as client-go's rest_client_exec_plugin_call_total
+// counts it, the limits under statuses of their own.
+TEST(ExecPlugin, EachRunIsReportedWithItsCodeAndCallStatus) {
+  const std::string good =
+      "printf '{\"apiVersion\": \"client.authentication.k8s.io/v1\", \"kind\": "
+      "\"ExecCredential\", \"status\": {\"token\": \"t\"}}'\n";
+  struct Case {
+    std::string name;
+    std::string body;  // empty: the command does not exist
+    int want_code;
+    std::string want_status;
+  };
+  const std::vector<Case> cases = {
+      {"credential", good, 0, "no_error"},
+      {"missing", "", -1, "plugin_not_found_error"},
+      {"exit 3", "exit 3\n", 3, "plugin_execution_error"},
+      {"killed", "kill -9 $$\n", -1, "plugin_execution_error"},
+      {"not a credential", "echo hello\n", -1, "plugin_execution_error"},
+      {"too much output", "yes token\n", -1, "plugin_output_limit_error"},
+      {"hangs", "sleep 60\n", -1, "plugin_timeout_error"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir dir;
+    ClientConfig config =
+        execConfig(c.body.empty() ? dir.path() / "absent" : script(dir, "plugin", c.body));
+    config.exec_run.max_output_bytes = 1000;
+    config.exec_run.timeout = std::chrono::milliseconds(200);
+    std::vector<ExecPluginCall> calls;
+    config.exec_run.observer = [&](const ExecPluginCall& call) { calls.push_back(call); };
+    const bool ok = runExecPlugin(*config.exec, config).ok();
+    EXPECT_EQ(ok, c.want_code == 0);
+    ASSERT_EQ(calls.size(), 1U);
+    EXPECT_EQ(calls[0].code, c.want_code);
+    EXPECT_EQ(calls[0].call_status, c.want_status);
+  }
 }
 
 TEST(CredentialSource, AFailingPluginIsAnErrorAndRunsAgainAfterAWhile) {

@@ -136,7 +136,7 @@ class ConnectProxy {
     const size_t colon = target.rfind(':');
     if (method != "CONNECT" || colon == std::string::npos) {
       const std::string refused = "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n";
-      (void)!::write(client, refused.data(), refused.size());
+      (void)!::send(client, refused.data(), refused.size(), MSG_NOSIGNAL);
       return;
     }
     const int upstream = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -150,18 +150,19 @@ class ConnectProxy {
     ::inet_pton(AF_INET, target.substr(0, colon).c_str(), &addr.sin_addr);
     if (::connect(upstream, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
       const std::string failed = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n";
-      (void)!::write(client, failed.data(), failed.size());
+      (void)!::send(client, failed.data(), failed.size(), MSG_NOSIGNAL);
       return;
     }
     const std::string established = "HTTP/1.1 200 Connection established\r\n\r\n";
-    (void)!::write(client, established.data(), established.size());
+    (void)!::send(client, established.data(), established.size(), MSG_NOSIGNAL);
     std::array<pollfd, 2> fds{pollfd{client, POLLIN, 0}, pollfd{upstream, POLLIN, 0}};
     std::array<char, 16384> buf{};
     while (::poll(fds.data(), fds.size(), -1) > 0) {
       for (size_t i = 0; i < 2; ++i) {
         if (fds[i].revents == 0) continue;
         const ssize_t n = ::read(fds[i].fd, buf.data(), buf.size());
-        if (n <= 0 || ::write(fds[1 - i].fd, buf.data(), static_cast<size_t>(n)) != n) {
+        if (n <= 0 ||
+            ::send(fds[1 - i].fd, buf.data(), static_cast<size_t>(n), MSG_NOSIGNAL) != n) {
           ::shutdown(client, SHUT_RDWR);
           ::shutdown(upstream, SHUT_RDWR);
           return;
@@ -335,6 +336,10 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
   EXPECT_EQ(std::stoi(readFile(runs)), 3) << controller_.process->log();
   EXPECT_NE(controller_.process->log().find("exec credential plugin gave a credential"),
             std::string::npos);
+  // Each of the three runs gave a credential, and was counted so.
+  EXPECT_EQ(env_.metric(controller_,
+                        R"(rest_client_exec_plugin_call_total{call_status="no_error",code="0"})"),
+            3.0);
 
   // Clean up for the next test: every pool withdrawn.
   for (const auto& [d, p] : pools) {

@@ -50,6 +50,22 @@ TEST(RestClientMetrics, DurationsLandInClientGoBuckets) {
   EXPECT_EQ(cumulativeCount(*duration, 0.1), 3u);
 }
 
+TEST(RestClientMetrics, CountsExecPluginCallsByCodeAndStatus) {
+  auto registry = newRegistry();
+  RestClientMetrics metrics(*registry);
+  metrics.observeExecPluginCall(0, "no_error");
+  metrics.observeExecPluginCall(0, "no_error");
+  metrics.observeExecPluginCall(-1, "plugin_timeout_error");
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value("rest_client_exec_plugin_call_total",
+                       {{"code", "0"}, {"call_status", "no_error"}}),
+            2.0);
+  EXPECT_EQ(snap.value("rest_client_exec_plugin_call_total",
+                       {{"code", "-1"}, {"call_status", "plugin_timeout_error"}}),
+            1.0);
+  EXPECT_EQ(snap.seriesCount("rest_client_exec_plugin_call_total"), 2u);
+}
+
 TEST(RestClientMetrics, BucketsAreClientGos) {
   const std::vector<double> want = {0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60};
   EXPECT_EQ(RestClientMetrics::requestDurationBuckets(), want);
