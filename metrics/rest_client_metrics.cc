@@ -17,14 +17,11 @@ std::vector<double> RestClientMetrics::requestDurationBuckets() {
 }
 
 RestClientMetrics::RestClientMetrics(prometheus::Registry& registry)
-    : requests_(prometheus::BuildCounter()
-                    .Name("rest_client_requests_total")
-                    .Help("HTTP requests to the API server, by status code, method and host.")
-                    .Register(registry)),
-      durations_(prometheus::BuildHistogram()
-                     .Name("rest_client_request_duration_seconds")
-                     .Help("Latency of HTTP requests to the API server, by verb and host.")
-                     .Register(registry)) {}
+    : requests_(counterFamily(registry, "rest_client_requests_total",
+                              "HTTP requests to the API server, by status code, method and host.")),
+      durations_(histogramFamily(registry, "rest_client_request_duration_seconds",
+                                 "Latency of HTTP requests to the API server, by verb and host.")) {
+}
 
 void RestClientMetrics::observe(std::string_view verb, std::string_view host, int code,
                                 Clock::Duration duration) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/http_status.h"
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "controller/inventory/asio.h"
 
@@ -132,29 +133,19 @@ StatusOr<std::shared_ptr<ssl::context>> memoryTlsContext(const TlsKeyPair& pair)
 
 }  // namespace
 
-std::string_view refusalName(Refusal refusal) {
-  switch (refusal) {
-    case Refusal::kConnections:
-      return "connections";
-    case Refusal::kClientConnections:
-      return "client_connections";
-    case Refusal::kEvicted:
-      return "evicted";
-    case Refusal::kHeaderTimeout:
-      return "header_timeout";
-    case Refusal::kBodyTimeout:
-      return "body_timeout";
-    case Refusal::kHeadersTooLarge:
-      return "headers_too_large";
-    case Refusal::kBodyTooLarge:
-      return "body_too_large";
-    case Refusal::kInflightBodies:
-      return "inflight_bodies";
-    case Refusal::kMalformed:
-      return "malformed";
-  }
-  return "unknown";
-}
+constexpr auto kRefusalNames = enumNames<Refusal>({
+    {Refusal::kConnections, "connections"},
+    {Refusal::kClientConnections, "client_connections"},
+    {Refusal::kEvicted, "evicted"},
+    {Refusal::kHeaderTimeout, "header_timeout"},
+    {Refusal::kBodyTimeout, "body_timeout"},
+    {Refusal::kHeadersTooLarge, "headers_too_large"},
+    {Refusal::kBodyTooLarge, "body_too_large"},
+    {Refusal::kInflightBodies, "inflight_bodies"},
+    {Refusal::kMalformed, "malformed"},
+});
+
+std::string_view refusalName(Refusal refusal) { return kRefusalNames(refusal); }
 
 StatusOr<std::pair<std::string, uint16_t>> parseBindAddress(std::string_view address) {
   const auto bad = [&] {
