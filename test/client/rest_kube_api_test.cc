@@ -15,7 +15,18 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using ::testing::AllOf;
+using ::testing::Each;
+using ::testing::ElementsAre;
+using ::testing::Ge;
 using ::testing::HasSubstr;
+using ::testing::Le;
+using ::testing::Matcher;
+
+// A retry's wait: `base` plus up to 20% jitter.
+Matcher<Clock::Duration> jittered(Clock::Duration base) {
+  return AllOf(Ge(base), Le(base + base / 5));
+}
 
 // A scripted HttpTransport: records every request and answers from queues.
 class FakeTransport final : public HttpTransport {
@@ -476,14 +487,8 @@ TEST_F(RestKubeApiTest, RetriesUnavailableWithExponentialJitteredBackoff) {
   transport_.reply(200, sliceJson("s1"));
   auto got = api_->getResourceSlice("s1");
   ASSERT_TRUE(got.ok()) << got.status().toString();
-  auto sleeps = clock_.sleeps();
-  ASSERT_EQ(sleeps.size(), 3u);
-  EXPECT_GE(sleeps[0], milliseconds(100));
-  EXPECT_LE(sleeps[0], milliseconds(120));
-  EXPECT_GE(sleeps[1], milliseconds(200));
-  EXPECT_LE(sleeps[1], milliseconds(240));
-  EXPECT_GE(sleeps[2], milliseconds(400));
-  EXPECT_LE(sleeps[2], milliseconds(480));
+  EXPECT_THAT(clock_.sleeps(), ElementsAre(jittered(milliseconds(100)), jittered(milliseconds(200)),
+                                           jittered(milliseconds(400))));
   ASSERT_EQ(observed_.size(), 4u);
   EXPECT_EQ(observed_[1].code, "<error>");
 }
@@ -501,10 +506,7 @@ TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
   ASSERT_TRUE(api_->getResourceSlice("s1").ok());
   auto sleeps = clock_.sleeps();
   ASSERT_EQ(sleeps.size(), 10u);
-  for (size_t i = 4; i < sleeps.size(); ++i) {
-    EXPECT_GE(sleeps[i], seconds(1));
-    EXPECT_LE(sleeps[i], milliseconds(1200));
-  }
+  EXPECT_THAT(std::vector(sleeps.begin() + 4, sleeps.end()), Each(jittered(seconds(1))));
 }
 
 TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
@@ -809,12 +811,7 @@ TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
   EXPECT_EQ(seen.size(), 1u);
   EXPECT_EQ(transport_.requests().size(), 3u);
   // The Retry-After wait is slept in one-second pieces, to notice a stop.
-  auto sleeps = clock_.sleeps();
-  ASSERT_EQ(sleeps.size(), 3u);
-  EXPECT_EQ(sleeps[0], seconds(1));
-  EXPECT_EQ(sleeps[1], seconds(1));
-  EXPECT_GE(sleeps[2], milliseconds(200));
-  EXPECT_LE(sleeps[2], milliseconds(240));
+  EXPECT_THAT(clock_.sleeps(), ElementsAre(seconds(1), seconds(1), jittered(milliseconds(200))));
   ASSERT_EQ(observed_.size(), 3u);
   EXPECT_EQ(observed_[0].code, "429");
   EXPECT_EQ(observed_[1].code, "<error>");
