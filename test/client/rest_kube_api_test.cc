@@ -15,17 +15,11 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using ::testing::AllOf;
-using ::testing::Each;
-using ::testing::ElementsAre;
-using ::testing::Ge;
 using ::testing::HasSubstr;
-using ::testing::Le;
-using ::testing::Matcher;
 
 // A retry's wait: `base` plus up to 20% jitter.
-Matcher<Clock::Duration> jittered(Clock::Duration base) {
-  return AllOf(Ge(base), Le(base + base / 5));
+::testing::Matcher<Clock::Duration> jittered(Clock::Duration base) {
+  return ::testing::AllOf(::testing::Ge(base), ::testing::Le(base + base / 5));
 }
 
 // A scripted HttpTransport: records every request and answers from queues.
@@ -487,8 +481,9 @@ TEST_F(RestKubeApiTest, RetriesUnavailableWithExponentialJitteredBackoff) {
   transport_.reply(200, sliceJson("s1"));
   auto got = api_->getResourceSlice("s1");
   ASSERT_TRUE(got.ok()) << got.status().toString();
-  EXPECT_THAT(clock_.sleeps(), ElementsAre(jittered(milliseconds(100)), jittered(milliseconds(200)),
-                                           jittered(milliseconds(400))));
+  EXPECT_THAT(clock_.sleeps(),
+              ::testing::ElementsAre(jittered(milliseconds(100)), jittered(milliseconds(200)),
+                                     jittered(milliseconds(400))));
   ASSERT_EQ(observed_.size(), 4u);
   EXPECT_EQ(observed_[1].code, "<error>");
 }
@@ -506,7 +501,7 @@ TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
   ASSERT_TRUE(api_->getResourceSlice("s1").ok());
   auto sleeps = clock_.sleeps();
   ASSERT_EQ(sleeps.size(), 10u);
-  EXPECT_THAT(std::vector(sleeps.begin() + 4, sleeps.end()), Each(jittered(seconds(1))));
+  EXPECT_THAT(std::vector(sleeps.begin() + 4, sleeps.end()), ::testing::Each(jittered(seconds(1))));
 }
 
 TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
@@ -811,7 +806,8 @@ TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
   EXPECT_EQ(seen.size(), 1u);
   EXPECT_EQ(transport_.requests().size(), 3u);
   // The Retry-After wait is slept in one-second pieces, to notice a stop.
-  EXPECT_THAT(clock_.sleeps(), ElementsAre(seconds(1), seconds(1), jittered(milliseconds(200))));
+  EXPECT_THAT(clock_.sleeps(),
+              ::testing::ElementsAre(seconds(1), seconds(1), jittered(milliseconds(200))));
   ASSERT_EQ(observed_.size(), 3u);
   EXPECT_EQ(observed_[0].code, "429");
   EXPECT_EQ(observed_[1].code, "<error>");
