@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -669,6 +670,12 @@ struct Seen {
   std::string name;
   std::string resource_version;
   StatusCode error = StatusCode::kOk;
+
+  bool operator==(const Seen&) const = default;
+  friend std::ostream& operator<<(std::ostream& os, const Seen& s) {
+    return os << static_cast<int>(s.type) << " " << s.name << "@" << s.resource_version << " "
+              << statusCodeName(s.error);
+  }
 };
 
 template <typename T = ResourceSlice>
@@ -702,15 +709,10 @@ TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
   std::vector<Seen> seen;
   Status status = api_->watchResourceSlices(o, recordInto(seen), {});
   ASSERT_TRUE(status.ok()) << status.toString();
-  ASSERT_EQ(seen.size(), 4u);
-  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
-  EXPECT_EQ(seen[0].resource_version, "10");
-  EXPECT_EQ(seen[1].type, WatchEventType::kModified);
-  EXPECT_EQ(seen[1].resource_version, "11");
-  EXPECT_EQ(seen[2].type, WatchEventType::kBookmark);
-  EXPECT_EQ(seen[2].resource_version, "12");
-  EXPECT_EQ(seen[3].type, WatchEventType::kDeleted);
-  EXPECT_EQ(seen[3].name, "a");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "a", "10"},
+                                     {WatchEventType::kModified, "a", "11"},
+                                     {WatchEventType::kBookmark, "", "12"},
+                                     {WatchEventType::kDeleted, "a", "13"}}));
 
   const HttpRequest& req = transport_.last();
   EXPECT_EQ(req.method, "GET");
@@ -939,13 +941,9 @@ TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
   EXPECT_EQ(req.path_and_query,
             "/api/v1/nodes?watch=1&resourceVersion=40&allowWatchBookmarks=true&timeoutSeconds=300");
   EXPECT_EQ(header(req, "Accept"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
-  ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
-  EXPECT_EQ(seen[0].name, "n1");
-  EXPECT_EQ(seen[1].type, WatchEventType::kBookmark);
-  EXPECT_EQ(seen[1].resource_version, "42");
-  EXPECT_EQ(seen[2].type, WatchEventType::kDeleted);
-  EXPECT_EQ(seen[2].resource_version, "43");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "n1", "41"},
+                                     {WatchEventType::kBookmark, "", "42"},
+                                     {WatchEventType::kDeleted, "n1", "43"}}));
 }
 
 }  // namespace
