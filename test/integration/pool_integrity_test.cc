@@ -46,10 +46,7 @@ class PoolIntegrityTest : public ::testing::Test {
     controller_ = env_.startController(
         ::testing::UnitTest::GetInstance()->current_test_info()->name(), {"--auth=none"});
   }
-  void TearDown() override {
-    controller_.process->signal(SIGTERM);
-    EXPECT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
-  }
+  void TearDown() override { expectCleanStop(controller_); }
 
   // Every slice that claims the pool, labelled or not: what the scheduler
   // sees.
