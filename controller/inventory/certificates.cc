@@ -13,22 +13,14 @@
 #include <optional>
 #include <utility>
 
+#include "client/openssl_ptr.h"
+
 namespace rsc::controller::inventory {
 namespace {
 
-// Owners of OpenSSL objects, freed on every path.
-struct KeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct CertFree {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
-using Cert = std::unique_ptr<X509, CertFree>;
-using Bio = std::unique_ptr<BIO, BioFree>;
+using Key = client::PkeyPtr;
+using Cert = client::X509Ptr;
+using Bio = client::BioPtr;
 
 Status sslError(std::string_view what) {
   return internalError(std::string(what) + " failed (OpenSSL)");
