@@ -27,10 +27,12 @@ trap cleanup EXIT
 trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND exited with $?" >&2' ERR
 
 # start_cluster: a real kube-apiserver and etcd for this script in
-# $work/cluster, stopped on exit.
+# $work/cluster, stopped on exit; kube_version is its release (what helm
+# renders for).
 start_cluster() {
   cluster="$work/cluster"
   "$root/test/cluster/start" --owner-pid $$ "$cluster"
+  kube_version="$(kubectl version -o json | jq -r .serverVersion.gitVersion)"
 }
 kubectl() { "$root/test/cluster/kubectl" "$cluster" "$@"; }
 # create_node NAME: a Node object (no kubelet behind it), for node-local pools.

@@ -11,7 +11,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 start_cluster
-kube_version="$(kubectl version -o json | jq -r .serverVersion.gitVersion)"
 
 # Namespaces the renders use, each enforcing the restricted profile.
 for ns in rsc-system rsc-all rsc-leases monitoring; do
