@@ -505,17 +505,8 @@ class Connection final : public ConnectionBase,
     reading_body_ = true;
     const auto expect = parser().get()[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser().is_done()) {
-      auto response =
-          std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      lowest().expires_after(server_->options().write_timeout);
-      http::async_write(stream_, *response,
-                        [self = this->shared_from_this(), response](beast::error_code ec, size_t) {
-                          if (ec) {
-                            self->close();
-                            return;
-                          }
-                          self->readBody();
-                        });
+      writeThen(std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11),
+                [](Connection& self, const auto&) { self.readBody(); });
       return;
     }
     readBody();
@@ -639,19 +630,29 @@ class Connection final : public ConnectionBase,
     message->prepare_payload();
     // A HEAD answer has the headers of the full answer and no body.
     if (head_request_) message->body().clear();
+    writeThen(message, [](Connection& self, const auto& written) {
+      if (!written.keep_alive()) {
+        self.shutdown();
+        return;
+      }
+      self.waitForRequest(false);
+    });
+  }
+
+  // Writes `message` within the write timeout, then does `next` (with this
+  // session and the message); a failed write closes the connection.
+  template <typename Message, typename Next>
+  void writeThen(const std::shared_ptr<Message>& message, Next next) {
     lowest().expires_after(server_->options().write_timeout);
-    http::async_write(stream_, *message,
-                      [self = this->shared_from_this(), message](beast::error_code ec, size_t) {
-                        if (ec) {
-                          self->close();
-                          return;
-                        }
-                        if (!message->keep_alive()) {
-                          self->shutdown();
-                          return;
-                        }
-                        self->waitForRequest(false);
-                      });
+    http::async_write(
+        stream_, *message,
+        [self = this->shared_from_this(), message, next](beast::error_code ec, size_t) {
+          if (ec) {
+            self->close();
+            return;
+          }
+          next(*self, *message);
+        });
   }
 
   // Ends the connection politely: TLS close_notify, or a TCP half-close.
