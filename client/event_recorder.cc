@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/enum_names.h"
+
 namespace rsc::client {
 namespace {
 
@@ -27,23 +29,16 @@ std::string objectKey(const ObjectReference& r) {
 
 }  // namespace
 
-std::string_view eventResultName(EventResult result) {
-  switch (result) {
-    case EventResult::kCreated:
-      return "created";
-    case EventResult::kSeries:
-      return "series";
-    case EventResult::kSpam:
-      return "spam_filtered";
-    case EventResult::kQueueFull:
-      return "queue_full";
-    case EventResult::kShutdown:
-      return "shutdown";
-    case EventResult::kError:
-      return "error";
-  }
-  return "unknown";
-}
+constexpr auto kEventResultNames = enumNames<EventResult>({
+    {EventResult::kCreated, "created"},
+    {EventResult::kSeries, "series"},
+    {EventResult::kSpam, "spam_filtered"},
+    {EventResult::kQueueFull, "queue_full"},
+    {EventResult::kShutdown, "shutdown"},
+    {EventResult::kError, "error"},
+});
+
+std::string_view eventResultName(EventResult result) { return kEventResultNames(result); }
 
 StatusOr<std::unique_ptr<EventRecorder>> EventRecorder::create(EventRecorderOptions options) {
   if (options.api == nullptr) return invalidArgument("event recorder: api is required");

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "client/credentials.h"
+#include "client/openssl_ptr.h"
 #include "common/log.h"
 
 namespace rsc::client {
@@ -46,23 +47,6 @@ void initThreadPoolOnce() {
     }
   });
 }
-
-struct X509Free {
-  void operator()(X509* x) const { X509_free(x); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
-};
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-struct StoreFree {
-  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
 
 // Certificates and key parsed from PEM bytes (not files: they may come from
 // kubeconfig "-data" fields), shared by every connection's SSL context.

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace rsc::client {
 namespace {
@@ -100,34 +101,17 @@ std::string_view interpretSuffix(std::string_view suffix, Suffix* out) {
     return {};
   }
   if (suffix.size() == 1) {
+    // The decimal SI suffixes and their powers of ten.
+    constexpr std::pair<char, int64_t> kDecimal[] = {{'n', -9}, {'u', -6}, {'m', -3},
+                                                     {'k', 3},  {'M', 6},  {'G', 9},
+                                                     {'T', 12}, {'P', 15}, {'E', 18}};
+    for (const auto& [letter, exponent] : kDecimal) {
+      if (suffix[0] == letter) {
+        out->decimal_exponent = exponent;
+        return {};
+      }
+    }
     switch (suffix[0]) {
-      case 'n':
-        out->decimal_exponent = -9;
-        return {};
-      case 'u':
-        out->decimal_exponent = -6;
-        return {};
-      case 'm':
-        out->decimal_exponent = -3;
-        return {};
-      case 'k':
-        out->decimal_exponent = 3;
-        return {};
-      case 'M':
-        out->decimal_exponent = 6;
-        return {};
-      case 'G':
-        out->decimal_exponent = 9;
-        return {};
-      case 'T':
-        out->decimal_exponent = 12;
-        return {};
-      case 'P':
-        out->decimal_exponent = 15;
-        return {};
-      case 'E':
-        out->decimal_exponent = 18;
-        return {};
       case 'e':
         return "exponent has no digits";
       case '.':

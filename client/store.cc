@@ -57,11 +57,8 @@ std::vector<typename Store<T>::Ptr> Store<T>::byIndex(const std::string& key) co
 template <typename T>
 size_t Store<T>::size() const {
   std::lock_guard lock(mu_);
-  size_t count = 0;
-  for (const auto& [name, entry] : entries_) {
-    count += entry.visible ? 1 : 0;
-  }
-  return count;
+  return static_cast<size_t>(
+      std::ranges::count_if(entries_, [](const auto& e) { return e.second.visible != nullptr; }));
 }
 
 template <typename T>
@@ -103,11 +100,8 @@ void Store<T>::assumeDeleted(const std::string& name) {
 template <typename T>
 size_t Store<T>::pendingAssumptions() const {
   std::lock_guard lock(mu_);
-  size_t count = 0;
-  for (const auto& [name, entry] : entries_) {
-    count += entry.assumed ? 1 : 0;
-  }
-  return count;
+  return static_cast<size_t>(
+      std::ranges::count_if(entries_, [](const auto& e) { return e.second.assumed.has_value(); }));
 }
 
 template <typename T>

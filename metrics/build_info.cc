@@ -2,6 +2,8 @@
 
 #include <prometheus/gauge.h>
 
+#include "metrics/registry.h"
+
 namespace rsc::metrics {
 
 std::string compilerDescription() {
@@ -16,10 +18,8 @@ std::string compilerDescription() {
 
 BuildInfo::BuildInfo(prometheus::Registry& registry, std::string_view version,
                      std::string_view git_commit, std::string_view cpp_compiler) {
-  prometheus::BuildGauge()
-      .Name("resourceslice_controller_build_info")
-      .Help("Always 1; the labels say which build of the controller is running.")
-      .Register(registry)
+  gaugeFamily(registry, "resourceslice_controller_build_info",
+              "Always 1; the labels say which build of the controller is running.")
       .Add({{"version", std::string(version)},
             {"git_commit", std::string(git_commit)},
             {"cpp_compiler", std::string(cpp_compiler)}})

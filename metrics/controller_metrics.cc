@@ -2,18 +2,12 @@
 
 #include <string>
 
+#include "common/enum_names.h"
 #include "metrics/registry.h"
 
 namespace rsc::metrics {
 
 namespace {
-
-constexpr std::array kWriteVerbs = {WriteVerb::kCreate, WriteVerb::kUpdate, WriteVerb::kDelete};
-constexpr std::array kWriteResults = {WriteResult::kSuccess, WriteResult::kConflict,
-                                      WriteResult::kError};
-constexpr std::array kReconcileResults = {ReconcileResult::kSuccess, ReconcileResult::kError,
-                                          ReconcileResult::kRequeue,
-                                          ReconcileResult::kRequeueAfter};
 
 prometheus::Labels driverLabels(std::string_view driver) {
   return {{"driver", std::string(driver)}};
@@ -21,42 +15,31 @@ prometheus::Labels driverLabels(std::string_view driver) {
 
 }  // namespace
 
-std::string_view writeVerbName(WriteVerb verb) {
-  switch (verb) {
-    case WriteVerb::kCreate:
-      return "create";
-    case WriteVerb::kUpdate:
-      return "update";
-    case WriteVerb::kDelete:
-      return "delete";
-  }
-  return "unknown";
-}
+constexpr auto kWriteVerbNames = enumNames<WriteVerb>({
+    {WriteVerb::kCreate, "create"},
+    {WriteVerb::kUpdate, "update"},
+    {WriteVerb::kDelete, "delete"},
+});
 
-std::string_view writeResultName(WriteResult result) {
-  switch (result) {
-    case WriteResult::kSuccess:
-      return "success";
-    case WriteResult::kConflict:
-      return "conflict";
-    case WriteResult::kError:
-      return "error";
-  }
-  return "unknown";
-}
+std::string_view writeVerbName(WriteVerb verb) { return kWriteVerbNames(verb); }
+
+constexpr auto kWriteResultNames = enumNames<WriteResult>({
+    {WriteResult::kSuccess, "success"},
+    {WriteResult::kConflict, "conflict"},
+    {WriteResult::kError, "error"},
+});
+
+std::string_view writeResultName(WriteResult result) { return kWriteResultNames(result); }
+
+constexpr auto kReconcileResultNames = enumNames<ReconcileResult>({
+    {ReconcileResult::kSuccess, "success"},
+    {ReconcileResult::kError, "error"},
+    {ReconcileResult::kRequeue, "requeue"},
+    {ReconcileResult::kRequeueAfter, "requeue_after"},
+});
 
 std::string_view reconcileResultName(ReconcileResult result) {
-  switch (result) {
-    case ReconcileResult::kSuccess:
-      return "success";
-    case ReconcileResult::kError:
-      return "error";
-    case ReconcileResult::kRequeue:
-      return "requeue";
-    case ReconcileResult::kRequeueAfter:
-      return "requeue_after";
-  }
-  return "unknown";
+  return kReconcileResultNames(result);
 }
 
 std::vector<double> ControllerMetrics::reconcileTimeBuckets() {
@@ -70,55 +53,36 @@ std::vector<double> ControllerMetrics::publishLatencyBuckets() {
 }
 
 ControllerMetrics::ControllerMetrics(prometheus::Registry& registry, std::string_view controller)
-    : pools_(prometheus::BuildGauge()
-                 .Name("resourceslice_controller_pools")
-                 .Help("Number of pools the controller publishes, per driver.")
-                 .Register(registry)),
-      slices_(prometheus::BuildGauge()
-                  .Name("resourceslice_controller_slices")
-                  .Help("Number of ResourceSlices the controller publishes, per driver.")
-                  .Register(registry)),
-      devices_(prometheus::BuildGauge()
-                   .Name("resourceslice_controller_devices")
-                   .Help("Number of devices in the published ResourceSlices, per driver.")
-                   .Register(registry)),
-      slice_writes_(prometheus::BuildCounter()
-                        .Name("resourceslice_controller_slice_writes_total")
-                        .Help("ResourceSlice writes sent to the API server, by verb and result.")
-                        .Register(registry)),
-      publish_latency_(prometheus::BuildHistogram()
-                           .Name("resourceslice_controller_publish_latency_seconds")
-                           .Help("Time from an accepted push to its pool being published.")
-                           .Register(registry)),
-      lease_expirations_(prometheus::BuildCounter()
-                             .Name("resourceslice_controller_pool_lease_expirations_total")
-                             .Help("Pools withdrawn because their driver did not renew them.")
-                             .Register(registry)),
-      reconcile_errors_(prometheus::BuildCounter()
-                            .Name("controller_runtime_reconcile_errors_total")
-                            .Help("Reconciles that returned an error, per controller.")
-                            .Register(registry)
+    : pools_(gaugeFamily(registry, "resourceslice_controller_pools",
+                         "Number of pools the controller publishes, per driver.")),
+      slices_(gaugeFamily(registry, "resourceslice_controller_slices",
+                          "Number of ResourceSlices the controller publishes, per driver.")),
+      devices_(gaugeFamily(registry, "resourceslice_controller_devices",
+                           "Number of devices in the published ResourceSlices, per driver.")),
+      slice_writes_(
+          counterFamily(registry, "resourceslice_controller_slice_writes_total",
+                        "ResourceSlice writes sent to the API server, by verb and result.")),
+      publish_latency_(histogramFamily(registry, "resourceslice_controller_publish_latency_seconds",
+                                       "Time from an accepted push to its pool being published.")),
+      lease_expirations_(counterFamily(registry,
+                                       "resourceslice_controller_pool_lease_expirations_total",
+                                       "Pools withdrawn because their driver did not renew them.")),
+      reconcile_errors_(counterFamily(registry, "controller_runtime_reconcile_errors_total",
+                                      "Reconciles that returned an error, per controller.")
                             .Add({{"controller", std::string(controller)}})),
-      reconcile_time_(prometheus::BuildHistogram()
-                          .Name("controller_runtime_reconcile_time_seconds")
-                          .Help("Time one reconcile takes, per controller.")
-                          .Register(registry)
+      reconcile_time_(histogramFamily(registry, "controller_runtime_reconcile_time_seconds",
+                                      "Time one reconcile takes, per controller.")
                           .Add({{"controller", std::string(controller)}}, reconcileTimeBuckets())),
-      max_concurrent_reconciles_(prometheus::BuildGauge()
-                                     .Name("controller_runtime_max_concurrent_reconciles")
-                                     .Help("Number of reconcile workers, per controller.")
-                                     .Register(registry)
+      max_concurrent_reconciles_(gaugeFamily(registry,
+                                             "controller_runtime_max_concurrent_reconciles",
+                                             "Number of reconcile workers, per controller.")
                                      .Add({{"controller", std::string(controller)}})),
-      active_workers_(prometheus::BuildGauge()
-                          .Name("controller_runtime_active_workers")
-                          .Help("Reconcile workers busy now, per controller.")
-                          .Register(registry)
+      active_workers_(gaugeFamily(registry, "controller_runtime_active_workers",
+                                  "Reconcile workers busy now, per controller.")
                           .Add({{"controller", std::string(controller)}})) {
-  auto& reconcile_total = prometheus::BuildCounter()
-                              .Name("controller_runtime_reconcile_total")
-                              .Help("Reconciles, per controller and result.")
-                              .Register(registry);
-  for (const auto result : kReconcileResults) {
+  auto& reconcile_total = counterFamily(registry, "controller_runtime_reconcile_total",
+                                        "Reconciles, per controller and result.");
+  for (const auto result : kReconcileResultNames.values()) {
     reconcile_total_[static_cast<std::size_t>(result)] =
         &reconcile_total.Add({{"controller", std::string(controller)},
                               {"result", std::string(reconcileResultName(result))}});
@@ -133,8 +97,8 @@ ControllerMetrics::DriverSeries& ControllerMetrics::driverLocked(std::string_vie
 
   // First sight of this driver: create its counters and histogram at 0.
   DriverSeries series;
-  for (const auto verb : kWriteVerbs) {
-    for (const auto result : kWriteResults) {
+  for (const auto verb : kWriteVerbNames.values()) {
+    for (const auto result : kWriteResultNames.values()) {
       series.writes[static_cast<std::size_t>(verb)][static_cast<std::size_t>(result)] =
           &slice_writes_.Add({{"driver", std::string(driver)},
                               {"verb", std::string(writeVerbName(verb))},

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "metrics/registry.h"
+
 namespace rsc::metrics {
 
 namespace {
@@ -12,29 +14,23 @@ constexpr std::array kKnownPushCodes = {200, 202, 400, 401, 403, 404, 409, 413, 
 }  // namespace
 
 InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t max_drivers)
-    : pushes_(prometheus::BuildCounter()
-                  .Name("resourceslice_controller_pushes_total")
-                  .Help("Inventory push requests, by driver and HTTP status code.")
-                  .Register(registry)),
-      bodies_(prometheus::BuildCounter()
-                  .Name("resourceslice_controller_push_bodies_total")
-                  .Help("Pool bodies pushed with PUT /v1/drivers/{driver}/pools/{pool}, by "
+    : pushes_(counterFamily(registry, "resourceslice_controller_pushes_total",
+                            "Inventory push requests, by driver and HTTP status code.")),
+      bodies_(
+          counterFamily(registry, "resourceslice_controller_push_bodies_total",
+                        "Pool bodies pushed with PUT /v1/drivers/{driver}/pools/{pool}, by "
                         "driver and path: decoded (parsed, validated and compared) or unchanged "
                         "(the same bytes as the body of the pool's current content, which only "
-                        "renews the pool's lease).")
-                  .Register(registry)),
-      refusals_(prometheus::BuildCounter()
-                    .Name("resourceslice_controller_inventory_refusals_total")
-                    .Help("Connections and requests the inventory API refused at one of its "
-                          "limits, by reason.")
-                    .Register(registry)),
-      certificate_events_(prometheus::BuildCounter()
-                              .Name("resourceslice_controller_inventory_certificate_events_total")
-                              .Help("Events of the inventory API's self-signed certificate "
-                                    "Secret and CA bundle ConfigMap: created, adopted (made by "
-                                    "another replica), prepared (a next CA joined the bundle), "
-                                    "rotated, repaired, published, failed.")
-                              .Register(registry)),
+                        "renews the pool's lease).")),
+      refusals_(counterFamily(registry, "resourceslice_controller_inventory_refusals_total",
+                              "Connections and requests the inventory API refused at one of its "
+                              "limits, by reason.")),
+      certificate_events_(
+          counterFamily(registry, "resourceslice_controller_inventory_certificate_events_total",
+                        "Events of the inventory API's self-signed certificate "
+                        "Secret and CA bundle ConfigMap: created, adopted (made by "
+                        "another replica), prepared (a next CA joined the bundle), "
+                        "rotated, repaired, published, failed.")),
       max_drivers_(max_drivers) {
   for (std::string_view event : kCertificateEvents) {
     certificate_counters_[event] = &certificate_events_.Add({{"event", std::string(event)}});

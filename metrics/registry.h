@@ -4,11 +4,16 @@
 // Free functions only; all of them are thread-safe.
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -19,6 +24,19 @@ namespace rsc::metrics {
 // into it and rely on its default merge behaviour: two structs naming the same
 // family (two work queues, say) share it and differ only in their labels.
 std::shared_ptr<prometheus::Registry> newRegistry();
+
+// The family `name` of `registry`, described by `help`: registered by its
+// first user, shared with the others. Every metric struct here makes its
+// families through these.
+prometheus::Family<prometheus::Counter>& counterFamily(prometheus::Registry& registry,
+                                                       const std::string& name,
+                                                       const std::string& help);
+prometheus::Family<prometheus::Gauge>& gaugeFamily(prometheus::Registry& registry,
+                                                   const std::string& name,
+                                                   const std::string& help);
+prometheus::Family<prometheus::Histogram>& histogramFamily(prometheus::Registry& registry,
+                                                           const std::string& name,
+                                                           const std::string& help);
 
 // Returns `count` upper bounds start, start*factor, start*factor^2, ...
 // (Prometheus' ExponentialBuckets). Each bound is computed from the start, not

@@ -17,20 +17,14 @@ std::vector<double> RestClientMetrics::requestDurationBuckets() {
 }
 
 RestClientMetrics::RestClientMetrics(prometheus::Registry& registry)
-    : requests_(prometheus::BuildCounter()
-                    .Name("rest_client_requests_total")
-                    .Help("HTTP requests to the API server, by status code, method and host.")
-                    .Register(registry)),
-      durations_(prometheus::BuildHistogram()
-                     .Name("rest_client_request_duration_seconds")
-                     .Help("Latency of HTTP requests to the API server, by verb and host.")
-                     .Register(registry)),
-      exec_plugin_calls_(prometheus::BuildCounter()
-                             .Name("rest_client_exec_plugin_call_total")
-                             .Help("Runs of the kubeconfig's exec credential plugin, by exit "
-                                   "code (0 if and only if it gave a credential) and call "
-                                   "status.")
-                             .Register(registry)) {}
+    : requests_(counterFamily(registry, "rest_client_requests_total",
+                              "HTTP requests to the API server, by status code, method and host.")),
+      durations_(histogramFamily(registry, "rest_client_request_duration_seconds",
+                                 "Latency of HTTP requests to the API server, by verb and host.")),
+      exec_plugin_calls_(counterFamily(registry, "rest_client_exec_plugin_call_total",
+                                       "Runs of the kubeconfig's exec credential plugin, by exit "
+                                       "code (0 if and only if it gave a credential) and call "
+                                       "status.")) {}
 
 void RestClientMetrics::observeExecPluginCall(int code, std::string_view call_status) {
   // A plugin runs once per credential lifetime (minutes), so the label-set

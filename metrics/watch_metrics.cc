@@ -2,40 +2,37 @@
 
 #include <string>
 
+#include "common/enum_names.h"
+#include "metrics/registry.h"
+
 namespace rsc::metrics {
 
+constexpr auto kWatchedResourceNames = enumNames<WatchedResource>({
+    {WatchedResource::kResourceSlices, "resourceslices"},
+    {WatchedResource::kNodes, "nodes"},
+});
+
 std::string_view watchedResourceName(WatchedResource resource) {
-  switch (resource) {
-    case WatchedResource::kResourceSlices:
-      return "resourceslices";
-    case WatchedResource::kNodes:
-      return "nodes";
-  }
-  return "unknown";
+  return kWatchedResourceNames(resource);
 }
 
+constexpr auto kWatchRestartReasonNames = enumNames<WatchRestartReason>({
+    {WatchRestartReason::kClosed, "closed"},
+    {WatchRestartReason::kExpired, "expired"},
+    {WatchRestartReason::kError, "error"},
+});
+
 std::string_view watchRestartReasonName(WatchRestartReason reason) {
-  switch (reason) {
-    case WatchRestartReason::kClosed:
-      return "closed";
-    case WatchRestartReason::kExpired:
-      return "expired";
-    case WatchRestartReason::kError:
-      return "error";
-  }
-  return "unknown";
+  return kWatchRestartReasonNames(reason);
 }
 
 WatchMetrics::WatchMetrics(prometheus::Registry& registry) {
-  auto& family = prometheus::BuildCounter()
-                     .Name("resourceslice_controller_watch_restarts_total")
-                     .Help(
-                         "Watches (of ResourceSlices, and of Nodes for the Node cache) started "
-                         "again, by resource and reason.")
-                     .Register(registry);
-  for (const auto resource : {WatchedResource::kResourceSlices, WatchedResource::kNodes}) {
-    for (const auto reason :
-         {WatchRestartReason::kClosed, WatchRestartReason::kExpired, WatchRestartReason::kError}) {
+  auto& family =
+      counterFamily(registry, "resourceslice_controller_watch_restarts_total",
+                    "Watches (of ResourceSlices, and of Nodes for the Node cache) started "
+                    "again, by resource and reason.");
+  for (const auto resource : kWatchedResourceNames.values()) {
+    for (const auto reason : kWatchRestartReasonNames.values()) {
       restarts_[static_cast<std::size_t>(resource)][static_cast<std::size_t>(reason)] =
           &family.Add({{"resource", std::string(watchedResourceName(resource))},
                        {"reason", std::string(watchRestartReasonName(reason))}});

@@ -9,42 +9,27 @@ namespace rsc::metrics {
 std::vector<double> WorkQueueMetrics::durationBuckets() { return exponentialBuckets(1e-8, 10, 10); }
 
 WorkQueueMetrics::WorkQueueMetrics(prometheus::Registry& registry, std::string_view name)
-    : depth_(prometheus::BuildGauge()
-                 .Name("workqueue_depth")
-                 .Help("Number of keys waiting in the work queue.")
-                 .Register(registry)
+    : depth_(gaugeFamily(registry, "workqueue_depth", "Number of keys waiting in the work queue.")
                  .Add({{"name", std::string(name)}})),
-      adds_(prometheus::BuildCounter()
-                .Name("workqueue_adds_total")
-                .Help("Keys added to the work queue.")
-                .Register(registry)
+      adds_(counterFamily(registry, "workqueue_adds_total", "Keys added to the work queue.")
                 .Add({{"name", std::string(name)}})),
-      retries_(prometheus::BuildCounter()
-                   .Name("workqueue_retries_total")
-                   .Help("Keys re-added to the work queue after a failure.")
-                   .Register(registry)
+      retries_(counterFamily(registry, "workqueue_retries_total",
+                             "Keys re-added to the work queue after a failure.")
                    .Add({{"name", std::string(name)}})),
-      queue_duration_(prometheus::BuildHistogram()
-                          .Name("workqueue_queue_duration_seconds")
-                          .Help("Time a key waits in the work queue before a worker takes it.")
-                          .Register(registry)
-                          .Add({{"name", std::string(name)}}, durationBuckets())),
-      work_duration_(prometheus::BuildHistogram()
-                         .Name("workqueue_work_duration_seconds")
-                         .Help("Time a worker spends on one key.")
-                         .Register(registry)
+      queue_duration_(
+          histogramFamily(registry, "workqueue_queue_duration_seconds",
+                          "Time a key waits in the work queue before a worker takes it.")
+              .Add({{"name", std::string(name)}}, durationBuckets())),
+      work_duration_(histogramFamily(registry, "workqueue_work_duration_seconds",
+                                     "Time a worker spends on one key.")
                          .Add({{"name", std::string(name)}}, durationBuckets())),
       unfinished_work_(
-          prometheus::BuildGauge()
-              .Name("workqueue_unfinished_work_seconds")
-              .Help("Summed running time of the keys being worked on; a value that keeps "
-                    "growing means a stuck worker.")
-              .Register(registry)
+          gaugeFamily(registry, "workqueue_unfinished_work_seconds",
+                      "Summed running time of the keys being worked on; a value that keeps "
+                      "growing means a stuck worker.")
               .Add({{"name", std::string(name)}})),
-      longest_running_(prometheus::BuildGauge()
-                           .Name("workqueue_longest_running_processor_seconds")
-                           .Help("Running time of the key that has been worked on longest.")
-                           .Register(registry)
+      longest_running_(gaugeFamily(registry, "workqueue_longest_running_processor_seconds",
+                                   "Running time of the key that has been worked on longest.")
                            .Add({{"name", std::string(name)}})) {}
 
 void WorkQueueMetrics::setDepth(std::size_t depth) { depth_.Set(static_cast<double>(depth)); }

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <utility>
 
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "controller/inventory/certificates.h"
 
@@ -46,24 +47,18 @@ std::string firstCertificate(std::string_view pem) {
 
 }  // namespace
 
+constexpr auto kCertificateEventNames = enumNames<CertificateEvent>({
+    {CertificateEvent::kCreated, "created"},
+    {CertificateEvent::kAdopted, "adopted"},
+    {CertificateEvent::kPrepared, "prepared"},
+    {CertificateEvent::kRotated, "rotated"},
+    {CertificateEvent::kRepaired, "repaired"},
+    {CertificateEvent::kPublished, "published"},
+    {CertificateEvent::kFailed, "failed"},
+});
+
 std::string_view certificateEventName(CertificateEvent event) {
-  switch (event) {
-    case CertificateEvent::kCreated:
-      return "created";
-    case CertificateEvent::kAdopted:
-      return "adopted";
-    case CertificateEvent::kPrepared:
-      return "prepared";
-    case CertificateEvent::kRotated:
-      return "rotated";
-    case CertificateEvent::kRepaired:
-      return "repaired";
-    case CertificateEvent::kPublished:
-      return "published";
-    case CertificateEvent::kFailed:
-      return "failed";
-  }
-  return "unknown";
+  return kCertificateEventNames(event);
 }
 
 StatusOr<std::unique_ptr<CertificateSecret>> CertificateSecret::create(

@@ -13,22 +13,14 @@
 #include <optional>
 #include <utility>
 
+#include "client/openssl_ptr.h"
+
 namespace rsc::controller::inventory {
 namespace {
 
-// Owners of OpenSSL objects, freed on every path.
-struct KeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct CertFree {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct BioFree {
-  void operator()(BIO* p) const { BIO_free(p); }
-};
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
-using Cert = std::unique_ptr<X509, CertFree>;
-using Bio = std::unique_ptr<BIO, BioFree>;
+using Key = client::PkeyPtr;
+using Cert = client::X509Ptr;
+using Bio = client::BioPtr;
 
 Status sslError(std::string_view what) {
   return internalError(std::string(what) + " failed (OpenSSL)");
@@ -40,20 +32,24 @@ std::string drain(BIO* bio) {
   return length > 0 ? std::string(data, static_cast<size_t>(length)) : std::string();
 }
 
-StatusOr<Cert> readCert(std::string_view pem) {
+// The first object of `pem`, read by `read` (a PEM_read_bio_* function);
+// `what` names it when there is none.
+template <typename T, typename Read>
+StatusOr<std::unique_ptr<T, client::OpenSslFree>> readPem(std::string_view pem, Read read,
+                                                          std::string_view what) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return sslError("BIO_new_mem_buf");
-  Cert cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  if (!cert) return invalidArgument("not a PEM certificate");
-  return cert;
+  std::unique_ptr<T, client::OpenSslFree> object(read(bio.get(), nullptr, nullptr, nullptr));
+  if (!object) return invalidArgument("not a PEM " + std::string(what));
+  return object;
+}
+
+StatusOr<Cert> readCert(std::string_view pem) {
+  return readPem<X509>(pem, PEM_read_bio_X509, "certificate");
 }
 
 StatusOr<Key> readKey(std::string_view pem) {
-  Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  if (!bio) return sslError("BIO_new_mem_buf");
-  Key key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return invalidArgument("not a PEM private key");
-  return key;
+  return readPem<EVP_PKEY>(pem, PEM_read_bio_PrivateKey, "private key");
 }
 
 Status addExtension(X509* cert, X509* issuer, int nid, const std::string& value) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/http_status.h"
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "controller/inventory/asio.h"
 
@@ -132,29 +133,19 @@ StatusOr<std::shared_ptr<ssl::context>> memoryTlsContext(const TlsKeyPair& pair)
 
 }  // namespace
 
-std::string_view refusalName(Refusal refusal) {
-  switch (refusal) {
-    case Refusal::kConnections:
-      return "connections";
-    case Refusal::kClientConnections:
-      return "client_connections";
-    case Refusal::kEvicted:
-      return "evicted";
-    case Refusal::kHeaderTimeout:
-      return "header_timeout";
-    case Refusal::kBodyTimeout:
-      return "body_timeout";
-    case Refusal::kHeadersTooLarge:
-      return "headers_too_large";
-    case Refusal::kBodyTooLarge:
-      return "body_too_large";
-    case Refusal::kInflightBodies:
-      return "inflight_bodies";
-    case Refusal::kMalformed:
-      return "malformed";
-  }
-  return "unknown";
-}
+constexpr auto kRefusalNames = enumNames<Refusal>({
+    {Refusal::kConnections, "connections"},
+    {Refusal::kClientConnections, "client_connections"},
+    {Refusal::kEvicted, "evicted"},
+    {Refusal::kHeaderTimeout, "header_timeout"},
+    {Refusal::kBodyTimeout, "body_timeout"},
+    {Refusal::kHeadersTooLarge, "headers_too_large"},
+    {Refusal::kBodyTooLarge, "body_too_large"},
+    {Refusal::kInflightBodies, "inflight_bodies"},
+    {Refusal::kMalformed, "malformed"},
+});
+
+std::string_view refusalName(Refusal refusal) { return kRefusalNames(refusal); }
 
 StatusOr<std::pair<std::string, uint16_t>> parseBindAddress(std::string_view address) {
   const auto bad = [&] {
@@ -514,17 +505,8 @@ class Connection final : public ConnectionBase,
     reading_body_ = true;
     const auto expect = parser().get()[http::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser().is_done()) {
-      auto response =
-          std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-      lowest().expires_after(server_->options().write_timeout);
-      http::async_write(stream_, *response,
-                        [self = this->shared_from_this(), response](beast::error_code ec, size_t) {
-                          if (ec) {
-                            self->close();
-                            return;
-                          }
-                          self->readBody();
-                        });
+      writeThen(std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11),
+                [](Connection& self, const auto&) { self.readBody(); });
       return;
     }
     readBody();
@@ -648,19 +630,29 @@ class Connection final : public ConnectionBase,
     message->prepare_payload();
     // A HEAD answer has the headers of the full answer and no body.
     if (head_request_) message->body().clear();
+    writeThen(message, [](Connection& self, const auto& written) {
+      if (!written.keep_alive()) {
+        self.shutdown();
+        return;
+      }
+      self.waitForRequest(false);
+    });
+  }
+
+  // Writes `message` within the write timeout, then does `next` (with this
+  // session and the message); a failed write closes the connection.
+  template <typename Message, typename Next>
+  void writeThen(const std::shared_ptr<Message>& message, Next next) {
     lowest().expires_after(server_->options().write_timeout);
-    http::async_write(stream_, *message,
-                      [self = this->shared_from_this(), message](beast::error_code ec, size_t) {
-                        if (ec) {
-                          self->close();
-                          return;
-                        }
-                        if (!message->keep_alive()) {
-                          self->shutdown();
-                          return;
-                        }
-                        self->waitForRequest(false);
-                      });
+    http::async_write(
+        stream_, *message,
+        [self = this->shared_from_this(), message, next](beast::error_code ec, size_t) {
+          if (ec) {
+            self->close();
+            return;
+          }
+          next(*self, *message);
+        });
   }
 
   // Ends the connection politely: TLS close_notify, or a TCP half-close.

@@ -47,7 +47,6 @@ YAML
 }
 kubeconfig_for "$sa" "$work/controller.kubeconfig"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 inventory_port="$(free_port)"
 health_port="$(free_port)"
 metrics_port="$(free_port)"
@@ -75,15 +74,12 @@ stop_controller() {
   fi
   controller_pid=""
 }
-trap 'stop_controller; cleanup' EXIT
+on_exit stop_controller
 POD_NAMESPACE="$ns" POD_NAME=controller-0 "$binary" --kubeconfig "$work/controller.kubeconfig" \
   "${args[@]}" >"$work/controller.log" 2>&1 &
 controller_pid=$!
 ready=false
-for _ in $(seq 300); do
-  if curl -sf "http://127.0.0.1:$health_port/readyz" >/dev/null; then ready=true; break; fi
-  sleep 0.1
-done
+wait_ready "$health_port" && ready=true
 check "the controller becomes ready under the chart's ServiceAccount" true "$ready"
 
 lease_holder() { kubectl -n "$ns" get lease "$sa" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }

@@ -50,12 +50,7 @@ check_contains "notes: http after the upgrade" "PUT http://$name.$ns.svc:8082/v1
 check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
 
 # Slices as the controller would have published them, and one that is not its.
-kubectl create -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-EOF
+create_node node-a
 for i in 1 2 3; do
   manager=resourceslice-controller
   ((i < 3)) || manager=someone-else

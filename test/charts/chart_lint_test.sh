@@ -7,6 +7,18 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# fails COMMAND REFUSES EXPLAINS CASE: `helm COMMAND` (template or lint) with
+# the values of CASE (YAML, a tab, the message expected) fails and says why;
+# REFUSES and EXPLAINS name the two checks.
+fails() {
+  local body="${4%%$'\t'*}" want="${4#*$'\t'}" out rc=0 args=("$1")
+  [[ "$1" == template ]] && args+=(rsc)
+  printf '%s\n' "$body" >"$work/bad.yaml"
+  out="$(helm "${args[@]}" "$chart" -f "$work/bad.yaml" 2>&1)" || rc=$?
+  check "helm $1 $2 '$body'" 1 "$rc"
+  check_contains "helm $1 $3 '$body'" "$want" "$out"
+}
+
 # Lint: default values and every option.
 for values in default all; do
   args=()
@@ -38,15 +50,8 @@ bad_cases=(
   'tolerations: [{key: a, operator: Maybe}]'$'\t'"at '/tolerations/0/operator'"
 )
 for case in "${bad_cases[@]}"; do
-  body="${case%%$'\t'*}"
-  want="${case#*$'\t'}"
-  printf '%s\n' "$body" >"$work/bad.yaml"
-  out="$(helm template rsc "$chart" -f "$work/bad.yaml" 2>&1)" && rc=0 || rc=$?
-  check "helm template rejects '$body'" 1 "$rc"
-  check_contains "helm template names the key for '$body'" "$want" "$out"
-  out="$(helm lint "$chart" -f "$work/bad.yaml" 2>&1)" && rc=0 || rc=$?
-  check "helm lint rejects '$body'" 1 "$rc"
-  check_contains "helm lint names the key for '$body'" "$want" "$out"
+  fails template rejects "names the key for" "$case"
+  fails lint rejects "names the key for" "$case"
 done
 
 # Combinations the schema cannot express fail with the chart's own message.
@@ -58,12 +63,7 @@ fail_cases=(
   'drivers: [{name: d, namespace: ns1}, {name: d, namespace: ns1}]'$'\t'"ServiceAccount ns1/d is listed twice"
 )
 for case in "${fail_cases[@]}"; do
-  body="${case%%$'\t'*}"
-  want="${case#*$'\t'}"
-  printf '%s\n' "$body" >"$work/bad.yaml"
-  out="$(helm template rsc "$chart" -f "$work/bad.yaml" 2>&1)" && rc=0 || rc=$?
-  check "helm template refuses '$body'" 1 "$rc"
-  check_contains "helm template explains '$body'" "$want" "$out"
+  fails template refuses explains "$case"
 done
 
 # Each certificate mode renders what it needs, and plain HTTP only when asked.

@@ -146,12 +146,7 @@ can controller no bind clusterroles.rbac.authorization.k8s.io
 can controller no '*' '*'
 
 # --- The controller's calls themselves, made with its token.
-kubectl create -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Node
-metadata:
-  name: node-a
-EOF
+create_node node-a
 check "get the Node of a node-local pool" '"node-a"' "$(as controller get node node-a -o json | jq -c .metadata.name)"
 check "list Nodes (the Node cache)" '"node-a"' \
   "$(as controller get nodes -o json | jq -c '[.items[].metadata.name] | map(select(. == "node-a")) | .[0]')"

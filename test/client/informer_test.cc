@@ -366,6 +366,27 @@ class InformerTest : public ::testing::Test {
     return restarts_;
   }
 
+  // Records when each `verb` call on ResourceSlices comes (attempts_), and
+  // fails the next `failures` of them as unavailable.
+  void failFirst(const std::string& verb, int failures) {
+    failures_left_ = failures;
+    api_.prependReactor(verb, "resourceslices", [this](FakeKubeApi::Request&) {
+      attempts_.push_back(clock_.now());
+      if (failures_left_-- > 0) {
+        return Status(StatusCode::kUnavailable, "injected: unavailable");
+      }
+      return okStatus();
+    });
+  }
+  // The waits between consecutive attempts.
+  std::vector<Clock::Duration> waits() const {
+    std::vector<Clock::Duration> waits;
+    for (size_t i = 1; i < attempts_.size(); ++i) {
+      waits.push_back(attempts_[i] - attempts_[i - 1]);
+    }
+    return waits;
+  }
+
   FakeClock clock_;
   FakeKubeApi api_{clock_};
   Recorder recorder_;
@@ -373,6 +394,9 @@ class InformerTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<std::string> restarts_;
   std::unique_ptr<Informer<ResourceSlices>> informer_;
+  // Written on the informer's thread; read once it is done (synced, or watching).
+  std::vector<Clock::TimePoint> attempts_;
+  int failures_left_ = 0;
 };
 
 TEST_F(InformerTest, ListsThenWatchesFromTheListVersion) {
@@ -557,70 +581,39 @@ TEST_F(InformerTest, BookmarkAdvancesTheResumeVersion) {
 }
 
 TEST_F(InformerTest, BacksOffOnListErrorsWithTheClock) {
-  std::vector<Clock::TimePoint> attempts;
-  int failures_left = 4;
-  api_.prependReactor("list", "resourceslices", [&](FakeKubeApi::Request&) {
-    attempts.push_back(clock_.now());
-    if (failures_left-- > 0) {
-      return Status(StatusCode::kUnavailable, "Too many requests");
-    }
-    return okStatus();
-  });
+  failFirst("list", 4);
   InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   options.max_backoff = 2s;
   start(std::move(options));
   std::stop_source never;
   ASSERT_TRUE(informer_->waitForSync(never.get_token()));
-  ASSERT_EQ(attempts.size(), 5u);
-  std::vector<Clock::Duration> waits;
-  for (size_t i = 1; i < attempts.size(); ++i) {
-    waits.push_back(attempts[i] - attempts[i - 1]);
-  }
-  EXPECT_THAT(waits, ElementsAre(Clock::Duration(800ms), Clock::Duration(1600ms),
-                                 Clock::Duration(2s), Clock::Duration(2s)));
+  EXPECT_THAT(waits(), ElementsAre(Clock::Duration(800ms), Clock::Duration(1600ms),
+                                   Clock::Duration(2s), Clock::Duration(2s)));
 }
 
 TEST_F(InformerTest, BackoffJitterStretchesWithinBounds) {
-  std::vector<Clock::TimePoint> attempts;
-  int failures_left = 3;
-  api_.prependReactor("list", "resourceslices", [&](FakeKubeApi::Request&) {
-    attempts.push_back(clock_.now());
-    if (failures_left-- > 0) {
-      return Status(StatusCode::kUnavailable, "connection refused");
-    }
-    return okStatus();
-  });
+  failFirst("list", 3);
   start(defaultOptions());  // jitter 0.2
   std::stop_source never;
   ASSERT_TRUE(informer_->waitForSync(never.get_token()));
-  ASSERT_EQ(attempts.size(), 4u);
   const std::vector<Clock::Duration> bases = {800ms, 1600ms, 3200ms};
+  const std::vector<Clock::Duration> waited = waits();
+  ASSERT_EQ(waited.size(), bases.size());
   for (size_t i = 0; i < bases.size(); ++i) {
-    const auto wait = attempts[i + 1] - attempts[i];
-    EXPECT_GE(wait, bases[i]);
-    EXPECT_LT(wait, bases[i] * 1.2 + 1ms);
+    EXPECT_GE(waited[i], bases[i]);
+    EXPECT_LT(waited[i], bases[i] * 1.2 + 1ms);
   }
 }
 
 TEST_F(InformerTest, WatchErrorsBackOffAndResumeWithoutARelist) {
   seed("a");
-  std::vector<Clock::TimePoint> attempts;
-  int failures_left = 2;
-  api_.prependReactor("watch", "resourceslices", [&](FakeKubeApi::Request&) {
-    attempts.push_back(clock_.now());
-    if (failures_left-- > 0) {
-      return Status(StatusCode::kUnavailable, "connection reset");
-    }
-    return okStatus();
-  });
+  failFirst("watch", 2);
   InformerOptions<ResourceSlices> options = defaultOptions();
   options.backoff_jitter = 0;
   start(std::move(options));
   ASSERT_TRUE(api_.waitForActiveWatches(1));
-  ASSERT_EQ(attempts.size(), 3u);
-  EXPECT_EQ(attempts[1] - attempts[0], Clock::Duration(800ms));
-  EXPECT_EQ(attempts[2] - attempts[1], Clock::Duration(1600ms));
+  EXPECT_THAT(waits(), ElementsAre(Clock::Duration(800ms), Clock::Duration(1600ms)));
   EXPECT_EQ(api_.countActions("list", "resourceslices"), 1u);
   EXPECT_THAT(restarts(), ElementsAre("error", "error"));
   // Every backoff sleep went through the clock.
@@ -633,15 +626,7 @@ TEST_F(InformerTest, WatchErrorsBackOffAndResumeWithoutARelist) {
 
 TEST_F(InformerTest, HealthyWatchResetsTheBackoff) {
   startSynced();
-  std::vector<Clock::TimePoint> attempts;
-  int failures_left = 1;
-  api_.prependReactor("watch", "resourceslices", [&](FakeKubeApi::Request&) {
-    attempts.push_back(clock_.now());
-    if (failures_left-- > 0) {
-      return Status(StatusCode::kUnavailable, "connection reset");
-    }
-    return okStatus();
-  });
+  failFirst("watch", 1);
   // First outage: one failure, 800 ms.
   seed("a");
   ASSERT_TRUE(recorder_.waitFor("add a"));
@@ -650,14 +635,15 @@ TEST_F(InformerTest, HealthyWatchResetsTheBackoff) {
   seed("b");
   ASSERT_TRUE(recorder_.waitFor("add b"));  // the watch is healthy again
   // Second outage: again 800 ms, not 1600 ms.
-  failures_left = 1;
+  failures_left_ = 1;
   api_.resetWatches();
   ASSERT_TRUE(api_.waitForWatchesStarted(3));
-  ASSERT_EQ(attempts.size(), 4u);
-  EXPECT_GE(attempts[1] - attempts[0], Clock::Duration(800ms));
-  EXPECT_LT(attempts[1] - attempts[0], Clock::Duration(1000ms));
-  EXPECT_GE(attempts[3] - attempts[2], Clock::Duration(800ms));
-  EXPECT_LT(attempts[3] - attempts[2], Clock::Duration(1000ms));
+  ASSERT_EQ(attempts_.size(), 4u);
+  for (const auto& [first, retry] :
+       {std::pair{attempts_[0], attempts_[1]}, std::pair{attempts_[2], attempts_[3]}}) {
+    EXPECT_GE(retry - first, Clock::Duration(800ms));
+    EXPECT_LT(retry - first, Clock::Duration(1000ms));
+  }
 }
 
 TEST_F(InformerTest, AssumedWriteIsVisibleAtOnceAndSupersededByTheWatch) {

@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+
+// A retry's wait: `base` plus up to 20% jitter.
+::testing::Matcher<Clock::Duration> jittered(Clock::Duration base) {
+  return ::testing::AllOf(::testing::Ge(base), ::testing::Le(base + base / 5));
+}
 
 // A scripted HttpTransport: records every request and answers from queues.
 class FakeTransport final : public HttpTransport {
@@ -476,14 +482,9 @@ TEST_F(RestKubeApiTest, RetriesUnavailableWithExponentialJitteredBackoff) {
   transport_.reply(200, sliceJson("s1"));
   auto got = api_->getResourceSlice("s1");
   ASSERT_TRUE(got.ok()) << got.status().toString();
-  auto sleeps = clock_.sleeps();
-  ASSERT_EQ(sleeps.size(), 3u);
-  EXPECT_GE(sleeps[0], milliseconds(100));
-  EXPECT_LE(sleeps[0], milliseconds(120));
-  EXPECT_GE(sleeps[1], milliseconds(200));
-  EXPECT_LE(sleeps[1], milliseconds(240));
-  EXPECT_GE(sleeps[2], milliseconds(400));
-  EXPECT_LE(sleeps[2], milliseconds(480));
+  EXPECT_THAT(clock_.sleeps(),
+              ::testing::ElementsAre(jittered(milliseconds(100)), jittered(milliseconds(200)),
+                                     jittered(milliseconds(400))));
   ASSERT_EQ(observed_.size(), 4u);
   EXPECT_EQ(observed_[1].code, "<error>");
 }
@@ -501,10 +502,7 @@ TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
   ASSERT_TRUE(api_->getResourceSlice("s1").ok());
   auto sleeps = clock_.sleeps();
   ASSERT_EQ(sleeps.size(), 10u);
-  for (size_t i = 4; i < sleeps.size(); ++i) {
-    EXPECT_GE(sleeps[i], seconds(1));
-    EXPECT_LE(sleeps[i], milliseconds(1200));
-  }
+  EXPECT_THAT(std::vector(sleeps.begin() + 4, sleeps.end()), ::testing::Each(jittered(seconds(1))));
 }
 
 TEST_F(RestKubeApiTest, GivesUpAfterMaxRetries) {
@@ -672,6 +670,12 @@ struct Seen {
   std::string name;
   std::string resource_version;
   StatusCode error = StatusCode::kOk;
+
+  bool operator==(const Seen&) const = default;
+  friend std::ostream& operator<<(std::ostream& os, const Seen& s) {
+    return os << static_cast<int>(s.type) << " " << s.name << "@" << s.resource_version << " "
+              << statusCodeName(s.error);
+  }
 };
 
 template <typename T = ResourceSlice>
@@ -705,15 +709,10 @@ TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
   std::vector<Seen> seen;
   Status status = api_->watchResourceSlices(o, recordInto(seen), {});
   ASSERT_TRUE(status.ok()) << status.toString();
-  ASSERT_EQ(seen.size(), 4u);
-  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
-  EXPECT_EQ(seen[0].resource_version, "10");
-  EXPECT_EQ(seen[1].type, WatchEventType::kModified);
-  EXPECT_EQ(seen[1].resource_version, "11");
-  EXPECT_EQ(seen[2].type, WatchEventType::kBookmark);
-  EXPECT_EQ(seen[2].resource_version, "12");
-  EXPECT_EQ(seen[3].type, WatchEventType::kDeleted);
-  EXPECT_EQ(seen[3].name, "a");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "a", "10"},
+                                     {WatchEventType::kModified, "a", "11"},
+                                     {WatchEventType::kBookmark, "", "12"},
+                                     {WatchEventType::kDeleted, "a", "13"}}));
 
   const HttpRequest& req = transport_.last();
   EXPECT_EQ(req.method, "GET");
@@ -809,12 +808,8 @@ TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
   EXPECT_EQ(seen.size(), 1u);
   EXPECT_EQ(transport_.requests().size(), 3u);
   // The Retry-After wait is slept in one-second pieces, to notice a stop.
-  auto sleeps = clock_.sleeps();
-  ASSERT_EQ(sleeps.size(), 3u);
-  EXPECT_EQ(sleeps[0], seconds(1));
-  EXPECT_EQ(sleeps[1], seconds(1));
-  EXPECT_GE(sleeps[2], milliseconds(200));
-  EXPECT_LE(sleeps[2], milliseconds(240));
+  EXPECT_THAT(clock_.sleeps(),
+              ::testing::ElementsAre(seconds(1), seconds(1), jittered(milliseconds(200))));
   ASSERT_EQ(observed_.size(), 3u);
   EXPECT_EQ(observed_[0].code, "429");
   EXPECT_EQ(observed_[1].code, "<error>");
@@ -946,13 +941,9 @@ TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
   EXPECT_EQ(req.path_and_query,
             "/api/v1/nodes?watch=1&resourceVersion=40&allowWatchBookmarks=true&timeoutSeconds=300");
   EXPECT_EQ(header(req, "Accept"), "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
-  ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[0].type, WatchEventType::kAdded);
-  EXPECT_EQ(seen[0].name, "n1");
-  EXPECT_EQ(seen[1].type, WatchEventType::kBookmark);
-  EXPECT_EQ(seen[1].resource_version, "42");
-  EXPECT_EQ(seen[2].type, WatchEventType::kDeleted);
-  EXPECT_EQ(seen[2].resource_version, "43");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "n1", "41"},
+                                     {WatchEventType::kBookmark, "", "42"},
+                                     {WatchEventType::kDeleted, "n1", "43"}}));
 }
 
 }  // namespace

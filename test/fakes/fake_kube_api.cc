@@ -248,9 +248,6 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 }
 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
-constexpr std::string_view kLeases = "leases.coordination.k8s.io";
-constexpr std::string_view kSecrets = "secrets";
-constexpr std::string_view kConfigMaps = "configmaps";
 
 // Queues the first events of a watch as the API server does: from "" or "0",
 // every current object (`add_current`); from a resourceVersion, the events of
@@ -802,20 +799,33 @@ Status FakeKubeApi::deleteResourceSlices(const ListOptions& options) {
 // ---- Leases, Nodes, reviews, Events -----------------------------------------
 
 template <typename T>
-StatusOr<T> FakeKubeApi::getNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                                       std::string_view kind, const Request& request) {
+Status FakeKubeApi::invokeWrite(std::string verb, NamespacedObjects<T>& store, T& object) {
+  Request request = newRequest(std::move(verb), std::string(store.resource),
+                               object.metadata.namespace_, object.metadata.name);
+  if (store.request_object != nullptr) request.*store.request_object = object;
+  RETURN_IF_ERROR(invoke(request));
+  if (store.request_object != nullptr) object = std::move(*(request.*store.request_object));
+  return okStatus();
+}
+
+template <typename T>
+StatusOr<T> FakeKubeApi::getNamespaced(NamespacedObjects<T>& store, const std::string& ns,
+                                       const std::string& name) {
+  Request request = newRequest("get", std::string(store.resource), ns, name);
+  RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = store.find({request.namespace_, request.name});
-  if (it == store.end()) {
-    return notFoundError(kind, request.name);
+  const auto it = store.objects.find({request.namespace_, request.name});
+  if (it == store.objects.end()) {
+    return notFoundError(store.kind, request.name);
   }
   return it->second;
 }
 
 template <typename T>
-StatusOr<T> FakeKubeApi::createNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                                          std::string_view kind, T created) {
+StatusOr<T> FakeKubeApi::createNamespaced(NamespacedObjects<T>& store, T created) {
+  RETURN_IF_ERROR(invokeWrite("create", store, created));
   std::lock_guard lock(mu_);
+  const std::string_view kind = store.kind;
   if (created.metadata.name.empty()) {
     return invalidError(kind, "", "metadata.name", "Required value: name is required");
   }
@@ -824,7 +834,7 @@ StatusOr<T> FakeKubeApi::createNamespaced(std::map<std::pair<std::string, std::s
                         "Required value: namespace is required");
   }
   const auto key = std::make_pair(created.metadata.namespace_, created.metadata.name);
-  if (store.contains(key)) {
+  if (store.objects.contains(key)) {
     return alreadyExistsError(kind, created.metadata.name);
   }
   if (!created.metadata.resource_version.empty()) {
@@ -833,16 +843,17 @@ StatusOr<T> FakeKubeApi::createNamespaced(std::map<std::pair<std::string, std::s
   created.metadata.uid = newUidLocked();
   created.metadata.creation_timestamp = formatTime(clock_.systemNow());
   created.metadata.resource_version = nextResourceVersionLocked();
-  store[key] = created;
+  store.objects[key] = created;
   return created;
 }
 
 template <typename T>
-StatusOr<T> FakeKubeApi::updateNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                                          std::string_view kind, T updated) {
+StatusOr<T> FakeKubeApi::updateNamespaced(NamespacedObjects<T>& store, T updated) {
+  RETURN_IF_ERROR(invokeWrite("update", store, updated));
   std::lock_guard lock(mu_);
-  const auto it = store.find({updated.metadata.namespace_, updated.metadata.name});
-  if (it == store.end()) {
+  const std::string_view kind = store.kind;
+  const auto it = store.objects.find({updated.metadata.namespace_, updated.metadata.name});
+  if (it == store.objects.end()) {
     return notFoundError(kind, updated.metadata.name);
   }
   if (updated.metadata.resource_version.empty()) {
@@ -863,63 +874,39 @@ StatusOr<T> FakeKubeApi::updateNamespaced(std::map<std::pair<std::string, std::s
 }
 
 StatusOr<Lease> FakeKubeApi::getLease(const std::string& ns, const std::string& name) {
-  Request request = newRequest("get", "leases", ns, name);
-  RETURN_IF_ERROR(invoke(request));
-  return getNamespaced(leases_, kLeases, request);
+  return getNamespaced(leases_, ns, name);
 }
 
 StatusOr<Lease> FakeKubeApi::createLease(const Lease& lease) {
-  Request request = newRequest("create", "leases", lease.metadata.namespace_, lease.metadata.name);
-  request.lease = lease;
-  RETURN_IF_ERROR(invoke(request));
-  return createNamespaced(leases_, kLeases, std::move(*request.lease));
+  return createNamespaced(leases_, lease);
 }
 
 StatusOr<Lease> FakeKubeApi::updateLease(const Lease& lease) {
-  Request request = newRequest("update", "leases", lease.metadata.namespace_, lease.metadata.name);
-  request.lease = lease;
-  RETURN_IF_ERROR(invoke(request));
-  return updateNamespaced(leases_, kLeases, std::move(*request.lease));
+  return updateNamespaced(leases_, lease);
 }
 
 StatusOr<Secret> FakeKubeApi::getSecret(const std::string& ns, const std::string& name) {
-  Request request = newRequest("get", "secrets", ns, name);
-  RETURN_IF_ERROR(invoke(request));
-  return getNamespaced(secrets_, kSecrets, request);
+  return getNamespaced(secrets_, ns, name);
 }
 
 StatusOr<Secret> FakeKubeApi::createSecret(const Secret& secret) {
-  Request request =
-      newRequest("create", "secrets", secret.metadata.namespace_, secret.metadata.name);
-  RETURN_IF_ERROR(invoke(request));
-  return createNamespaced(secrets_, kSecrets, secret);
+  return createNamespaced(secrets_, secret);
 }
 
 StatusOr<Secret> FakeKubeApi::updateSecret(const Secret& secret) {
-  Request request =
-      newRequest("update", "secrets", secret.metadata.namespace_, secret.metadata.name);
-  RETURN_IF_ERROR(invoke(request));
-  return updateNamespaced(secrets_, kSecrets, secret);
+  return updateNamespaced(secrets_, secret);
 }
 
 StatusOr<ConfigMap> FakeKubeApi::getConfigMap(const std::string& ns, const std::string& name) {
-  Request request = newRequest("get", "configmaps", ns, name);
-  RETURN_IF_ERROR(invoke(request));
-  return getNamespaced(config_maps_, kConfigMaps, request);
+  return getNamespaced(config_maps_, ns, name);
 }
 
 StatusOr<ConfigMap> FakeKubeApi::createConfigMap(const ConfigMap& config_map) {
-  Request request =
-      newRequest("create", "configmaps", config_map.metadata.namespace_, config_map.metadata.name);
-  RETURN_IF_ERROR(invoke(request));
-  return createNamespaced(config_maps_, kConfigMaps, config_map);
+  return createNamespaced(config_maps_, config_map);
 }
 
 StatusOr<ConfigMap> FakeKubeApi::updateConfigMap(const ConfigMap& config_map) {
-  Request request =
-      newRequest("update", "configmaps", config_map.metadata.namespace_, config_map.metadata.name);
-  RETURN_IF_ERROR(invoke(request));
-  return updateNamespaced(config_maps_, kConfigMaps, config_map);
+  return updateNamespaced(config_maps_, config_map);
 }
 
 void FakeKubeApi::setServerVersion(client::ServerVersion version) {
@@ -1138,8 +1125,8 @@ std::optional<ResourceSlice> FakeKubeApi::resourceSlice(const std::string& name)
 
 std::optional<Lease> FakeKubeApi::lease(const std::string& ns, const std::string& name) const {
   std::lock_guard lock(mu_);
-  const auto it = leases_.find({ns, name});
-  if (it == leases_.end()) {
+  const auto it = leases_.objects.find({ns, name});
+  if (it == leases_.objects.end()) {
     return std::nullopt;
   }
   return it->second;

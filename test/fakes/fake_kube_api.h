@@ -260,18 +260,31 @@ class FakeKubeApi final : public client::KubeApi {
   std::string nextResourceVersionLocked();
   std::string generateSuffixLocked(size_t length);
   std::string newUidLocked();
-  // Get, create and update of a namespaced object kept in `store`, with the
-  // API server's name, namespace and resourceVersion rules; `kind` names it
-  // in errors ("leases.coordination.k8s.io").
+  // A namespaced kind the fake keeps (Leases, Secrets, ConfigMaps): `resource`
+  // names it in requests ("leases"), `kind` in errors
+  // ("leases.coordination.k8s.io"); `request_object`, when set, is the
+  // Request field through which reactors see and change a written object.
   template <typename T>
-  StatusOr<T> getNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                            std::string_view kind, const Request& request);
+  struct NamespacedObjects {
+    std::string_view resource;
+    std::string_view kind;
+    std::optional<T> Request::*request_object = nullptr;
+    std::map<std::pair<std::string, std::string>, T> objects;
+  };
+  // Get, create and update of a namespaced object: the call is recorded and
+  // its reactors run, then the API server's name, namespace and
+  // resourceVersion rules apply.
   template <typename T>
-  StatusOr<T> createNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                               std::string_view kind, T created);
+  StatusOr<T> getNamespaced(NamespacedObjects<T>& store, const std::string& ns,
+                            const std::string& name);
   template <typename T>
-  StatusOr<T> updateNamespaced(std::map<std::pair<std::string, std::string>, T>& store,
-                               std::string_view kind, T updated);
+  StatusOr<T> createNamespaced(NamespacedObjects<T>& store, T created);
+  template <typename T>
+  StatusOr<T> updateNamespaced(NamespacedObjects<T>& store, T updated);
+  // Records a create or update of `object` and runs its reactors, which may
+  // change `object`.
+  template <typename T>
+  Status invokeWrite(std::string verb, NamespacedObjects<T>& store, T& object);
   StatusOr<client::ResourceSlice> createSliceLocked(client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> updateSliceLocked(client::ResourceSlice slice,
                                                     bool require_resource_version);
@@ -304,9 +317,10 @@ class FakeKubeApi final : public client::KubeApi {
   client::ServerVersion server_version_ = {"1", "37", "v1.37.2"};  // guarded by mu_
   uint64_t resource_version_;
   std::map<std::string, client::ResourceSlice> slices_;
-  std::map<std::pair<std::string, std::string>, client::Lease> leases_;
-  std::map<std::pair<std::string, std::string>, client::Secret> secrets_;
-  std::map<std::pair<std::string, std::string>, client::ConfigMap> config_maps_;
+  NamespacedObjects<client::Lease> leases_{
+      "leases", "leases.coordination.k8s.io", &Request::lease, {}};
+  NamespacedObjects<client::Secret> secrets_{"secrets", "secrets", nullptr, {}};
+  NamespacedObjects<client::ConfigMap> config_maps_{"configmaps", "configmaps", nullptr, {}};
   std::map<std::string, client::Node> nodes_;
   std::vector<client::Event> events_;
   std::deque<HistoryEntry> history_;

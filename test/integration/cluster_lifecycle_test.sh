@@ -4,16 +4,10 @@
 # refused, and stop leaves no process behind; a cluster whose owner dies is
 # stopped by its watchdog.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-work="$(mktemp -d)"
-trap '"$root/test/cluster/stop" "$work/a" >/dev/null 2>&1 || true; "$root/test/cluster/stop" "$work/b" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+on_exit '"$root/test/cluster/stop" "$work/a" >/dev/null 2>&1; "$root/test/cluster/stop" "$work/b" >/dev/null 2>&1'
 
-passed=0
-failed=0
-check() {
-  if [[ "$2" == "$3" ]]; then passed=$((passed + 1)); echo "ok: $1"
-  else failed=$((failed + 1)); echo "FAIL: $1: expected '$2', got '$3'"; fi
-}
 left() { pgrep -f -- "$1" | wc -l; }
 ready() { curl -sf --cacert "$1/pki/ca.crt" -H "Authorization: Bearer $(cat "$1/tokens/admin")" "$(cat "$1/server")/readyz" >/dev/null && echo yes || echo no; }
 
@@ -47,5 +41,4 @@ for _ in $(seq 100); do
 done
 check "the watchdog stops a cluster whose owner died" 0 "$(left "$work/a")"
 
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+finish

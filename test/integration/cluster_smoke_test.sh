@@ -5,36 +5,21 @@
 # 403). Starts its own cluster and always stops it.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-dir="$(mktemp -d)"
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 watch_pid=""
-cleanup() {
-  [[ -n "$watch_pid" ]] && kill "$watch_pid" 2>/dev/null || true
-  "$root/test/cluster/stop" "$dir" || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+on_exit '[[ -z "$watch_pid" ]] || kill "$watch_pid" 2>/dev/null'
 
-"$root/test/cluster/start" --owner-pid $$ "$dir"
-server="$(cat "$dir/server")"
+start_cluster
+server="$(cat "$cluster/server")"
 slices="$server/apis/resource.k8s.io/v1/resourceslices"
-
-passed=0
-failed=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then
-    passed=$((passed + 1)); echo "ok: $1"
-  else
-    failed=$((failed + 1)); echo "FAIL: $1: expected '$2', got '$3'"
-  fi
-}
 
 # api AS METHOD URL [BODY]: prints the response body, then the HTTP code on the last line.
 api() {
   local as="$1" method="$2" url="$3" body="${4:-}"
   local auth=()
-  [[ "$as" != "anonymous" ]] && auth=(-H "Authorization: Bearer $(cat "$dir/tokens/$as")")
-  curl -sS --cacert "$dir/pki/ca.crt" "${auth[@]}" -X "$method" \
+  [[ "$as" != "anonymous" ]] && auth=(-H "Authorization: Bearer $(cat "$cluster/tokens/$as")")
+  curl -sS --cacert "$cluster/pki/ca.crt" "${auth[@]}" -X "$method" \
     -H 'Content-Type: application/json' ${body:+--data "$body"} -w '\n%{http_code}' "$url"
 }
 code() { tail -n1 <<<"$1"; }
@@ -60,9 +45,9 @@ rv="$(body "$r" | jq -r .metadata.resourceVersion)"
 check "generateName gives a name" smoke- "${name:0:6}"
 
 # Watch from the create's resourceVersion while the slice changes and goes.
-curl -sS -N --cacert "$dir/pki/ca.crt" -H "Authorization: Bearer $(cat "$dir/tokens/admin")" \
+curl -sS -N --cacert "$cluster/pki/ca.crt" -H "Authorization: Bearer $(cat "$cluster/tokens/admin")" \
   "$slices?watch=1&allowWatchBookmarks=true&timeoutSeconds=30&resourceVersion=$rv&labelSelector=app.kubernetes.io%2Fmanaged-by%3Dresourceslice-controller" \
-  >"$dir/watch.out" &
+  >"$cluster/watch.out" &
 watch_pid=$!
 
 # Read.
@@ -87,10 +72,10 @@ check "deleted slice is gone" 404 "$(code "$r")"
 
 # The watch saw the update and the delete, in order.
 for _ in $(seq 100); do
-  grep -q '"type":"DELETED"' "$dir/watch.out" && break
+  grep -q '"type":"DELETED"' "$cluster/watch.out" && break
   sleep 0.1
 done
-events="$(jq -r --arg n "$name" 'select(.object.metadata.name == $n) | .type' "$dir/watch.out" | tr '\n' ' ')"
+events="$(jq -r --arg n "$name" 'select(.object.metadata.name == $n) | .type' "$cluster/watch.out" | tr '\n' ' ')"
 check "watch delivers MODIFIED then DELETED" "MODIFIED DELETED " "$events"
 
 # Validation: an invalid driver name and a zero slice count are both reported.
@@ -110,5 +95,4 @@ check "403 reason is Forbidden" Forbidden "$(body "$r" | jq -r .reason)"
 r="$(api node-a POST "$slices" "$(slice node-b gpu.example.com)")"
 check "node-a may not publish node-b's slice" 403 "$(code "$r")"
 
-echo "$passed passed, $failed failed"
-[[ "$failed" == 0 ]]
+finish

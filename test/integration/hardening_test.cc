@@ -161,12 +161,6 @@ class HardeningTest : public ::testing::Test {
     EXPECT_LT(peak, kChartLimitMiB) << attack;
   }
 
-  // SIGTERM, and the exit code of a clean shutdown.
-  static void stopCleanly(ControllerProcess& c) {
-    c.process->signal(SIGTERM);
-    EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
-  }
-
   // A token of the ServiceAccount bound to nothing (a central component).
   std::string unboundToken(const std::string& sa) {
     env_.ensureServiceAccount("drivers", sa);
@@ -202,7 +196,7 @@ TEST_F(HardeningTest, HugeBodiesOfBadValuesGetSmallAnswersAndBoundedMemory) {
   EXPECT_EQ(a.json()["details"].size(), 101U);
   // And a real push still works afterwards.
   EXPECT_EQ(env_.http("PUT", url + "?wait=30s", gpuPool("node-a", 8).dump(), token_).code, 200);
-  stopCleanly(c);
+  expectCleanStop(c);
 }
 
 // Finding 2: 64 connections without a token, each sending 8 MiB, took the
@@ -235,7 +229,7 @@ TEST_F(HardeningTest, BodiesWithoutCredentialsAreNeverRead) {
   EXPECT_GE(env_.metric(c, "resourceslice_controller_pushes_total{code=\"401\",driver=\"" +
                                std::string(kDriver) + "\"}"),
             kConnections);
-  stopCleanly(c);
+  expectCleanStop(c);
 }
 
 // Finding 3: 500 concurrent requests with random tokens caused 2,728
@@ -293,7 +287,7 @@ TEST_F(HardeningTest, TokenFloodDoesNotDelayARealDriver) {
   EXPECT_GT(refusals, 0);
   EXPECT_NE(c.process->log().find("Refused to review a token"), std::string::npos);
   expectPeakUnderTheChartLimit(c, "token flood");
-  stopCleanly(c);
+  expectCleanStop(c);
 }
 
 // Finding 4: 1,100 sockets sending their headers slowly made a normal request
@@ -339,7 +333,7 @@ TEST_F(HardeningTest, SlowSocketsDoNotLockOutADriver) {
   expectPeakUnderTheChartLimit(c, "1,100 slow sockets");
   slow.clear();
   greedy.clear();
-  stopCleanly(c);
+  expectCleanStop(c);
 }
 
 // Finding 7: a granted token bound to no node published a
@@ -363,14 +357,14 @@ TEST_F(HardeningTest, NodeRestrictionCoversPerDeviceNodes) {
   EXPECT_TRUE(env_.poolSlices(kDriver, "spread").empty());
   a = env_.http("PUT", url, spread("node-a"), token_);
   EXPECT_EQ(a.code, 200) << a.body;
-  stopCleanly(c);
+  expectCleanStop(c);
 
   // With --allow-unbound-node-pools, the central token may.
   ControllerProcess allowed = start("perdevice-allowed", {"--allow-unbound-node-pools"});
   a = env_.http("PUT", allowed.inventoryUrl() + poolPath("spread-b", "?wait=30s"), spread("node-b"),
                 central);
   EXPECT_EQ(a.code, 200) << a.body;
-  stopCleanly(allowed);
+  expectCleanStop(allowed);
 }
 
 // Finding 6: a taint with `valu` and a device with `atributes` were answered
@@ -416,7 +410,7 @@ TEST_F(HardeningTest, UnknownFieldsAreRefusedWithTheirPaths) {
   if (!published.taints.empty()) {
     EXPECT_EQ(published.taints[0].value, "ecc");
   }
-  stopCleanly(c);
+  expectCleanStop(c);
 }
 
 }  // namespace

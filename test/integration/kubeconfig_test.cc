@@ -215,8 +215,7 @@ class KubeconfigTest : public ::testing::Test {
   }
   void TearDown() override {
     if (controller_.process) {
-      controller_.process->signal(SIGTERM);
-      EXPECT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
+      expectCleanStop(controller_);
     }
     std::error_code ignored;
     fs::remove_all(dir_, ignored);

@@ -112,8 +112,7 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   EXPECT_EQ(snapshot(env_, "node-a"), published) << old_leader.process->log();
   EXPECT_EQ(holder(lease), next_leader.identity);
 
-  next_leader.process->signal(SIGTERM);
-  EXPECT_EQ(next_leader.process->wait(seconds(20)), 0) << next_leader.process->log();
+  expectCleanStop(next_leader);
 }
 
 TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName) {
@@ -168,8 +167,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   EXPECT_EQ(snapshot(env_, "node-c").second, 1U);
 
   for (ControllerProcess* c : {&r3, &follower, &leader}) {
-    c->process->signal(SIGTERM);
-    EXPECT_EQ(c->process->wait(seconds(20)), 0) << c->process->log();
+    expectCleanStop(*c);
   }
 }
 

@@ -45,8 +45,7 @@ class NodeCacheTest : public ::testing::Test {
  protected:
   void TearDown() override {
     if (!controller_.process) return;
-    controller_.process->signal(SIGTERM);
-    EXPECT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
+    expectCleanStop(controller_);
   }
 
   void startController() {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <sstream>
 #include <thread>
 
@@ -265,6 +266,11 @@ double ServiceEnv::apiServerRequests(const std::string& resource, const std::str
     }
   }
   return total;
+}
+
+void expectCleanStop(const ControllerProcess& c) {
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(std::chrono::seconds(20)), 0) << c.process->log();
 }
 
 }  // namespace rsc::testing

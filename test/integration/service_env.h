@@ -33,6 +33,10 @@ struct ControllerProcess {
   std::string inventoryUrl() const { return "http://127.0.0.1:" + std::to_string(inventory_port); }
 };
 
+// Sends `c` SIGTERM and expects it to exit 0 within 20 s (its log otherwise):
+// how a test ends a controller that must shut down cleanly.
+void expectCleanStop(const ControllerProcess& c);
+
 // How a test client checks an HTTPS server: against `ca_pem` (empty: the
 // system store), for `server_name` (empty: the URL's host), or not at all.
 struct HttpTls {

@@ -100,8 +100,7 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   EXPECT_TRUE(a.code == 200 || a.code == 202) << a.body;
   EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
 
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
 }
 
 // A dry run answers the writes the push then makes, as the API server counts
@@ -175,8 +174,7 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
         << dry.body;
     EXPECT_EQ(minus(env_.sliceWriteRequests(), before), want);
   }
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
 }
 
 // A manual edit of a managed slice is reverted, and one Kubernetes Event says
@@ -239,8 +237,7 @@ TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) 
                         "result=\"created\"}"),
             1);
 
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
   // The matching log line, at the default verbosity.
   const std::string log = c.process->log();
   const size_t line = log.find("Reverted a change to a managed slice by someone else");
@@ -284,8 +281,7 @@ TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode
   EXPECT_TRUE(env_.poolSlices("auth.example.com", "node-b").empty());
   EXPECT_TRUE(env_.poolSlices("other.example.com", "node-a").empty());
 
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
 }
 
 TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLease) {
@@ -315,8 +311,7 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
   EXPECT_EQ(env_.metric(follower, "leader_election_master_status{name=\"" + lease + "\"}"), 0);
 
   // SIGTERM: exit 0 with the Lease released; the other replica takes over.
-  leader.process->signal(SIGTERM);
-  EXPECT_EQ(leader.process->wait(seconds(20)), 0) << leader.process->log();
+  expectCleanStop(leader);
   const std::string after = holder(lease);
   EXPECT_TRUE(after.empty() || after == follower.identity) << after;
   EXPECT_TRUE(
@@ -352,8 +347,7 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
     }
     return adopted.size() == 2;
   })) << adopted.size();
-  follower.process->signal(SIGTERM);
-  EXPECT_EQ(follower.process->wait(seconds(20)), 0) << follower.process->log();
+  expectCleanStop(follower);
 }
 
 TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplicates) {
@@ -420,8 +414,7 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
     EXPECT_EQ(devices.size(), static_cast<size_t>(kDevices)) << node;
     EXPECT_EQ(count, static_cast<size_t>(kDevices)) << node << " has duplicate devices";
   }
-  survivor.process->signal(SIGTERM);
-  EXPECT_EQ(survivor.process->wait(seconds(20)), 0) << survivor.process->log();
+  expectCleanStop(survivor);
 }
 
 TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
@@ -448,8 +441,7 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
             1);
   EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-b").empty(); },
                                      seconds(10)));
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
 }
 
 TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
@@ -539,8 +531,7 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 1));
   EXPECT_EQ(generation(), g1 + 2);
   EXPECT_EQ(writes("delete"), 8);
-  c.process->signal(SIGTERM);
-  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+  expectCleanStop(c);
 }
 
 TEST_F(ServiceTest, BadFlagsExitWithCode2NamingTheFlag) {

@@ -138,8 +138,7 @@ class VersionsTest : public ::testing::Test {
 
   void TearDown() override {
     if (!controller_.process) return;
-    controller_.process->signal(SIGTERM);
-    EXPECT_EQ(controller_.process->wait(seconds(20)), 0) << controller_.process->log();
+    expectCleanStop(controller_);
   }
 
   Writes writes() {

@@ -74,70 +74,55 @@ TEST(Exposition, WritesTheContractLines) {
   const AllMetrics all;
   const std::string text = all.text();
 
-  EXPECT_NE(text.find("# TYPE resourceslice_controller_slice_writes_total counter\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("resourceslice_controller_slice_writes_total{driver=\"gpu.example.com\","
-                      "result=\"success\",verb=\"create\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_slice_writes_total{driver=\"gpu.example.com\","
-                      "result=\"conflict\",verb=\"delete\"} 0\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_pools{driver=\"gpu.example.com\"} 2\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_devices{driver=\"gpu.example.com\"} 130\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("# TYPE resourceslice_controller_publish_latency_seconds histogram\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
-                      "example.com\",le=\"0.005\"} 0\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
-                      "example.com\",le=\"0.01\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
-                      "example.com\",le=\"+Inf\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_publish_latency_seconds_count{driver=\"gpu."
-                      "example.com\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("controller_runtime_reconcile_total{controller=\"resourceslice\","
-                      "result=\"requeue_after\"} 0\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_pushes_total{code=\"200\",driver=\"gpu.example."
-                      "com\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_watch_restarts_total{reason=\"expired\","
-                      "resource=\"resourceslices\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("workqueue_adds_total{name=\"resourceslice\"} 1\n"), std::string::npos);
-  EXPECT_NE(
-      text.find("workqueue_queue_duration_seconds_bucket{name=\"resourceslice\",le=\"1e-08\"} 0\n"),
-      std::string::npos);
-  EXPECT_NE(text.find("rest_client_requests_total{code=\"409\",host=\"10.96.0.1:443\","
-                      "method=\"PUT\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("rest_client_requests_total{code=\"<error>\",host=\"10.96.0.1:443\","
-                      "method=\"GET\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("leader_election_master_status{name=\"resourceslice-controller\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("resourceslice_controller_build_info{cpp_compiler=\"" +
-                      compilerDescription() + "\",git_commit=\"0123abc\",version=\"0.1.0\"} 1\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter\n"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE process_resident_memory_bytes gauge\n"), std::string::npos);
+  const std::string lines[] = {
+      "# TYPE resourceslice_controller_slice_writes_total counter\n",
+      "resourceslice_controller_slice_writes_total{driver=\"gpu.example.com\","
+      "result=\"success\",verb=\"create\"} 1\n",
+      "resourceslice_controller_slice_writes_total{driver=\"gpu.example.com\","
+      "result=\"conflict\",verb=\"delete\"} 0\n",
+      "resourceslice_controller_pools{driver=\"gpu.example.com\"} 2\n",
+      "resourceslice_controller_devices{driver=\"gpu.example.com\"} 130\n",
+      "# TYPE resourceslice_controller_publish_latency_seconds histogram\n",
+      "resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
+      "example.com\",le=\"0.005\"} 0\n",
+      "resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
+      "example.com\",le=\"0.01\"} 1\n",
+      "resourceslice_controller_publish_latency_seconds_bucket{driver=\"gpu."
+      "example.com\",le=\"+Inf\"} 1\n",
+      "resourceslice_controller_publish_latency_seconds_count{driver=\"gpu."
+      "example.com\"} 1\n",
+      "controller_runtime_reconcile_total{controller=\"resourceslice\","
+      "result=\"requeue_after\"} 0\n",
+      "resourceslice_controller_pushes_total{code=\"200\",driver=\"gpu.example."
+      "com\"} 1\n",
+      "resourceslice_controller_watch_restarts_total{reason=\"expired\","
+      "resource=\"resourceslices\"} 1\n",
+      "workqueue_adds_total{name=\"resourceslice\"} 1\n",
+      "workqueue_queue_duration_seconds_bucket{name=\"resourceslice\",le=\"1e-08\"} 0\n",
+      "rest_client_requests_total{code=\"409\",host=\"10.96.0.1:443\","
+      "method=\"PUT\"} 1\n",
+      "rest_client_requests_total{code=\"<error>\",host=\"10.96.0.1:443\","
+      "method=\"GET\"} 1\n",
+      "leader_election_master_status{name=\"resourceslice-controller\"} 1\n",
+      "resourceslice_controller_build_info{cpp_compiler=\"" + compilerDescription() +
+          "\",git_commit=\"0123abc\",version=\"0.1.0\"} 1\n",
+      "# TYPE process_cpu_seconds_total counter\n",
+      "# TYPE process_resident_memory_bytes gauge\n",
+  };
+  for (const std::string& line : lines) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+  }
   // Each family is written once.
   EXPECT_EQ(countOf(text, "# TYPE workqueue_depth "), 1);
 }
 
 TEST(Exposition, ExpiredSourcesAreSkipped) {
   auto registry = newRegistry();
-  prometheus::BuildGauge().Name("kept").Help("kept").Register(*registry).Add({}).Set(1);
+  gaugeFamily(*registry, "kept", "kept").Add({}).Set(1);
   std::weak_ptr<prometheus::Collectable> expired;
   {
     auto gone = newRegistry();
-    prometheus::BuildGauge().Name("gone").Help("gone").Register(*gone).Add({}).Set(1);
+    gaugeFamily(*gone, "gone", "gone").Add({}).Set(1);
     expired = gone;
   }
   const std::string text = serializeText({registry, expired});
@@ -148,21 +133,11 @@ TEST(Exposition, ExpiredSourcesAreSkipped) {
 TEST(Exposition, SameFamilyFromTwoSourcesIsWrittenOnce) {
   auto first = newRegistry();
   auto second = newRegistry();
-  prometheus::BuildCounter()
-      .Name("x_total")
-      .Help("x")
-      .Register(*first)
-      .Add({{"s", "1"}})
-      .Increment();
-  prometheus::BuildCounter()
-      .Name("x_total")
-      .Help("x")
-      .Register(*second)
-      .Add({{"s", "2"}})
-      .Increment(2);
+  counterFamily(*first, "x_total", "x").Add({{"s", "1"}}).Increment();
+  counterFamily(*second, "x_total", "x").Add({{"s", "2"}}).Increment(2);
   // A gauge under the same name cannot be written validly; it is dropped.
   auto third = newRegistry();
-  prometheus::BuildGauge().Name("x_total").Help("x").Register(*third).Add({{"s", "3"}}).Set(3);
+  gaugeFamily(*third, "x_total", "x").Add({{"s", "3"}}).Set(3);
   const std::string text = serializeText({first, second, third});
   EXPECT_EQ(countOf(text, "# TYPE x_total counter\n"), 1);
   EXPECT_EQ(countOf(text, "# HELP x_total"), 1);

@@ -15,7 +15,8 @@ set -euo pipefail
 controller_bin="${1:?usage: prometheus_test.sh CONTROLLER_BINARY [PROMETHEUS [PROMTOOL]]}"
 prometheus_bin="${2:-prometheus}"
 promtool_bin="${3:-promtool}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 rules="$root/charts/resourceslice-controller/rules/alerts.yaml"
 job=resourceslice-controller
 lease=rsc-prometheus-test
@@ -25,8 +26,6 @@ nic=nic.example.com
 gpu_devices=200
 nic_devices=10
 
-work="$(mktemp -d)"
-cluster="$work/cluster"
 controller_pid=""
 prometheus_pid=""
 
@@ -46,32 +45,14 @@ stop_process() {  # stop_process PID: SIGTERM, then SIGKILL after 10 s.
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
-cleanup() {
-  stop_process "$prometheus_pid"
-  stop_process "$controller_pid"
-  if [[ -d "$cluster" ]]; then
-    "$root/test/cluster/stop" "$cluster" || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-# A command that fails outside a check ends the script (set -e); say where.
-trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND exited with $?" >&2' ERR
+on_exit 'stop_process "$controller_pid"'
+on_exit 'stop_process "$prometheus_pid"'
 
-passed=0
-failed=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [[ "$2" == "$3" ]]; then
-    passed=$((passed + 1)); echo "ok: $1"
-  else
-    failed=$((failed + 1)); printf 'FAIL: %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"
-  fi
-}
 check_true() {  # check_true NAME ACTUAL AWK_CONDITION_ON_x: ACTUAL is a number and meets it.
   if awk -v x="$2" "BEGIN { exit !(x ~ /^[0-9.]+([eE][-+]?[0-9]+)?\$/ && ($3)) }"; then
-    passed=$((passed + 1)); echo "ok: $1 ($2)"
+    pass "$1 ($2)"
   else
-    failed=$((failed + 1)); printf 'FAIL: %s\n  expected: %s\n  actual:   %s\n' "$1" "$3" "$2"
+    fail "$1" "expected: $3" "actual:   $2"
   fi
 }
 logs() {
@@ -96,16 +77,12 @@ wait_for() {
     sleep 0.2
   done
 }
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 now() { date +%s.%N; }
 
 # --- The cluster, its Nodes, the controller.
-"$root/test/cluster/start" --owner-pid $$ "$cluster"
-kubectl() { "$root/test/cluster/kubectl" "$cluster" "$@"; }
+start_cluster
 for node in node-a node-b node-c; do
-  printf 'apiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n' "$node" | kubectl apply -f - >/dev/null
+  create_node "$node"
 done
 
 # The scraper: a ServiceAccount that may get /metrics (the chart's
@@ -319,8 +296,7 @@ lint_rc=0
 lint="$("$promtool_bin" check metrics <"$work/scrape.txt" 2>&1)" || lint_rc=$?
 check "promtool check metrics reports no problem" "0 " "$lint_rc $lint"
 
-echo "$passed passed, $failed failed"
-if ((failed > 0)); then
+finish || {
   logs
   exit 1
-fi
+}

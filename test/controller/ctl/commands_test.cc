@@ -3,10 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <sstream>
 
 #include "test/fakes/fake_clock.h"
+#include "test/fakes/fake_http_transport.h"
 #include "test/fakes/fake_kube_api.h"
 
 namespace rsc::ctl {
@@ -14,40 +14,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// The inventory API as a script: each request takes the next answer, and is
-// recorded as "METHOD path body".
-class ScriptedInventory final : public client::HttpTransport {
- public:
-  void answer(int code, std::string body) {
-    client::HttpResponse r;
-    r.code = code;
-    r.body = std::move(body);
-    answers_.emplace_back(std::move(r));
-  }
-  void fail(Status status) { answers_.emplace_back(std::move(status)); }
-
-  StatusOr<client::HttpResponse> send(const client::HttpRequest& request) override {
-    requests.push_back(request.method + " " + request.path_and_query +
-                       (request.body.empty() ? "" : " " + request.body));
-    if (answers_.empty()) return internalError("unscripted request " + requests.back());
-    auto next = std::move(answers_.front());
-    answers_.pop_front();
-    return next;
-  }
-  StatusOr<client::HttpResponse> stream(const client::HttpRequest& request,
-                                        const std::function<void(const client::HttpResponse&)>&,
-                                        const std::function<bool(std::string_view)>&,
-                                        std::stop_token) override {
-    return send(request);
-  }
-  std::string host() const override { return "rsc.example:8443"; }
-
-  std::vector<std::string> requests;
-
- private:
-  std::deque<StatusOr<client::HttpResponse>> answers_;
-};
 
 class CommandsTest : public ::testing::Test {
  protected:
@@ -75,7 +41,8 @@ class CommandsTest : public ::testing::Test {
 
   rsc::testing::FakeClock clock_;
   rsc::testing::FakeKubeApi kube_{clock_};
-  ScriptedInventory inventory_;
+  // The inventory API as a script: each request takes the next answer.
+  rsc::testing::FakeHttpTransport inventory_{"rsc.example:8443"};
   std::ostringstream out_;
 };
 
@@ -131,50 +98,50 @@ TEST(ReadPushRequests, TheExamplesFolderInNameOrder) {
 }
 
 TEST_F(CommandsTest, PushSendsTheFileWithWaitAndStopsAtTheFirstFailure) {
-  inventory_.answer(200, poolStatus("Published"));
-  inventory_.answer(422, R"({"code":422,"reason":"Invalid","message":"1 invalid field",
+  inventory_.reply(200, poolStatus("Published"));
+  inventory_.reply(422, R"({"code":422,"reason":"Invalid","message":"1 invalid field",
                             "details":[{"field":"devices[0].name","message":"bad"}]})");
   auto code = run({"push", RSC_INVENTORY_EXAMPLES_DIR, "--wait=10s"});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(),
             "PUT /v1/drivers/gpu.example.com/pools/node-b?wait=10s: 422 Invalid: 1 invalid field "
             "(devices[0].name: bad)");
-  ASSERT_EQ(inventory_.requests.size(), 2U);
-  EXPECT_THAT(inventory_.requests[0],
+  ASSERT_EQ(inventory_.requests().size(), 2U);
+  EXPECT_THAT(inventory_.requests()[0],
               HasSubstr("PUT /v1/drivers/gpu.example.com/pools/node-a?wait=10s {"));
   EXPECT_THAT(out_.str(), HasSubstr("gpu.example.com/node-a: Published\n"));
 }
 
 TEST_F(CommandsTest, PushWaitDefaultsToTheLongestAndANotPublishedAnswerFails) {
-  inventory_.answer(202, poolStatus("Pending", 2, 1));
+  inventory_.reply(202, poolStatus("Pending", 2, 1));
   auto code =
       run({"push", std::string(RSC_INVENTORY_EXAMPLES_DIR) + "/gpu.example.com-node-a.pool.json",
            "--wait"});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(), "gpu.example.com/node-a: not published within 60s");
-  EXPECT_THAT(inventory_.requests[0], HasSubstr("?wait=60s "));
+  EXPECT_THAT(inventory_.requests()[0], HasSubstr("?wait=60s "));
 }
 
 TEST_F(CommandsTest, GetRendersTheAnswerAsAsked) {
   const std::string list =
       R"({"drivers": [{"driver": "gpu.example.com", "pools": [)" + poolStatus("Published") + "]}]}";
-  inventory_.answer(200, list);
+  inventory_.reply(200, list);
   auto code = run({"get", "pools"});
   ASSERT_TRUE(code.ok()) << code.status().message();
-  EXPECT_EQ(inventory_.requests.back(), "GET /v1/drivers");
+  EXPECT_EQ(inventory_.requests().back(), "GET /v1/drivers");
   EXPECT_THAT(out_.str(), HasSubstr("gpu.example.com   node-a   Published   1            1"));
 
-  inventory_.answer(200, poolStatus("Published"));
+  inventory_.reply(200, poolStatus("Published"));
   ASSERT_TRUE(run({"get", "pool", "gpu.example.com", "rack/1", "-o", "json"}).ok());
-  EXPECT_EQ(inventory_.requests.back(), "GET /v1/drivers/gpu.example.com/pools/rack%2F1");
+  EXPECT_EQ(inventory_.requests().back(), "GET /v1/drivers/gpu.example.com/pools/rack%2F1");
   EXPECT_EQ(Json::parse(out_.str()), Json::parse(poolStatus("Published")));
 
-  inventory_.answer(200, R"({"driver": "gpu.example.com", "pools": []})");
+  inventory_.reply(200, R"({"driver": "gpu.example.com", "pools": []})");
   ASSERT_TRUE(run({"get", "pools", "gpu.example.com", "-o", "yaml"}).ok());
-  EXPECT_EQ(inventory_.requests.back(), "GET /v1/drivers/gpu.example.com");
+  EXPECT_EQ(inventory_.requests().back(), "GET /v1/drivers/gpu.example.com");
   EXPECT_EQ(out_.str(), "driver: gpu.example.com\npools: []\n");
 
-  inventory_.answer(404, R"({"code":404,"reason":"NotFound","message":"no pool","details":[]})");
+  inventory_.reply(404, R"({"code":404,"reason":"NotFound","message":"no pool","details":[]})");
   auto missing = run({"get", "pool", "gpu.example.com", "x"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
@@ -184,17 +151,17 @@ TEST_F(CommandsTest, GetRendersTheAnswerAsAsked) {
 TEST_F(CommandsTest, DiffSendsDryRunsAndExitsOneOnChanges) {
   const std::string file =
       std::string(RSC_INVENTORY_EXAMPLES_DIR) + "/gpu.example.com-node-a.pool.json";
-  inventory_.answer(200, R"({"dryRun": true, "driver": "gpu.example.com", "pools": [
+  inventory_.reply(200, R"({"dryRun": true, "driver": "gpu.example.com", "pools": [
       {"pool": "node-a", "action": "publish", "liveGeneration": 1, "generation": 1,
        "generationBumped": false, "sliceCount": 1, "writes": []}]})");
   auto code = run({"diff", file});
   ASSERT_TRUE(code.ok()) << code.status().message();
   EXPECT_EQ(*code, kExitOk);
-  EXPECT_THAT(inventory_.requests[0],
+  EXPECT_THAT(inventory_.requests()[0],
               HasSubstr("PUT /v1/drivers/gpu.example.com/pools/node-a?dryRun=All {"));
   EXPECT_EQ(out_.str(), "gpu.example.com/node-a: no changes\n");
 
-  inventory_.answer(200, R"({"dryRun": true, "driver": "gpu.example.com", "pools": [
+  inventory_.reply(200, R"({"dryRun": true, "driver": "gpu.example.com", "pools": [
       {"pool": "node-a", "action": "publish", "liveGeneration": 1, "generation": 1,
        "generationBumped": false, "sliceCount": 1, "writes": [
          {"verb": "update", "slice": "s-1", "index": 0, "changedFields": ["spec.devices[gpu-0]"]}]}]})");
@@ -210,23 +177,24 @@ TEST_F(CommandsTest, DiffSendsDryRunsAndExitsOneOnChanges) {
 }
 
 TEST_F(CommandsTest, WithdrawAPoolOrTheWholeDriver) {
-  inventory_.answer(200, poolStatus("Withdrawn"));
+  inventory_.reply(200, poolStatus("Withdrawn"));
   ASSERT_TRUE(run({"withdraw", "gpu.example.com", "node-a", "--wait=5s"}).ok());
-  EXPECT_EQ(inventory_.requests.back(), "DELETE /v1/drivers/gpu.example.com/pools/node-a?wait=5s");
+  EXPECT_EQ(inventory_.requests().back(),
+            "DELETE /v1/drivers/gpu.example.com/pools/node-a?wait=5s");
   EXPECT_EQ(out_.str(), "gpu.example.com/node-a: Withdrawn\n");
 
-  inventory_.answer(202, R"({"driver": "nic.example.com", "pools": []})");
+  inventory_.reply(202, R"({"driver": "nic.example.com", "pools": []})");
   ASSERT_TRUE(run({"withdraw", "nic.example.com", "--all"}).ok());
-  EXPECT_EQ(inventory_.requests.back(), R"(PUT /v1/drivers/nic.example.com {"pools":{}})");
+  EXPECT_EQ(inventory_.requests().back(), R"(PUT /v1/drivers/nic.example.com {"pools":{}})");
 }
 
 TEST_F(CommandsTest, WaitPollsUntilPublishedAtTheNewestPush) {
-  inventory_.answer(200, poolStatus("Pending", 2, 1));
-  inventory_.answer(200, poolStatus("Published", 2, 1));  // an older push published
-  inventory_.answer(200, poolStatus("Published", 2, 2));
+  inventory_.reply(200, poolStatus("Pending", 2, 1));
+  inventory_.reply(200, poolStatus("Published", 2, 1));  // an older push published
+  inventory_.reply(200, poolStatus("Published", 2, 2));
   auto code = run({"wait", "gpu.example.com", "node-a", "--for=published", "--timeout=10s"});
   ASSERT_TRUE(code.ok()) << code.status().message();
-  EXPECT_EQ(inventory_.requests.size(), 3U);
+  EXPECT_EQ(inventory_.requests().size(), 3U);
   EXPECT_THAT(clock_.sleeps(), ElementsAre(kWaitPollInterval, kWaitPollInterval));
   EXPECT_EQ(out_.str(), "gpu.example.com/node-a: Published (generation 1, 1 slices)\n");
 }
@@ -234,16 +202,16 @@ TEST_F(CommandsTest, WaitPollsUntilPublishedAtTheNewestPush) {
 TEST_F(CommandsTest, WaitFailsOnFailedAndAfterTheTimeout) {
   Json failed = Json::parse(poolStatus("Failed", 2, 1));
   failed["lastError"] = {{"reason", "Invalid"}, {"message", "too many devices"}};
-  inventory_.answer(200, failed.dump());
+  inventory_.reply(200, failed.dump());
   auto code = run({"wait", "gpu.example.com", "node-a"});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(), "gpu.example.com/node-a: Failed: Invalid: too many devices");
 
-  for (int i = 0; i < 3; ++i) inventory_.answer(200, poolStatus("Pending", 2, 1));
+  for (int i = 0; i < 3; ++i) inventory_.reply(200, poolStatus("Pending", 2, 1));
   code = run({"wait", "gpu.example.com", "node-a", "--timeout=1500ms"});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(), "gpu.example.com/node-a: still Pending after 1500ms");
-  EXPECT_EQ(inventory_.requests.size(), 4U);
+  EXPECT_EQ(inventory_.requests().size(), 4U);
 }
 
 TEST_F(CommandsTest, SlicesListsTheDriversPoolsWithCompleteness) {

@@ -3,48 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "client/rest_kube_api.h"
 #include "test/fakes/fake_clock.h"
+#include "test/fakes/fake_http_transport.h"
 
 namespace rsc::controller::leader {
 namespace {
-
-// Answers every request with `answer` and records what reached it.
-class RecordingTransport final : public client::HttpTransport {
- public:
-  StatusOr<client::HttpResponse> send(const client::HttpRequest& request) override {
-    {
-      std::lock_guard lock(mu_);
-      sent_.push_back(request.method + " " + request.path_and_query);
-    }
-    return answer(request);
-  }
-  StatusOr<client::HttpResponse> stream(const client::HttpRequest& request,
-                                        const std::function<void(const client::HttpResponse&)>&,
-                                        const std::function<bool(std::string_view)>&,
-                                        std::stop_token) override {
-    return send(request);
-  }
-  std::string host() const override { return "api.example:443"; }
-  std::vector<std::string> sent() const {
-    std::lock_guard lock(mu_);
-    return sent_;
-  }
-
-  std::function<StatusOr<client::HttpResponse>(const client::HttpRequest&)> answer =
-      [](const client::HttpRequest&) {
-        client::HttpResponse r;
-        r.code = 200;
-        r.body = "{}";
-        return r;
-      };
-
- private:
-  mutable std::mutex mu_;
-  std::vector<std::string> sent_;
-};
 
 client::HttpRequest request(std::string method, std::string path) {
   client::HttpRequest r;
@@ -65,6 +30,16 @@ client::ResourceSlice slice() {
 
 class WriteFenceTest : public ::testing::Test {
  protected:
+  // The server answers every request with 200 unless a test says otherwise.
+  WriteFenceTest() {
+    inner_.answer = [](const client::HttpRequest&) {
+      client::HttpResponse r;
+      r.code = 200;
+      r.body = "{}";
+      return StatusOr<client::HttpResponse>(r);
+    };
+  }
+
   std::unique_ptr<client::RestKubeApi> api() {
     client::RestKubeApiOptions o;
     o.qps = 0;
@@ -74,7 +49,7 @@ class WriteFenceTest : public ::testing::Test {
   }
 
   testing::FakeClock clock_;
-  RecordingTransport inner_;
+  testing::FakeHttpTransport inner_{"api.example:443"};
   std::atomic<bool> holds_lease_{false};
   WriteFence fence_{inner_, [this] { return holds_lease_.load(); }};
 };
@@ -99,14 +74,14 @@ TEST_F(WriteFenceTest, WithoutTheLeaseSliceWritesFailAndNeverReachTheServer) {
   EXPECT_EQ(created.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(created.status().reason(), kReasonNotLeader);
   EXPECT_FALSE(kube->deleteResourceSlice("x", {}).ok());
-  EXPECT_TRUE(inner_.sent().empty());
+  EXPECT_TRUE(inner_.requests().empty());
   // Reads, and the lease itself, always pass.
   (void)kube->getLease("ns", "resourceslice-controller");
-  EXPECT_EQ(inner_.sent().size(), 1U);
+  EXPECT_EQ(inner_.requests().size(), 1U);
 
   holds_lease_ = true;
   (void)kube->createResourceSlice(slice());
-  EXPECT_EQ(inner_.sent().size(), 2U);
+  EXPECT_EQ(inner_.requests().size(), 2U);
 }
 
 TEST_F(WriteFenceTest, ARetryDueAfterTheLeaseLapsedIsNotSent) {
@@ -125,7 +100,7 @@ TEST_F(WriteFenceTest, ARetryDueAfterTheLeaseLapsedIsNotSent) {
   StatusOr<client::ResourceSlice> created = kube->createResourceSlice(slice());
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().reason(), kReasonNotLeader) << created.status().toString();
-  EXPECT_EQ(inner_.sent().size(), 1U) << "only the attempt sent while the lease was held";
+  EXPECT_EQ(inner_.requests().size(), 1U) << "only the attempt sent while the lease was held";
 }
 
 }  // namespace

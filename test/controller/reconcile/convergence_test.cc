@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -918,66 +919,59 @@ class Scenario {
     });
   }
 
+  // One write's fate, rolled: none lets it go on; a conflict (an update's
+  // only) or an injected error fails it; a lost answer is `lose`'s answer
+  // (what the server would have done, then lostResponse(), or OK to let the
+  // write go on when the server would have refused it).
+  Status fault(bool may_conflict, const std::function<Status()>& lose) {
+    switch (roll(may_conflict)) {
+      case Fault::kNone:
+        return okStatus();
+      case Fault::kConflict:
+        return Status(StatusCode::kConflict, "injected: the object has been modified", {},
+                      "Conflict");
+      case Fault::kError:
+        return injectedError();
+      case Fault::kLost:
+        return lose();
+    }
+    return okStatus();
+  }
+
   void installReactors() {
     api_.prependReactor("create", "resourceslices", [this](FakeKubeApi::Request& req) {
       defaultTaints(*req.slice);
-      switch (roll(false)) {
-        case Fault::kNone:
-        case Fault::kConflict:
-          return okStatus();
-        case Fault::kError:
-          return injectedError();
-        case Fault::kLost:
-          (void)api_.addResourceSlice(*req.slice);
-          return lostResponse();
-      }
-      return okStatus();
+      return fault(false, [&] {
+        (void)api_.addResourceSlice(*req.slice);
+        return lostResponse();
+      });
     });
     api_.prependReactor("update", "resourceslices", [this](FakeKubeApi::Request& req) {
       defaultTaints(*req.slice);
-      switch (roll(true)) {
-        case Fault::kNone:
+      return fault(true, [&] {
+        // Only what the server would have accepted happens.
+        const auto current = api_.resourceSlice(req.name);
+        if (!current ||
+            current->metadata.resource_version != req.slice->metadata.resource_version) {
           return okStatus();
-        case Fault::kConflict:
-          return Status(StatusCode::kConflict, "injected: the object has been modified", {},
-                        "Conflict");
-        case Fault::kError:
-          return injectedError();
-        case Fault::kLost: {
-          // Only what the server would have accepted happens.
-          const auto current = api_.resourceSlice(req.name);
-          if (!current ||
-              current->metadata.resource_version != req.slice->metadata.resource_version) {
-            return okStatus();
-          }
-          const ResourceSlice wanted = *req.slice;
-          auto stored = api_.editResourceSlice(req.name, [&](ResourceSlice& s) { s = wanted; });
-          if (!stored.ok()) return stored.status();
-          return lostResponse();
         }
-      }
-      return okStatus();
+        const ResourceSlice wanted = *req.slice;
+        auto stored = api_.editResourceSlice(req.name, [&](ResourceSlice& s) { s = wanted; });
+        if (!stored.ok()) return stored.status();
+        return lostResponse();
+      });
     });
     api_.prependReactor("delete", "resourceslices", [this](FakeKubeApi::Request& req) {
-      switch (roll(false)) {
-        case Fault::kNone:
-        case Fault::kConflict:
+      return fault(false, [&] {
+        const auto current = api_.resourceSlice(req.name);
+        const auto& pre = req.preconditions;
+        if (!current || (pre.uid && *pre.uid != current->metadata.uid) ||
+            (pre.resource_version && *pre.resource_version != current->metadata.resource_version)) {
           return okStatus();
-        case Fault::kError:
-          return injectedError();
-        case Fault::kLost: {
-          const auto current = api_.resourceSlice(req.name);
-          const auto& pre = req.preconditions;
-          if (!current || (pre.uid && *pre.uid != current->metadata.uid) ||
-              (pre.resource_version &&
-               *pre.resource_version != current->metadata.resource_version)) {
-            return okStatus();
-          }
-          (void)api_.removeResourceSlice(req.name);
-          return lostResponse();
         }
-      }
-      return okStatus();
+        (void)api_.removeResourceSlice(req.name);
+        return lostResponse();
+      });
     });
     api_.prependReactor("get", "nodes", [this](FakeKubeApi::Request&) {
       return roll(false) == Fault::kError ? injectedError() : okStatus();
