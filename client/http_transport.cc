@@ -345,6 +345,7 @@ struct CpprestTransport::Impl {
         host_label(hostOf(config.server)),
         tls(std::make_shared<TlsState>(std::move(tls_material))),
         insecure(config.insecure_skip_tls_verify),
+        follow_redirects(config.follow_redirects),
         tls_server_name(config.tls_server_name),
         proxy_url(config.proxy_url),
         user_agent(config.user_agent),
@@ -354,6 +355,7 @@ struct CpprestTransport::Impl {
     http_client_config cfg;
     cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     cfg.set_validate_certificates(!insecure);
+    if (!follow_redirects) cfg.set_max_redirects(0);
     if (!proxy_url.empty()) {
       cfg.set_proxy(proxyOf(proxy_url));
     }
@@ -433,6 +435,7 @@ struct CpprestTransport::Impl {
   const std::string host_label;
   const std::shared_ptr<TlsState> tls;
   const bool insecure;
+  const bool follow_redirects;
   const std::string tls_server_name;
   const std::string proxy_url;
   const std::string user_agent;

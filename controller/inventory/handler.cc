@@ -676,14 +676,9 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(*body, problems);
+  std::map<std::string, reconcile::Pool> pools =
+      decodeDriverInventory(*body, options_.store->serverRelease(), problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
-  const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
-  if (server && problems.empty()) {
-    for (const auto& [name, pool] : pools) {
-      validateCounterPlacement(pool, keyPath("pools", name), *server, problems);
-    }
-  }
 
   std::map<std::string, uint64_t> versions;
   std::vector<std::string> withdrawn;
