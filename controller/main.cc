@@ -428,6 +428,7 @@ int run(const controller::ServiceFlags& flags) {
   hopts.max_decoded_bytes = flags.max_decoded_bytes;
   hopts.allow_unbound_node_pools = flags.allow_unbound_node_pools;
   hopts.previewer = controller->get();
+  hopts.is_pulled = [p = poller->get()](std::string_view driver) { return p->pulls(driver); };
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };

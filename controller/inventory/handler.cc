@@ -455,6 +455,14 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
                 : options_.authenticator->authorizeCached(ctx.caller, verb, ctx.driver);
   if (!allowed) return WouldBlock{};
   if (!allowed->ok()) return {errorResponse(*allowed)};
+
+  // One source of truth per driver: a pulled driver's pools come from its endpoint alone.
+  if (isWrite(request.method) && options_.is_pulled && options_.is_pulled(ctx.driver)) {
+    const std::string why = "driver " + inQuotes(ctx.driver) +
+                            " is pulled from its inventory endpoint (--inventory-source); the "
+                            "controller takes no pushes for it";
+    return {errorResponse(Status(StatusCode::kConflict, why, {{"driver", why}}))};
+  }
   return ctx;
 }
 
