@@ -48,6 +48,16 @@ std::optional<std::string> parseDurationInto(const std::string& v, std::chrono::
   return std::nullopt;
 }
 
+// A duration flag with a lower bound, `min_text` being `min` as the flags write it.
+std::optional<std::string> parseDurationAtLeast(const std::string& v,
+                                                std::chrono::milliseconds* out,
+                                                std::chrono::milliseconds min,
+                                                const char* min_text) {
+  if (auto err = parseDurationInto(v, out)) return err;
+  if (*out < min) return "must be at least " + std::string(min_text);
+  return std::nullopt;
+}
+
 std::optional<std::string> parseRate(const std::string& v, double* out, bool zero_ok) {
   double q = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), q);
@@ -389,38 +399,22 @@ const std::vector<FlagSpec>& specs() {
                }},
       {"pull-interval",
        "How often each --inventory-source is fetched, plus up to 10% of random jitter.", false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         if (auto err = parseDurationInto(v, &f.pull_interval)) return err;
-         if (f.pull_interval < std::chrono::seconds(1)) return std::string("must be at least 1s");
-         return std::nullopt;
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationAtLeast(v, &f.pull_interval, std::chrono::seconds(1), "1s");
        }},
       {"pull-timeout",
        "Longest fetch of an --inventory-source, headers and body; longer counts as a failure.",
        false,
-       [](ServiceFlags& f,
-          const std::string& v) -> std::
-                                    optional<std::string> {
-                                      if (auto err = parseDurationInto(v, &f.pull_timeout))
-                                        return err;
-                                      if (f.pull_timeout < std::chrono::milliseconds(100)) {
-                                        return std::string("must be at least 100ms");
-                                      }
-                                      return std::nullopt;
-                                    }},
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationAtLeast(v, &f.pull_timeout, std::chrono::milliseconds(100), "100ms");
+       }},
       {"pull-grace",
        "How long an --inventory-source may fail (unreachable, an error, a bad answer) before its "
        "pools are withdrawn, as pools whose lease ran out. Unset: 3 x --pull-interval.",
        false,
-       [](ServiceFlags& f,
-          const std::string& v) -> std::
-                                    optional<std::string> {
-                                      if (auto err = parseDurationInto(v, &f.pull_grace))
-                                        return err;
-                                      if (f.pull_grace <= std::chrono::milliseconds::zero()) {
-                                        return std::string("must be positive");
-                                      }
-                                      return std::nullopt;
-                                    }},
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationAtLeast(v, &f.pull_grace, std::chrono::seconds(1), "1s");
+       }},
       {"shutdown-timeout",
        "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
        "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
