@@ -42,7 +42,9 @@ struct Poller::SourceState {
   std::string etag;
   // The last successful fetch (the start, before the first): the grace counts from here.
   Clock::TimePoint last_success;
-  // Failing now, and since when the pools are withdrawn.
+  // Answered at least once (the first answer is logged).
+  bool answered = false;
+  // Failing now, and whether the pools are withdrawn.
   bool failing = false;
   bool expired = false;
   std::string last_message;
@@ -98,6 +100,13 @@ Poller::~Poller() { stop(); }
 
 void Poller::start() {
   for (size_t i = 0; i < states_.size(); ++i) {
+    log::info("Pulling inventory",
+              {{"driver", states_[i]->source.driver},
+               {"url", states_[i]->source.url},
+               {"intervalSeconds",
+                std::chrono::duration_cast<std::chrono::seconds>(options_.interval).count()},
+               {"graceSeconds",
+                std::chrono::duration_cast<std::chrono::seconds>(options_.grace).count()}});
     threads_.emplace_back([this, i](const std::stop_token& stop) { run(i, stop); });
   }
 }
@@ -115,7 +124,9 @@ bool Poller::pulls(std::string_view driver) const { return drivers_.contains(dri
 void Poller::run(size_t index, const std::stop_token& stop) {
   Clock& clock = *options_.clock;
   while (!stop.stop_requested()) {
-    const Clock::TimePoint next = clock.now() + pollOnce(index, stop);
+    // The interval counts from the end of a fetch, so a slow endpoint is not asked back to back.
+    const Clock::Duration wait = pollOnce(index, stop);
+    const Clock::TimePoint next = clock.now() + wait;
     for (Clock::TimePoint now = clock.now(); now < next && !stop.stop_requested();
          now = clock.now()) {
       clock.sleepFor(std::min(next - now, kStopCheckStep));
@@ -161,9 +172,14 @@ Clock::Duration Poller::pollOnce(size_t index, std::stop_token stop) {
   } else {
     const size_t count = fetched->pools.size();
     store.replaceDriver(driver, std::move(fetched->pools));
-    log::debug(2, "Pulled inventory applied",
-               {{"driver", driver}, {"pools", count}, {"etag", fetched->etag}});
+    if (!state.answered) {
+      log::info("Inventory source answered", {{"driver", driver}, {"pools", count}});
+    } else {
+      log::debug(2, "Pulled inventory applied",
+                 {{"driver", driver}, {"pools", count}, {"etag", fetched->etag}});
+    }
   }
+  state.answered = true;
   state.etag = std::move(fetched->etag);
   state.last_success = clock.now();
   if (options_.observer.on_success) options_.observer.on_success(driver, clock.systemNow());
