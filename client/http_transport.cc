@@ -317,6 +317,23 @@ std::string bodyOf(const http_response& response) {
   return {bytes.begin(), bytes.end()};
 }
 
+// Up to `limit` bytes of the answer's body, read as it arrives; the rest is left unread.
+std::string bodyPrefix(const http_response& response, size_t limit) {
+  using Traits = concurrency::streams::streambuf<uint8_t>::traits;
+  auto buffer = response.body().streambuf();
+  std::string out;
+  std::vector<uint8_t> bytes(std::min(limit, kStreamReadBytes));
+  while (out.size() < limit) {
+    if (buffer.getc().get() == Traits::eof()) break;
+    const size_t available = std::max<size_t>(1, static_cast<size_t>(buffer.in_avail()));
+    const size_t n =
+        buffer.getn(bytes.data(), std::min({available, bytes.size(), limit - out.size()})).get();
+    if (n == 0) break;
+    out.append(reinterpret_cast<const char*>(bytes.data()), n);
+  }
+  return out;
+}
+
 // Classifies a failed exchange. cpprest reports connect failures (refused,
 // unreachable) as EHOSTUNREACH and its idle timeout as ETIMEDOUT.
 Status transportError(const std::string& host, const std::error_code& ec, const std::string& what) {
@@ -541,7 +558,13 @@ StatusOr<HttpResponse> CpprestTransport::stream(
       on_head(head);
     }
     if (head.code < 200 || head.code >= 300) {
-      head.body = bodyOf(response);
+      if (request.max_error_body_bytes == 0) {
+        head.body = bodyOf(response);
+      } else {
+        head.body = bodyPrefix(response, request.max_error_body_bytes);
+        // Whatever is left of it is not read: the connection goes with the client.
+        cancel.cancel();
+      }
       return head;
     }
 

@@ -8,6 +8,9 @@ namespace rsc::controller::pull {
 
 namespace {
 
+// Of an error answer only the start is shown; the rest is not even read.
+constexpr size_t kMaxErrorBodyBytes = 4096;
+
 Status fetchError(std::string_view reason, std::string message) {
   StatusCode code = StatusCode::kUnavailable;
   if (reason == kReasonTimeout) code = StatusCode::kDeadlineExceeded;
@@ -40,6 +43,7 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
   if (!etag.empty()) request.headers.emplace_back("If-None-Match", etag);
   request.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(options_.timeout);
   request.stop = stop;
+  request.max_error_body_bytes = kMaxErrorBodyBytes;
 
   // The answer, read as it arrives and given up at the size limit or the deadline: the
   // transport's own timeout only bounds the wait for each byte.

@@ -149,6 +149,8 @@ TEST_F(FetcherTest, ErrorAnswerIsHttpErrorWithTheStartOfItsBody) {
   EXPECT_NE(r.status().message().find("HTTP 503: inventory not ready"), std::string::npos)
       << r.status().message();
   EXPECT_EQ(r.status().message().find("second line"), std::string::npos);
+  EXPECT_EQ(transport_.requests()[0].max_error_body_bytes, 4096u)
+      << "an error page is read only as far as its start";
 }
 
 TEST_F(FetcherTest, OtherSuccessCodesAreErrors) {
@@ -258,6 +260,26 @@ TEST_F(RealTransport, OversizeBodyIsRefused) {
   StatusOr<FetchResult> r = fetch();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().reason(), kReasonTooLarge) << r.status().toString();
+}
+
+TEST_F(RealTransport, ErrorAnswerIsReadOnlyToItsLimit) {
+  inventory::HttpResponse error;
+  error.status = 500;
+  error.body = "broken\n" + std::string(1024 * 1024, 'x');
+  serve(error);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonHttpError) << r.status().toString();
+  EXPECT_NE(r.status().message().find("HTTP 500: broken"), std::string::npos);
+  // The transport itself: the body stops at the limit.
+  client::HttpRequest request;
+  request.path_and_query = "/v1/inventory";
+  request.max_error_body_bytes = 1000;
+  StatusOr<client::HttpResponse> head =
+      transport_->stream(request, nullptr, [](std::string_view) { return true; }, {});
+  ASSERT_TRUE(head.ok()) << head.status().toString();
+  EXPECT_EQ(head->code, 500);
+  EXPECT_EQ(head->body.size(), 1000u);
 }
 
 TEST_F(RealTransport, InventoryIsFetched) {

@@ -76,6 +76,9 @@ class ScriptedTransport final : public client::HttpTransport {
     if (on_head) on_head(head);
     if (head.code < 200 || head.code >= 300) {
       for (const std::string& c : answer.chunks) head.body += c;
+      if (request.max_error_body_bytes > 0 && head.body.size() > request.max_error_body_bytes) {
+        head.body.resize(request.max_error_body_bytes);
+      }
       return head;
     }
     for (size_t i = 0; i < answer.chunks.size(); ++i) {
