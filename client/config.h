@@ -116,6 +116,9 @@ struct ClientConfig {
   // An HTTP proxy every connection goes through ("http://host:port", with
   // optional user:password@): an HTTP CONNECT tunnel for an https server.
   std::string proxy_url;
+  // Follow redirects (cpprest's default: up to 10, as Go's http.Client). Off, a 3xx answer is
+  // returned as it is: pull mode never lets an inventory endpoint send the controller elsewhere.
+  bool follow_redirects = true;
   // The namespace of the context, or of the pod in-cluster.
   std::string namespace_ = "default";
   double qps = kDefaultQps;

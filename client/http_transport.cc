@@ -301,6 +301,23 @@ std::string bodyOf(const http_response& response) {
   return {bytes.begin(), bytes.end()};
 }
 
+// Up to `limit` bytes of the answer's body, read as it arrives; the rest is left unread.
+std::string bodyPrefix(const http_response& response, size_t limit) {
+  using Traits = concurrency::streams::streambuf<uint8_t>::traits;
+  auto buffer = response.body().streambuf();
+  std::string out;
+  std::vector<uint8_t> bytes(std::min(limit, kStreamReadBytes));
+  while (out.size() < limit) {
+    if (buffer.getc().get() == Traits::eof()) break;
+    const size_t available = std::max<size_t>(1, static_cast<size_t>(buffer.in_avail()));
+    const size_t n =
+        buffer.getn(bytes.data(), std::min({available, bytes.size(), limit - out.size()})).get();
+    if (n == 0) break;
+    out.append(reinterpret_cast<const char*>(bytes.data()), n);
+  }
+  return out;
+}
+
 // Classifies a failed exchange. cpprest reports connect failures (refused,
 // unreachable) as EHOSTUNREACH and its idle timeout as ETIMEDOUT.
 Status transportError(const std::string& host, const std::error_code& ec, const std::string& what) {
@@ -329,6 +346,7 @@ struct CpprestTransport::Impl {
         host_label(hostOf(config.server)),
         tls(std::make_shared<TlsState>(std::move(tls_material))),
         insecure(config.insecure_skip_tls_verify),
+        follow_redirects(config.follow_redirects),
         tls_server_name(config.tls_server_name),
         proxy_url(config.proxy_url),
         user_agent(config.user_agent),
@@ -338,6 +356,7 @@ struct CpprestTransport::Impl {
     http_client_config cfg;
     cfg.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
     cfg.set_validate_certificates(!insecure);
+    if (!follow_redirects) cfg.set_max_redirects(0);
     if (!proxy_url.empty()) {
       cfg.set_proxy(proxyOf(proxy_url));
     }
@@ -417,6 +436,7 @@ struct CpprestTransport::Impl {
   const std::string host_label;
   const std::shared_ptr<TlsState> tls;
   const bool insecure;
+  const bool follow_redirects;
   const std::string tls_server_name;
   const std::string proxy_url;
   const std::string user_agent;
@@ -522,7 +542,13 @@ StatusOr<HttpResponse> CpprestTransport::stream(
       on_head(head);
     }
     if (head.code < 200 || head.code >= 300) {
-      head.body = bodyOf(response);
+      if (request.max_error_body_bytes == 0) {
+        head.body = bodyOf(response);
+      } else {
+        head.body = bodyPrefix(response, request.max_error_body_bytes);
+        // Whatever is left of it is not read: the connection goes with the client.
+        cancel.cancel();
+      }
       return head;
     }
 

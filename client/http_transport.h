@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +46,10 @@ struct HttpRequest {
   std::chrono::milliseconds timeout = kDefaultRequestTimeout;
   // send() gives up on the exchange once this is requested (kCancelled).
   std::stop_token stop;
+  // stream() only: how much of a non-2xx answer's body is read (0: all of it); the rest is
+  // left unread and the connection closed, so that a hostile server cannot make the caller
+  // buffer an endless error page.
+  size_t max_error_body_bytes = 0;
 };
 
 struct HttpResponse {

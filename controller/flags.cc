@@ -383,6 +383,44 @@ const std::vector<FlagSpec>& specs() {
        false,
        [](ServiceFlags& f,
           const std::string& v) { return parseDurationInto(v, &f.adoption_grace); }},
+      {"inventory-source",
+       "DRIVER=URL: pull DRIVER's inventory from URL (pull mode) instead of taking pushes for "
+       "it; repeat the flag for more drivers, one source each. GET URL answers the body of PUT "
+       "/v1/drivers/{driver}, with an ETag; a URL without a path asks for /v1/inventory. Pushes "
+       "for a pulled driver are refused with 409.",
+       false,
+       [](ServiceFlags& f, const std::string& v)
+           -> std::
+               optional<std::string> {
+                 const size_t eq = v.find('=');
+                 if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+                   return "must be DRIVER=URL, not \"" + v + "\"";
+                 }
+                 std::string driver = v.substr(0, eq);
+                 for (const auto& [known, url] : f.inventory_sources) {
+                   if (known == driver) return "driver \"" + driver + "\" has a source already";
+                 }
+                 f.inventory_sources.emplace_back(std::move(driver), v.substr(eq + 1));
+                 return std::nullopt;
+               }},
+      {"pull-interval",
+       "How often each --inventory-source is fetched, plus up to 10% of random jitter.", false,
+       [](ServiceFlags& f, const std::string& v) {
+         return parseDurationInto(v, &f.pull_interval, std::chrono::seconds(1));
+       }},
+      {"pull-timeout",
+       "Longest fetch of an --inventory-source, headers and body; longer counts as a failure.",
+       false,
+       [](ServiceFlags& f,
+          const std::string&
+              v) { return parseDurationInto(v, &f.pull_timeout, std::chrono::milliseconds(100)); }},
+      {"pull-grace",
+       "How long an --inventory-source may fail (unreachable, an error, a bad answer) before its "
+       "pools are withdrawn, as pools whose lease ran out. Unset: 3 x --pull-interval.",
+       false,
+       [](ServiceFlags& f,
+          const std::string&
+              v) { return parseDurationInto(v, &f.pull_grace, std::chrono::seconds(1)); }},
       {"shutdown-timeout",
        "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
        "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
@@ -470,6 +508,13 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   if (!flags.metrics_secure && !flags.metrics_tls_cert_file.empty()) {
     return invalidArgument("flags --metrics-tls-cert-file and -key-file need --metrics-secure");
   }
+  if (flags.pull_timeout > flags.pull_interval) {
+    return invalidArgument("flag --pull-timeout must not be longer than --pull-interval");
+  }
+  if (flags.pull_grace > std::chrono::milliseconds::zero() &&
+      flags.pull_grace < flags.pull_interval) {
+    return invalidArgument("flag --pull-grace must be at least --pull-interval");
+  }
   if (!(flags.leader_elect_lease_duration > flags.leader_elect_renew_deadline)) {
     return invalidArgument(
         "flag --leader-elect-lease-duration must be longer than --leader-elect-renew-deadline");
@@ -527,6 +572,8 @@ std::string flagsUsage() {
       {"workers", std::to_string(d.workers)},
       {"max-parallel-slice-writes", std::to_string(d.max_parallel_slice_writes)},
       {"adoption-grace", formatDuration(d.adoption_grace)},
+      {"pull-interval", formatDuration(d.pull_interval)},
+      {"pull-timeout", formatDuration(d.pull_timeout)},
       {"shutdown-timeout", formatDuration(d.shutdown_timeout)},
       {"log-format", "text"},
       {"v", std::to_string(d.verbosity)},

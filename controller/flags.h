@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -94,6 +95,13 @@ struct ServiceFlags {
   int workers = 4;
   int max_parallel_slice_writes = 8;
   std::chrono::milliseconds adoption_grace{120'000};
+  // Pull mode (issue 18): drivers whose inventory the controller fetches from their own
+  // endpoint, as (driver, URL) in flag order; how often, how long one fetch may take, and how
+  // long a source may fail before its pools are withdrawn (0: 3 x pull_interval).
+  std::vector<std::pair<std::string, std::string>> inventory_sources;
+  std::chrono::milliseconds pull_interval{30'000};
+  std::chrono::milliseconds pull_timeout{10'000};
+  std::chrono::milliseconds pull_grace{0};
   // How long shutdown after SIGTERM may take in all: below the chart's
   // terminationGracePeriodSeconds (30 s), so that the process exits on its own
   // and releases the Lease instead of being killed.

@@ -37,6 +37,8 @@
 #include "controller/leader/write_fence.h"
 #include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
+#include "controller/pull/fetcher.h"
+#include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
 #include "metrics/build_info.h"
@@ -45,6 +47,7 @@
 #include "metrics/inventory_metrics.h"
 #include "metrics/leader_election_metrics.h"
 #include "metrics/process_collector.h"
+#include "metrics/pull_metrics.h"
 #include "metrics/registry.h"
 #include "metrics/rest_client_metrics.h"
 #include "metrics/watch_metrics.h"
@@ -360,6 +363,45 @@ int run(const controller::ServiceFlags& flags) {
   auto controller = controller::reconcile::Controller::create(copts);
   if (!controller.ok()) return usageError(controller.status().message());
 
+  // Pull mode: the drivers whose inventory endpoints the controller fetches itself, each over a
+  // transport of its own (the API server's credentials are never sent to an endpoint).
+  metrics::PullMetrics pull_metrics(*registry);
+  controller::pull::PollerOptions pull_options;
+  pull_options.store = &store;
+  pull_options.clock = &clock;
+  pull_options.interval = flags.pull_interval;
+  pull_options.grace = flags.pull_grace;
+  pull_options.fetch.timeout = flags.pull_timeout;
+  pull_options.fetch.max_body_bytes = flags.max_request_bytes;
+  pull_options.fetch.max_decoded_bytes = flags.max_decoded_bytes;
+  for (const auto& [driver, url] : flags.inventory_sources) {
+    StatusOr<controller::pull::SourceUrl> parsed = controller::pull::parseSourceUrl(url);
+    if (!parsed.ok()) {
+      return usageError("flag --inventory-source " + driver + ": " + parsed.status().message());
+    }
+    auto source_transport = controller::pull::sourceTransport(*parsed, clock);
+    if (!source_transport.ok()) {
+      return usageError("flag --inventory-source " + driver + ": " +
+                        source_transport.status().message());
+    }
+    pull_options.sources.push_back(
+        {driver, url, parsed->path_and_query, std::move(*source_transport)});
+    pull_metrics.addSource(driver);
+  }
+  pull_options.observer.on_fetch = [&pull_metrics](const std::string& driver,
+                                                   std::string_view result, Clock::Duration took) {
+    pull_metrics.fetched(driver, result, std::chrono::duration<double>(took).count());
+  };
+  pull_options.observer.on_success = [&pull_metrics](const std::string& driver,
+                                                     Clock::SystemTime when) {
+    pull_metrics.succeeded(driver, std::chrono::duration<double>(when.time_since_epoch()).count());
+  };
+  pull_options.observer.on_expired = [&pull_metrics](const std::string& driver, bool expired) {
+    pull_metrics.setExpired(driver, expired);
+  };
+  auto poller = controller::pull::Poller::create(std::move(pull_options));
+  if (!poller.ok()) return usageError(poller.status().message());
+
   // Who may push.
   std::unique_ptr<inv::Authenticator> authenticator;
   if (flags.auth == "none") {
@@ -391,6 +433,7 @@ int run(const controller::ServiceFlags& flags) {
   hopts.max_decoded_bytes = flags.max_decoded_bytes;
   hopts.allow_unbound_node_pools = flags.allow_unbound_node_pools;
   hopts.previewer = controller->get();
+  hopts.is_pulled = [p = poller->get()](std::string_view driver) { return p->pulls(driver); };
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };
@@ -557,6 +600,8 @@ int run(const controller::ServiceFlags& flags) {
 
   // Start watching; every replica keeps warm caches (slices and Nodes).
   ctrl->start();
+  // Every replica polls: a new leader has the pulled state at once (see poller.h).
+  (*poller)->start();
   log::info("Serving", {{"inventory", (*inventory_server)->address()},
                         {"advertise", own_url},
                         {"metrics", metrics_server ? metrics_server->address() : "off"},
@@ -660,6 +705,7 @@ int run(const controller::ServiceFlags& flags) {
   // over at once.
   endpoint.stop();
   (*inventory_server)->stop(flags.shutdown_timeout / 2);
+  (*poller)->stop();
   ctrl->stop();
   if (election.joinable()) {
     election_stop.request_stop();

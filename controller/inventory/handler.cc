@@ -455,6 +455,14 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
                 : options_.authenticator->authorizeCached(ctx.caller, verb, ctx.driver);
   if (!allowed) return WouldBlock{};
   if (!allowed->ok()) return {errorResponse(*allowed)};
+
+  // One source of truth per driver: a pulled driver's pools come from its endpoint alone.
+  if (isWrite(request.method) && options_.is_pulled && options_.is_pulled(ctx.driver)) {
+    const std::string why = "driver " + inQuotes(ctx.driver) +
+                            " is pulled from its inventory endpoint (--inventory-source); the "
+                            "controller takes no pushes for it";
+    return {errorResponse(Status(StatusCode::kConflict, why, {{"driver", why}}))};
+  }
   return ctx;
 }
 
@@ -676,14 +684,9 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(*body, problems);
+  std::map<std::string, reconcile::Pool> pools =
+      decodeDriverInventory(*body, options_.store->serverRelease(), problems);
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
-  const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
-  if (server && problems.empty()) {
-    for (const auto& [name, pool] : pools) {
-      validateCounterPlacement(pool, keyPath("pools", name), *server, problems);
-    }
-  }
 
   std::map<std::string, uint64_t> versions;
   std::vector<std::string> withdrawn;

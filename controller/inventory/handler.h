@@ -100,6 +100,10 @@ struct InventoryHandlerOptions {
   // decoding, validation or comparison), for
   // resourceslice_controller_push_bodies_total. Optional.
   std::function<void(std::string_view driver, bool unchanged)> on_pool_body = nullptr;
+  // True for a driver whose inventory the controller pulls from its own endpoint (pull mode):
+  // writes for it are refused with 409, so that each driver has one source of truth. Unset:
+  // every driver pushes.
+  std::function<bool(std::string_view driver)> is_pulled = nullptr;
   // Answers dry runs (?dryRun=All): what the writes of a push would be.
   // Unset: dry runs are answered 501. Dry runs change nothing and are not
   // counted by on_push or on_pool_body.

@@ -927,6 +927,18 @@ std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyP
   return pools;
 }
 
+std::map<std::string, reconcile::Pool> decodeDriverInventory(
+    const Json& body, const std::optional<reconcile::ServerRelease>& server,
+    BodyProblems& problems) {
+  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(body, problems);
+  if (server && problems.empty()) {
+    for (const auto& [name, pool] : pools) {
+      validateCounterPlacement(pool, keyPath("pools", name), *server, problems);
+    }
+  }
+  return pools;
+}
+
 Status problemsStatus(const BodyProblems& problems) {
   // The message counts every problem; the details list the first
   // kMaxProblemDetails and say how many more there are.

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,14 @@ void validateCounterPlacement(const reconcile::Pool& pool, const std::string& pr
 // Decodes and validates the body of PUT /v1/drivers/{driver}:
 // {"pools": {"<pool name>": Pool, ...}}, pool names included.
 std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems);
+
+// Decodes and validates the body of PUT /v1/drivers/{driver} with every check that does not
+// depend on the caller: decodeDriverPools, then, when `server` is known and nothing else is
+// wrong, validateCounterPlacement for each pool. Shared by the handler and pull mode's fetcher,
+// so that a pulled inventory passes exactly the checks of a pushed one.
+std::map<std::string, reconcile::Pool> decodeDriverInventory(
+    const Json& body, const std::optional<reconcile::ServerRelease>& server,
+    BodyProblems& problems);
 
 // Convenience for callers without a request: the pool, or InvalidArgument
 // (shape errors) or Unprocessable (validation) with every problem as a detail.

@@ -29,6 +29,9 @@ METRICS = {
     "resourceslice_controller_pushes_total": {"driver", "code"},
     "resourceslice_controller_inventory_refusals_total": {"reason"},
     "resourceslice_controller_pool_lease_expirations_total": {"driver"},
+    "resourceslice_controller_pull_fetches_total": {"driver", "result"},
+    "resourceslice_controller_pull_last_success_timestamp_seconds": {"driver"},
+    "resourceslice_controller_pull_source_expired": {"driver"},
     "resourceslice_controller_watch_restarts_total": {"resource", "reason"},
     "resourceslice_controller_build_info": {"version", "git_commit", "cpp_compiler"},
     "controller_runtime_reconcile_total": {"controller", "result"},
@@ -50,6 +53,7 @@ METRICS = {
 # Histograms exist in Prometheus only as their _bucket, _sum and _count series.
 HISTOGRAMS = {
     "resourceslice_controller_publish_latency_seconds": {"driver"},
+    "resourceslice_controller_pull_fetch_duration_seconds": {"driver"},
     "controller_runtime_reconcile_time_seconds": {"controller"},
     "workqueue_queue_duration_seconds": {"name"},
     "workqueue_work_duration_seconds": {"name"},

@@ -1339,3 +1339,57 @@ TEST(InventoryErrors, StatusCodesMapToHttp) {
 
 }  // namespace
 }  // namespace rsc::controller::inventory
+
+namespace rsc::controller::inventory {
+namespace {
+
+// Pull mode: a driver whose inventory the controller pulls takes no pushes (one source of
+// truth); reads and other drivers are unaffected.
+TEST(InventoryHandlerPulled, WritesForAPulledDriverAreRefusedWith409) {
+  testing::FakeClock clock;
+  reconcile::DesiredStore store(clock);
+  FakeAuthenticator auth;
+  InventoryHandlerOptions options;
+  options.store = &store;
+  options.authenticator = &auth;
+  options.clock = &clock;
+  std::vector<std::pair<std::string, int>> pushes;
+  options.on_push = [&](std::string_view driver, int code) {
+    pushes.emplace_back(std::string(driver), code);
+  };
+  options.is_pulled = [](std::string_view driver) { return driver == "nic.example.com"; };
+  auto handler = InventoryHandler::create(options);
+  ASSERT_TRUE(handler.ok());
+  const auto call = [&](std::string method, std::string target, std::string body = "") {
+    HttpRequest r;
+    r.method = std::move(method);
+    r.target = std::move(target);
+    r.body = std::move(body);
+    r.headers["authorization"] = "Bearer admin";
+    r.headers["content-type"] = "application/json";
+    return (*handler)->handle(r).response;
+  };
+  for (const auto& [method, target, body] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"PUT", "/v1/drivers/nic.example.com/pools/p1", allNodesPool()},
+           {"PUT", "/v1/drivers/nic.example.com", "{\"pools\": {}}"},
+           {"PUT", "/v1/drivers/nic.example.com?dryRun=All", "{\"pools\": {}}"},
+           {"DELETE", "/v1/drivers/nic.example.com/pools/p1", ""},
+           {"POST", "/v1/drivers/nic.example.com/pools/p1/renew", ""}}) {
+    const HttpResponse response = call(method, target, body);
+    EXPECT_EQ(response.status, 409) << method << " " << target;
+    const Json error = bodyOf(response);
+    EXPECT_EQ(error.at("reason"), "Conflict");
+    EXPECT_THAT(error.at("message").get<std::string>(),
+                HasSubstr("driver \"nic.example.com\" is pulled from its inventory endpoint"));
+    EXPECT_EQ(error.at("details").at(0).at("field"), "driver");
+  }
+  EXPECT_TRUE(store.keys().empty()) << "a refused push changes nothing";
+  EXPECT_EQ(call("GET", "/v1/drivers/nic.example.com").status, 200);
+  EXPECT_EQ(call("PUT", "/v1/drivers/gpu.example.com/pools/p1", allNodesPool()).status, 202)
+      << "accepted, not yet published";
+  EXPECT_EQ(pushes.front(), std::make_pair(std::string("nic.example.com"), 409));
+}
+
+}  // namespace
+}  // namespace rsc::controller::inventory

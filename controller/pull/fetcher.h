@@ -1,0 +1,92 @@
+// InventoryFetcher: one GET of a driver's inventory endpoint (pull mode, issue 18), over the
+// controller's own HttpTransport. The answer is the body of PUT /v1/drivers/{driver}, decoded
+// and validated by the push API's decoder, so a pulled inventory passes exactly the checks of
+// a pushed one; a bad answer is an error and yields no pools at all. The Poller calls it; one
+// fetcher per source. Thread-compatible: one fetch() at a time.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "client/http_transport.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "controller/inventory/handler.h"
+#include "controller/inventory/pool_json.h"
+#include "controller/reconcile/desired_store.h"
+#include "controller/reconcile/pool.h"
+
+namespace rsc::controller::pull {
+
+// The path asked for when a source's URL names none (the endpoint's contract, DESIGN.md 10).
+inline constexpr char kDefaultInventoryPath[] = "/v1/inventory";
+// The default of --pull-timeout: an endpoint serves a document it holds in memory; ten seconds
+// is generous and still far below the default interval.
+inline constexpr std::chrono::milliseconds kDefaultPullTimeout = std::chrono::seconds(10);
+
+// Status::reason() of each way a fetch can fail; also the `result` label of
+// resourceslice_controller_pull_fetches_total (with "ok" and "unchanged").
+inline constexpr char kReasonUnreachable[] = "Unreachable";  // no answer, connection broke
+inline constexpr char kReasonTimeout[] = "Timeout";          // past --pull-timeout
+inline constexpr char kReasonHttpError[] = "HttpError";      // an answer other than 200 or 304
+inline constexpr char kReasonRedirect[] = "Redirect";        // 3xx: never followed
+inline constexpr char kReasonTooLarge[] = "TooLarge";        // body past --max-request-bytes
+inline constexpr char kReasonInvalid[] = "Invalid";          // not the JSON of a driver's pools
+
+struct FetcherOptions {
+  // Path and query to GET, already URL-encoded ("/v1/inventory").
+  std::string path = kDefaultInventoryPath;
+  // The whole exchange, headers and body (--pull-timeout).
+  Clock::Duration timeout = kDefaultPullTimeout;
+  // The push API's limits (--max-request-bytes, --max-decoded-bytes): a pulled inventory is
+  // bounded as a pushed one is.
+  size_t max_body_bytes = inventory::kDefaultMaxBodyBytes;
+  size_t max_decoded_bytes = inventory::kDefaultMaxDecodedBytes;
+};
+
+struct FetchResult {
+  // 304 Not Modified: the inventory is what the ETag named; `pools` is empty.
+  bool unchanged = false;
+  // The answer's ETag ("" when it sent none: the next request is unconditional).
+  std::string etag;
+  std::map<std::string, reconcile::Pool> pools;
+};
+
+class InventoryFetcher {
+ public:
+  // `transport` talks to the endpoint's server and must outlive the fetcher.
+  InventoryFetcher(client::HttpTransport& transport, Clock& clock, FetcherOptions options);
+
+  // GETs the inventory, with If-None-Match: `etag` when not empty. `server` is the API
+  // server's release when known (the counter placement it accepts). Fails with a Status whose
+  // reason is one of the kReason constants above and whose message says what was wrong.
+  StatusOr<FetchResult> fetch(const std::string& etag,
+                              const std::optional<reconcile::ServerRelease>& server,
+                              std::stop_token stop = {});
+
+ private:
+  client::HttpTransport& transport_;
+  Clock& clock_;
+  const FetcherOptions options_;
+};
+
+// A source's URL split for the transport: "https://host:port" and the path and query
+// (kDefaultInventoryPath when the URL has no path). InvalidArgument when it is not an http://
+// or https:// URL with a host, or has a fragment or user info.
+struct SourceUrl {
+  std::string server;
+  std::string path_and_query;
+};
+StatusOr<SourceUrl> parseSourceUrl(std::string_view url);
+
+// The real transport to a source's server (CpprestTransport): none of the controller's
+// credentials, the system's trust store, and redirects returned rather than followed.
+StatusOr<std::shared_ptr<client::HttpTransport>> sourceTransport(const SourceUrl& url,
+                                                                 Clock& clock);
+
+}  // namespace rsc::controller::pull

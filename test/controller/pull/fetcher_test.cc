@@ -1,0 +1,298 @@
+#include "controller/pull/fetcher.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "controller/inventory/http_server.h"
+#include "test/controller/pull/scripted_transport.h"
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::controller::pull {
+namespace {
+
+using testing::FakeClock;
+
+constexpr char kOnePool[] = R"({"pools": {"p1": {"allNodes": true, "devices": [{"name": "d0"}]}}})";
+
+FetcherOptions smallOptions() {
+  FetcherOptions o;
+  o.timeout = std::chrono::seconds(5);
+  o.max_body_bytes = 4096;
+  return o;
+}
+
+// Each test scripts the endpoint's answers in transport_ and fetches with fetch().
+class FetcherTest : public ::testing::Test {
+ protected:
+  StatusOr<FetchResult> fetch(const std::string& etag = "",
+                              const FetcherOptions& options = smallOptions()) {
+    InventoryFetcher fetcher(transport_, clock_, options);
+    return fetcher.fetch(etag, std::nullopt);
+  }
+
+  FakeClock clock_;
+  ScriptedTransport transport_;
+};
+
+TEST_F(FetcherTest, OkAnswerIsDecodedWithItsEtag) {
+  transport_.addBody(200, kOnePool, {{"etag", "\"v1\""}});
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_FALSE(r->unchanged);
+  EXPECT_EQ(r->etag, "\"v1\"");
+  ASSERT_EQ(r->pools.size(), 1u);
+  EXPECT_EQ(r->pools.begin()->first, "p1");
+  const auto requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].method, "GET");
+  EXPECT_EQ(requests[0].path_and_query, kDefaultInventoryPath);
+  EXPECT_TRUE(requests[0].headers.empty()) << "no If-None-Match without an ETag";
+  EXPECT_EQ(requests[0].timeout, std::chrono::seconds(5));
+}
+
+TEST_F(FetcherTest, ExampleDriverInventoryIsAccepted) {
+  std::ifstream in(std::string(RSC_INVENTORY_EXAMPLES_DIR) + "/nic.example.com.driver.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  transport_.addBody(200, text.str());
+  FetcherOptions options;  // the push API's default limits
+  StatusOr<FetchResult> r = fetch("", options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_FALSE(r->pools.empty());
+  EXPECT_EQ(r->etag, "") << "no ETag answered: the next request is unconditional";
+}
+
+TEST_F(FetcherTest, SendsIfNoneMatchAndTakes304AsUnchanged) {
+  transport_.addBody(304, "");
+  StatusOr<FetchResult> r = fetch("\"v1\"");
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_TRUE(r->unchanged);
+  EXPECT_TRUE(r->pools.empty());
+  EXPECT_EQ(r->etag, "\"v1\"") << "a 304 without an ETag keeps the one sent";
+  const auto requests = transport_.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  ASSERT_EQ(requests[0].headers.size(), 1u);
+  EXPECT_EQ(requests[0].headers[0].first, "If-None-Match");
+  EXPECT_EQ(requests[0].headers[0].second, "\"v1\"");
+}
+
+TEST_F(FetcherTest, MalformedJsonIsInvalid) {
+  transport_.addBody(200, R"({"pools": {"p1": )");
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonInvalid);
+  EXPECT_NE(r.status().message().find("GET driver.test:8080/v1/inventory"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(FetcherTest, UnknownFieldIsInvalidNamingItsPath) {
+  transport_.addBody(
+      200,
+      R"({"pools": {"p1": {"allNodes": true, "devices": [{"name": "d0", "atributes": {}}]}}})");
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonInvalid);
+  EXPECT_NE(r.status().message().find("atributes"), std::string::npos) << r.status().message();
+  ASSERT_FALSE(r.status().details().empty());
+  EXPECT_NE(r.status().details()[0].field.find("pools[\"p1\"].devices[0]"), std::string::npos)
+      << r.status().details()[0].field;
+}
+
+TEST_F(FetcherTest, PoolThatFailsValidationIsInvalidAndNothingIsReturned) {
+  // One good pool and one whose device name is not a DNS label: the answer is refused whole.
+  transport_.addBody(200, R"({"pools": {"good": {"allNodes": true, "devices": [{"name": "d0"}]},
+                                       "bad": {"allNodes": true, "devices": [{"name": "D_0"}]}}})");
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonInvalid);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(FetcherTest, OversizeBodyIsRefusedWithoutReadingItAll) {
+  ScriptedTransport::Answer answer;
+  for (int i = 0; i < 10; ++i) answer.chunks.push_back(std::string(1000, ' '));
+  transport_.add(answer);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonTooLarge);
+  EXPECT_EQ(r.status().code(), StatusCode::kTooLarge);
+  EXPECT_NE(r.status().message().find("--max-request-bytes"), std::string::npos);
+  EXPECT_EQ(transport_.chunksRead(), 5u) << "reading stops at the chunk past the limit";
+}
+
+TEST_F(FetcherTest, BodyPastTheDecodedLimitIsTooLarge) {
+  transport_.addBody(200, kOnePool);
+  FetcherOptions options = smallOptions();
+  options.max_decoded_bytes = 16;
+  StatusOr<FetchResult> r = fetch("", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonTooLarge);
+}
+
+TEST_F(FetcherTest, RedirectIsRefusedNamingWhereItLeads) {
+  transport_.addBody(302, "", {{"location", "http://elsewhere.test/inv"}});
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonRedirect);
+  EXPECT_NE(r.status().message().find("302"), std::string::npos);
+  EXPECT_NE(r.status().message().find("http://elsewhere.test/inv"), std::string::npos);
+  EXPECT_EQ(transport_.requests().size(), 1u) << "the redirect is not followed";
+}
+
+TEST_F(FetcherTest, ErrorAnswerIsHttpErrorWithTheStartOfItsBody) {
+  transport_.addBody(503, "inventory not ready\nsecond line");
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonHttpError);
+  EXPECT_NE(r.status().message().find("HTTP 503: inventory not ready"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(r.status().message().find("second line"), std::string::npos);
+  EXPECT_EQ(transport_.requests()[0].max_error_body_bytes, 4096u)
+      << "an error page is read only as far as its start";
+}
+
+TEST_F(FetcherTest, OtherSuccessCodesAreErrors) {
+  transport_.addBody(204, "");
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonHttpError);
+}
+
+TEST_F(FetcherTest, TransportTimeoutIsTimeout) {
+  transport_.addError(deadlineExceeded("driver.test:8080: no answer in time"));
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonTimeout);
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(FetcherTest, BodyTricklingPastTheTimeoutIsTimeout) {
+  ScriptedTransport::Answer answer;
+  // Each piece arrives within the transport's idle timeout, the whole one not.
+  answer.chunks = {R"({"pools": )", "{}", "}"};
+  answer.between_chunks = [this] { clock_.advance(std::chrono::seconds(3)); };
+  transport_.add(answer);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonTimeout);
+  EXPECT_NE(r.status().message().find("--pull-timeout"), std::string::npos);
+}
+
+TEST_F(FetcherTest, UnreachableEndpointIsUnreachable) {
+  transport_.addError(unavailable("driver.test:8080: Connection refused"));
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonUnreachable);
+  EXPECT_NE(r.status().message().find("Connection refused"), std::string::npos);
+}
+
+TEST(SourceUrl, SplitsServerAndPath) {
+  StatusOr<SourceUrl> u = parseSourceUrl("https://driver.ns.svc:8443/inventory?node=a");
+  ASSERT_TRUE(u.ok()) << u.status().toString();
+  EXPECT_EQ(u->server, "https://driver.ns.svc:8443");
+  EXPECT_EQ(u->path_and_query, "/inventory?node=a");
+  u = parseSourceUrl("http://127.0.0.1:9000");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->server, "http://127.0.0.1:9000");
+  EXPECT_EQ(u->path_and_query, kDefaultInventoryPath);
+  u = parseSourceUrl("http://[::1]:9000?x=1");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->server, "http://[::1]:9000");
+  EXPECT_EQ(u->path_and_query, "/v1/inventory?x=1");
+}
+
+TEST(SourceUrl, RefusesWhatIsNotAnEndpointUrl) {
+  for (const char* bad : {"driver:9000", "ftp://driver/x", "http:///x", "http://u:p@driver/x",
+                          "http://driver/x#frag"}) {
+    StatusOr<SourceUrl> u = parseSourceUrl(bad);
+    EXPECT_FALSE(u.ok()) << bad;
+    if (!u.ok()) {
+      EXPECT_NE(u.status().message().find(bad), std::string::npos) << u.status().message();
+    }
+  }
+}
+
+// The real source transport against a loopback server: a redirect comes back as an answer
+// (cpprest would follow up to 10 by default) and is refused; an oversize body is cut off.
+class RealTransport : public ::testing::Test {
+ protected:
+  void serve(inventory::HttpResponse answer) {
+    inventory::HttpServerOptions options;
+    options.bind_address = "127.0.0.1:0";
+    auto started = inventory::HttpServer::start(
+        options, [answer](const inventory::HttpRequest&,
+                          const inventory::HttpServer::Responder& respond) { respond(answer); });
+    ASSERT_TRUE(started.ok()) << started.status().toString();
+    server_ = std::move(*started);
+    auto url = parseSourceUrl("http://127.0.0.1:" + std::to_string(server_->port()));
+    ASSERT_TRUE(url.ok());
+    auto made = sourceTransport(*url, RealClock::instance());
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    transport_ = std::move(*made);
+  }
+
+  StatusOr<FetchResult> fetch() {
+    InventoryFetcher fetcher(*transport_, RealClock::instance(), smallOptions());
+    return fetcher.fetch("", std::nullopt);
+  }
+
+  std::unique_ptr<inventory::HttpServer> server_;
+  std::shared_ptr<client::HttpTransport> transport_;
+};
+
+TEST_F(RealTransport, RedirectIsNotFollowed) {
+  inventory::HttpResponse redirect;
+  redirect.status = 307;
+  redirect.headers.emplace_back("Location", "http://127.0.0.1:1/elsewhere");
+  serve(redirect);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonRedirect) << r.status().toString();
+}
+
+TEST_F(RealTransport, OversizeBodyIsRefused) {
+  inventory::HttpResponse big;
+  big.content_type = "application/json";
+  big.body = std::string(64 * 1024, ' ');
+  serve(big);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonTooLarge) << r.status().toString();
+}
+
+TEST_F(RealTransport, ErrorAnswerIsReadOnlyToItsLimit) {
+  inventory::HttpResponse error;
+  error.status = 500;
+  error.body = "broken\n" + std::string(1024 * 1024, 'x');
+  serve(error);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonHttpError) << r.status().toString();
+  EXPECT_NE(r.status().message().find("HTTP 500: broken"), std::string::npos);
+  // The transport itself: the body stops at the limit.
+  client::HttpRequest request;
+  request.path_and_query = "/v1/inventory";
+  request.max_error_body_bytes = 1000;
+  StatusOr<client::HttpResponse> head =
+      transport_->stream(request, nullptr, [](std::string_view) { return true; }, {});
+  ASSERT_TRUE(head.ok()) << head.status().toString();
+  EXPECT_EQ(head->code, 500);
+  EXPECT_EQ(head->body.size(), 1000u);
+}
+
+TEST_F(RealTransport, InventoryIsFetched) {
+  inventory::HttpResponse ok;
+  ok.content_type = "application/json";
+  ok.headers.emplace_back("ETag", "\"abc\"");
+  ok.body = kOnePool;
+  serve(ok);
+  StatusOr<FetchResult> r = fetch();
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->etag, "\"abc\"");
+  EXPECT_EQ(r->pools.size(), 1u);
+}
+
+}  // namespace
+}  // namespace rsc::controller::pull

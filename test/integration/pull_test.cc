@@ -1,0 +1,210 @@
+// Pull mode against the real API server: the controller binary fetches a driver's inventory
+// endpoint (a small HTTP server in this test serving the example inventory, with ETags) and
+// publishes it; a changed answer is published with the minimal writes, 304 answers write
+// nothing, a bad answer is the pools' status and changes nothing, a push for the pulled driver
+// is refused, and the endpoint gone withdraws the pools after --pull-grace.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <mutex>
+
+#include "client/resource_slice.h"
+#include "controller/inventory/http_server.h"
+#include "test/integration/leader_flags.h"
+#include "test/integration/service_env.h"
+
+namespace rsc::testing {
+namespace {
+
+const auto* const kCluster = ClusterEnvironment::install();
+
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+namespace inv = controller::inventory;
+
+constexpr char kDriver[] = "nic.example.com";
+
+// A driver's inventory endpoint: GET /v1/inventory answers the current document with its
+// ETag, or 304 when If-None-Match names it. Counts what it answered.
+class DriverEndpoint {
+ public:
+  DriverEndpoint() {
+    inv::HttpServerOptions options;
+    options.bind_address = "127.0.0.1:0";
+    options.name = "driver-endpoint";
+    auto started = inv::HttpServer::start(
+        options, [this](const inv::HttpRequest& request,
+                        const inv::HttpServer::Responder& respond) { respond(answer(request)); });
+    EXPECT_TRUE(started.ok()) << started.status().toString();
+    server_ = std::move(*started);
+  }
+
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/inventory";
+  }
+
+  // Serves `body` from now on, under a new ETag.
+  void serve(const std::string& body) {
+    std::lock_guard lock(mu_);
+    body_ = body;
+    etag_ = "\"v" + std::to_string(++version_) + "\"";
+  }
+
+  int notModified() const {
+    std::lock_guard lock(mu_);
+    return not_modified_;
+  }
+  int fetches() const {
+    std::lock_guard lock(mu_);
+    return fetches_;
+  }
+
+  void stop() { server_->stop(seconds(1)); }
+
+ private:
+  inv::HttpResponse answer(const inv::HttpRequest& request) {
+    std::lock_guard lock(mu_);
+    ++fetches_;
+    if (request.target != "/v1/inventory") return inv::textResponse(404, "not here");
+    inv::HttpResponse response;
+    response.headers.emplace_back("ETag", etag_);
+    if (request.header("if-none-match") == etag_) {
+      ++not_modified_;
+      response.status = 304;
+      return response;
+    }
+    response.content_type = "application/json";
+    response.body = body_;
+    return response;
+  }
+
+  mutable std::mutex mu_;
+  std::string body_;      // guarded by mu_
+  std::string etag_;      // guarded by mu_
+  int version_ = 0;       // guarded by mu_
+  int fetches_ = 0;       // guarded by mu_
+  int not_modified_ = 0;  // guarded by mu_
+  std::unique_ptr<inv::HttpServer> server_;
+};
+
+Json example(const std::string& name) {
+  std::ifstream in(std::string(RSC_INVENTORY_EXAMPLES_DIR) + "/" + name);
+  return Json::parse(in);
+}
+
+std::map<std::string, double> minus(std::map<std::string, double> a,
+                                    const std::map<std::string, double>& b) {
+  for (auto& [verb, n] : a) n -= b.at(verb);
+  return a;
+}
+
+class PullTest : public ::testing::Test {
+ protected:
+  ServiceEnv env_;
+};
+
+TEST_F(PullTest, PulledInventoryIsPublishedKeptCurrentAndWithdrawnWhenTheEndpointIsGone) {
+  DriverEndpoint endpoint;
+  Json inventory = example("nic.example.com.driver.json");
+  ASSERT_TRUE(inventory["pools"].contains("fabric-1"));
+  endpoint.serve(inventory.dump());
+  std::vector<std::string> args = leaderFlags("pull-0", "pull-lease");
+  args.insert(args.end(), {"--inventory-source=" + std::string(kDriver) + "=" + endpoint.url(),
+                           "--pull-interval=1s", "--pull-timeout=1s", "--pull-grace=4s"});
+  ControllerProcess c = env_.startController("pull", args);
+  const std::string driver_url = c.inventoryUrl() + "/v1/drivers/" + kDriver;
+
+  // Published, every pool of the answer.
+  const auto phases = [&] {
+    std::map<std::string, std::string> out;
+    const Json status = env_.http("GET", driver_url).json();
+    if (!status.is_object()) return out;
+    for (const Json& p : status["pools"]) out[p["pool"]] = p["phase"];
+    return out;
+  };
+  std::map<std::string, std::string> published;
+  for (const auto& [name, pool] : inventory["pools"].items()) published[name] = "Published";
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return phases() == published; }, seconds(30)))
+      << c.process->log();
+  EXPECT_FALSE(env_.poolSlices(kDriver, "fabric-1").empty());
+
+  // Unchanged answers (304): no reconcile, no write.
+  std::map<std::string, double> before = env_.sliceWriteRequests();
+  const int not_modified = endpoint.notModified();
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return endpoint.notModified() >= not_modified + 3; },
+                                     seconds(10)));
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
+  EXPECT_GE(env_.metric(c, "resourceslice_controller_pull_fetches_total{driver=\"" +
+                               std::string(kDriver) + "\",result=\"unchanged\"}"),
+            3);
+
+  // One device changes: one slice update, nothing else.
+  inventory["pools"]["fabric-1"]["devices"][1]["attributes"]["firmwareVersion"]["version"] =
+      "28.40.0";
+  endpoint.serve(inventory.dump());
+  const auto firmware_updated = [&] {
+    for (const client::ResourceSlice& s : env_.poolSlices(kDriver, "fabric-1")) {
+      if (client::toJsonText(s).find("28.40.0") != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(ServiceEnv::eventually(firmware_updated, seconds(15))) << c.process->log();
+  const std::map<std::string, double> one_update = {{"POST", 0}, {"PUT", 1}, {"DELETE", 0}};
+  EXPECT_TRUE(ServiceEnv::eventually(
+      [&] { return minus(env_.sliceWriteRequests(), before) == one_update; }, seconds(5)));
+  EXPECT_EQ(minus(env_.sliceWriteRequests(), before), one_update);
+
+  // A bad answer: the pools' status says so, nothing is written.
+  before = env_.sliceWriteRequests();
+  Json bad = inventory;
+  bad["pools"]["fabric-1"]["devices"][0]["name"] = "NIC_0";
+  endpoint.serve(bad.dump());
+  const auto last_error = [&](const std::string& pool) {
+    const Json status = env_.http("GET", driver_url).json();
+    for (const Json& p : status["pools"]) {
+      if (p["pool"] == pool && p.contains("lastError")) return p["lastError"];
+    }
+    return Json();
+  };
+  ASSERT_TRUE(
+      ServiceEnv::eventually([&] { return !last_error("fabric-1").is_null(); }, seconds(10)));
+  EXPECT_EQ(last_error("fabric-1")["reason"], "InventorySourceFailed");
+  EXPECT_THAT(last_error("fabric-1")["message"].get<std::string>(),
+              HasSubstr("pools[\"fabric-1\"].devices[0].name"));
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
+  EXPECT_TRUE(firmware_updated()) << "what was published stays";
+  endpoint.serve(inventory.dump());
+  ASSERT_TRUE(
+      ServiceEnv::eventually([&] { return last_error("fabric-1").is_null(); }, seconds(10)));
+
+  // Pushes for the pulled driver are refused.
+  HttpAnswer push =
+      env_.http("PUT", driver_url + "/pools/fabric-1", inventory["pools"]["fabric-1"].dump());
+  EXPECT_EQ(push.code, 409) << push.body;
+  EXPECT_THAT(push.body, HasSubstr("is pulled from its inventory endpoint"));
+  push = env_.http("PUT", driver_url, inventory.dump());
+  EXPECT_EQ(push.code, 409) << push.body;
+
+  // The endpoint gone: its pools stay for the grace, then are withdrawn.
+  const auto gone = std::chrono::steady_clock::now();
+  endpoint.stop();
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(kDriver, "fabric-1").empty(); },
+                                     seconds(30)))
+      << c.process->log();
+  // The grace counts from the last answer, at most one interval (1.1 s) before the stop.
+  EXPECT_GE(std::chrono::steady_clock::now() - gone, std::chrono::milliseconds(2800))
+      << "withdrawn before --pull-grace";
+  for (const auto& [name, pool] : inventory["pools"].items()) {
+    EXPECT_TRUE(env_.poolSlices(kDriver, name).empty()) << name;
+  }
+  EXPECT_EQ(env_.metric(c, "resourceslice_controller_pull_source_expired{driver=\"" +
+                               std::string(kDriver) + "\"}"),
+            1);
+
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+}  // namespace
+}  // namespace rsc::testing
