@@ -45,6 +45,7 @@ struct Caller {
   std::optional<std::string> node_name;
   // No node restriction at all (--auth=none).
   bool unrestricted = false;
+  friend bool operator==(const Caller&, const Caller&) = default;
 };
 
 class Authenticator {
