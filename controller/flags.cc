@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/duration.h"
+#include "controller/inventory/names.h"
 
 namespace rsc::controller {
 namespace {
@@ -421,6 +422,41 @@ const std::vector<FlagSpec>& specs() {
        [](ServiceFlags& f,
           const std::string&
               v) { return parseDurationInto(v, &f.pull_grace, std::chrono::seconds(1)); }},
+      {"pull-discovery",
+       "Discover inventory endpoints (pull mode): every ready endpoint of a Service labelled "
+       "resourceslice.dra.k8s.io/driver=DRIVER, on its port named inventory, is one source of "
+       "DRIVER's inventory. Needs list and watch on Services and EndpointSlices.",
+       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.pull_discovery); }},
+      {"pull-namespace",
+       "A namespace --pull-discovery looks in; repeat the flag for more. Unset: every namespace.",
+       false,
+       [](ServiceFlags& f, const std::string& v) -> std::
+                                                     optional<std::string> {
+                                                       if (auto why = inventory::dnsLabelError(v))
+                                                         return "namespace \"" + v + "\" " + *why;
+                                                       if (std::find(f.pull_namespaces.begin(),
+                                                                     f.pull_namespaces.end(), v) ==
+                                                           f.pull_namespaces.end()) {
+                                                         f.pull_namespaces.push_back(v);
+                                                       }
+                                                       return std::nullopt;
+                                                     }},
+      {"pull-max-sources",
+       "Most inventory sources pulled at once; discovered endpoints past it are ignored (logged, "
+       "and counted in resourceslice_controller_pull_sources_ignored_total).",
+       false,
+       [](ServiceFlags& f,
+          const std::string& v) { return parseNumber<size_t>(v, &f.pull_max_sources, 1); }},
+      {"pull-ca-file",
+       "PEM bundle that signs the certificates of HTTPS inventory endpoints (a Service's "
+       "resourceslice.dra.k8s.io/inventory-ca annotation wins for its endpoints). Unset: the "
+       "system's trust store.",
+       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.pull_ca_file); }},
+      {"pull-token-file",
+       "A bearer token file (a projected ServiceAccount token with the audience drivers check) "
+       "sent to HTTPS inventory endpoints, never over plain HTTP; re-read as it rotates.",
+       false,
+       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.pull_token_file); }},
       {"shutdown-timeout",
        "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
        "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
@@ -574,6 +610,8 @@ std::string flagsUsage() {
       {"adoption-grace", formatDuration(d.adoption_grace)},
       {"pull-interval", formatDuration(d.pull_interval)},
       {"pull-timeout", formatDuration(d.pull_timeout)},
+      {"pull-discovery", d.pull_discovery ? "true" : "false"},
+      {"pull-max-sources", std::to_string(d.pull_max_sources)},
       {"shutdown-timeout", formatDuration(d.shutdown_timeout)},
       {"log-format", "text"},
       {"v", std::to_string(d.verbosity)},

@@ -102,6 +102,15 @@ struct ServiceFlags {
   std::chrono::milliseconds pull_interval{30'000};
   std::chrono::milliseconds pull_timeout{10'000};
   std::chrono::milliseconds pull_grace{0};
+  // Discovery of inventory endpoints from labelled Services and their EndpointSlices, in
+  // these namespaces (empty: every namespace); at most pull_max_sources sources at once.
+  bool pull_discovery = false;
+  std::vector<std::string> pull_namespaces;
+  size_t pull_max_sources = 10000;
+  // HTTPS endpoints: the CA bundle that signs their certificates (empty: the system's store)
+  // and a bearer token file sent to them (empty: none).
+  std::string pull_ca_file;
+  std::string pull_token_file;
   // How long shutdown after SIGTERM may take in all: below the chart's
   // terminationGracePeriodSeconds (30 s), so that the process exits on its own
   // and releases the Lease instead of being killed.

@@ -374,19 +374,21 @@ int run(const controller::ServiceFlags& flags) {
   pull_options.fetch.timeout = flags.pull_timeout;
   pull_options.fetch.max_body_bytes = flags.max_request_bytes;
   pull_options.fetch.max_decoded_bytes = flags.max_decoded_bytes;
+  pull_options.fetch.allow_unbound_node_pools = flags.allow_unbound_node_pools;
+  pull_options.max_sources = flags.pull_max_sources;
+  pull_options.credentials.token_file = flags.pull_token_file;
+  if (!flags.pull_ca_file.empty()) {
+    StatusOr<std::string> ca = controller::inventory::readCertificateFile(flags.pull_ca_file);
+    if (!ca.ok()) return usageError("flag --pull-ca-file: " + ca.status().message());
+    pull_options.credentials.ca_pem = std::move(*ca);
+  }
   for (const auto& [driver, url] : flags.inventory_sources) {
-    StatusOr<controller::pull::SourceUrl> parsed = controller::pull::parseSourceUrl(url);
-    if (!parsed.ok()) {
-      return usageError("flag --inventory-source " + driver + ": " + parsed.status().message());
-    }
-    auto source_transport = controller::pull::sourceTransport(*parsed, clock);
-    if (!source_transport.ok()) {
-      return usageError("flag --inventory-source " + driver + ": " +
-                        source_transport.status().message());
-    }
-    pull_options.sources.push_back(
-        {driver, url, parsed->path_and_query, std::move(*source_transport)});
-    pull_metrics.addSource(driver);
+    controller::pull::SourceSpec spec;
+    spec.driver = driver;
+    spec.id = "flag/" + driver;
+    spec.url = url;
+    spec.caller.unrestricted = true;  // the operator named it
+    pull_options.sources.push_back(std::move(spec));
   }
   pull_options.observer.on_fetch = [&pull_metrics](const std::string& driver,
                                                    std::string_view result, Clock::Duration took) {
@@ -396,8 +398,14 @@ int run(const controller::ServiceFlags& flags) {
                                                      Clock::SystemTime when) {
     pull_metrics.succeeded(driver, std::chrono::duration<double>(when.time_since_epoch()).count());
   };
-  pull_options.observer.on_expired = [&pull_metrics](const std::string& driver, bool expired) {
+  pull_options.observer.on_sources = [&pull_metrics](const std::string& driver, size_t sources) {
+    pull_metrics.setSources(driver, sources);
+  };
+  pull_options.observer.on_expired = [&pull_metrics](const std::string& driver, size_t expired) {
     pull_metrics.setExpired(driver, expired);
+  };
+  pull_options.observer.on_ignored = [&pull_metrics](std::string_view reason) {
+    pull_metrics.ignored(reason);
   };
   auto poller = controller::pull::Poller::create(std::move(pull_options));
   if (!poller.ok()) return usageError(poller.status().message());

@@ -24,9 +24,24 @@ PullMetrics::PullMetrics(prometheus::Registry& registry)
                         .Register(registry)),
       expired_(prometheus::BuildGauge()
                    .Name("resourceslice_controller_pull_source_expired")
-                   .Help("1 while the driver's inventory endpoint has failed for longer than "
-                         "--pull-grace and its pools are withdrawn, else 0.")
-                   .Register(registry)) {}
+                   .Help("How many of the driver's inventory sources have failed, or been gone "
+                         "from discovery, for longer than --pull-grace, their pools withdrawn.")
+                   .Register(registry)),
+      sources_gauge_(prometheus::BuildGauge()
+                         .Name("resourceslice_controller_pull_sources")
+                         .Help("The number of inventory sources (configured, or discovered "
+                               "endpoints) the driver's inventory is pulled from.")
+                         .Register(registry)),
+      ignored_(prometheus::BuildCounter()
+                   .Name("resourceslice_controller_pull_sources_ignored_total")
+                   .Help("Discovered inventory sources ignored, by reason: OverLimit "
+                         "(--pull-max-sources reached) or Invalid (a URL or TLS setting that "
+                         "cannot work).")
+                   .Register(registry)) {
+  for (std::string_view reason : kIgnoredReasons) {
+    ignored_by_reason_[reason] = &ignored_.Add({{"reason", std::string(reason)}});
+  }
+}
 
 PullMetrics::Source& PullMetrics::sourceLocked(const std::string& driver) {
   auto [it, added] = sources_.try_emplace(driver);
@@ -39,13 +54,26 @@ PullMetrics::Source& PullMetrics::sourceLocked(const std::string& driver) {
     source.duration = &duration_.Add({{"driver", driver}}, fetchDurationBuckets());
     source.last_success = &last_success_.Add({{"driver", driver}});
     source.expired = &expired_.Add({{"driver", driver}});
+    source.sources = &sources_gauge_.Add({{"driver", driver}});
   }
   return source;
 }
 
-void PullMetrics::addSource(const std::string& driver) {
+void PullMetrics::setSources(const std::string& driver, size_t sources) {
   std::lock_guard lock(mu_);
-  sourceLocked(driver);
+  if (sources > 0) {
+    sourceLocked(driver).sources->Set(static_cast<double>(sources));
+    return;
+  }
+  auto it = sources_.find(driver);
+  if (it == sources_.end()) return;
+  Source& gone = it->second;
+  for (auto& [result, counter] : gone.fetches) fetches_.Remove(counter);
+  duration_.Remove(gone.duration);
+  last_success_.Remove(gone.last_success);
+  expired_.Remove(gone.expired);
+  sources_gauge_.Remove(gone.sources);
+  sources_.erase(it);
 }
 
 void PullMetrics::fetched(const std::string& driver, std::string_view result, double seconds) {
@@ -62,9 +90,14 @@ void PullMetrics::succeeded(const std::string& driver, double unix_seconds) {
   sourceLocked(driver).last_success->Set(unix_seconds);
 }
 
-void PullMetrics::setExpired(const std::string& driver, bool expired) {
+void PullMetrics::setExpired(const std::string& driver, size_t expired) {
   std::lock_guard lock(mu_);
-  sourceLocked(driver).expired->Set(expired ? 1 : 0);
+  sourceLocked(driver).expired->Set(static_cast<double>(expired));
+}
+
+void PullMetrics::ignored(std::string_view reason) {
+  auto it = ignored_by_reason_.find(reason);
+  if (it != ignored_by_reason_.end()) it->second->Increment();
 }
 
 }  // namespace rsc::metrics

@@ -1,8 +1,10 @@
-// PullMetrics: what pull mode reports for each inventory source (one per driver): fetches by
-// result, how long they took, when one last succeeded, and whether the source has failed for
-// longer than --pull-grace (its pools withdrawn). Built once by main; the Poller's observer
-// calls it. Series of a source exist from its registration, at 0, so rate() and absent-data
-// alerts work from the start. Thread-safe: each source's poller thread calls it.
+// PullMetrics: what pull mode reports for each pulled driver, over all its inventory sources:
+// how many sources it has, fetches by result, how long they took, when one last succeeded, and
+// how many sources have failed (or been gone) for longer than --pull-grace (their pools
+// withdrawn). Series are per driver, not per source: a DaemonSet's thousand endpoints are one
+// driver. A driver's series exist from its first source, at 0, so rate() and absent-data
+// alerts work from the start, and go with its last source. Built once by main; the Poller's
+// observer calls it. Thread-safe: each source's poller thread calls it.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -24,24 +26,30 @@ class PullMetrics {
  public:
   // The `result` label of resourceslice_controller_pull_fetches_total: "ok" (a 200 answer
   // applied), "unchanged" (304) and the fetcher's failure reasons.
-  static constexpr std::array<std::string_view, 8> kResults = {
-      "ok", "unchanged", "Unreachable", "Timeout", "HttpError", "Redirect", "TooLarge", "Invalid"};
+  static constexpr std::array<std::string_view, 10> kResults = {
+      "ok",       "unchanged", "Unreachable", "Timeout",   "HttpError",
+      "Redirect", "TooLarge",  "Invalid",     "Forbidden", "Conflict"};
+  // The `reason` label of resourceslice_controller_pull_sources_ignored_total.
+  static constexpr std::array<std::string_view, 2> kIgnoredReasons = {"OverLimit", "Invalid"};
 
   // Registers the families in `registry`, which must outlive this object.
   explicit PullMetrics(prometheus::Registry& registry);
   PullMetrics(const PullMetrics&) = delete;
   PullMetrics& operator=(const PullMetrics&) = delete;
 
-  // Creates the series of the source of `driver`, at 0. Sources are fixed at start (flags),
-  // so the series are bounded by the command line.
-  void addSource(const std::string& driver);
+  // `driver` is pulled from `sources` sources now: its series are created (at 0) with the
+  // first and removed with the last, so discovered drivers that went do not stay as series.
+  void setSources(const std::string& driver, size_t sources);
   // Counts one fetch of `driver`'s source with `result` (one of kResults; others count as
   // "other") that took `seconds`.
   void fetched(const std::string& driver, std::string_view result, double seconds);
   // Records a successful fetch (200 or 304) at `unix_seconds`.
   void succeeded(const std::string& driver, double unix_seconds);
-  // Whether the source has failed for longer than the grace (its pools withdrawn).
-  void setExpired(const std::string& driver, bool expired);
+  // How many of the driver's sources have failed for longer than the grace (their pools
+  // withdrawn).
+  void setExpired(const std::string& driver, size_t expired);
+  // A discovered source was ignored, for one of kIgnoredReasons.
+  void ignored(std::string_view reason);
 
   static std::vector<double> fetchDurationBuckets();
 
@@ -51,6 +59,7 @@ class PullMetrics {
     prometheus::Histogram* duration = nullptr;
     prometheus::Gauge* last_success = nullptr;
     prometheus::Gauge* expired = nullptr;
+    prometheus::Gauge* sources = nullptr;
   };
   Source& sourceLocked(const std::string& driver);
 
@@ -58,6 +67,9 @@ class PullMetrics {
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Family<prometheus::Gauge>& last_success_;
   prometheus::Family<prometheus::Gauge>& expired_;
+  prometheus::Family<prometheus::Gauge>& sources_gauge_;
+  prometheus::Family<prometheus::Counter>& ignored_;
+  std::map<std::string_view, prometheus::Counter*> ignored_by_reason_;
   std::mutex mu_;
   std::map<std::string, Source> sources_;  // guarded by mu_
 };

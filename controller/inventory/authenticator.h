@@ -45,6 +45,8 @@ struct Caller {
   std::optional<std::string> node_name;
   // No node restriction at all (--auth=none).
   bool unrestricted = false;
+  // How a refusal names the caller: "the token is bound to node ...".
+  std::string subject = "the token";
   friend bool operator==(const Caller&, const Caller&) = default;
 };
 

@@ -9,8 +9,10 @@
 #include <openssl/x509v3.h>
 
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "client/openssl_ptr.h"
@@ -191,6 +193,17 @@ bool certificateSignedBy(std::string_view cert_pem, std::string_view key_pem,
   if (X509_check_private_key(cert->get(), key->get()) != 1) return false;
   EVP_PKEY* ca_public = X509_get0_pubkey(ca->get());
   return ca_public != nullptr && X509_verify(cert->get(), ca_public) == 1;
+}
+
+StatusOr<std::string> readCertificateFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return unavailable("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+    return invalidArgument(path + " holds no PEM certificate");
+  }
+  return ss.str();
 }
 
 }  // namespace rsc::controller::inventory

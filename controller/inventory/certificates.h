@@ -52,4 +52,8 @@ StatusOr<Validity> certificateValidity(std::string_view cert_pem);
 bool certificateSignedBy(std::string_view cert_pem, std::string_view key_pem,
                          std::string_view ca_pem);
 
+// The PEM bundle in the file at `path` (a CA bundle: --inventory-ca-file, --pull-ca-file).
+// Unavailable when it cannot be read, InvalidArgument when it holds no PEM certificate.
+StatusOr<std::string> readCertificateFile(const std::string& path);
+
 }  // namespace rsc::controller::inventory

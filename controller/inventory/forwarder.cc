@@ -1,26 +1,10 @@
 #include "controller/inventory/forwarder.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "client/config.h"
 #include "common/log.h"
+#include "controller/inventory/certificates.h"
 
 namespace rsc::controller::inventory {
-namespace {
-
-StatusOr<std::string> readPem(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return unavailable("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-    return invalidArgument(path + " holds no PEM certificate");
-  }
-  return ss.str();
-}
-
-}  // namespace
 
 // The header a forwarded request carries, so that a leader that lost its
 // lease meanwhile does not send the request around again.
@@ -44,7 +28,7 @@ void LeaderForwarder::refreshCaLocked() {
   const Clock::TimePoint now = options_.clock->now();
   if (ca_checked_at_ && now - *ca_checked_at_ < options_.ca_reload_interval) return;
   ca_checked_at_ = now;
-  StatusOr<std::string> pem = readPem(options_.ca_file);
+  StatusOr<std::string> pem = readCertificateFile(options_.ca_file);
   if (!pem.ok()) {
     log::error("Cannot read the CA bundle for forwarding to the leader; keeping the last one",
                pem.status(), {{"file", options_.ca_file}});

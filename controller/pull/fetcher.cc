@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "client/codec.h"
+#include "controller/inventory/node_restriction.h"
 
 namespace rsc::controller::pull {
 
@@ -16,6 +17,7 @@ Status fetchError(std::string_view reason, std::string message) {
   if (reason == kReasonTimeout) code = StatusCode::kDeadlineExceeded;
   if (reason == kReasonTooLarge) code = StatusCode::kTooLarge;
   if (reason == kReasonInvalid) code = StatusCode::kInvalidArgument;
+  if (reason == kReasonForbidden) code = StatusCode::kPermissionDenied;
   return {code, std::move(message), {}, std::string(reason)};
 }
 
@@ -118,6 +120,21 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
     Status invalid = fetchError(kReasonInvalid, what + ": " + bad.message());
     return Status(invalid.code(), invalid.message(), bad.details(), invalid.reason());
   }
+  // The node restriction, for every pool: one refused pool refuses the answer.
+  std::vector<FieldError> denied;
+  for (const auto& [name, pool] : result.pools) {
+    if (auto why =
+            inventory::nodeRestriction(options_.caller, pool, options_.allow_unbound_node_pools)) {
+      denied.push_back({client::keyPath("pools", name) + "." + why->field, why->message});
+    }
+  }
+  if (!denied.empty()) {
+    Status forbidden =
+        fetchError(kReasonForbidden, what + ": " + std::to_string(denied.size()) +
+                                         " pool(s) not allowed: " + denied.front().field + ": " +
+                                         denied.front().message);
+    return Status(forbidden.code(), forbidden.message(), std::move(denied), forbidden.reason());
+  }
   result.etag = head->header("etag");
   return result;
 }
@@ -147,11 +164,17 @@ StatusOr<SourceUrl> parseSourceUrl(std::string_view url) {
   return out;
 }
 
-StatusOr<std::shared_ptr<client::HttpTransport>> sourceTransport(const SourceUrl& url,
-                                                                 Clock& clock) {
+StatusOr<std::shared_ptr<client::HttpTransport>> sourceTransport(
+    const SourceUrl& url, const SourceSpec& spec, const SourceCredentials& credentials,
+    Clock& clock) {
   client::ClientConfig config;
   config.server = url.server;
   config.follow_redirects = false;
+  if (url.server.starts_with("https://")) {
+    config.ca_pem = spec.ca_pem.empty() ? credentials.ca_pem : spec.ca_pem;
+    config.tls_server_name = spec.tls_server_name;
+    config.token_file = credentials.token_file;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<client::CpprestTransport> transport,
                    client::CpprestTransport::create(config, clock));
   return std::shared_ptr<client::HttpTransport>(std::move(transport));

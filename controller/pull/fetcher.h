@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/pool_json.h"
+#include "controller/pull/source.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/pool.h"
 
@@ -37,6 +38,7 @@ inline constexpr char kReasonHttpError[] = "HttpError";      // an answer other 
 inline constexpr char kReasonRedirect[] = "Redirect";        // 3xx: never followed
 inline constexpr char kReasonTooLarge[] = "TooLarge";        // body past --max-request-bytes
 inline constexpr char kReasonInvalid[] = "Invalid";          // not the JSON of a driver's pools
+inline constexpr char kReasonForbidden[] = "Forbidden";      // a pool the endpoint may not serve
 
 struct FetcherOptions {
   // Path and query to GET, already URL-encoded ("/v1/inventory").
@@ -47,6 +49,18 @@ struct FetcherOptions {
   // bounded as a pushed one is.
   size_t max_body_bytes = inventory::kDefaultMaxBodyBytes;
   size_t max_decoded_bytes = inventory::kDefaultMaxDecodedBytes;
+  // Who the endpoint speaks as: the push API's node restriction applies to every pool of an
+  // answer, and one refused pool refuses the whole answer (as a push of it would be refused).
+  // A source the operator configured is unrestricted.
+  inventory::Caller caller = unrestrictedCaller();
+  // --allow-unbound-node-pools: a caller bound to no node may publish node-local pools.
+  bool allow_unbound_node_pools = false;
+
+  static inventory::Caller unrestrictedCaller() {
+    inventory::Caller caller;
+    caller.unrestricted = true;
+    return caller;
+  }
 };
 
 struct FetchResult {
@@ -84,9 +98,21 @@ struct SourceUrl {
 };
 StatusOr<SourceUrl> parseSourceUrl(std::string_view url);
 
-// The real transport to a source's server (CpprestTransport): none of the controller's
-// credentials, the system's trust store, and redirects returned rather than followed.
-StatusOr<std::shared_ptr<client::HttpTransport>> sourceTransport(const SourceUrl& url,
-                                                                 Clock& clock);
+// How the controller authenticates itself to, and checks, HTTPS inventory endpoints.
+struct SourceCredentials {
+  // PEM bundle for endpoints whose spec names none (--pull-ca-file); empty: the system's store.
+  std::string ca_pem;
+  // A bearer token file (--pull-token-file), re-read as it rotates; sent to HTTPS endpoints
+  // only, so that a token never crosses the network in clear text. Empty: no token.
+  std::string token_file;
+};
+
+// The real transport to a source's server (CpprestTransport): none of the controller's API
+// server credentials; for HTTPS the spec's CA (else `credentials.ca_pem`, else the system's
+// store) checked against the spec's tls_server_name, and the token; redirects returned rather
+// than followed.
+StatusOr<std::shared_ptr<client::HttpTransport>> sourceTransport(
+    const SourceUrl& url, const SourceSpec& spec, const SourceCredentials& credentials,
+    Clock& clock);
 
 }  // namespace rsc::controller::pull

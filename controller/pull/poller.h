@@ -1,9 +1,10 @@
-// Poller: pull mode's schedule (issue 18). Each inventory source (--inventory-source) is
-// fetched on its own thread every --pull-interval, jittered; a 200 answer replaces the driver's
-// whole inventory in the DesiredStore exactly as PUT /v1/drivers/{driver} does, so planning,
-// minimal writes, statuses and leases downstream are shared with push mode; a 304 only renews
-// the driver's pools. A failing source marks its pools' status (lastError), and once it has
-// failed for longer than --pull-grace its pools are withdrawn, like pools whose lease ran out.
+// Poller: pull mode's schedule (issue 18). Each inventory source (--inventory-source, or an
+// endpoint that discovery found) is fetched on its own thread every --pull-interval, jittered.
+// A 200 answer is what PUT /v1/drivers/{driver} would bring from that source (its pools in the
+// DesiredStore, pools it left out withdrawn), so planning, minimal writes, statuses and leases
+// downstream are shared with push mode; a 304 only renews its pools. A failing source marks its
+// pools' status (lastError), and once it has failed (or been gone from discovery) for longer
+// than --pull-grace its pools are withdrawn, like pools whose lease ran out.
 //
 // Leadership: every replica polls, and its own store holds the pulled state; only the leader
 // reconciles it (the Controller starts workers on leading and enqueues every known pool). So a
@@ -11,11 +12,14 @@
 // re-push. Followers forward pushes to the leader; nothing pulled is forwarded.
 //
 // Threading: one thread per source (start/stop); pollOnce() is also the synchronous step for
-// tests. The store is thread-safe; per-source state belongs to its thread.
+// tests. One mutex guards the sources, the drivers and every change the Poller makes to the
+// store; a fetch runs outside it, on the source's own fetcher.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stop_token>
@@ -26,8 +30,10 @@
 
 #include "client/http_transport.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "controller/pull/fetcher.h"
+#include "controller/pull/source.h"
 #include "controller/reconcile/desired_store.h"
 
 namespace rsc::controller::pull {
@@ -44,46 +50,69 @@ inline constexpr double kPullJitter = 0.1;
 // Status::reason() of the lastError a failing source puts on its pools.
 inline constexpr char kReasonSourceFailed[] = "InventorySourceFailed";
 
-// One inventory source: the driver it speaks for and how to reach it.
-struct PullSource {
-  std::string driver;
-  // As configured, for logs and statuses.
-  std::string url;
-  // Path and query to GET (parseSourceUrl).
-  std::string path;
-  // Talks to the URL's server; shared so that tests can keep their fake.
-  std::shared_ptr<client::HttpTransport> transport;
-};
+// The default of --pull-max-sources: discovery follows Services that anyone allowed to create
+// them may label; past this many sources, new ones are ignored (logged and counted) rather than
+// each costing a thread and a connection.
+inline constexpr size_t kDefaultMaxSources = 10000;
+// Status::reason() of a source refused because its driver pushes (one source of truth).
+inline constexpr char kReasonConflict[] = "Conflict";
 
-// What the Poller reports, for metrics. Each may be unset.
+// What the Poller reports, for metrics. Each may be unset. Called with the Poller's lock held:
+// they must return quickly and not call back into the Poller.
 struct PollerObserver {
   // One fetch ended: result is "ok" (200), "unchanged" (304) or the failure reason.
   std::function<void(const std::string& driver, std::string_view result, Clock::Duration took)>
       on_fetch;
   std::function<void(const std::string& driver, Clock::SystemTime when)> on_success;
-  // The source's pools were withdrawn after the grace (true), or it answered again (false).
-  std::function<void(const std::string& driver, bool expired)> on_expired;
+  // The number of sources `driver` is pulled from changed (0: it is not pulled any more).
+  std::function<void(const std::string& driver, size_t sources)> on_sources;
+  // The number of `driver`'s sources whose pools were withdrawn after the grace changed.
+  std::function<void(const std::string& driver, size_t expired)> on_expired;
+  // A discovered source was ignored: over --pull-max-sources, or its URL or transport failed.
+  std::function<void(std::string_view reason)> on_ignored;
 };
+
+// Builds the transport of a source.
+using TransportFactory = std::function<StatusOr<std::shared_ptr<client::HttpTransport>>(
+    const SourceSpec& spec, const SourceUrl& url)>;
 
 struct PollerOptions {
   reconcile::DesiredStore* store = nullptr;  // required
   Clock* clock = nullptr;                    // required
-  std::vector<PullSource> sources;
+  // The sources the operator configured (--inventory-source): polled for the process's life.
+  std::vector<SourceSpec> sources;
   Clock::Duration interval = kDefaultPullInterval;
   // 0: kDefaultGraceIntervals x interval.
   Clock::Duration grace = Clock::Duration::zero();
-  // Timeout and body limits of each fetch; `path` comes from each source.
+  // Timeout and body limits of each fetch, and --allow-unbound-node-pools; the path and the
+  // caller come from each source.
   FetcherOptions fetch;
+  // How HTTPS endpoints are checked and the controller authenticates to them.
+  SourceCredentials credentials;
+  // At most this many sources at once (--pull-max-sources); configured ones always count.
+  size_t max_sources = kDefaultMaxSources;
+  // Unset: sourceTransport() with `credentials`.
+  TransportFactory transport;
   // Returns a number in [0, 1) for the jitter. Unset: a random generator.
   std::function<double()> random;
   PollerObserver observer;
 };
 
+// Several sources may serve one driver (a DaemonSet: one endpoint per node). The driver's
+// desired pools are the union of its sources' last good answers; a pool two sources serve is
+// taken from a healthy one before a failing or departed one, and then from the source known
+// longest, so that a rolling update of the endpoints changes nothing. Only the pools an answer
+// changes are put or removed, so a fetch costs in proportion to its own answer.
+//
+// One source of truth per driver: a push for a pulled driver is refused (pulls()), and a driver
+// that has pushed pools when a source for it appears is not pulled (each fetch fails with
+// kReasonConflict) until they are gone.
 class Poller {
  public:
   // Fails with InvalidArgument naming the source or option that cannot work: a missing store
-  // or clock, a driver name that is not valid, a driver with two sources, a non-positive
-  // interval or timeout, a grace shorter than the interval.
+  // or clock, a driver name that is not valid, a driver with two configured sources, a URL or
+  // transport that cannot work, a non-positive interval or timeout, a grace shorter than the
+  // interval.
   static StatusOr<std::unique_ptr<Poller>> create(PollerOptions options);
   ~Poller();
 
@@ -95,30 +124,74 @@ class Poller {
   // Stops the threads (an answer under way is abandoned) and joins them.
   void stop();
 
+  // Discovery's complete list of sources, replacing the previous one (configured sources stay).
+  // A new source is polled at once (when started); a source no longer listed is not fetched
+  // again, and its pools are withdrawn once --pull-grace has passed since it went, unless it
+  // comes back or another source serves them. A spec that cannot work is logged and ignored.
+  void setDiscovered(const std::vector<SourceSpec>& sources);
+
   // True when `driver`'s inventory is pulled: the push API refuses writes for it.
   bool pulls(std::string_view driver) const;
 
-  // Fetches source `index` once and applies the outcome; returns how long to wait before the
-  // next fetch. For the threads and for tests.
-  Clock::Duration pollOnce(size_t index, std::stop_token stop = {});
+  // One step of source `id`: fetches it once and applies the outcome, or, for a source no
+  // longer listed, withdraws its pools once the grace since it went has passed. Returns how
+  // long to wait before the next step. For the threads and for tests; an unknown id: zero.
+  Clock::Duration pollOnce(const std::string& id, std::stop_token stop = {});
+
+  // The ids of the sources known now, departed ones included until their pools are withdrawn.
+  std::vector<std::string> sourceIds() const;
 
  private:
-  struct SourceState;
+  struct Source;
+  struct Driver;
 
   explicit Poller(PollerOptions options);
-  void run(size_t index, const std::stop_token& stop);
+  // Builds the state of `spec`, or fails naming what cannot work.
+  StatusOr<std::unique_ptr<Source>> makeSource(const SourceSpec& spec);
+  // Adds `source` to its driver and, when started, starts its thread.
+  void addLocked(std::unique_ptr<Source> source);
+  void startLocked(Source& source);
+  void run(Source& source, const std::stop_token& stop);
+  // pollOnce() of one source; the source outlives the call (retired sources are kept until
+  // their thread is joined).
+  Clock::Duration step(Source& source, std::stop_token stop);
   Clock::Duration nextWait();
+
+  // Applying outcomes; all with mu_ held.
+  void answeredLocked(Source& source, FetchResult fetched);
   // A fetch failed: the pools' status, the log, and the withdrawal after the grace.
-  void failed(SourceState& state, const Status& error);
+  void failedLocked(Source& source, const Status& error);
   // A fetch succeeded: the failure, if any, is over.
-  void recovered(SourceState& state);
+  void recoveredLocked(Source& source);
+  // The source's pools are withdrawn (past the grace).
+  void expireLocked(Source& source);
+  // Puts or removes each of `driver`'s pools in `names` as its best source now has it.
+  void settleLocked(Driver& driver, const std::vector<std::string>& names);
+  // The conflict with pushed pools, checked again; true while it lasts.
+  bool conflictLocked(Driver& driver);
+  // Sets the status of each pool that `source` is the best source of.
+  void setStatusLocked(Source& source, const std::optional<Status>& error);
+  void reportExpiredLocked(const Driver& driver);
+  // Takes a departed source whose pools are gone out of its driver.
+  void retireLocked(Source& source);
+  // Discovery no longer lists the source: its grace starts.
+  void departLocked(Source& source);
+  // Counts and logs (rate-limited) a discovered spec that is not pulled.
+  void ignoredLocked(std::string_view reason, const SourceSpec& spec, const std::string& why);
+  static std::vector<std::string> poolNames(const Source& source);
 
   const PollerOptions options_;
-  std::vector<std::unique_ptr<SourceState>> states_;
-  std::set<std::string, std::less<>> drivers_;
+  mutable std::mutex mu_;
+  bool started_ = false;   // guarded by mu_
+  uint64_t next_seq_ = 0;  // guarded by mu_
+  // Every source by id; guarded by mu_ (a Source's fetcher belongs to its thread).
+  std::map<std::string, std::unique_ptr<Source>, std::less<>> sources_;
+  // Retired sources whose threads may still be finishing; joined outside mu_.
+  std::vector<std::unique_ptr<Source>> retired_;
+  std::map<std::string, std::unique_ptr<Driver>, std::less<>> drivers_;  // guarded by mu_
   std::mutex random_mu_;
   std::function<double()> random_;  // guarded by random_mu_
-  std::vector<std::jthread> threads_;
+  log::Throttle ignored_log_;
 };
 
 }  // namespace rsc::controller::pull

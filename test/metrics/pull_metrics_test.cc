@@ -12,11 +12,13 @@ constexpr char kFetches[] = "resourceslice_controller_pull_fetches_total";
 constexpr char kLastSuccess[] = "resourceslice_controller_pull_last_success_timestamp_seconds";
 constexpr char kExpired[] = "resourceslice_controller_pull_source_expired";
 constexpr char kDuration[] = "resourceslice_controller_pull_fetch_duration_seconds";
+constexpr char kSources[] = "resourceslice_controller_pull_sources";
+constexpr char kIgnored[] = "resourceslice_controller_pull_sources_ignored_total";
 
 TEST(PullMetrics, ASourceStartsWithEverySeriesAtZero) {
   auto registry = newRegistry();
   PullMetrics metrics(*registry);
-  metrics.addSource("nic.example.com");
+  metrics.setSources("nic.example.com", 1);
   const Snapshot snap(*registry);
   EXPECT_EQ(snap.seriesCount(kFetches), PullMetrics::kResults.size() + 1);
   for (std::string_view result : PullMetrics::kResults) {
@@ -32,13 +34,13 @@ TEST(PullMetrics, ASourceStartsWithEverySeriesAtZero) {
 TEST(PullMetrics, CountsFetchesByResultAndKeepsTheLastSuccess) {
   auto registry = newRegistry();
   PullMetrics metrics(*registry);
-  metrics.addSource("nic.example.com");
+  metrics.setSources("nic.example.com", 1);
   metrics.fetched("nic.example.com", "ok", 0.01);
   metrics.fetched("nic.example.com", "Timeout", 10);
   metrics.fetched("nic.example.com", "Timeout", 10);
   metrics.fetched("nic.example.com", "SomethingNew", 0.1);
   metrics.succeeded("nic.example.com", 1.7e9);
-  metrics.setExpired("nic.example.com", true);
+  metrics.setExpired("nic.example.com", 2);
   const Snapshot snap(*registry);
   const auto fetches = [&](const char* result) {
     return snap.value(kFetches, {{"driver", "nic.example.com"}, {"result", result}});
@@ -47,9 +49,40 @@ TEST(PullMetrics, CountsFetchesByResultAndKeepsTheLastSuccess) {
   EXPECT_EQ(fetches("Timeout"), 2.0);
   EXPECT_EQ(fetches("other"), 1.0);
   EXPECT_EQ(snap.value(kLastSuccess, {{"driver", "nic.example.com"}}), 1.7e9);
-  EXPECT_EQ(snap.value(kExpired, {{"driver", "nic.example.com"}}), 1.0);
-  metrics.setExpired("nic.example.com", false);
+  EXPECT_EQ(snap.value(kExpired, {{"driver", "nic.example.com"}}), 2.0);
+  metrics.setExpired("nic.example.com", 0);
   EXPECT_EQ(Snapshot(*registry).value(kExpired, {{"driver", "nic.example.com"}}), 0.0);
+}
+
+TEST(PullMetrics, ADriversSeriesGoWithItsLastSource) {
+  auto registry = newRegistry();
+  PullMetrics metrics(*registry);
+  metrics.setSources("nic.example.com", 3);
+  metrics.setSources("gpu.example.com", 1);
+  metrics.fetched("nic.example.com", "Forbidden", 0.01);
+  Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kSources, {{"driver", "nic.example.com"}}), 3.0);
+  EXPECT_EQ(snap.value(kFetches, {{"driver", "nic.example.com"}, {"result", "Forbidden"}}), 1.0);
+  metrics.setSources("nic.example.com", 0);
+  snap = Snapshot(*registry);
+  EXPECT_EQ(snap.seriesCount(kSources), 1u);
+  EXPECT_EQ(snap.seriesCount(kFetches), PullMetrics::kResults.size() + 1);
+  EXPECT_EQ(snap.seriesCount(kExpired), 1u);
+  EXPECT_EQ(snap.seriesCount(kLastSuccess), 1u);
+  EXPECT_EQ(snap.seriesCount(kDuration), 1u);
+  EXPECT_EQ(snap.value(kSources, {{"driver", "gpu.example.com"}}), 1.0);
+}
+
+TEST(PullMetrics, CountsIgnoredSourcesByReason) {
+  auto registry = newRegistry();
+  PullMetrics metrics(*registry);
+  EXPECT_EQ(Snapshot(*registry).value(kIgnored, {{"reason", "OverLimit"}}), 0.0);
+  metrics.ignored("OverLimit");
+  metrics.ignored("Invalid");
+  metrics.ignored("OverLimit");
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kIgnored, {{"reason", "OverLimit"}}), 2.0);
+  EXPECT_EQ(snap.value(kIgnored, {{"reason", "Invalid"}}), 1.0);
 }
 
 }  // namespace

@@ -2,12 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
+#include "controller/inventory/certificates.h"
 #include "controller/inventory/http_server.h"
 #include "test/controller/pull/scripted_transport.h"
 #include "test/fakes/fake_clock.h"
+#include "test/metrics/temp_dir.h"
 
 namespace rsc::controller::pull {
 namespace {
@@ -50,6 +54,40 @@ TEST_F(FetcherTest, OkAnswerIsDecodedWithItsEtag) {
   EXPECT_EQ(requests[0].path_and_query, kDefaultInventoryPath);
   EXPECT_TRUE(requests[0].headers.empty()) << "no If-None-Match without an ETag";
   EXPECT_EQ(requests[0].timeout, std::chrono::seconds(5));
+}
+
+TEST_F(FetcherTest, AnEndpointBoundToANodeMayServeOnlyThatNodesPools) {
+  FetcherOptions options = smallOptions();
+  options.caller = {};
+  options.caller.node_name = "node-a";
+  options.caller.subject = "the endpoint";
+  constexpr char kTwoNodes[] = R"({"pools": {
+      "a": {"nodeName": "node-a", "devices": [{"name": "d0"}]},
+      "b": {"nodeName": "node-b", "devices": [{"name": "d0"}]}}})";
+  transport_.addBody(200, kTwoNodes);
+  StatusOr<FetchResult> r = fetch("", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().reason(), kReasonForbidden);
+  EXPECT_NE(r.status().message().find(
+                "pools[\"b\"].nodeName: the endpoint is bound to node \"node-a\" and may not "
+                "publish devices of node \"node-b\""),
+            std::string::npos)
+      << r.status().message();
+  ASSERT_EQ(r.status().details().size(), 1u);
+  // Bound to no node: node-local pools only with --allow-unbound-node-pools.
+  options.caller.node_name.reset();
+  transport_.addBody(200, kTwoNodes);
+  r = fetch("", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().details().size(), 2u);
+  options.allow_unbound_node_pools = true;
+  transport_.addBody(200, kTwoNodes);
+  r = fetch("", options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->pools.size(), 2u);
+  // The operator's own source: unrestricted (the default).
+  transport_.addBody(200, kTwoNodes);
+  EXPECT_TRUE(fetch().ok());
 }
 
 TEST_F(FetcherTest, ExampleDriverInventoryIsAccepted) {
@@ -228,7 +266,7 @@ class RealTransport : public ::testing::Test {
     server_ = std::move(*started);
     auto url = parseSourceUrl("http://127.0.0.1:" + std::to_string(server_->port()));
     ASSERT_TRUE(url.ok());
-    auto made = sourceTransport(*url, RealClock::instance());
+    auto made = sourceTransport(*url, SourceSpec{}, SourceCredentials{}, RealClock::instance());
     ASSERT_TRUE(made.ok()) << made.status().toString();
     transport_ = std::move(*made);
   }
@@ -292,6 +330,117 @@ TEST_F(RealTransport, InventoryIsFetched) {
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->etag, "\"abc\"");
   EXPECT_EQ(r->pools.size(), 1u);
+}
+
+// HTTPS to a discovered endpoint: its certificate names the Service, not the address dialled;
+// the CA comes from the spec (else the credentials); the token goes only over HTTPS.
+class HttpsEndpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    inventory::CertificateRequest request;
+    request.common_name = "test CA";
+    request.not_before = std::chrono::system_clock::now();
+    auto ca = inventory::makeCertificateAuthority(request);
+    ASSERT_TRUE(ca.ok()) << ca.status().toString();
+    ca_pem_ = ca->cert_pem;
+    request.common_name = "nic-inventory";
+    request.names = {"nic-inventory.dra.svc"};
+    auto serving = inventory::issueServingCertificate(request, &*ca);
+    ASSERT_TRUE(serving.ok()) << serving.status().toString();
+    pair_ = std::make_shared<const inventory::TlsKeyPair>(*serving);
+    inventory::HttpServerOptions options;
+    options.bind_address = "127.0.0.1:0";
+    options.tls_key_pair = [this] { return pair_; };
+    auto started = inventory::HttpServer::start(
+        options, [this](const inventory::HttpRequest& request,
+                        const inventory::HttpServer::Responder& respond) {
+          {
+            std::lock_guard lock(mu_);
+            authorization_ = std::string(request.header("authorization").value_or("<none>"));
+          }
+          inventory::HttpResponse ok;
+          ok.content_type = "application/json";
+          ok.body = kOnePool;
+          respond(ok);
+        });
+    ASSERT_TRUE(started.ok()) << started.status().toString();
+    server_ = std::move(*started);
+    token_file_ = dir_.path() / "token";
+    std::ofstream(token_file_) << "pull-token-1";
+  }
+
+  StatusOr<FetchResult> fetchWith(const std::string& scheme, const SourceSpec& spec,
+                                  const SourceCredentials& credentials) {
+    auto url = parseSourceUrl(scheme + "://127.0.0.1:" + std::to_string(server_->port()));
+    if (!url.ok()) return url.status();
+    ASSIGN_OR_RETURN(std::shared_ptr<client::HttpTransport> transport,
+                     sourceTransport(*url, spec, credentials, RealClock::instance()));
+    InventoryFetcher fetcher(*transport, RealClock::instance(), smallOptions());
+    return fetcher.fetch("", std::nullopt);
+  }
+  std::string authorization() {
+    std::lock_guard lock(mu_);
+    return authorization_;
+  }
+
+  rsc::metrics::testing::TempDir dir_;
+  std::filesystem::path token_file_;
+  std::string ca_pem_;
+  std::shared_ptr<const inventory::TlsKeyPair> pair_;
+  std::unique_ptr<inventory::HttpServer> server_;
+  std::mutex mu_;
+  std::string authorization_;  // guarded by mu_
+};
+
+TEST_F(HttpsEndpoint, CertificateIsCheckedAgainstTheServiceNameWithTheConfiguredCa) {
+  SourceSpec spec;
+  spec.tls_server_name = "nic-inventory.dra.svc";
+  SourceCredentials credentials;
+  credentials.token_file = token_file_.string();
+  // The system's store does not know the test CA.
+  EXPECT_FALSE(fetchWith("https", spec, credentials).ok());
+  // --pull-ca-file.
+  credentials.ca_pem = ca_pem_;
+  StatusOr<FetchResult> r = fetchWith("https", spec, credentials);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(authorization(), "Bearer pull-token-1");
+  // The Service's annotation wins over the flag.
+  credentials.ca_pem.clear();
+  spec.ca_pem = ca_pem_;
+  EXPECT_TRUE(fetchWith("https", spec, credentials).ok());
+  // A certificate for another name is refused.
+  spec.tls_server_name = "other.dra.svc";
+  EXPECT_FALSE(fetchWith("https", spec, credentials).ok());
+}
+
+TEST_F(HttpsEndpoint, TheTokenIsNeverSentOverPlainHttp) {
+  inventory::HttpServerOptions options;
+  options.bind_address = "127.0.0.1:0";
+  std::string seen;
+  std::mutex mu;
+  auto plain = inventory::HttpServer::start(
+      options,
+      [&](const inventory::HttpRequest& request, const inventory::HttpServer::Responder& respond) {
+        {
+          std::lock_guard lock(mu);
+          seen = std::string(request.header("authorization").value_or("<none>"));
+        }
+        inventory::HttpResponse ok;
+        ok.content_type = "application/json";
+        ok.body = kOnePool;
+        respond(ok);
+      });
+  ASSERT_TRUE(plain.ok());
+  auto url = parseSourceUrl("http://127.0.0.1:" + std::to_string((*plain)->port()));
+  ASSERT_TRUE(url.ok());
+  SourceCredentials credentials;
+  credentials.token_file = token_file_.string();
+  auto transport = sourceTransport(*url, SourceSpec{}, credentials, RealClock::instance());
+  ASSERT_TRUE(transport.ok()) << transport.status().toString();
+  InventoryFetcher fetcher(**transport, RealClock::instance(), smallOptions());
+  ASSERT_TRUE(fetcher.fetch("", std::nullopt).ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, "<none>");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 
 #include "test/controller/pull/scripted_transport.h"
 #include "test/fakes/fake_clock.h"
@@ -14,6 +15,16 @@ using std::chrono::seconds;
 using testing::FakeClock;
 
 constexpr char kDriver[] = "nic.example.com";
+constexpr char kSource[] = "flag/nic.example.com";
+
+SourceSpec configured(const std::string& driver, const std::string& url) {
+  SourceSpec spec;
+  spec.driver = driver;
+  spec.id = "flag/" + driver;
+  spec.url = url;
+  spec.caller.unrestricted = true;
+  return spec;
+}
 constexpr char kOnePool[] = R"({"pools": {"p1": {"allNodes": true, "devices": [{"name": "d0"}]}}})";
 constexpr char kTwoPools[] = R"({"pools": {"p1": {"allNodes": true, "devices": [{"name": "d0"}]},
                                          "p2": {"allNodes": true, "devices": [{"name": "d1"}]}}})";
@@ -34,11 +45,13 @@ class PollerTest : public ::testing::Test {
     options.interval = seconds(30);
     options.grace = grace;
     options.random = [] { return 0.5; };
-    options.sources.push_back(
-        {kDriver, "http://driver.test:8080", kDefaultInventoryPath, transport_});
+    options.sources.push_back(configured(kDriver, "http://driver.test:8080"));
+    options.transport = [this](const SourceSpec&, const SourceUrl&) {
+      return StatusOr<std::shared_ptr<client::HttpTransport>>(transport_);
+    };
     options.observer.on_fetch = [this](const std::string&, std::string_view result,
                                        Clock::Duration) { results_.emplace_back(result); };
-    options.observer.on_expired = [this](const std::string&, bool expired) {
+    options.observer.on_expired = [this](const std::string&, size_t expired) {
       expired_.push_back(expired);
     };
     auto made = Poller::create(std::move(options));
@@ -57,18 +70,18 @@ class PollerTest : public ::testing::Test {
   std::shared_ptr<ScriptedTransport> transport_ = std::make_shared<ScriptedTransport>();
   std::atomic<int> changes_{0};
   std::vector<std::string> results_;
-  std::vector<bool> expired_;
+  std::vector<size_t> expired_;
 };
 
 TEST_F(PollerTest, AnswerReplacesTheDriversPoolsAsAPushWould) {
   auto poller = make(clock_);
   transport_->addBody(200, kTwoPools, {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_EQ(store_.keys(kDriver).size(), 2u);
   EXPECT_EQ(changes_, 2);
   // Pools left out are withdrawn, as with PUT /v1/drivers/{driver}.
   transport_->addBody(200, kOnePool, {{"etag", "\"v2\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   ASSERT_EQ(store_.keys(kDriver).size(), 1u);
   EXPECT_EQ(store_.keys(kDriver)[0].pool, "p1");
   EXPECT_EQ(results_, (std::vector<std::string>{"ok", "ok"}));
@@ -77,11 +90,11 @@ TEST_F(PollerTest, AnswerReplacesTheDriversPoolsAsAPushWould) {
 TEST_F(PollerTest, NotModifiedCostsNoReconcile) {
   auto poller = make(clock_);
   transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   ASSERT_EQ(changes_, 1);
   const uint64_t version = store_.get({kDriver, "p1"})->version;
   transport_->addBody(304, "");
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_EQ(changes_, 1);
   EXPECT_EQ(store_.get({kDriver, "p1"})->version, version);
   const auto requests = transport_->requests();
@@ -95,8 +108,8 @@ TEST_F(PollerTest, SameContentWithoutEtagCostsNoReconcile) {
   auto poller = make(clock_);
   transport_->addBody(200, kOnePool);
   transport_->addBody(200, kOnePool);
-  poller->pollOnce(0);
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
+  poller->pollOnce(kSource);
   EXPECT_EQ(changes_, 1);
   EXPECT_TRUE(transport_->requests()[1].headers.empty());
 }
@@ -104,10 +117,10 @@ TEST_F(PollerTest, SameContentWithoutEtagCostsNoReconcile) {
 TEST_F(PollerTest, BadAnswerChangesNothingAndIsThePoolsStatus) {
   auto poller = make(clock_);
   transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   const auto before = store_.get({kDriver, "p1"});
   transport_->addBody(200, kPartlyBad, {{"etag", "\"v2\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_EQ(store_.get({kDriver, "p1"}), before) << "nothing of a bad answer is applied";
   EXPECT_EQ(store_.keys(kDriver).size(), 1u);
   EXPECT_EQ(changes_, 1);
@@ -121,7 +134,7 @@ TEST_F(PollerTest, BadAnswerChangesNothingAndIsThePoolsStatus) {
   EXPECT_EQ(results_.back(), kReasonInvalid);
   // The ETag of what is applied is still the one sent.
   transport_->addBody(304, "");
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_EQ(transport_->requests()[2].headers[0].second, "\"v1\"");
   EXPECT_TRUE(lastError("p1")->ok()) << "the source answers again: its error goes";
 }
@@ -129,37 +142,37 @@ TEST_F(PollerTest, BadAnswerChangesNothingAndIsThePoolsStatus) {
 TEST_F(PollerTest, SourceFailingPastTheGraceHasItsPoolsWithdrawn) {
   auto poller = make(clock_);  // grace: 3 x 30 s
   transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   for (int i = 0; i < 3; ++i) {
     clock_.advance(seconds(29));
     transport_->addError(unavailable("driver.test:8080: Connection refused"));
-    poller->pollOnce(0);
+    poller->pollOnce(kSource);
     EXPECT_EQ(store_.keys(kDriver).size(), 1u) << "within the grace, after " << (i + 1) * 29 << "s";
   }
   EXPECT_TRUE(expired_.empty());
   EXPECT_EQ(lastError("p1")->reason(), kReasonSourceFailed);
   clock_.advance(seconds(4));  // 91 s since the last success
   transport_->addError(unavailable("driver.test:8080: Connection refused"));
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_TRUE(store_.keys(kDriver).empty());
-  EXPECT_EQ(expired_, std::vector<bool>{true});
+  EXPECT_EQ(expired_, std::vector<size_t>{1});
   EXPECT_EQ(results_.back(), kReasonUnreachable);
 
   // Back: the whole inventory is asked for again (the ETag went with the pools).
   transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_TRUE(transport_->requests().back().headers.empty());
   EXPECT_EQ(store_.keys(kDriver).size(), 1u);
-  EXPECT_EQ(expired_, (std::vector<bool>{true, false}));
+  EXPECT_EQ(expired_, (std::vector<size_t>{1, 0}));
 }
 
 TEST_F(PollerTest, GraceIsConfigurable) {
   auto poller = make(clock_, seconds(40));
   transport_->addBody(200, kOnePool);
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   clock_.advance(seconds(41));
   transport_->addBody(500, "down");
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   EXPECT_TRUE(store_.keys(kDriver).empty());
 }
 
@@ -169,11 +182,11 @@ TEST_F(PollerTest, NotModifiedRenewsLeasedPools) {
       200,
       R"({"pools": {"p1": {"allNodes": true, "leaseSeconds": 60, "devices": [{"name": "d0"}]}}})",
       {{"etag", "\"v1\""}});
-  poller->pollOnce(0);
+  poller->pollOnce(kSource);
   for (int i = 0; i < 4; ++i) {
     clock_.advance(seconds(30));
     transport_->addBody(304, "");
-    poller->pollOnce(0);
+    poller->pollOnce(kSource);
     EXPECT_TRUE(store_.expireLeases().empty()) << "after " << (i + 1) * 30 << "s";
   }
   EXPECT_EQ(store_.keys(kDriver).size(), 1u);
@@ -182,9 +195,9 @@ TEST_F(PollerTest, NotModifiedRenewsLeasedPools) {
 TEST_F(PollerTest, WaitIsTheIntervalWithJitter) {
   auto poller = make(clock_);
   transport_->addBody(200, kOnePool);
-  EXPECT_EQ(poller->pollOnce(0), seconds(30) + std::chrono::milliseconds(1500));
+  EXPECT_EQ(poller->pollOnce(kSource), seconds(30) + std::chrono::milliseconds(1500));
   transport_->addError(unavailable("down"));
-  EXPECT_EQ(poller->pollOnce(0), seconds(30) + std::chrono::milliseconds(1500));
+  EXPECT_EQ(poller->pollOnce(kSource), seconds(30) + std::chrono::milliseconds(1500));
 }
 
 TEST_F(PollerTest, KnowsWhichDriversItPulls) {
@@ -201,8 +214,10 @@ TEST_F(PollerTest, ThreadFetchesAtOnceThenEveryInterval) {
   options.clock = &clock;
   options.interval = seconds(30);
   options.random = [] { return 0.0; };
-  options.sources.push_back(
-      {kDriver, "http://driver.test:8080", kDefaultInventoryPath, transport_});
+  options.sources.push_back(configured(kDriver, "http://driver.test:8080"));
+  options.transport = [this](const SourceSpec&, const SourceUrl&) {
+    return StatusOr<std::shared_ptr<client::HttpTransport>>(transport_);
+  };
   auto poller = Poller::create(std::move(options));
   ASSERT_TRUE(poller.ok());
   transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
@@ -224,6 +239,236 @@ TEST_F(PollerTest, ThreadFetchesAtOnceThenEveryInterval) {
   (*poller)->stop();
 }
 
+// Discovered sources: several per driver, each with its own transport.
+class DiscoveredSourcesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_.setChangeListener([this](const reconcile::PoolKey&) { ++changes_; });
+    PollerOptions options;
+    options.store = &store_;
+    options.clock = &clock_;
+    options.interval = seconds(30);
+    options.random = [] { return 0.0; };
+    options.max_sources = 3;
+    options.transport = [this](const SourceSpec& spec, const SourceUrl&) {
+      auto& transport = transports_[spec.id];
+      if (!transport) transport = std::make_shared<ScriptedTransport>();
+      return StatusOr<std::shared_ptr<client::HttpTransport>>(transport);
+    };
+    options.observer.on_fetch = [this](const std::string&, std::string_view result,
+                                       Clock::Duration) { results_.emplace_back(result); };
+    options.observer.on_sources = [this](const std::string& driver, size_t n) {
+      sources_[driver] = n;
+    };
+    options.observer.on_ignored = [this](std::string_view reason) {
+      ignored_.emplace_back(reason);
+    };
+    auto made = Poller::create(std::move(options));
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    poller_ = std::move(*made);
+  }
+
+  // An endpoint of a node-local Service on `node`.
+  static SourceSpec endpoint(const std::string& address, const std::string& node) {
+    SourceSpec spec;
+    spec.driver = kDriver;
+    spec.id = "dra/nic-inventory/" + address + ":9000";
+    spec.url = "http://" + address + ":9000/v1/inventory";
+    spec.caller.node_name = node;
+    spec.caller.subject = "the endpoint";
+    return spec;
+  }
+  static std::string nodePool(const std::string& node, const std::string& device = "d0") {
+    return R"({"pools": {")" + node + R"(": {"nodeName": ")" + node +
+           R"(", "devices": [{"name": ")" + device + R"("}]}}})";
+  }
+  ScriptedTransport& transport(const SourceSpec& spec) { return *transports_.at(spec.id); }
+  std::vector<std::string> pools() const {
+    std::vector<std::string> names;
+    for (const auto& key : store_.keys(kDriver)) names.push_back(key.pool);
+    return names;
+  }
+
+  FakeClock clock_;
+  reconcile::DesiredStore store_{clock_};
+  std::map<std::string, std::shared_ptr<ScriptedTransport>> transports_;
+  std::unique_ptr<Poller> poller_;
+  std::atomic<int> changes_{0};
+  std::vector<std::string> results_;
+  std::map<std::string, size_t> sources_;
+  std::vector<std::string> ignored_;
+  inventory::BodyProblems problems_;
+};
+
+TEST_F(DiscoveredSourcesTest, TheDriversPoolsAreTheUnionOfItsEndpoints) {
+  const SourceSpec a = endpoint("10.0.0.1", "node-a");
+  const SourceSpec b = endpoint("10.0.0.2", "node-b");
+  poller_->setDiscovered({a, b});
+  EXPECT_TRUE(poller_->pulls(kDriver));
+  EXPECT_EQ(sources_[kDriver], 2u);
+  transport(a).addBody(200, nodePool("node-a"));
+  transport(b).addBody(200, nodePool("node-b"));
+  poller_->pollOnce(a.id);
+  poller_->pollOnce(b.id);
+  EXPECT_EQ(pools(), (std::vector<std::string>{"node-a", "node-b"}));
+  // One endpoint's answer changes only its own pools.
+  transport(a).addBody(200, nodePool("node-a", "d1"));
+  const uint64_t b_version = store_.get({kDriver, "node-b"})->version;
+  poller_->pollOnce(a.id);
+  EXPECT_EQ(store_.get({kDriver, "node-b"})->version, b_version);
+  EXPECT_EQ(changes_, 3);
+}
+
+TEST_F(DiscoveredSourcesTest, ANodeLocalEndpointServingAnotherNodesPoolIsRefusedWhole) {
+  const SourceSpec a = endpoint("10.0.0.1", "node-a");
+  poller_->setDiscovered({a});
+  transport(a).addBody(200, R"({"pools": {
+      "node-a": {"nodeName": "node-a", "devices": [{"name": "d0"}]},
+      "node-b": {"nodeName": "node-b", "devices": [{"name": "d0"}]}}})");
+  poller_->pollOnce(a.id);
+  EXPECT_TRUE(pools().empty()) << "nothing of a refused answer is applied";
+  EXPECT_EQ(results_, std::vector<std::string>{kReasonForbidden});
+  // Placed by a selector: also not a node-local endpoint's to publish.
+  transport(a).addBody(200, R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "d0"}]}}})");
+  poller_->pollOnce(a.id);
+  EXPECT_TRUE(pools().empty());
+  EXPECT_EQ(results_.back(), kReasonForbidden);
+  transport(a).addBody(200, nodePool("node-a"));
+  poller_->pollOnce(a.id);
+  EXPECT_EQ(pools(), std::vector<std::string>{"node-a"});
+}
+
+TEST_F(DiscoveredSourcesTest, ADepartedEndpointsPoolsGoAfterTheGraceUnlessItComesBack) {
+  const SourceSpec a = endpoint("10.0.0.1", "node-a");
+  const SourceSpec b = endpoint("10.0.0.2", "node-b");
+  poller_->setDiscovered({a, b});
+  transport(a).addBody(200, nodePool("node-a"));
+  transport(b).addBody(200, nodePool("node-b"));
+  poller_->pollOnce(a.id);
+  poller_->pollOnce(b.id);
+  // b leaves and comes back within the grace: nothing changes, and it is fetched again.
+  poller_->setDiscovered({a});
+  EXPECT_EQ(poller_->pollOnce(b.id), seconds(30)) << "nothing fetched; looked at every interval";
+  EXPECT_EQ(transport(b).requests().size(), 1u);
+  clock_.advance(seconds(60));
+  poller_->setDiscovered({a, b});
+  transport(b).addBody(304, "");
+  poller_->pollOnce(b.id);
+  EXPECT_EQ(results_.back(), "unchanged");
+  EXPECT_EQ(pools(), (std::vector<std::string>{"node-a", "node-b"}));
+  // b leaves for good: its pools stay for the grace, then go, and so does the source.
+  poller_->setDiscovered({a});
+  clock_.advance(seconds(89));
+  poller_->pollOnce(b.id);
+  EXPECT_EQ(pools(), (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(store_.status({kDriver, "node-b"})->last_error.reason(), kReasonSourceFailed);
+  clock_.advance(seconds(1));
+  poller_->pollOnce(b.id);
+  EXPECT_EQ(pools(), std::vector<std::string>{"node-a"});
+  EXPECT_EQ(poller_->sourceIds(), std::vector<std::string>{a.id});
+  EXPECT_EQ(sources_[kDriver], 1u);
+  // The last one leaves: the driver is not pulled any more.
+  poller_->setDiscovered({});
+  clock_.advance(seconds(90));
+  poller_->pollOnce(a.id);
+  EXPECT_TRUE(pools().empty());
+  EXPECT_FALSE(poller_->pulls(kDriver));
+  EXPECT_EQ(sources_[kDriver], 0u);
+}
+
+TEST_F(DiscoveredSourcesTest, ARollingUpdateOfTheEndpointsWritesNothing) {
+  // Two replicas of a central endpoint serve the same pool; one is replaced by a new pod.
+  SourceSpec old_pod = endpoint("10.0.0.1", "");
+  old_pod.caller = {};
+  SourceSpec new_pod = endpoint("10.0.0.9", "");
+  new_pod.caller = {};
+  constexpr char kShared[] = R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "d0"}]}}})";
+  poller_->setDiscovered({old_pod});
+  transport(old_pod).addBody(200, kShared);
+  poller_->pollOnce(old_pod.id);
+  ASSERT_EQ(changes_, 1);
+  poller_->setDiscovered({new_pod});
+  transport(new_pod).addBody(200, kShared);
+  poller_->pollOnce(new_pod.id);
+  clock_.advance(seconds(90));
+  poller_->pollOnce(old_pod.id);
+  EXPECT_EQ(pools(), std::vector<std::string>{"p"});
+  EXPECT_EQ(changes_, 1) << "the same content from the new pod costs no reconcile";
+}
+
+TEST_F(DiscoveredSourcesTest, AHealthySourceWinsASharedPoolFromAFailingOne) {
+  SourceSpec first = endpoint("10.0.0.1", "");
+  first.caller = {};
+  SourceSpec second = endpoint("10.0.0.2", "");
+  second.caller = {};
+  poller_->setDiscovered({first, second});
+  transport(first).addBody(200,
+                           R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "a"}]}}})");
+  transport(second).addBody(200,
+                            R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "b"}]}}})");
+  poller_->pollOnce(first.id);
+  poller_->pollOnce(second.id);
+  const auto device = [&] { return store_.get({kDriver, "p"})->pool.devices.at(0)->name(); };
+  EXPECT_EQ(device(), "a") << "the source known longest";
+  transport(first).addError(unavailable("refused"));
+  poller_->pollOnce(first.id);
+  EXPECT_EQ(device(), "b") << "the healthy source";
+  EXPECT_TRUE(store_.status({kDriver, "p"})->last_error.ok())
+      << "the failing source does not report on a pool a healthy one serves";
+  transport(first).addBody(304, "");
+  poller_->pollOnce(first.id);
+  EXPECT_EQ(device(), "a");
+}
+
+TEST_F(DiscoveredSourcesTest, ADriverThatPushesIsNotPulledUntilItsPushedPoolsAreGone) {
+  auto pushed = inventory::decodeDriverInventory(
+      inventory::Json::parse(
+          R"({"pools": {"pushed": {"allNodes": true, "devices": [{"name": "d0"}]}}})"),
+      std::nullopt, problems_);
+  store_.put({kDriver, "pushed"}, pushed.at("pushed"));
+  const SourceSpec a = endpoint("10.0.0.1", "node-a");
+  poller_->setDiscovered({a});
+  EXPECT_FALSE(poller_->pulls(kDriver)) << "pushes go on";
+  transport(a).addBody(200, nodePool("node-a"));
+  poller_->pollOnce(a.id);
+  EXPECT_EQ(results_, std::vector<std::string>{kReasonConflict});
+  EXPECT_EQ(pools(), std::vector<std::string>{"pushed"});
+  store_.remove({kDriver, "pushed"});
+  transport(a).addBody(200, nodePool("node-a"));
+  poller_->pollOnce(a.id);
+  EXPECT_EQ(results_.back(), "ok");
+  EXPECT_TRUE(poller_->pulls(kDriver));
+  EXPECT_EQ(pools(), std::vector<std::string>{"node-a"});
+}
+
+TEST_F(DiscoveredSourcesTest, SourcesPastTheLimitAreIgnoredAndCounted) {
+  poller_->setDiscovered({endpoint("10.0.0.1", "a"), endpoint("10.0.0.2", "b"),
+                          endpoint("10.0.0.3", "c"), endpoint("10.0.0.4", "d")});
+  EXPECT_EQ(poller_->sourceIds().size(), 3u);
+  EXPECT_EQ(ignored_, std::vector<std::string>{"OverLimit"});
+  SourceSpec bad = endpoint("10.0.0.5", "e");
+  bad.url = "gopher://10.0.0.5";
+  poller_->setDiscovered({endpoint("10.0.0.1", "a"), bad});
+  EXPECT_EQ(ignored_, (std::vector<std::string>{"OverLimit", "Invalid"}));
+}
+
+TEST_F(DiscoveredSourcesTest, AChangedSpecReplacesTheSourceWithoutLosingItsPools) {
+  const SourceSpec a = endpoint("10.0.0.1", "node-a");
+  poller_->setDiscovered({a});
+  transport(a).addBody(200, nodePool("node-a"));
+  poller_->pollOnce(a.id);
+  SourceSpec moved = a;
+  moved.url = "http://10.0.0.1:9000/v2/inventory";
+  transports_.erase(a.id);
+  poller_->setDiscovered({moved});
+  EXPECT_EQ(pools(), std::vector<std::string>{"node-a"});
+  transport(moved).addBody(200, nodePool("node-a"));
+  poller_->pollOnce(moved.id);
+  EXPECT_EQ(transport(moved).requests().at(0).path_and_query, "/v2/inventory");
+  EXPECT_EQ(changes_, 1);
+  EXPECT_EQ(poller_->sourceIds().size(), 2u) << "the old one until its grace is over";
+}
+
 TEST(PollerOptionsTest, RefusesWhatCannotWork) {
   FakeClock clock;
   reconcile::DesiredStore store(clock);
@@ -233,21 +478,22 @@ TEST(PollerOptionsTest, RefusesWhatCannotWork) {
     PollerOptions options;
     options.store = &store;
     options.clock = &clock;
-    options.sources.push_back({kDriver, "http://a", "/", transport});
+    options.sources.push_back(configured(kDriver, "http://a"));
+    options.transport = [&](const SourceSpec&, const SourceUrl&) {
+      return StatusOr<std::shared_ptr<client::HttpTransport>>(transport);
+    };
     change(options);
     auto made = Poller::create(std::move(options));
     ASSERT_FALSE(made.ok()) << expected;
     EXPECT_NE(made.status().message().find(expected), std::string::npos) << made.status().message();
   };
   check([](PollerOptions& o) { o.sources[0].driver = "Not_A_Driver"; }, "Not_A_Driver");
-  check(
-      [&](PollerOptions& o) {
-        o.sources.push_back({kDriver, "http://b", "/", transport});
-      },
-      "has a source already");
+  check([&](PollerOptions& o) { o.sources.push_back(configured(kDriver, "http://b")); },
+        "has a source already");
   check([](PollerOptions& o) { o.grace = seconds(10); }, "--pull-grace");
   check([](PollerOptions& o) { o.interval = Clock::Duration::zero(); }, "--pull-interval");
   check([](PollerOptions& o) { o.fetch.timeout = Clock::Duration::zero(); }, "--pull-timeout");
+  check([](PollerOptions& o) { o.sources[0].url = "ftp://a"; }, "http://");
 }
 
 }  // namespace
