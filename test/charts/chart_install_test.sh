@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The chart's life cycle with helm against a real kube-apiserver: install
 # (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, then to
-# pull mode, and uninstall through the pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
-# ever starts: while `helm uninstall` waits for the cleanup Job, this script
-# does the Job's work with the Job's own ServiceAccount token (delete the
-# managed ResourceSlices) and marks the Job complete, as the Job controller
-# would. Then nothing of the release may be left. Starts its own cluster and
-# always stops it.
+# pull mode, and uninstall through the pre-delete hook. The test cluster runs
+# no kube-controller-manager, so no pod ever starts: while `helm uninstall`
+# waits for the cleanup Job, this script does the Job's work with the Job's own
+# ServiceAccount token (delete the managed ResourceSlices) and marks the Job
+# complete, as the Job controller would. Then nothing of the release may be
+# left. Starts its own cluster and always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
