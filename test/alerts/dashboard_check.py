@@ -32,6 +32,7 @@ METRICS = {
     "resourceslice_controller_pull_fetches_total": {"driver", "result"},
     "resourceslice_controller_pull_last_success_timestamp_seconds": {"driver"},
     "resourceslice_controller_pull_source_expired": {"driver"},
+    "resourceslice_controller_pull_sources": {"driver"},
     "resourceslice_controller_watch_restarts_total": {"resource", "reason"},
     "resourceslice_controller_build_info": {"version", "git_commit", "cpp_compiler"},
     "controller_runtime_reconcile_total": {"controller", "result"},

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # The chart's life cycle with helm against a real kube-apiserver: install
-# (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, and
-# uninstall through the
-# pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
-# ever starts: while `helm uninstall` waits for the cleanup Job, this script
-# does the Job's work with the Job's own ServiceAccount token (delete the
-# managed ResourceSlices) and marks the Job complete, as the Job controller
-# would. Then nothing of the release may be left. Starts its own cluster and
-# always stops it.
+# (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, then to
+# pull mode, and uninstall through the pre-delete hook. The test cluster runs
+# no kube-controller-manager, so no pod ever starts: while `helm uninstall`
+# waits for the cleanup Job, this script does the Job's work with the Job's own
+# ServiceAccount token (delete the managed ResourceSlices) and marks the Job
+# complete, as the Job controller would. Then nothing of the release may be
+# left. Starts its own cluster and always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -48,6 +47,18 @@ check "the Service now serves the inventory on 8082" 8082 \
 notes="$(helm get notes "$release" -n "$ns")"
 check_contains "notes: http after the upgrade" "PUT http://$name.$ns.svc:8082/v1/drivers/" "$notes"
 check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
+
+# --- Upgrade: pull mode on, discovering in every namespace.
+check_ok "helm upgrade to pull mode" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
+  --set pull.enabled=true
+check "pull mode: the discovery ClusterRole" '[{"apiGroups":[""],"resources":["services"],"verbs":["list","watch"]},{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]}]' \
+  "$(kubectl get clusterrole "$name-pull-discovery" -o json | jq -c .rules)"
+check "pull mode: the Deployment mounts the controller's pull token" '"resourceslice-controller-pull"' \
+  "$(kubectl get deployment "$name" -n "$ns" -o json |
+    jq -c '.spec.template.spec.volumes[] | select(.name == "pull-token") | .projected.sources[0].serviceAccountToken.audience')"
+notes="$(helm get notes "$release" -n "$ns")"
+check_contains "notes: pull mode and the Service label" "resourceslice.dra.k8s.io/driver: <driver name>" "$notes"
+check_contains "notes: the audience of the controller's token" 'for the audience "resourceslice-controller-pull"' "$notes"
 
 # Slices as the controller would have published them, and one that is not its.
 create_node node-a

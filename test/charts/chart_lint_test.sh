@@ -3,6 +3,7 @@
 # default values and with test/charts/values-all.yaml (every option on); bad
 # values fail `helm lint` and `helm template` with an error naming the key;
 # combinations the schema cannot express fail with the chart's own message;
+# pull mode renders its flags, volumes and discovery RBAC only when enabled;
 # values.yaml, values-all.yaml and the README's table cover every parameter.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,6 +49,12 @@ bad_cases=(
   'securityContext: {runAsNonroot: true}'$'\t'"at '/securityContext': additional properties 'runAsNonroot' not allowed"
   'resources: {limits: {memory: lots}}'$'\t'"at '/resources/limits/memory'"
   'tolerations: [{key: a, operator: Maybe}]'$'\t'"at '/tolerations/0/operator'"
+  'pull: {sources: [{driver: nic.example.com}]}'$'\t'"at '/pull/sources/0': missing property 'url'"
+  'pull: {sources: [{driver: nic.example.com, url: "ftp://nic"}]}'$'\t'"at '/pull/sources/0/url'"
+  'pull: {namespaces: [Bad_NS]}'$'\t'"at '/pull/namespaces/0'"
+  'pull: {interval: soon}'$'\t'"at '/pull/interval'"
+  'pull: {token: {audiences: [x]}}'$'\t'"at '/pull/token': additional properties 'audiences' not allowed"
+  'pull: {endpointPorts: [70000]}'$'\t'"at '/pull/endpointPorts/0'"
 )
 for case in "${bad_cases[@]}"; do
   fails template rejects "names the key for" "$case"
@@ -61,6 +68,8 @@ fail_cases=(
   'podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}'$'\t'"set minAvailable or maxUnavailable, not both"
   'serviceAccount: {create: false}'$'\t'"serviceAccount.name is required when serviceAccount.create is false"
   'drivers: [{name: d, namespace: ns1}, {name: d, namespace: ns1}]'$'\t'"ServiceAccount ns1/d is listed twice"
+  'pull: {enabled: true, discovery: false}'$'\t'"pull.enabled needs pull.discovery or at least one entry in pull.sources"
+  'pull: {enabled: true, sources: [{driver: a.example.com, url: "http://a"}, {driver: a.example.com, url: "http://b"}]}'$'\t'"pull.sources: driver a.example.com is listed twice"
 )
 for case in "${fail_cases[@]}"; do
   fails template refuses explains "$case"
@@ -80,6 +89,43 @@ check_contains "self-signed by default: the controller makes the Secret" "--inve
 check_contains "self-signed by default: the ServiceMonitor-ready CA ConfigMap is named" "--inventory-ca-configmap=rsc-resourceslice-controller-ca" "$out"
 out="$(helm template rsc "$chart" --set inventory.tls.enabled=false 2>&1)"
 check "plain HTTP only when asked: no TLS flag" 0 "$(grep -c -- '--inventory-tls' <<<"$out" || true)"
+
+# Pull mode: nothing of it unless pull.enabled, even with its other values set.
+out="$(helm template rsc "$chart" --set-json 'pull.sources=[{"driver":"a.example.com","url":"http://a"}]' \
+  --set pull.caBundle='-----BEGIN CERTIFICATE-----' --set networkPolicy.enabled=true 2>&1)"
+check "pull off: no pull flag, volume, RBAC, ConfigMap or egress rule" 0 \
+  "$(grep -c -e '--pull' -e '--inventory-source' -e 'pull-token' -e 'pull-ca' -e 'pull-discovery' -e 'Pull mode' <<<"$out" || true)"
+# Discovery in every namespace: a ClusterRole, the token for its audience, every pod as a peer.
+out="$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true 2>&1)"
+check "pull, every namespace: a ClusterRole and a ClusterRoleBinding, no Role" \
+  "ClusterRole ClusterRoleBinding" \
+  "$(grep -B3 'name: rsc-resourceslice-controller-pull-discovery$' <<<"$out" | sed -n 's/^kind: //p' | sort -u | tr '\n' ' ' | sed 's/ $//')"
+check_contains "pull: discovery on" "- --pull-discovery=true" "$out"
+check "pull, every namespace: no --pull-namespace" 0 "$(grep -c -- '--pull-namespace' <<<"$out" || true)"
+check_contains "pull: the token file" "- --pull-token-file=/var/run/secrets/resourceslice-controller/pull/token" "$out"
+check_contains "pull: the token is projected for the pull audience" 'audience: "resourceslice-controller-pull"' "$out"
+check_contains "pull, every namespace: egress to pods of every namespace" "- namespaceSelector: {}" "$out"
+# Discovery in listed namespaces: a Role and a RoleBinding in each, and their flags.
+out="$(helm template rsc "$chart" --set pull.enabled=true --set-json 'pull.namespaces=["gpu-system","nic-system"]' 2>&1)"
+check "pull, two namespaces: a Role and a RoleBinding in each, no ClusterRole" \
+  "Role gpu-system,Role nic-system,RoleBinding gpu-system,RoleBinding nic-system," \
+  "$(grep -B3 -A1 'name: rsc-resourceslice-controller-pull-discovery$' <<<"$out" |
+    awk '/^kind:/ {k = $2} /^  namespace:/ {print k, $2}' | sort | tr '\n' ',')"
+check_contains "pull, two namespaces: the flags name them" \
+  $'- --pull-namespace=gpu-system\n            - --pull-namespace=nic-system' "$out"
+# Sources by URL only: no discovery, no RBAC; no token when switched off; the CA bundle.
+out="$(helm template rsc "$chart" --set pull.enabled=true --set pull.discovery=false \
+  --set-json 'pull.sources=[{"driver":"nic.example.com","url":"https://nic.example.com/v1/inventory"}]' \
+  --set pull.token.enabled=false --set pull.caBundle='-----BEGIN CERTIFICATE-----' \
+  --set pull.interval=1m --set pull.timeout=5s --set pull.grace=5m 2>&1)"
+check "pull by URL only: no discovery RBAC or flag" 0 "$(grep -c -e 'pull-discovery' <<<"$out" || true)"
+check_contains "pull by URL: the source" "- --inventory-source=nic.example.com=https://nic.example.com/v1/inventory" "$out"
+check_contains "pull: timings" \
+  $'- --pull-interval=1m\n            - --pull-timeout=5s\n            - --pull-grace=5m' "$out"
+check "pull without token: no token flag or volume" 0 "$(grep -c 'pull-token' <<<"$out" || true)"
+check_contains "pull: the CA bundle's file" "- --pull-ca-file=/etc/resourceslice-controller/pull-ca/ca.crt" "$out"
+check_contains "pull: the CA bundle's ConfigMap" "name: rsc-resourceslice-controller-pull-ca" "$out"
+check_contains "pull: a changed CA bundle restarts the pods" "checksum/pull-ca:" "$out"
 
 # One replica may run without leader election.
 check_ok "one replica without leader election renders" \

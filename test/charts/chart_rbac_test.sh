@@ -9,6 +9,9 @@
 #   TokenReview + SubjectAccessReview that authenticate and authorize a driver;
 #   for the self-signed inventory TLS: its one Secret and the CA ConfigMaps (in
 #   its namespace and the drivers'), by name, and no other Secret;
+#   Services and EndpointSlices not at all by default, and with pull discovery
+#   list and watch only: cluster-wide with pull.namespaces empty, else in the
+#   listed namespaces only (then the lists and watches themselves);
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
 # - the pre-delete hook's ServiceAccount: list, delete and deletecollection on
@@ -142,6 +145,12 @@ can controller no delete leases.coordination.k8s.io -n "$ns"
 can controller no create events -n default
 can controller no publish "drivers.$group/gpu.example.com"
 can controller no impersonate users
+# Pull mode is off by default: no discovery of drivers' Services and EndpointSlices.
+for verb in list watch; do
+  can controller no "$verb" services --all-namespaces
+  can controller no "$verb" endpointslices.discovery.k8s.io --all-namespaces
+  can controller no "$verb" services -n gpu-system
+done
 can controller no bind clusterroles.rbac.authorization.k8s.io
 can controller no '*' '*'
 
@@ -306,5 +315,85 @@ check "the scraper may get no other non-resource URL (/debug/pprof/)" no \
   "$(kubectl auth can-i get /debug/pprof/ --as=system:serviceaccount:monitoring:prometheus 2>/dev/null || true)"
 check "the scraper may not read secrets" no \
   "$(kubectl auth can-i get secrets -n "$ns" --as=system:serviceaccount:monitoring:prometheus 2>/dev/null || true)"
+
+# --- Pull mode with discovery: list and watch Services and EndpointSlices, only
+# where pull.namespaces says. A driver's labelled Service and a hand-made
+# EndpointSlice for it (the test cluster runs no EndpointSlice controller).
+for n in gpu-system kube-system; do
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: inventory
+  namespace: $n
+  labels: {resourceslice.dra.k8s.io/driver: gpu.example.com}
+spec:
+  ports: [{name: inventory, port: 9443, appProtocol: https}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: inventory-1
+  namespace: $n
+  labels: {resourceslice.dra.k8s.io/driver: gpu.example.com, kubernetes.io/service-name: inventory}
+addressType: IPv4
+ports: [{name: inventory, port: 9443, appProtocol: https}]
+endpoints: [{addresses: [10.1.2.3], nodeName: node-a, conditions: {ready: true}}]
+EOF
+done
+driver_selector="labelSelector=resourceslice.dra.k8s.io%2Fdriver"
+# listed PATH: "CODE NAMESPACE/NAME..." of a list made as the controller.
+listed() {
+  local code
+  code="$(call "$controller_token" GET "$1")"
+  echo "$code $(jq -r '[.items[]? | "\(.metadata.namespace)/\(.metadata.name)"] | join(" ")' "$work/response")"
+}
+pull_rbac() {  # pull_rbac HELM_ARGS...: the pull discovery RBAC objects as rendered
+  helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" --set pull.enabled=true \
+    "$@" --show-only templates/pull-rbac.yaml
+}
+
+pull_rbac >"$work/pull-cluster.yaml"
+check_ok "pull discovery RBAC for every namespace applies" kubectl apply -f "$work/pull-cluster.yaml"
+for verb in list watch; do
+  can controller yes "$verb" services --all-namespaces
+  can controller yes "$verb" endpointslices.discovery.k8s.io --all-namespaces
+done
+for verb in get create update patch delete; do
+  can controller no "$verb" services -n gpu-system
+  can controller no "$verb" endpointslices.discovery.k8s.io -n gpu-system
+done
+can controller no list endpoints --all-namespaces
+can controller no list pods --all-namespaces
+check "list the labelled Services of every namespace" "200 gpu-system/inventory kube-system/inventory" \
+  "$(listed "/api/v1/services?$driver_selector")"
+check "list their EndpointSlices in every namespace" "200 gpu-system/inventory-1 kube-system/inventory-1" \
+  "$(listed "/apis/discovery.k8s.io/v1/endpointslices?$driver_selector")"
+check "watch EndpointSlices in every namespace" 200 \
+  "$(call "$controller_token" GET "/apis/discovery.k8s.io/v1/endpointslices?watch=1&timeoutSeconds=1&$driver_selector")"
+kubectl delete -f "$work/pull-cluster.yaml" >/dev/null
+
+pull_rbac --set-json 'pull.namespaces=["gpu-system","nic-system"]' >"$work/pull-namespaced.yaml"
+check_ok "pull discovery RBAC for two namespaces applies" kubectl apply -f "$work/pull-namespaced.yaml"
+check "two namespaces: a Role and a RoleBinding in each, nothing cluster-wide" \
+  '["Role/gpu-system","Role/nic-system","RoleBinding/gpu-system","RoleBinding/nic-system"]' \
+  "$(kubectl apply --dry-run=server -o json -f "$work/pull-namespaced.yaml" | jq -c '[.items[] | "\(.kind)/\(.metadata.namespace)"] | sort')"
+for verb in list watch; do
+  for n in gpu-system nic-system; do
+    can controller yes "$verb" services -n "$n"
+    can controller yes "$verb" endpointslices.discovery.k8s.io -n "$n"
+  done
+  can controller no "$verb" services -n kube-system
+  can controller no "$verb" endpointslices.discovery.k8s.io -n kube-system
+  can controller no "$verb" services --all-namespaces
+  can controller no "$verb" endpointslices.discovery.k8s.io --all-namespaces
+done
+check "list EndpointSlices in a listed namespace" "200 gpu-system/inventory-1" \
+  "$(listed "/apis/discovery.k8s.io/v1/namespaces/gpu-system/endpointslices?$driver_selector")"
+check "watch Services in a listed namespace" 200 \
+  "$(call "$controller_token" GET "/api/v1/namespaces/gpu-system/services?watch=1&timeoutSeconds=1&$driver_selector")"
+check "not in another namespace" "403 " \
+  "$(listed "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices?$driver_selector")"
+check "nor in every namespace" "403 " "$(listed "/apis/discovery.k8s.io/v1/endpointslices?$driver_selector")"
 
 finish

@@ -159,6 +159,18 @@ before anything is installed.
 {{- end }}
 {{- $_ := set $seen $key true }}
 {{- end }}
+{{- if .Values.pull.enabled }}
+{{- if not (or .Values.pull.discovery .Values.pull.sources) }}
+{{- fail "pull.enabled needs pull.discovery or at least one entry in pull.sources" }}
+{{- end }}
+{{- $pulled := dict }}
+{{- range .Values.pull.sources }}
+{{- if hasKey $pulled .driver }}
+{{- fail (printf "pull.sources: driver %s is listed twice (one URL per driver)" .driver) }}
+{{- end }}
+{{- $_ := set $pulled .driver true }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -212,4 +224,14 @@ insecureSkipVerify: true
 {{/* The ConfigMap with the CA bundle that drivers mount (self-signed mode). */}}
 {{- define "resourceslice-controller.caConfigMap" -}}
 {{- include "resourceslice-controller.suffixedName" (list . "ca") }}
+{{- end }}
+
+{{/* The ConfigMap with pull.caBundle, the CAs of drivers' HTTPS inventory endpoints. */}}
+{{- define "resourceslice-controller.pullCaConfigMap" -}}
+{{- include "resourceslice-controller.suffixedName" (list . "pull-ca") }}
+{{- end }}
+
+{{/* Whether the controller discovers inventory endpoints (and so needs the discovery RBAC). */}}
+{{- define "resourceslice-controller.pullDiscovery" -}}
+{{- if and .Values.pull.enabled .Values.pull.discovery }}true{{ end }}
 {{- end }}
