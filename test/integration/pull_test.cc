@@ -43,6 +43,7 @@ class DriverEndpoint {
   std::string url() const {
     return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/inventory";
   }
+  uint16_t port() const { return server_->port(); }
 
   // Serves `body` from now on, under a new ETag.
   void serve(const std::string& body) {
@@ -201,6 +202,177 @@ TEST_F(PullTest, PulledInventoryIsPublishedKeptCurrentAndWithdrawnWhenTheEndpoin
   EXPECT_EQ(env_.metric(c, "resourceslice_controller_pull_source_expired{driver=\"" +
                                std::string(kDriver) + "\"}"),
             1);
+
+  c.process->signal(SIGTERM);
+  EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
+}
+
+// A node-local driver endpoint's pool, as a DaemonSet pod on `node` would serve it.
+std::string nodeInventory(const std::vector<std::string>& nodes, const std::string& version = "1") {
+  Json pools = Json::object();
+  for (const std::string& node : nodes) {
+    pools[node] = {
+        {"nodeName", node},
+        {"devices",
+         {{{"name", "nic0"}, {"attributes", {{"firmware", {{"string", "fw-" + version}}}}}}}}};
+  }
+  return Json{{"pools", pools}}.dump();
+}
+
+// The EndpointSlice the EndpointSlice controller would make for one pod of `service` on
+// `node`: the Service's labels copied, the pod's address and its port named inventory.
+Json endpointSlice(const std::string& service, const std::string& name, const std::string& node,
+                   uint16_t port, bool ready = true) {
+  return {
+      {"apiVersion", "discovery.k8s.io/v1"},
+      {"kind", "EndpointSlice"},
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{"kubernetes.io/service-name", service}, {"resourceslice.dra.k8s.io/driver", kDriver}}}}},
+      {"addressType", "IPv4"},
+      {"endpoints",
+       {{{"addresses", {"127.0.0.1"}}, {"conditions", {{"ready", ready}}}, {"nodeName", node}}}},
+      {"ports", {{{"name", "inventory"}, {"port", port}, {"protocol", "TCP"}}}}};
+}
+
+TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
+  const std::string ns = "pull-discovery";
+  env_.ensureNamespace(ns);
+  env_.ensureNode("node-a");
+  env_.ensureNode("node-b");
+  DriverEndpoint on_a;
+  DriverEndpoint on_b;
+  on_a.serve(nodeInventory({"node-a"}));
+  on_b.serve(nodeInventory({"node-b"}));
+  env_.ensure(
+      "/api/v1/namespaces/" + ns + "/services",
+      {{"apiVersion", "v1"},
+       {"kind", "Service"},
+       {"metadata",
+        {{"name", "nic-inventory"}, {"labels", {{"resourceslice.dra.k8s.io/driver", kDriver}}}}},
+       {"spec",
+        {{"clusterIP", "None"},
+         {"selector", {{"app", "nic-driver"}}},
+         {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
+  const std::string slices = "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices";
+  env_.ensure(slices, endpointSlice("nic-inventory", "nic-inventory-a", "node-a", on_a.port()));
+  env_.ensure(slices, endpointSlice("nic-inventory", "nic-inventory-b", "node-b", on_b.port()));
+
+  std::vector<std::string> args = leaderFlags("pull-1", "pull-discovery-lease");
+  args.insert(args.end(), {"--pull-discovery", "--pull-namespace=" + ns, "--pull-interval=1s",
+                           "--pull-timeout=1s", "--pull-grace=4s"});
+  ControllerProcess c = env_.startController("pull-discovery", args);
+  const std::string driver_url = c.inventoryUrl() + "/v1/drivers/" + kDriver;
+  const auto fetches = [&](const std::string& result) {
+    return env_.metric(c, "resourceslice_controller_pull_fetches_total{driver=\"" +
+                              std::string(kDriver) + "\",result=\"" + result + "\"}");
+  };
+
+  // Both endpoints found, each publishing its own node's pool.
+  ASSERT_TRUE(ServiceEnv::eventually(
+      [&] {
+        return env_.poolComplete(kDriver, "node-a", 1) && env_.poolComplete(kDriver, "node-b", 1);
+      },
+      seconds(30)))
+      << c.process->log();
+  EXPECT_EQ(env_.metric(c, "resourceslice_controller_pull_sources{driver=\"" +
+                               std::string(kDriver) + "\"}"),
+            2);
+
+  // 304 answers: no write.
+  std::map<std::string, double> before = env_.sliceWriteRequests();
+  const int not_modified = on_a.notModified() + on_b.notModified();
+  ASSERT_TRUE(ServiceEnv::eventually(
+      [&] { return on_a.notModified() + on_b.notModified() >= not_modified + 4; }, seconds(10)));
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
+
+  // node-a's endpoint changes its pool: one update.
+  on_a.serve(nodeInventory({"node-a"}, "2"));
+  const auto has_version = [&](const std::string& pool, const std::string& version) {
+    for (const client::ResourceSlice& s : env_.poolSlices(kDriver, pool)) {
+      if (client::toJsonText(s).find("fw-" + version) != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return has_version("node-a", "2"); }, seconds(15)))
+      << c.process->log();
+  const std::map<std::string, double> one_update = {{"POST", 0}, {"PUT", 1}, {"DELETE", 0}};
+  EXPECT_TRUE(ServiceEnv::eventually(
+      [&] { return minus(env_.sliceWriteRequests(), before) == one_update; }, seconds(5)));
+
+  // node-b's endpoint also serves node-a's pool: refused whole, nothing of it applied.
+  before = env_.sliceWriteRequests();
+  const double forbidden = fetches("Forbidden");
+  on_b.serve(nodeInventory({"node-a", "node-b"}, "3"));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return fetches("Forbidden") > forbidden; }, seconds(10)))
+      << c.process->log();
+  const Json status = env_.http("GET", driver_url).json();
+  bool reported = false;
+  for (const Json& p : status["pools"]) {
+    if (p["pool"] == "node-b" && p.contains("lastError")) {
+      EXPECT_EQ(p["lastError"]["reason"], "InventorySourceFailed");
+      EXPECT_THAT(p["lastError"]["message"].get<std::string>(),
+                  HasSubstr("the endpoint is bound to node \"node-b\""));
+      reported = true;
+    }
+  }
+  EXPECT_TRUE(reported) << status.dump();
+  EXPECT_TRUE(has_version("node-a", "2")) << "node-a's pool is node-a's endpoint's";
+  EXPECT_TRUE(has_version("node-b", "1"));
+  EXPECT_EQ(env_.sliceWriteRequests(), before);
+  on_b.serve(nodeInventory({"node-b"}));
+
+  // A push for the discovered driver is refused.
+  HttpAnswer push = env_.http("PUT", driver_url, nodeInventory({"node-a"}));
+  EXPECT_EQ(push.code, 409) << push.body;
+
+  // node-b's endpoint leaves its Service: its pool is withdrawn after the grace.
+  const auto left = std::chrono::steady_clock::now();
+  HttpAnswer deleted = env_.kube("DELETE", slices + "/nic-inventory-b");
+  ASSERT_EQ(deleted.code, 200) << deleted.body;
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(kDriver, "node-b").empty(); },
+                                     seconds(30)))
+      << c.process->log();
+  EXPECT_GE(std::chrono::steady_clock::now() - left, std::chrono::milliseconds(3500))
+      << "withdrawn before --pull-grace";
+  EXPECT_TRUE(has_version("node-a", "2")) << "the other endpoint's pool stays";
+  EXPECT_EQ(env_.metric(c, "resourceslice_controller_pull_sources{driver=\"" +
+                               std::string(kDriver) + "\"}"),
+            1);
+
+  // A driver that pushes keeps pushing when a Service for it appears: the pull is refused.
+  constexpr char kPusher[] = "gpu.example.com";
+  push = env_.http("PUT", c.inventoryUrl() + "/v1/drivers/" + kPusher,
+                   R"({"pools": {"shared": {"allNodes": true, "devices": [{"name": "gpu0"}]}}})");
+  ASSERT_LT(push.code, 300) << push.body;
+  DriverEndpoint rival;
+  rival.serve(R"({"pools": {"other": {"allNodes": true, "devices": [{"name": "gpu1"}]}}})");
+  env_.ensure("/api/v1/namespaces/" + ns + "/services",
+              {{"apiVersion", "v1"},
+               {"kind", "Service"},
+               {"metadata",
+                {{"name", "gpu-inventory"},
+                 {"labels", {{"resourceslice.dra.k8s.io/driver", kPusher}}},
+                 {"annotations", {{"resourceslice.dra.k8s.io/inventory-scope", "cluster"}}}}},
+               {"spec",
+                {{"clusterIP", "None"},
+                 {"selector", {{"app", "gpu-driver"}}},
+                 {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
+  Json rival_slice = endpointSlice("gpu-inventory", "gpu-inventory-a", "node-a", rival.port());
+  rival_slice["metadata"]["labels"]["resourceslice.dra.k8s.io/driver"] = kPusher;
+  env_.ensure(slices, rival_slice);
+  ASSERT_TRUE(ServiceEnv::eventually(
+      [&] {
+        return env_.metric(c, "resourceslice_controller_pull_fetches_total{driver=\"" +
+                                  std::string(kPusher) + "\",result=\"Conflict\"}") >= 1;
+      },
+      seconds(15)))
+      << c.process->log();
+  EXPECT_TRUE(env_.poolSlices(kPusher, "other").empty());
+  push = env_.http("PUT", c.inventoryUrl() + "/v1/drivers/" + kPusher + "/pools/shared",
+                   R"({"allNodes": true, "devices": [{"name": "gpu0"}, {"name": "gpu2"}]})");
+  EXPECT_LT(push.code, 300) << "the pushing driver goes on: " << push.body;
 
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(seconds(20)), 0) << c.process->log();
