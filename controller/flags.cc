@@ -544,6 +544,9 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   if (!flags.metrics_secure && !flags.metrics_tls_cert_file.empty()) {
     return invalidArgument("flags --metrics-tls-cert-file and -key-file need --metrics-secure");
   }
+  if (!flags.pull_namespaces.empty() && !flags.pull_discovery) {
+    return invalidArgument("flag --pull-namespace needs --pull-discovery");
+  }
   if (flags.pull_timeout > flags.pull_interval) {
     return invalidArgument("flag --pull-timeout must not be longer than --pull-interval");
   }

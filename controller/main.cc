@@ -38,6 +38,7 @@
 #include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
 #include "controller/pull/fetcher.h"
+#include "controller/pull/discovery.h"
 #include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
@@ -409,6 +410,18 @@ int run(const controller::ServiceFlags& flags) {
   };
   auto poller = controller::pull::Poller::create(std::move(pull_options));
   if (!poller.ok()) return usageError(poller.status().message());
+  // Discovered sources: the endpoints of labelled Services, handed to the poller whenever
+  // their list changes.
+  std::unique_ptr<controller::pull::SourceDiscovery> discovery;
+  if (flags.pull_discovery) {
+    controller::pull::DiscoveryOptions discovery_options;
+    discovery_options.namespaces = flags.pull_namespaces;
+    discovery = std::make_unique<controller::pull::SourceDiscovery>(
+        **api, clock, std::move(discovery_options),
+        [p = poller->get()](const std::vector<controller::pull::SourceSpec>& sources) {
+          p->setDiscovered(sources);
+        });
+  }
 
   // Who may push.
   std::unique_ptr<inv::Authenticator> authenticator;
@@ -610,6 +623,7 @@ int run(const controller::ServiceFlags& flags) {
   ctrl->start();
   // Every replica polls: a new leader has the pulled state at once (see poller.h).
   (*poller)->start();
+  if (discovery) discovery->start();
   log::info("Serving", {{"inventory", (*inventory_server)->address()},
                         {"advertise", own_url},
                         {"metrics", metrics_server ? metrics_server->address() : "off"},
@@ -713,6 +727,7 @@ int run(const controller::ServiceFlags& flags) {
   // over at once.
   endpoint.stop();
   (*inventory_server)->stop(flags.shutdown_timeout / 2);
+  if (discovery) discovery->stop();
   (*poller)->stop();
   ctrl->stop();
   if (election.joinable()) {

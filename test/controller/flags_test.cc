@@ -55,6 +55,36 @@ TEST(PullFlags, BadValuesNameTheFlag) {
             std::string::npos);
 }
 
+TEST(PullFlags, DiscoveryNamespacesAndEndpointCredentials) {
+  StatusOr<ServiceFlags> f = parseFlags({});
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(f->pull_discovery);
+  EXPECT_TRUE(f->pull_namespaces.empty()) << "every namespace";
+  EXPECT_EQ(f->pull_max_sources, 10000u);
+  f = parseFlags({"--pull-discovery", "--pull-namespace=nic-system", "--pull-namespace",
+                  "gpu-system", "--pull-namespace=nic-system", "--pull-max-sources=50",
+                  "--pull-ca-file=/etc/pull/ca.crt", "--pull-token-file=/var/run/pull/token"});
+  ASSERT_TRUE(f.ok()) << f.status().toString();
+  EXPECT_TRUE(f->pull_discovery);
+  EXPECT_EQ(f->pull_namespaces, (std::vector<std::string>{"nic-system", "gpu-system"}));
+  EXPECT_EQ(f->pull_max_sources, 50u);
+  EXPECT_EQ(f->pull_ca_file, "/etc/pull/ca.crt");
+  EXPECT_EQ(f->pull_token_file, "/var/run/pull/token");
+
+  const auto error = [](std::vector<std::string> args) {
+    StatusOr<ServiceFlags> f = parseFlags(args);
+    return f.ok() ? std::string("accepted") : f.status().message();
+  };
+  EXPECT_NE(error({"--pull-namespace=nic-system"}).find("needs --pull-discovery"),
+            std::string::npos);
+  EXPECT_NE(error({"--pull-discovery", "--pull-namespace=Not_A_Namespace"})
+                .find("--pull-namespace: namespace \"Not_A_Namespace\""),
+            std::string::npos)
+      << error({"--pull-discovery", "--pull-namespace=Not_A_Namespace"});
+  EXPECT_NE(error({"--pull-max-sources=0"}).find("--pull-max-sources"), std::string::npos);
+  EXPECT_NE(error({"--pull-token-file="}).find("--pull-token-file"), std::string::npos);
+}
+
 TEST(PullFlags, HelpShowsThemWithDefaults) {
   const std::string usage = flagsUsage();
   EXPECT_NE(usage.find("--inventory-source value"), std::string::npos);
