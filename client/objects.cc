@@ -326,7 +326,8 @@ struct Table<Endpoint> {
   using Owner = Endpoint;
   static constexpr auto kFields = std::tuple{
       field("addresses", &Endpoint::addresses, Strings{}, Omit::kNever),
-      field("conditions", &Endpoint::conditions, Obj<EndpointConditions>{}),
+      // A struct, which Go's omitempty never leaves out.
+      field("conditions", &Endpoint::conditions, Obj<EndpointConditions>{}, Omit::kNever),
       field("nodeName", &Endpoint::node_name, Opt<Str>{}),
   };
   static constexpr Json Endpoint::*kUnknown = &Endpoint::unknown;

@@ -456,6 +456,13 @@ TEST(ServerVersion, ReadsTheReleaseNumbers) {
   EXPECT_FALSE(serverVersionFromJson(Json::parse(R"({"minor":34})")).ok());
 }
 
+// The fields a decoding error names, in order.
+std::vector<std::string> detailFields(const Status& status) {
+  std::vector<std::string> fields;
+  for (const auto& detail : status.details()) fields.push_back(detail.field);
+  return fields;
+}
+
 // A Service as the API server answers it: the spec's addressing, targetPort
 // and the status are not modelled and must come back unchanged.
 constexpr std::string_view kService = R"({
@@ -501,9 +508,8 @@ TEST(Service, DecodingErrorsNameTheField) {
   EXPECT_EQ(service.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(service.status().message(),
               ::testing::HasSubstr("spec.ports[0].appProtocol: must be a string"));
-  std::vector<std::string> fields;
-  for (const auto& detail : service.status().details()) fields.push_back(detail.field);
-  EXPECT_THAT(fields, ElementsAre("spec.ports[0].appProtocol", "spec.ports[1].port"));
+  EXPECT_THAT(detailFields(service.status()),
+              ElementsAre("spec.ports[0].appProtocol", "spec.ports[1].port"));
 
   Json wrong_kind = Json::parse(kService);
   wrong_kind["kind"] = "Endpoints";
@@ -570,10 +576,9 @@ TEST(EndpointSlice, EmptyListsAreWrittenAndBadFieldsNamed) {
   bad["ports"][0]["port"] = 1.5;
   StatusOr<EndpointSlice> slice = endpointSliceFromJson(bad);
   ASSERT_FALSE(slice.ok());
-  std::vector<std::string> fields;
-  for (const auto& detail : slice.status().details()) fields.push_back(detail.field);
-  EXPECT_THAT(fields, ElementsAre("endpoints[0].addresses[0]", "endpoints[1].conditions.ready",
-                                  "ports[0].port"));
+  EXPECT_THAT(
+      detailFields(slice.status()),
+      ElementsAre("endpoints[0].addresses[0]", "endpoints[1].conditions.ready", "ports[0].port"));
 }
 
 }  // namespace
