@@ -21,9 +21,10 @@ struct ServiceSettings {
   bool node_scope = true;
 };
 
-std::string annotationOr(const client::Service& service, const char* key, std::string fallback) {
+std::string annotationOr(const client::Service& service, const char* key,
+                         const std::string& fallback) {
   const auto it = service.metadata.annotations.find(key);
-  return it == service.metadata.annotations.end() ? std::move(fallback) : it->second;
+  return it == service.metadata.annotations.end() ? fallback : it->second;
 }
 
 // An HTTP path and query: '/' first, printable ASCII without spaces or a fragment.
@@ -91,8 +92,9 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
   }
   const auto port = std::ranges::find_if(
       slice.ports, [](const client::EndpointPort& p) { return p.name == kInventoryPortName; });
-  if (port == slice.ports.end() || !port->port || *port->port <= 0 || *port->port > 65535) {
-    return;
+  const int32_t number = port == slice.ports.end() ? 0 : port->port.value_or(0);
+  if (number <= 0 || number > 65535) {
+    return;  // no inventory port, or no number (all ports): nothing to GET
   }
   const std::string& app_protocol =
       port->app_protocol.empty() ? settings.app_protocol : port->app_protocol;
@@ -104,20 +106,25 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
       continue;
     }
     for (const std::string& address : endpoint.addresses) {
-      const std::string host_port =
-          (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(*port->port);
-      SourceSpec spec;
+      std::string host_port = ipv6 ? "[" + address + "]" : address;
+      host_port += ":" + std::to_string(number);
+      std::string id;
+      id.append(ns).append("/").append(name).append("/").append(host_port);
+      const auto [it, added] = sources.try_emplace(id);
+      if (!added) {
+        continue;  // listed by an earlier slice too
+      }
+      SourceSpec& spec = it->second;
       spec.driver = settings.driver;
-      spec.id = ns + "/" + name + "/" + host_port;
-      spec.url = (https ? "https://" : "http://") + host_port + settings.path;
+      spec.id = std::move(id);
+      spec.url.append(https ? "https://" : "http://").append(host_port).append(settings.path);
       if (settings.node_scope && endpoint.node_name && !endpoint.node_name->empty()) {
         spec.caller.node_name = endpoint.node_name;
       }
       if (https) {
         spec.ca_pem = settings.ca_pem;
-        spec.tls_server_name = name + "." + ns + ".svc";
+        spec.tls_server_name.append(name).append(".").append(ns).append(".svc");
       }
-      sources.try_emplace(spec.id, std::move(spec));
     }
   }
 }

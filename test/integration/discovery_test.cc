@@ -1,5 +1,6 @@
 // Pull-mode discovery against the real API server: a labelled Service and a hand-made
-// EndpointSlice (there is no EndpointSlice controller in the test cluster) become the source
+// EndpointSlice (there is no EndpointSlice controller in the test cluster; loopback addresses
+// are refused, so it names a TEST-NET-1 address) become the source
 // SourceDiscovery reports, over RestKubeApi, in one namespace and cluster-wide; the endpoint
 // made not ready takes it away. Proves the Service and EndpointSlice codecs, paths and label
 // selection against the server; the controller's use of it is pull_test's.
@@ -57,7 +58,10 @@ class Lists {
   size_t count_ = 0;
 };
 
-Json endpointSlice(bool ready) {
+// An address nothing listens on (TEST-NET-1): discovery only reads it.
+constexpr char kAddress[] = "192.0.2.10";
+
+Json endpointSlice(bool ready, const std::string& address = kAddress) {
   return {
       {"apiVersion", "discovery.k8s.io/v1"},
       {"kind", "EndpointSlice"},
@@ -66,7 +70,7 @@ Json endpointSlice(bool ready) {
         {"labels", {{kServiceNameLabel, kService}, {kDriverLabel, kDriver}}}}},
       {"addressType", "IPv4"},
       {"endpoints",
-       {{{"addresses", {"127.0.0.1"}},
+       {{{"addresses", {address}},
          {"conditions", {{"ready", ready}}},
          {"nodeName", "node-a"},
          {"targetRef", {{"kind", "Pod"}, {"namespace", kNs}, {"name", "gpu-driver-0"}}}}}},
@@ -98,7 +102,11 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
   };
   const auto created_service = env.kube("POST", base + "/services", service);
   ASSERT_EQ(created_service.code, 201) << created_service.body;
-  // Loopback is accepted in an EndpointSlice (unlike in core v1 Endpoints).
+  // The server refuses loopback addresses in EndpointSlices (so an end-to-end test needs an
+  // address of another interface for its endpoint).
+  const auto loopback = env.kube("POST", slices, endpointSlice(/*ready=*/true, "127.0.0.1"));
+  EXPECT_EQ(loopback.code, 422) << loopback.body;
+  EXPECT_THAT(loopback.body, ::testing::HasSubstr("loopback"));
   const auto created_slice = env.kube("POST", slices, endpointSlice(/*ready=*/true));
   ASSERT_EQ(created_slice.code, 201) << created_slice.body;
 
@@ -114,8 +122,8 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
 
   SourceSpec expected;
   expected.driver = kDriver;
-  expected.id = std::string(kNs) + "/" + kService + "/127.0.0.1:8443";
-  expected.url = "https://127.0.0.1:8443/inventory";
+  expected.id = std::string(kNs) + "/" + kService + "/" + kAddress + ":8443";
+  expected.url = std::string("https://") + kAddress + ":8443/inventory";
   expected.caller.node_name = "node-a";
   expected.ca_pem = "PEM";
   expected.tls_server_name = std::string(kService) + "." + kNs + ".svc";
