@@ -129,6 +129,23 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
   }
 }
 
+// An informer of the objects of `ns` ("" for all) that carry kDriverLabel, calling `changed`
+// for every add, update and delete.
+template <typename R>
+std::unique_ptr<client::Informer<R>> informerOf(client::KubeApi& api, Clock& clock,
+                                                const std::string& ns,
+                                                const std::function<void()>& changed) {
+  using Object = typename R::Object;
+  client::InformerOptions<R> options;
+  options.namespace_ = ns;
+  options.label_selector = kDriverLabel;
+  client::InformerHandlers<R> handlers;
+  handlers.on_add = [changed](const Object&) { changed(); };
+  handlers.on_update = [changed](const Object&, const Object&) { changed(); };
+  handlers.on_delete = [changed](const Object&) { changed(); };
+  return std::make_unique<client::Informer<R>>(api, clock, std::move(options), std::move(handlers));
+}
+
 }  // namespace
 
 DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
@@ -189,7 +206,7 @@ SourceDiscovery::SourceDiscovery(client::KubeApi& api, Clock& clock, DiscoveryOp
   if (namespaces.empty()) {
     namespaces.emplace_back();
   }
-  const auto changed = [this] {
+  const std::function<void()> changed = [this] {
     bool synced = false;
     {
       std::lock_guard lock(mu_);
@@ -201,24 +218,8 @@ SourceDiscovery::SourceDiscovery(client::KubeApi& api, Clock& clock, DiscoveryOp
   };
   for (const std::string& ns : namespaces) {
     Watch watch;
-    client::InformerOptions<client::Services> service_options;
-    service_options.namespace_ = ns;
-    service_options.label_selector = kDriverLabel;
-    watch.services = std::make_unique<client::Informer<client::Services>>(
-        api, clock, std::move(service_options),
-        client::InformerHandlers<client::Services>{
-            [changed](const client::Service&) { changed(); },
-            [changed](const client::Service&, const client::Service&) { changed(); },
-            [changed](const client::Service&) { changed(); }});
-    client::InformerOptions<client::EndpointSlices> slice_options;
-    slice_options.namespace_ = ns;
-    slice_options.label_selector = kDriverLabel;
-    watch.endpoint_slices = std::make_unique<client::Informer<client::EndpointSlices>>(
-        api, clock, std::move(slice_options),
-        client::InformerHandlers<client::EndpointSlices>{
-            [changed](const client::EndpointSlice&) { changed(); },
-            [changed](const client::EndpointSlice&, const client::EndpointSlice&) { changed(); },
-            [changed](const client::EndpointSlice&) { changed(); }});
+    watch.services = informerOf<client::Services>(api, clock, ns, changed);
+    watch.endpoint_slices = informerOf<client::EndpointSlices>(api, clock, ns, changed);
     watches_.push_back(std::move(watch));
   }
 }
