@@ -23,13 +23,19 @@ constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNs[] = "drivers";
 constexpr char kSvc[] = "gpu-inventory";
 
-client::ServicePort port(std::string name, int32_t number, std::string app_protocol = "") {
-  client::ServicePort p;
+// A TCP port of a Service (ServicePort) or of an EndpointSlice (EndpointPort).
+template <typename Port>
+Port tcpPort(std::string name, decltype(Port::port) number, std::string app_protocol = "") {
+  Port p;
   p.name = std::move(name);
   p.port = number;
   p.protocol = "TCP";
   p.app_protocol = std::move(app_protocol);
   return p;
+}
+
+client::ServicePort port(std::string name, int32_t number, std::string app_protocol = "") {
+  return tcpPort<client::ServicePort>(std::move(name), number, std::move(app_protocol));
 }
 
 client::Service service(std::string ns = kNs, std::string name = kSvc,
@@ -55,12 +61,7 @@ client::Endpoint endpoint(std::vector<std::string> addresses, std::optional<std:
 
 client::EndpointPort slicePort(std::string name, std::optional<int32_t> number,
                                std::string app_protocol = "") {
-  client::EndpointPort p;
-  p.name = std::move(name);
-  p.port = number;
-  p.protocol = "TCP";
-  p.app_protocol = std::move(app_protocol);
-  return p;
+  return tcpPort<client::EndpointPort>(std::move(name), number, std::move(app_protocol));
 }
 
 // A slice of the Service `service` (its labels as the EndpointSlice controller writes them).
