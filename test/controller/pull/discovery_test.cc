@@ -392,6 +392,22 @@ TEST_F(SourceDiscoveryTest, WatchesOnlyTheAllowedNamespacesByTheDriverLabel) {
   EXPECT_EQ(recorder_.calls().size(), 1u);
 }
 
+TEST_F(SourceDiscoveryTest, ClusterWideKeepsEqualNamesOfTwoNamespacesApart) {
+  ASSERT_TRUE(api_.putService(service("a")).ok());
+  ASSERT_TRUE(api_.putService(service("b")).ok());
+  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a")).ok());
+  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b")).ok());
+  start();
+  ASSERT_TRUE(recorder_.waitForCalls(1));
+  EXPECT_THAT(ids(recorder_.calls()[0]),
+              ElementsAre("a/gpu-inventory/10.0.0.1:8080", "b/gpu-inventory/10.0.0.2:8080"));
+
+  // A watched change in one namespace leaves the other's source alone.
+  ASSERT_TRUE(api_.removeEndpointSlice("a", "s").ok());
+  ASSERT_TRUE(recorder_.waitForCalls(2));
+  EXPECT_THAT(ids(recorder_.calls()[1]), ElementsAre("b/gpu-inventory/10.0.0.2:8080"));
+}
+
 TEST_F(SourceDiscoveryTest, StopEndsTheWatches) {
   start();
   ASSERT_TRUE(recorder_.waitForCalls(1));
