@@ -165,6 +165,7 @@ void Informer<R>::run(const std::stop_token& stop) {
 template <typename R>
 Status Informer<R>::listAndReplace(const std::stop_token& stop) {
   ListOptions options;
+  options.namespace_ = options_.namespace_;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
   options.limit = options_.page_size;
@@ -240,6 +241,7 @@ Status Informer<R>::listAndReplace(const std::stop_token& stop) {
 template <typename R>
 typename Informer<R>::WatchResult Informer<R>::watchOnce(const std::stop_token& stop) {
   ListOptions options;
+  options.namespace_ = options_.namespace_;
   options.label_selector = options_.label_selector;
   options.field_selector = options_.field_selector;
   options.resource_version = lastResourceVersion();
@@ -344,5 +346,7 @@ void Informer<R>::failed(const std::stop_token& stop, bool free_first) {
 
 template class Informer<ResourceSlices>;
 template class Informer<NodeMetadata>;
+template class Informer<Services>;
+template class Informer<EndpointSlices>;
 
 }  // namespace rsc::client

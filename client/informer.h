@@ -1,8 +1,8 @@
 // Informer<R>: keeps a Store of one resource in step with the API server by
 // list + watch (client-go's Reflector and SharedInformer, for one resource),
 // and tells the controller what changed through event handlers. R names the
-// resource (ResourceSlices, NodeMetadata below); the list, watch, relist and
-// backoff logic is shared.
+// resource (ResourceSlices, NodeMetadata, Services, EndpointSlices below);
+// the list, watch, relist and backoff logic is shared.
 // Threading: run() blocks on the calling thread (start() runs it on a thread
 // the Informer owns); handlers are called on that thread, one at a time, after
 // the store was updated, and must return quickly (enqueue a key, no API
@@ -60,8 +60,37 @@ struct NodeMetadata {
   }
 };
 
+// v1 Services and discovery.k8s.io/v1 EndpointSlices: pull-mode discovery.
+struct Services {
+  using Object = Service;
+  static constexpr std::string_view kResource = "services";
+  static constexpr std::string_view kName = "Services";
+  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
+    return api.listServices(options);
+  }
+  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
+                      std::stop_token stop) {
+    return api.watchServices(options, handler, std::move(stop));
+  }
+};
+
+struct EndpointSlices {
+  using Object = EndpointSlice;
+  static constexpr std::string_view kResource = "endpointslices";
+  static constexpr std::string_view kName = "EndpointSlices";
+  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
+    return api.listEndpointSlices(options);
+  }
+  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
+                      std::stop_token stop) {
+    return api.watchEndpointSlices(options, handler, std::move(stop));
+  }
+};
+
 template <typename R>
 struct InformerOptions {
+  // Namespaced resources: the one namespace to keep; empty: every namespace.
+  std::string namespace_;
   // Restrict what is watched (the controller selects its managed-by label).
   std::string label_selector;
   std::string field_selector;
@@ -190,5 +219,7 @@ class Informer {
 // The informers the controller runs; defined in informer.cc.
 extern template class Informer<ResourceSlices>;
 extern template class Informer<NodeMetadata>;
+extern template class Informer<Services>;
+extern template class Informer<EndpointSlices>;
 
 }  // namespace rsc::client

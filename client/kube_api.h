@@ -20,6 +20,9 @@ namespace rsc::client {
 
 // Query parameters of list, watch and delete-collection calls.
 struct ListOptions {
+  // Namespaced resources (Services, EndpointSlices): the namespace to list
+  // or watch; empty: every namespace. Cluster-scoped resources ignore it.
+  std::string namespace_;
   std::string label_selector;
   std::string field_selector;
   // Unset: a consistent read. "0": any cached state. Otherwise see
@@ -50,6 +53,8 @@ struct ObjectList {
 
 using ResourceSliceList = ObjectList<ResourceSlice>;
 using PartialObjectMetadataList = ObjectList<PartialObjectMetadata>;
+using ServiceList = ObjectList<Service>;
+using EndpointSliceList = ObjectList<EndpointSlice>;
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
@@ -124,6 +129,18 @@ class KubeApi {
   virtual Status watchNodeMetadata(const ListOptions& options,
                                    const WatchHandler<PartialObjectMetadata>& handler,
                                    std::stop_token stop) = 0;
+
+  // v1 Services and discovery.k8s.io/v1 EndpointSlices of
+  // options.namespace_ (empty: every namespace), for the discovery of
+  // drivers' inventory endpoints (pull mode). The watches behave as
+  // watchResourceSlices does.
+  virtual StatusOr<ServiceList> listServices(const ListOptions& options) = 0;
+  virtual Status watchServices(const ListOptions& options, const WatchHandler<Service>& handler,
+                               std::stop_token stop) = 0;
+  virtual StatusOr<EndpointSliceList> listEndpointSlices(const ListOptions& options) = 0;
+  virtual Status watchEndpointSlices(const ListOptions& options,
+                                     const WatchHandler<EndpointSlice>& handler,
+                                     std::stop_token stop) = 0;
 
   // Reviews: the returned object carries the status the server filled in.
   virtual StatusOr<TokenReview> createTokenReview(const TokenReview& review) = 0;

@@ -277,6 +277,90 @@ struct Table<Event> {
   static constexpr Json Event::*kUnknown = &Event::unknown;
 };
 
+template <>
+struct Table<ServicePort> {
+  using Owner = ServicePort;
+  static constexpr auto kFields = std::tuple{
+      field("appProtocol", &ServicePort::app_protocol, Str{}),
+      field("name", &ServicePort::name, Str{}),
+      field("port", &ServicePort::port, Int32{}, Omit::kNever),
+      field("protocol", &ServicePort::protocol, Str{}),
+  };
+  static constexpr Json ServicePort::*kUnknown = &ServicePort::unknown;
+};
+
+template <>
+struct Table<ServiceSpec> {
+  using Owner = ServiceSpec;
+  static constexpr auto kFields = std::tuple{
+      field("ports", &ServiceSpec::ports, ListOf<Obj<ServicePort>>{}),
+  };
+  static constexpr Json ServiceSpec::*kUnknown = &ServiceSpec::unknown;
+};
+
+template <>
+struct Table<Service> {
+  using Owner = Service;
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "Service";
+  static constexpr auto kFields = std::tuple{
+      field("metadata", &Service::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+      field("spec", &Service::spec, Obj<ServiceSpec>{}),
+  };
+  static constexpr Json Service::*kUnknown = &Service::unknown;
+};
+
+template <>
+struct Table<EndpointConditions> {
+  using Owner = EndpointConditions;
+  static constexpr auto kFields = std::tuple{
+      field("ready", &EndpointConditions::ready, Opt<Bool>{}),
+      field("serving", &EndpointConditions::serving, Opt<Bool>{}),
+      field("terminating", &EndpointConditions::terminating, Opt<Bool>{}),
+  };
+  static constexpr Json EndpointConditions::*kUnknown = &EndpointConditions::unknown;
+};
+
+template <>
+struct Table<Endpoint> {
+  using Owner = Endpoint;
+  static constexpr auto kFields = std::tuple{
+      field("addresses", &Endpoint::addresses, Strings{}, Omit::kNever),
+      // A struct, which Go's omitempty never leaves out.
+      field("conditions", &Endpoint::conditions, Obj<EndpointConditions>{}, Omit::kNever),
+      field("nodeName", &Endpoint::node_name, Opt<Str>{}),
+  };
+  static constexpr Json Endpoint::*kUnknown = &Endpoint::unknown;
+};
+
+template <>
+struct Table<EndpointPort> {
+  using Owner = EndpointPort;
+  static constexpr auto kFields = std::tuple{
+      field("appProtocol", &EndpointPort::app_protocol, Str{}),
+      field("name", &EndpointPort::name, Str{}),
+      field("port", &EndpointPort::port, Opt<Int32>{}),
+      field("protocol", &EndpointPort::protocol, Str{}),
+  };
+  static constexpr Json EndpointPort::*kUnknown = &EndpointPort::unknown;
+};
+
+// endpoints and ports are written even when empty, as Go writes them (no
+// omitempty); addressType is required.
+template <>
+struct Table<EndpointSlice> {
+  using Owner = EndpointSlice;
+  static constexpr std::string_view kApiVersion = "discovery.k8s.io/v1";
+  static constexpr std::string_view kKind = "EndpointSlice";
+  static constexpr auto kFields = std::tuple{
+      field("addressType", &EndpointSlice::address_type, Str{}, Omit::kNever),
+      field("endpoints", &EndpointSlice::endpoints, ListOf<Obj<Endpoint>>{}, Omit::kNever),
+      field("metadata", &EndpointSlice::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+      field("ports", &EndpointSlice::ports, ListOf<Obj<EndpointPort>>{}, Omit::kNever),
+  };
+  static constexpr Json EndpointSlice::*kUnknown = &EndpointSlice::unknown;
+};
+
 }  // namespace codec
 
 Json toJson(const ObjectMeta& meta) { return codec::toJson<ObjectMeta>(meta); }
@@ -340,5 +424,15 @@ Json toJson(const Event& event) { return codec::toJson<Event>(event); }
 StatusOr<Event> eventFromJson(const Json& j) { return codec::decode<Event>(j, ""); }
 
 Json toJson(const EventSeries& series) { return codec::toJson<EventSeries>(series); }
+
+Json toJson(const Service& service) { return codec::toJson<Service>(service); }
+
+StatusOr<Service> serviceFromJson(const Json& j) { return codec::decode<Service>(j, ""); }
+
+Json toJson(const EndpointSlice& slice) { return codec::toJson<EndpointSlice>(slice); }
+
+StatusOr<EndpointSlice> endpointSliceFromJson(const Json& j) {
+  return codec::decode<EndpointSlice>(j, "");
+}
 
 }  // namespace rsc::client

@@ -1,6 +1,7 @@
 // Typed Kubernetes objects the controller reads and writes, other than
 // ResourceSlice (resource_slice.h): object metadata, Lease, Node,
-// PartialObjectMetadata, TokenReview, SubjectAccessReview and Event, with their
+// PartialObjectMetadata, TokenReview, SubjectAccessReview, Event, Service and
+// EndpointSlice, with their
 // JSON conversions. Every struct keeps the fields it does not model in
 // `unknown`, so a read-modify-write never drops what a newer API server added.
 // Plain values: not synchronised.
@@ -194,6 +195,68 @@ struct Event {
   Json unknown = nullptr;
 };
 
+// v1 Service, as pull-mode discovery reads it: labels, annotations and the
+// ports' names and protocols. targetPort (an int or a string), the rest of the
+// spec and the status are kept in `unknown`.
+struct ServicePort {
+  std::string name;
+  int32_t port = 0;
+  std::string protocol;      // TCP, UDP, SCTP
+  std::string app_protocol;  // "https", "kubernetes.io/h2c", ...; empty: unset
+  Json unknown = nullptr;
+  friend bool operator==(const ServicePort&, const ServicePort&) = default;
+};
+
+struct ServiceSpec {
+  std::vector<ServicePort> ports;
+  Json unknown = nullptr;
+  friend bool operator==(const ServiceSpec&, const ServiceSpec&) = default;
+};
+
+struct Service {
+  ObjectMeta metadata;
+  ServiceSpec spec;
+  Json unknown = nullptr;  // status
+  friend bool operator==(const Service&, const Service&) = default;
+};
+
+// discovery.k8s.io/v1 EndpointSlice: the addresses behind a Service. Unset
+// conditions mean what Kubernetes says they mean (ready: unset is ready).
+// Endpoints keep targetRef, hostname, zone and hints in `unknown`.
+struct EndpointConditions {
+  std::optional<bool> ready;
+  std::optional<bool> serving;
+  std::optional<bool> terminating;
+  Json unknown = nullptr;
+  friend bool operator==(const EndpointConditions&, const EndpointConditions&) = default;
+};
+
+struct Endpoint {
+  std::vector<std::string> addresses;
+  EndpointConditions conditions;
+  std::optional<std::string> node_name;
+  Json unknown = nullptr;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+struct EndpointPort {
+  std::string name;  // empty: unnamed
+  std::optional<int32_t> port;
+  std::string protocol;
+  std::string app_protocol;
+  Json unknown = nullptr;
+  friend bool operator==(const EndpointPort&, const EndpointPort&) = default;
+};
+
+struct EndpointSlice {
+  ObjectMeta metadata;
+  std::string address_type;  // IPv4, IPv6 or FQDN
+  std::vector<Endpoint> endpoints;
+  std::vector<EndpointPort> ports;
+  Json unknown = nullptr;
+  friend bool operator==(const EndpointSlice&, const EndpointSlice&) = default;
+};
+
 // JSON conversions, by the field tables below and in objects.cc. Decoding fails
 // with InvalidArgument naming every bad field ("metadata.labels: must be an
 // object") and never throws.
@@ -215,6 +278,10 @@ StatusOr<SubjectAccessReview> subjectAccessReviewFromJson(const Json& j);
 Json toJson(const Event& event);
 StatusOr<Event> eventFromJson(const Json& j);
 Json toJson(const EventSeries& series);
+Json toJson(const Service& service);
+StatusOr<Service> serviceFromJson(const Json& j);
+Json toJson(const EndpointSlice& slice);
+StatusOr<EndpointSlice> endpointSliceFromJson(const Json& j);
 
 // The tables of the types other files nest in theirs.
 namespace codec {

@@ -756,6 +756,50 @@ Status RestKubeApi::watchNodeMetadata(const ListOptions& options,
       partialObjectMetadataWatchEventFromJson, handler, std::move(stop));
 }
 
+namespace {
+
+constexpr NamespacedKind kServiceKind{"Service", "v1", "services"};
+constexpr NamespacedKind kEndpointSliceKind{"EndpointSlice", "discovery.k8s.io/v1",
+                                            "endpointslices"};
+
+// The collection to list or watch: of one namespace, or of every namespace
+// when `ns` is empty.
+std::string listPath(const NamespacedKind& kind, const std::string& ns) {
+  if (!ns.empty()) {
+    return collectionPath(kind, ns);
+  }
+  const std::string prefix =
+      kind.group_version == "v1" ? "/api/v1" : "/apis/" + std::string(kind.group_version);
+  return prefix + "/" + std::string(kind.resource);
+}
+
+}  // namespace
+
+StatusOr<ServiceList> RestKubeApi::listServices(const ListOptions& options) {
+  return listObjects<Service>(listPath(kServiceKind, options.namespace_), "Services", options,
+                              kJsonMediaType, serviceFromJson);
+}
+
+Status RestKubeApi::watchServices(const ListOptions& options, const WatchHandler<Service>& handler,
+                                  std::stop_token stop) {
+  return watchObjects<Service>(listPath(kServiceKind, options.namespace_), "Services", options,
+                               kJsonMediaType, serviceWatchEventFromJson, handler, std::move(stop));
+}
+
+StatusOr<EndpointSliceList> RestKubeApi::listEndpointSlices(const ListOptions& options) {
+  return listObjects<EndpointSlice>(listPath(kEndpointSliceKind, options.namespace_),
+                                    "EndpointSlices", options, kJsonMediaType,
+                                    endpointSliceFromJson);
+}
+
+Status RestKubeApi::watchEndpointSlices(const ListOptions& options,
+                                        const WatchHandler<EndpointSlice>& handler,
+                                        std::stop_token stop) {
+  return watchObjects<EndpointSlice>(listPath(kEndpointSliceKind, options.namespace_),
+                                     "EndpointSlices", options, kJsonMediaType,
+                                     endpointSliceWatchEventFromJson, handler, std::move(stop));
+}
+
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {
   const std::string context = "create TokenReview";
   const Json body = withTypeMeta(toJson(review), "authentication.k8s.io/v1", "TokenReview");

@@ -128,6 +128,15 @@ class RestKubeApi final : public KubeApi {
                            const WatchHandler<PartialObjectMetadata>& handler,
                            std::stop_token stop) override;
 
+  // Paths: /api/v1[/namespaces/NS]/services and
+  // /apis/discovery.k8s.io/v1[/namespaces/NS]/endpointslices.
+  StatusOr<ServiceList> listServices(const ListOptions& options) override;
+  Status watchServices(const ListOptions& options, const WatchHandler<Service>& handler,
+                       std::stop_token stop) override;
+  StatusOr<EndpointSliceList> listEndpointSlices(const ListOptions& options) override;
+  Status watchEndpointSlices(const ListOptions& options, const WatchHandler<EndpointSlice>& handler,
+                             std::stop_token stop) override;
+
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override;
   StatusOr<SubjectAccessReview> createSubjectAccessReview(
       const SubjectAccessReview& review) override;

@@ -17,6 +17,13 @@ std::optional<int64_t> resourceVersionAsInt(const std::string& resource_version)
   return value;
 }
 
+std::string storeKey(const ObjectMeta& metadata) {
+  if (metadata.namespace_.empty()) {
+    return metadata.name;
+  }
+  return metadata.namespace_ + "/" + metadata.name;
+}
+
 template <typename T>
 Store<T>::Store(IndexFunc index) : index_func_(std::move(index)) {}
 
@@ -63,7 +70,7 @@ size_t Store<T>::size() const {
 
 template <typename T>
 void Store<T>::assumeWritten(const T& returned_by_server) {
-  const std::string& name = returned_by_server.metadata.name;
+  const std::string name = storeKey(returned_by_server.metadata);
   const auto written_at = resourceVersionAsInt(returned_by_server.metadata.resource_version);
   std::lock_guard lock(mu_);
   Entry& entry = entries_[name];
@@ -107,7 +114,7 @@ size_t Store<T>::pendingAssumptions() const {
 template <typename T>
 typename Store<T>::Change Store<T>::applyUpsert(T object) {
   Ptr now = std::make_shared<const T>(std::move(object));
-  const std::string& name = now->metadata.name;
+  const std::string name = storeKey(now->metadata);
   std::lock_guard lock(mu_);
   Entry& entry = entries_[name];
   Ptr previous = std::exchange(entry.watched, now);
@@ -118,7 +125,7 @@ typename Store<T>::Change Store<T>::applyUpsert(T object) {
 
 template <typename T>
 typename Store<T>::Ptr Store<T>::applyDelete(const T& last_state) {
-  const std::string& name = last_state.metadata.name;
+  const std::string name = storeKey(last_state.metadata);
   std::lock_guard lock(mu_);
   const auto it = entries_.find(name);
   if (it == entries_.end()) {
@@ -135,7 +142,7 @@ std::vector<typename Store<T>::Change> Store<T>::replace(std::vector<T> items,
                                                          const std::string& resource_version) {
   std::map<std::string, Ptr> listed;
   for (auto& item : items) {
-    std::string name = item.metadata.name;
+    std::string name = storeKey(item.metadata);
     listed[std::move(name)] = std::make_shared<const T>(std::move(item));
   }
   const auto listed_at = resourceVersionAsInt(resource_version);
@@ -171,8 +178,8 @@ std::vector<typename Store<T>::Change> Store<T>::replace(std::vector<T> items,
     }
   }
   std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    const auto& name_a = (a.now ? a.now : a.old)->metadata.name;
-    const auto& name_b = (b.now ? b.now : b.old)->metadata.name;
+    const std::string name_a = storeKey((a.now ? a.now : a.old)->metadata);
+    const std::string name_b = storeKey((b.now ? b.now : b.old)->metadata);
     return name_a < name_b;
   });
   return changes;
@@ -247,5 +254,7 @@ void Store<T>::refreshLocked(const std::string& name) {
 
 template class Store<ResourceSlice>;
 template class Store<PartialObjectMetadata>;
+template class Store<Service>;
+template class Store<EndpointSlice>;
 
 }  // namespace rsc::client

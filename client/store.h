@@ -1,9 +1,10 @@
-// Store<T>: an informer's cache of one resource's objects, by name and by a
-// secondary index the user chooses (the controller indexes ResourceSlices by
-// driver and pool), with a mutation cache so that the controller's own writes
-// are visible at once, before the watch reports them. The Informer feeds it;
-// any thread reads it. Instantiated for ResourceSlice and for
-// PartialObjectMetadata (the Node cache). Thread-safe: one mutex; objects are
+// Store<T>: an informer's cache of one resource's objects, by key (storeKey:
+// the name, "namespace/name" for a namespaced object) and by a secondary index
+// the user chooses (the controller indexes ResourceSlices by driver and pool),
+// with a mutation cache so that the controller's own writes are visible at
+// once, before the watch reports them. The Informer feeds it; any thread reads
+// it. Instantiated for ResourceSlice, PartialObjectMetadata (the Node cache),
+// Service and EndpointSlice (pull-mode discovery). Thread-safe: one mutex; objects are
 // handed out as std::shared_ptr<const T> and must not be modified.
 #pragma once
 
@@ -30,6 +31,7 @@ namespace rsc::client {
 // Deletions win races: a DELETED event (or a relist without the object) at a
 // version equal to or newer than an assumed write removes the object.
 // T is an object with `metadata.name` and `metadata.resource_version`.
+// Methods that take a `name` take the object's storeKey.
 template <typename T>
 class Store {
  public:
@@ -50,8 +52,8 @@ class Store {
 
   // Reads: the watched state overlaid with the assumed one.
   Ptr get(const std::string& name) const;
-  std::vector<Ptr> list() const;                           // ordered by name
-  std::vector<Ptr> byIndex(const std::string& key) const;  // ordered by name
+  std::vector<Ptr> list() const;                           // ordered by key
+  std::vector<Ptr> byIndex(const std::string& key) const;  // ordered by key
   size_t size() const;
 
   // The mutation cache. Records `returned_by_server` (the object a create or
@@ -99,9 +101,16 @@ class Store {
   std::map<std::string, std::set<std::string>> index_;  // key -> names
 };
 
+// The key of an object in a Store: its name, or "namespace/name" when it has
+// a namespace (client-go's MetaNamespaceKeyFunc), so that a cluster-wide
+// cache of a namespaced resource keeps equal names of two namespaces apart.
+std::string storeKey(const ObjectMeta& metadata);
+
 // The stores the controller keeps; defined in store.cc.
 extern template class Store<ResourceSlice>;
 extern template class Store<PartialObjectMetadata>;
+extern template class Store<Service>;
+extern template class Store<EndpointSlice>;
 
 using ResourceSliceStore = Store<ResourceSlice>;
 using SlicePtr = ResourceSliceStore::Ptr;

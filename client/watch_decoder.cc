@@ -203,4 +203,12 @@ StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJ
   return watchEventFromJson<PartialObjectMetadata>(event, partialObjectMetadataFromJson);
 }
 
+StatusOr<WatchEvent<Service>> serviceWatchEventFromJson(const Json& event) {
+  return watchEventFromJson<Service>(event, serviceFromJson);
+}
+
+StatusOr<WatchEvent<EndpointSlice>> endpointSliceWatchEventFromJson(const Json& event) {
+  return watchEventFromJson<EndpointSlice>(event, endpointSliceFromJson);
+}
+
 }  // namespace rsc::client

@@ -49,5 +49,7 @@ StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& 
 // For a watch that asked for PartialObjectMetadata (the Node cache's).
 StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJson(
     const Json& event);
+StatusOr<WatchEvent<Service>> serviceWatchEventFromJson(const Json& event);
+StatusOr<WatchEvent<EndpointSlice>> endpointSliceWatchEventFromJson(const Json& event);
 
 }  // namespace rsc::client

@@ -456,5 +456,130 @@ TEST(ServerVersion, ReadsTheReleaseNumbers) {
   EXPECT_FALSE(serverVersionFromJson(Json::parse(R"({"minor":34})")).ok());
 }
 
+// The fields a decoding error names, in order.
+std::vector<std::string> detailFields(const Status& status) {
+  std::vector<std::string> fields;
+  for (const auto& detail : status.details()) fields.push_back(detail.field);
+  return fields;
+}
+
+// A Service as the API server answers it: the spec's addressing, targetPort
+// and the status are not modelled and must come back unchanged.
+constexpr std::string_view kService = R"({
+  "apiVersion": "v1", "kind": "Service",
+  "metadata": {"name": "gpu-inventory", "namespace": "drivers", "uid": "s-1",
+               "resourceVersion": "42", "labels": {"resourceslice.dra.k8s.io/driver": "gpu.example.com"},
+               "annotations": {"resourceslice.dra.k8s.io/inventory-path": "/inv"}},
+  "spec": {
+    "clusterIP": "10.96.0.12", "clusterIPs": ["10.96.0.12"], "type": "ClusterIP",
+    "selector": {"app": "gpu-driver"}, "sessionAffinity": "None",
+    "ports": [
+      {"name": "inventory", "port": 8443, "targetPort": "inv", "protocol": "TCP",
+       "appProtocol": "https"},
+      {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}
+    ]
+  },
+  "status": {"loadBalancer": {}}
+})";
+
+TEST(Service, RoundTripsAndKeepsUnknownFields) {
+  const Json input = Json::parse(kService);
+  StatusOr<Service> service = serviceFromJson(input);
+  ASSERT_TRUE(service.ok()) << service.status().toString();
+  EXPECT_EQ(service->metadata.namespace_, "drivers");
+  ASSERT_EQ(service->spec.ports.size(), 2u);
+  EXPECT_EQ(service->spec.ports[0].name, "inventory");
+  EXPECT_EQ(service->spec.ports[0].port, 8443);
+  EXPECT_EQ(service->spec.ports[0].app_protocol, "https");
+  EXPECT_EQ(service->spec.ports[0].unknown["targetPort"], "inv");
+  EXPECT_EQ(service->spec.ports[1].unknown["targetPort"], 9090);
+  EXPECT_EQ(service->spec.ports[1].app_protocol, "");
+  EXPECT_EQ(service->spec.unknown["clusterIP"], "10.96.0.12");
+  EXPECT_EQ(service->unknown["status"], input["status"]);
+  EXPECT_EQ(toJson(*service), input);
+}
+
+TEST(Service, DecodingErrorsNameTheField) {
+  Json bad = Json::parse(kService);
+  bad["spec"]["ports"][1]["port"] = "9090";
+  bad["spec"]["ports"][0]["appProtocol"] = 7;
+  StatusOr<Service> service = serviceFromJson(bad);
+  ASSERT_FALSE(service.ok());
+  EXPECT_EQ(service.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(service.status().message(),
+              ::testing::HasSubstr("spec.ports[0].appProtocol: must be a string"));
+  EXPECT_THAT(detailFields(service.status()),
+              ElementsAre("spec.ports[0].appProtocol", "spec.ports[1].port"));
+
+  Json wrong_kind = Json::parse(kService);
+  wrong_kind["kind"] = "Endpoints";
+  EXPECT_EQ(serviceFromJson(wrong_kind).status().message(), "kind: must be Service, not Endpoints");
+}
+
+// An EndpointSlice as the EndpointSlice controller writes it, with fields
+// discovery does not read (targetRef, zone, hints, hostname).
+constexpr std::string_view kEndpointSlice = R"({
+  "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+  "metadata": {"name": "gpu-inventory-x7k2p", "namespace": "drivers",
+               "labels": {"kubernetes.io/service-name": "gpu-inventory",
+                          "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+               "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "gpu-inventory",
+                                    "uid": "s-1", "controller": true, "blockOwnerDeletion": true}]},
+  "addressType": "IPv4",
+  "endpoints": [
+    {"addresses": ["10.1.2.3"], "conditions": {"ready": true, "serving": true, "terminating": false},
+     "nodeName": "node-a", "zone": "z1", "hostname": "pod-0",
+     "targetRef": {"kind": "Pod", "namespace": "drivers", "name": "gpu-driver-abcde", "uid": "p-1"}},
+    {"addresses": ["10.1.2.4"], "conditions": {}}
+  ],
+  "ports": [{"name": "inventory", "port": 8443, "protocol": "TCP", "appProtocol": "https"},
+            {"name": "", "protocol": "UDP"}]
+})";
+
+TEST(EndpointSlice, RoundTripsAndKeepsUnknownFields) {
+  const Json input = Json::parse(kEndpointSlice);
+  StatusOr<EndpointSlice> slice = endpointSliceFromJson(input);
+  ASSERT_TRUE(slice.ok()) << slice.status().toString();
+  EXPECT_EQ(slice->address_type, "IPv4");
+  ASSERT_EQ(slice->endpoints.size(), 2u);
+  const Endpoint& first = slice->endpoints[0];
+  EXPECT_THAT(first.addresses, ElementsAre("10.1.2.3"));
+  EXPECT_EQ(first.conditions.ready, true);
+  EXPECT_EQ(first.conditions.terminating, false);
+  EXPECT_EQ(first.node_name, "node-a");
+  EXPECT_EQ(first.unknown["targetRef"]["name"], "gpu-driver-abcde");
+  const Endpoint& second = slice->endpoints[1];
+  EXPECT_FALSE(second.conditions.ready.has_value());
+  EXPECT_FALSE(second.node_name.has_value());
+  ASSERT_EQ(slice->ports.size(), 2u);
+  EXPECT_EQ(slice->ports[0].port, 8443);
+  EXPECT_EQ(slice->ports[0].app_protocol, "https");
+  EXPECT_FALSE(slice->ports[1].port.has_value());
+  // The unnamed port's "name": "" is written as Go writes an empty *string:
+  // left out, which the server reads back as the same unnamed port.
+  Json expected = input;
+  expected["ports"][1].erase("name");
+  EXPECT_EQ(toJson(*slice), expected);
+}
+
+TEST(EndpointSlice, EmptyListsAreWrittenAndBadFieldsNamed) {
+  EndpointSlice empty;
+  empty.metadata.name = "s";
+  empty.address_type = "IPv6";
+  EXPECT_EQ(toJson(empty), Json::parse(R"({"apiVersion": "discovery.k8s.io/v1",
+    "kind": "EndpointSlice", "metadata": {"name": "s"}, "addressType": "IPv6",
+    "endpoints": [], "ports": []})"));
+
+  Json bad = Json::parse(kEndpointSlice);
+  bad["endpoints"][1]["conditions"]["ready"] = "yes";
+  bad["endpoints"][0]["addresses"][0] = 10;
+  bad["ports"][0]["port"] = 1.5;
+  StatusOr<EndpointSlice> slice = endpointSliceFromJson(bad);
+  ASSERT_FALSE(slice.ok());
+  EXPECT_THAT(
+      detailFields(slice.status()),
+      ElementsAre("endpoints[0].addresses[0]", "endpoints[1].conditions.ready", "ports[0].port"));
+}
+
 }  // namespace
 }  // namespace rsc::client

@@ -946,5 +946,48 @@ TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
                                      {WatchEventType::kDeleted, "n1", "43"}}));
 }
 
+TEST_F(RestKubeApiTest, ServicesAndEndpointSlicesOfOneNamespaceOrAll) {
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"50"},"items":[{"metadata":
+      {"name":"svc","namespace":"drivers"},"spec":{"ports":[{"name":"inventory","port":80}]}}]})");
+  ListOptions o;
+  o.namespace_ = "drivers";
+  o.label_selector = "resourceslice.dra.k8s.io/driver";
+  auto services = api_->listServices(o);
+  ASSERT_TRUE(services.ok()) << services.status().toString();
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/api/v1/namespaces/drivers/services?labelSelector=resourceslice.dra.k8s.io%2Fdriver");
+  ASSERT_EQ(services->items.size(), 1u);
+  EXPECT_EQ(services->items[0].spec.ports[0].name, "inventory");
+
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"51"},"items":[{"metadata":
+      {"name":"s-1","namespace":"drivers"},"addressType":"IPv4","endpoints":[],"ports":[]}]})");
+  auto slices = api_->listEndpointSlices({});
+  ASSERT_TRUE(slices.ok()) << slices.status().toString();
+  EXPECT_EQ(transport_.last().path_and_query, "/apis/discovery.k8s.io/v1/endpointslices");
+  ASSERT_EQ(slices->items.size(), 1u);
+  EXPECT_EQ(slices->items[0].address_type, "IPv4");
+
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", R"({"metadata":{"name":"s-1","namespace":"drivers",)"
+                             R"("resourceVersion":"52"},"addressType":"IPv6"})")};
+  transport_.script(s);
+  o.resource_version = "51";
+  std::vector<Seen> seen;
+  ASSERT_TRUE(api_->watchEndpointSlices(o, recordInto<EndpointSlice>(seen), {}).ok());
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/apis/discovery.k8s.io/v1/namespaces/drivers/endpointslices?watch=1&labelSelector="
+            "resourceslice.dra.k8s.io%2Fdriver&resourceVersion=51");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "s-1", "52"}}));
+
+  transport_.script(s);
+  o.namespace_.clear();
+  seen.clear();
+  ASSERT_TRUE(api_->watchServices(o, recordInto<Service>(seen), {}).ok());
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/api/v1/services?watch=1&labelSelector=resourceslice.dra.k8s.io%2Fdriver&"
+            "resourceVersion=51");
+  EXPECT_EQ(seen.size(), 1u);
+}
+
 }  // namespace
 }  // namespace rsc::client

@@ -96,11 +96,15 @@ struct Selector {
   std::vector<LabelRequirement> labels;
   std::vector<FieldRequirement> fields;
 
+  bool matchesLabels(const std::map<std::string, std::string>& object_labels) const {
+    return std::ranges::all_of(labels, [&](const LabelRequirement& requirement) {
+      return requirement.matches(object_labels);
+    });
+  }
+
   bool matches(const ResourceSlice& slice) const {
-    for (const auto& requirement : labels) {
-      if (!requirement.matches(slice.metadata.labels)) {
-        return false;
-      }
+    if (!matchesLabels(slice.metadata.labels)) {
+      return false;
     }
     for (const auto& requirement : fields) {
       std::string actual;
@@ -285,6 +289,41 @@ Status queueFirstEvents(const ListOptions& options, uint64_t floor,
   return okStatus();
 }
 
+// What a watch sees of a change of `type` to an object its selection held
+// `before` and holds `now`: entering the selection is an ADDED, leaving it a
+// DELETED; nothing when the change stays outside.
+std::optional<WatchEventType> selectedEvent(WatchEventType type, bool before, bool now) {
+  switch (type) {
+    case WatchEventType::kAdded:
+    case WatchEventType::kDeleted:
+      return now ? std::optional(type) : std::nullopt;
+    case WatchEventType::kModified:
+      if (before && now) {
+        return WatchEventType::kModified;
+      }
+      if (now) {
+        return WatchEventType::kAdded;
+      }
+      if (before) {
+        return WatchEventType::kDeleted;
+      }
+      return std::nullopt;
+    case WatchEventType::kBookmark:
+    case WatchEventType::kError:
+      break;
+  }
+  return std::nullopt;
+}
+
+// A Service or EndpointSlice selection: labels only.
+StatusOr<Selector> parseLabelSelector(std::string_view what, const ListOptions& options) {
+  if (!trim(options.field_selector).empty()) {
+    return invalidArgument("the fake supports no field selector on " + std::string(what) + ": " +
+                           options.field_selector);
+  }
+  return parseSelector(options);
+}
+
 FakeKubeApi::Request newRequest(std::string verb, std::string resource, std::string ns,
                                 std::string name) {
   FakeKubeApi::Request request;
@@ -308,39 +347,35 @@ struct FakeKubeApi::Watcher {
 
   // Queues the event `entry` means for this watch's selection, if any.
   void offer(const HistoryEntry& entry) {
-    const bool now = selector.matches(entry.object);
-    const bool before = entry.old.has_value() && selector.matches(*entry.old);
-    WatchEvent<ResourceSlice> event;
-    event.object = entry.object;
-    switch (entry.type) {
-      case WatchEventType::kAdded:
-        if (!now) {
-          return;
-        }
-        event.type = WatchEventType::kAdded;
-        break;
-      case WatchEventType::kModified:
-        if (before && now) {
-          event.type = WatchEventType::kModified;
-        } else if (now) {
-          event.type = WatchEventType::kAdded;
-        } else if (before) {
-          event.type = WatchEventType::kDeleted;
-        } else {
-          return;
-        }
-        break;
-      case WatchEventType::kDeleted:
-        if (!now) {
-          return;
-        }
-        event.type = WatchEventType::kDeleted;
-        break;
-      case WatchEventType::kBookmark:
-      case WatchEventType::kError:
-        return;
+    const auto type =
+        selectedEvent(entry.type, entry.old.has_value() && selector.matches(*entry.old),
+                      selector.matches(entry.object));
+    if (type) {
+      pending.push_back({*type, entry.object, {}});
     }
-    pending.push_back(std::move(event));
+  }
+};
+
+// One open watch of Services or EndpointSlices. Guarded by the fake's mutex.
+template <typename T>
+struct FakeKubeApi::ObjectWatcher {
+  ListOptions options;
+  Selector selector;
+  std::deque<WatchEvent<T>> pending;
+  bool closed = false;
+  bool delivering = false;
+  bool waiting = false;
+
+  bool selects(const T& object) const {
+    return (options.namespace_.empty() || object.metadata.namespace_ == options.namespace_) &&
+           selector.matchesLabels(object.metadata.labels);
+  }
+  void offer(const ObjectHistoryEntry<T>& entry) {
+    const auto type = selectedEvent(entry.type, entry.old.has_value() && selects(*entry.old),
+                                    selects(entry.object));
+    if (type) {
+      pending.push_back({*type, entry.object, {}});
+    }
   }
 };
 
@@ -359,7 +394,10 @@ FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
       random_(options.seed),
       resource_version_(kInitialResourceVersion),
       history_floor_(kInitialResourceVersion),
-      node_history_floor_(kInitialResourceVersion) {}
+      node_history_floor_(kInitialResourceVersion) {
+  services_.history_floor = kInitialResourceVersion;
+  endpoint_slices_.history_floor = kInitialResourceVersion;
+}
 
 FakeKubeApi::~FakeKubeApi() = default;
 
@@ -971,6 +1009,153 @@ Status FakeKubeApi::watchNodeMetadata(
   return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
 
+// ---- Services and EndpointSlices ----------------------------------------------
+
+template <typename T>
+StatusOr<client::ObjectList<T>> FakeKubeApi::listWatched(WatchedObjects<T>& store,
+                                                         const ListOptions& options) {
+  Request request = newRequest("list", std::string(store.resource), options.namespace_, "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  ObjectWatcher<T> filter;
+  filter.options = request.options;
+  ASSIGN_OR_RETURN(filter.selector, parseLabelSelector(store.what, request.options));
+  std::lock_guard lock(mu_);
+  client::ObjectList<T> list;
+  list.resource_version = std::to_string(resource_version_);
+  for (const auto& [key, object] : store.objects) {
+    if (filter.selects(object)) {
+      list.items.push_back(object);
+    }
+  }
+  return list;
+}
+
+template <typename T>
+Status FakeKubeApi::watchWatched(WatchedObjects<T>& store, const ListOptions& options,
+                                 const client::WatchHandler<T>& handler, std::stop_token stop) {
+  Request request = newRequest("watch", std::string(store.resource), options.namespace_, "");
+  request.options = options;
+  RETURN_IF_ERROR(invoke(request));
+  auto watcher = std::make_shared<ObjectWatcher<T>>();
+  watcher->options = request.options;
+  ASSIGN_OR_RETURN(watcher->selector, parseLabelSelector(store.what, request.options));
+  std::unique_lock lock(mu_);
+  RETURN_IF_ERROR(queueFirstEvents(
+      watcher->options, store.history_floor, store.history, watcher->pending,
+      [&] {
+        for (const auto& [key, object] : store.objects) {
+          if (watcher->selects(object)) {
+            watcher->pending.push_back({WatchEventType::kAdded, object, {}});
+          }
+        }
+      },
+      [&](const ObjectHistoryEntry<T>& entry) { watcher->offer(entry); }));
+  ++store.watches_started;
+  return serveWatchLocked(lock, store.watchers, watcher, handler, stop, store.what);
+}
+
+template <typename T>
+StatusOr<T> FakeKubeApi::putWatched(WatchedObjects<T>& store, T object) {
+  if (object.metadata.namespace_.empty() || object.metadata.name.empty()) {
+    return invalidArgument("put " + std::string(store.what) + ": namespace and name are required");
+  }
+  std::lock_guard lock(mu_);
+  const std::pair key(object.metadata.namespace_, object.metadata.name);
+  const auto it = store.objects.find(key);
+  if (it == store.objects.end()) {
+    object.metadata.uid = newUidLocked();
+    object.metadata.creation_timestamp = formatTime(clock_.systemNow());
+    object.metadata.resource_version = nextResourceVersionLocked();
+    store.objects.emplace(key, object);
+    publishWatchedLocked<T>(store, WatchEventType::kAdded, nullptr, object);
+    return object;
+  }
+  T& stored = it->second;
+  object.metadata.uid = stored.metadata.uid;
+  object.metadata.creation_timestamp = stored.metadata.creation_timestamp;
+  object.metadata.resource_version = stored.metadata.resource_version;
+  if (object == stored) {
+    return stored;  // no change: no new resourceVersion, no event
+  }
+  object.metadata.resource_version = nextResourceVersionLocked();
+  T old = std::exchange(stored, object);
+  publishWatchedLocked<T>(store, WatchEventType::kModified, &old, object);
+  return object;
+}
+
+template <typename T>
+Status FakeKubeApi::removeWatched(WatchedObjects<T>& store, const std::string& ns,
+                                  const std::string& name) {
+  std::lock_guard lock(mu_);
+  const auto it = store.objects.find({ns, name});
+  if (it == store.objects.end()) {
+    return notFoundError(store.resource, ns + "/" + name);
+  }
+  T last = std::move(it->second);
+  store.objects.erase(it);
+  last.metadata.resource_version = nextResourceVersionLocked();
+  publishWatchedLocked<T>(store, WatchEventType::kDeleted, nullptr, last);
+  return okStatus();
+}
+
+template <typename T>
+void FakeKubeApi::publishWatchedLocked(WatchedObjects<T>& store, WatchEventType type, const T* old,
+                                       const T& object) {
+  ObjectHistoryEntry<T> entry;
+  entry.resource_version = resource_version_;
+  entry.type = type;
+  if (old != nullptr) {
+    entry.old = *old;
+  }
+  entry.object = object;
+  for (const auto& watcher : store.watchers) {
+    watcher->offer(entry);
+  }
+  store.history.push_back(std::move(entry));
+  while (store.history.size() > options_.watch_history) {
+    store.history_floor = store.history.front().resource_version;
+    store.history.pop_front();
+  }
+  notifyLocked();
+}
+
+StatusOr<client::ServiceList> FakeKubeApi::listServices(const ListOptions& options) {
+  return listWatched(services_, options);
+}
+
+Status FakeKubeApi::watchServices(const ListOptions& options,
+                                  const client::WatchHandler<client::Service>& handler,
+                                  std::stop_token stop) {
+  return watchWatched(services_, options, handler, std::move(stop));
+}
+
+StatusOr<client::EndpointSliceList> FakeKubeApi::listEndpointSlices(const ListOptions& options) {
+  return listWatched(endpoint_slices_, options);
+}
+
+Status FakeKubeApi::watchEndpointSlices(const ListOptions& options,
+                                        const client::WatchHandler<client::EndpointSlice>& handler,
+                                        std::stop_token stop) {
+  return watchWatched(endpoint_slices_, options, handler, std::move(stop));
+}
+
+StatusOr<client::Service> FakeKubeApi::putService(client::Service service) {
+  return putWatched(services_, std::move(service));
+}
+
+Status FakeKubeApi::removeService(const std::string& ns, const std::string& name) {
+  return removeWatched(services_, ns, name);
+}
+
+StatusOr<client::EndpointSlice> FakeKubeApi::putEndpointSlice(client::EndpointSlice slice) {
+  return putWatched(endpoint_slices_, std::move(slice));
+}
+
+Status FakeKubeApi::removeEndpointSlice(const std::string& ns, const std::string& name) {
+  return removeWatched(endpoint_slices_, ns, name);
+}
+
 StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
   Request request = newRequest("create", "tokenreviews", "", "");
   RETURN_IF_ERROR(invoke(request));
@@ -1164,6 +1349,12 @@ void FakeKubeApi::forEachWatcherLocked(F f) const {
   for (const auto& watcher : node_watchers_) {
     f(*watcher);
   }
+  for (const auto& watcher : services_.watchers) {
+    f(*watcher);
+  }
+  for (const auto& watcher : endpoint_slices_.watchers) {
+    f(*watcher);
+  }
 }
 
 void FakeKubeApi::resetWatches() {
@@ -1203,33 +1394,45 @@ void FakeKubeApi::compact() {
   history_floor_ = resource_version_;
   node_history_.clear();
   node_history_floor_ = resource_version_;
+  services_.history.clear();
+  services_.history_floor = resource_version_;
+  endpoint_slices_.history.clear();
+  endpoint_slices_.history_floor = resource_version_;
   snapshots_.clear();
+}
+
+size_t FakeKubeApi::activeWatchesLocked(std::string_view resource) const {
+  if (resource == services_.resource) return services_.watchers.size();
+  if (resource == endpoint_slices_.resource) return endpoint_slices_.watchers.size();
+  return resource == "nodes" ? node_watchers_.size() : watchers_.size();
+}
+
+size_t FakeKubeApi::watchesStartedLocked(std::string_view resource) const {
+  if (resource == services_.resource) return services_.watches_started;
+  if (resource == endpoint_slices_.resource) return endpoint_slices_.watches_started;
+  return resource == "nodes" ? node_watches_started_ : watches_started_;
 }
 
 size_t FakeKubeApi::activeWatches(std::string_view resource) const {
   std::lock_guard lock(mu_);
-  return resource == "nodes" ? node_watchers_.size() : watchers_.size();
+  return activeWatchesLocked(resource);
 }
 
 size_t FakeKubeApi::watchesStarted(std::string_view resource) const {
   std::lock_guard lock(mu_);
-  return resource == "nodes" ? node_watches_started_ : watches_started_;
+  return watchesStartedLocked(resource);
 }
 
 bool FakeKubeApi::waitForActiveWatches(size_t n, std::string_view resource,
                                        std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] {
-    return (resource == "nodes" ? node_watchers_.size() : watchers_.size()) == n;
-  });
+  return cv_.wait_for(lock, timeout, [&] { return activeWatchesLocked(resource) == n; });
 }
 
 bool FakeKubeApi::waitForWatchesStarted(size_t n, std::string_view resource,
                                         std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] {
-    return (resource == "nodes" ? node_watches_started_ : watches_started_) >= n;
-  });
+  return cv_.wait_for(lock, timeout, [&] { return watchesStartedLocked(resource) >= n; });
 }
 
 bool FakeKubeApi::waitForWatchesDelivered(std::chrono::milliseconds timeout) const {

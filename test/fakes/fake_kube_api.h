@@ -56,6 +56,12 @@ struct FakeKubeApiOptions {
 // resourceVersion (replayed from history), with selector-aware ADDED/DELETED
 // when an object enters or leaves the selection.
 //
+// For Services and EndpointSlices: lists and watches of one namespace
+// (ListOptions::namespace_) or of all, with label selectors (a field selector
+// is refused) and the same resourceVersions, history, 410, selector-aware
+// events and watch controls as ResourceSlices, of the objects tests put and
+// remove (putService, removeService, ...). One page, no paging.
+//
 // For Nodes: getNode, and listNodeMetadata and watchNodeMetadata with the same
 // resourceVersions, history, 410 and watch controls as ResourceSlices
 // (addNode, editNode and removeNode are the changes they report); the
@@ -140,6 +146,15 @@ class FakeKubeApi final : public client::KubeApi {
   Status watchNodeMetadata(const client::ListOptions& options,
                            const client::WatchHandler<client::PartialObjectMetadata>& handler,
                            std::stop_token stop) override;
+  StatusOr<client::ServiceList> listServices(const client::ListOptions& options) override;
+  Status watchServices(const client::ListOptions& options,
+                       const client::WatchHandler<client::Service>& handler,
+                       std::stop_token stop) override;
+  StatusOr<client::EndpointSliceList> listEndpointSlices(
+      const client::ListOptions& options) override;
+  Status watchEndpointSlices(const client::ListOptions& options,
+                             const client::WatchHandler<client::EndpointSlice>& handler,
+                             std::stop_token stop) override;
   StatusOr<client::TokenReview> createTokenReview(const client::TokenReview& review) override;
   StatusOr<client::SubjectAccessReview> createSubjectAccessReview(
       const client::SubjectAccessReview& review) override;
@@ -202,7 +217,8 @@ class FakeKubeApi final : public client::KubeApi {
   // does: later watches from an older resourceVersion get an ERROR 410 event
   // and continue tokens fail with 410 Expired.
   void compact();
-  // Open watches of `resource` ("resourceslices" or "nodes").
+  // Open watches of `resource` ("resourceslices", "nodes", "services" or
+  // "endpointslices").
   size_t activeWatches(std::string_view resource = "resourceslices") const;
   // The number of watches of `resource` that got past their reactors and
   // were registered.
@@ -227,6 +243,17 @@ class FakeKubeApi final : public client::KubeApi {
                                   const std::function<void(client::Node&)>& edit);
   void removeNode(const std::string& name);
 
+  // Services and EndpointSlices, as another writer (the EndpointSlice
+  // controller, a user) changes them: not recorded, no reactors. put creates
+  // the object (metadata.namespace_ and name required; uid, creationTimestamp
+  // and resourceVersion are set) or replaces the stored one unconditionally;
+  // a put that changes nothing is a no-op (same resourceVersion, no event).
+  // remove of a missing object is NotFound.
+  StatusOr<client::Service> putService(client::Service service);
+  Status removeService(const std::string& ns, const std::string& name);
+  StatusOr<client::EndpointSlice> putEndpointSlice(client::EndpointSlice slice);
+  Status removeEndpointSlice(const std::string& ns, const std::string& name);
+
   // Reviews are answered by these functions; by default tokens are not
   // authenticated and access is not allowed.
   void setTokenReviewer(std::function<client::TokenReview(const client::TokenReview&)> reviewer);
@@ -249,6 +276,30 @@ class FakeKubeApi final : public client::KubeApi {
     client::WatchEventType type = client::WatchEventType::kAdded;
     std::optional<client::ResourceSlice> old;  // MODIFIED: the previous state
     client::ResourceSlice object;
+  };
+  // One change of a Service or an EndpointSlice, for watches that start
+  // from an older resourceVersion.
+  template <typename T>
+  struct ObjectHistoryEntry {
+    uint64_t resource_version = 0;
+    client::WatchEventType type = client::WatchEventType::kAdded;
+    std::optional<T> old;  // MODIFIED: the previous state
+    T object;
+  };
+  template <typename T>
+  struct ObjectWatcher;  // one open watch of a WatchedObjects; in the .cc
+  // A namespaced kind that tests change and the code under test lists and
+  // watches (Services, EndpointSlices). `resource` names it in requests and
+  // activeWatches(), `what` in errors.
+  template <typename T>
+  struct WatchedObjects {
+    std::string_view resource;
+    std::string_view what;
+    std::map<std::pair<std::string, std::string>, T> objects;  // by (namespace, name)
+    std::deque<ObjectHistoryEntry<T>> history;
+    uint64_t history_floor = 0;  // as history_floor_
+    std::vector<std::shared_ptr<ObjectWatcher<T>>> watchers;
+    size_t watches_started = 0;
   };
   struct Snapshot {
     std::vector<client::ResourceSlice> items;
@@ -285,6 +336,22 @@ class FakeKubeApi final : public client::KubeApi {
   // change `object`.
   template <typename T>
   Status invokeWrite(std::string verb, NamespacedObjects<T>& store, T& object);
+  template <typename T>
+  StatusOr<client::ObjectList<T>> listWatched(WatchedObjects<T>& store,
+                                              const client::ListOptions& options);
+  template <typename T>
+  Status watchWatched(WatchedObjects<T>& store, const client::ListOptions& options,
+                      const client::WatchHandler<T>& handler, std::stop_token stop);
+  template <typename T>
+  StatusOr<T> putWatched(WatchedObjects<T>& store, T object);
+  template <typename T>
+  Status removeWatched(WatchedObjects<T>& store, const std::string& ns, const std::string& name);
+  template <typename T>
+  void publishWatchedLocked(WatchedObjects<T>& store, client::WatchEventType type, const T* old,
+                            const T& object);
+  // The open watches of `resource`, and how many were started.
+  size_t activeWatchesLocked(std::string_view resource) const;
+  size_t watchesStartedLocked(std::string_view resource) const;
   StatusOr<client::ResourceSlice> createSliceLocked(client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> updateSliceLocked(client::ResourceSlice slice,
                                                     bool require_resource_version);
@@ -322,6 +389,9 @@ class FakeKubeApi final : public client::KubeApi {
   NamespacedObjects<client::Secret> secrets_{"secrets", "secrets", nullptr, {}};
   NamespacedObjects<client::ConfigMap> config_maps_{"configmaps", "configmaps", nullptr, {}};
   std::map<std::string, client::Node> nodes_;
+  WatchedObjects<client::Service> services_{"services", "Services", {}, {}, 0, {}, 0};
+  WatchedObjects<client::EndpointSlice> endpoint_slices_{
+      "endpointslices", "EndpointSlices", {}, {}, 0, {}, 0};
   std::vector<client::Event> events_;
   std::deque<HistoryEntry> history_;
   // Every event after this resourceVersion is in history_.

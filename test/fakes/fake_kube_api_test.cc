@@ -818,6 +818,75 @@ TEST_F(FakeKubeApiTest, NodeMetadataListAndWatchFollowNodeChanges) {
   EXPECT_EQ(api_.countActions("watch", "nodes"), 1u);
 }
 
+TEST_F(FakeKubeApiTest, ServicesAndEndpointSlicesByNamespaceAndLabel) {
+  const auto svc = [](const std::string& ns, const std::string& name, bool labelled) {
+    client::Service s;
+    s.metadata.namespace_ = ns;
+    s.metadata.name = name;
+    if (labelled) s.metadata.labels["team"] = "gpu";
+    return s;
+  };
+  const auto a = api_.putService(svc("a", "x", true));
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  EXPECT_FALSE(a->metadata.uid.empty());
+  ASSERT_TRUE(api_.putService(svc("b", "x", true)).ok());
+  ASSERT_TRUE(api_.putService(svc("b", "y", false)).ok());
+  EXPECT_EQ(api_.putService(svc("", "x", true)).status().code(), StatusCode::kInvalidArgument);
+  // The same object again: no new version.
+  EXPECT_EQ(api_.putService(svc("a", "x", true))->metadata.resource_version,
+            a->metadata.resource_version);
+
+  ListOptions in_b;
+  in_b.namespace_ = "b";
+  in_b.label_selector = "team=gpu";
+  auto list = api_.listServices(in_b);
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_EQ(list->items[0].metadata.namespace_, "b");
+  EXPECT_EQ(api_.listServices({})->items.size(), 3u);
+  ListOptions by_field;
+  by_field.field_selector = "metadata.name=x";
+  EXPECT_EQ(api_.listServices(by_field).status().code(), StatusCode::kInvalidArgument);
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  std::jthread watch([&](const std::stop_token& stop) {
+    ListOptions from = in_b;
+    from.resource_version = list->resource_version;
+    (void)api_.watchEndpointSlices(
+        from,
+        [&](const WatchEvent<client::EndpointSlice>& e) {
+          std::lock_guard lock(mu);
+          seen.push_back(std::to_string(static_cast<int>(e.type)) + " " +
+                         e.object.metadata.namespace_ + "/" + e.object.metadata.name);
+          return true;
+        },
+        stop);
+  });
+  ASSERT_TRUE(api_.waitForActiveWatches(1, "endpointslices"));
+  EXPECT_EQ(api_.activeWatches("services"), 0u);
+  client::EndpointSlice slice;
+  slice.metadata.namespace_ = "b";
+  slice.metadata.name = "s";
+  slice.metadata.labels["team"] = "gpu";
+  ASSERT_TRUE(api_.putEndpointSlice(slice).ok());
+  slice.metadata.namespace_ = "a";  // another namespace: not seen
+  ASSERT_TRUE(api_.putEndpointSlice(slice).ok());
+  slice.metadata.namespace_ = "b";
+  slice.metadata.labels.clear();  // leaves the selection
+  ASSERT_TRUE(api_.putEndpointSlice(slice).ok());
+  ASSERT_TRUE(api_.removeEndpointSlice("a", "s").ok());
+  EXPECT_EQ(api_.removeEndpointSlice("a", "s").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_THAT(seen,
+                ElementsAre(std::to_string(static_cast<int>(WatchEventType::kAdded)) + " b/s",
+                            std::to_string(static_cast<int>(WatchEventType::kDeleted)) + " b/s"));
+  }
+  EXPECT_EQ(api_.countActions("watch", "endpointslices"), 1u);
+}
+
 TEST_F(FakeKubeApiTest, ReviewsAreAnsweredBySettableFunctions) {
   client::TokenReview review;
   review.token = "t0k3n";

@@ -153,6 +153,20 @@ class WatchGate final : public KubeApi {
                            std::stop_token stop) override {
     return server_.watchNodeMetadata(options, handler, std::move(stop));
   }
+  StatusOr<ServiceList> listServices(const ListOptions& options) override {
+    return server_.listServices(options);
+  }
+  Status watchServices(const ListOptions& options, const WatchHandler<Service>& handler,
+                       std::stop_token stop) override {
+    return server_.watchServices(options, handler, std::move(stop));
+  }
+  StatusOr<EndpointSliceList> listEndpointSlices(const ListOptions& options) override {
+    return server_.listEndpointSlices(options);
+  }
+  Status watchEndpointSlices(const ListOptions& options, const WatchHandler<EndpointSlice>& handler,
+                             std::stop_token stop) override {
+    return server_.watchEndpointSlices(options, handler, std::move(stop));
+  }
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override {
     return server_.createTokenReview(review);
   }
