@@ -156,6 +156,8 @@ StatusOr<std::unique_ptr<Poller::Source>> Poller::makeSource(const SourceSpec& s
   FetcherOptions fetch = options_.fetch;
   fetch.path = url.path_and_query;
   fetch.caller = spec.caller;
+  // A refusal names the endpoint: "the endpoint ns/svc/10.1.2.3:9000 is bound to node ...".
+  fetch.caller.subject = "the endpoint " + spec.id;
   return std::make_unique<Source>(spec, std::move(*transport), *options_.clock, std::move(fetch));
 }
 

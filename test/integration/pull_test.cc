@@ -3,8 +3,12 @@
 // publishes it; a changed answer is published with the minimal writes, 304 answers write
 // nothing, a bad answer is the pools' status and changes nothing, a push for the pulled driver
 // is refused, and the endpoint gone withdraws the pools after --pull-grace.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 
 #include <fstream>
 #include <mutex>
@@ -29,9 +33,10 @@ constexpr char kDriver[] = "nic.example.com";
 // ETag, or 304 when If-None-Match names it. Counts what it answered.
 class DriverEndpoint {
  public:
-  DriverEndpoint() {
+  // Listens on `address` (loopback unless a test needs an address an EndpointSlice may hold).
+  explicit DriverEndpoint(const std::string& address = "127.0.0.1") : address_(address) {
     inv::HttpServerOptions options;
-    options.bind_address = "127.0.0.1:0";
+    options.bind_address = address + ":0";
     options.name = "driver-endpoint";
     auto started = inv::HttpServer::start(
         options, [this](const inv::HttpRequest& request,
@@ -41,7 +46,7 @@ class DriverEndpoint {
   }
 
   std::string url() const {
-    return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/inventory";
+    return "http://" + address_ + ":" + std::to_string(server_->port()) + "/v1/inventory";
   }
   uint16_t port() const { return server_->port(); }
 
@@ -80,6 +85,7 @@ class DriverEndpoint {
     return response;
   }
 
+  const std::string address_;
   mutable std::mutex mu_;
   std::string body_;      // guarded by mu_
   std::string etag_;      // guarded by mu_
@@ -222,7 +228,7 @@ std::string nodeInventory(const std::vector<std::string>& nodes, const std::stri
 // The EndpointSlice the EndpointSlice controller would make for one pod of `service` on
 // `node`: the Service's labels copied, the pod's address and its port named inventory.
 Json endpointSlice(const std::string& service, const std::string& name, const std::string& node,
-                   uint16_t port, bool ready = true) {
+                   const std::string& address, uint16_t port, bool ready = true) {
   return {
       {"apiVersion", "discovery.k8s.io/v1"},
       {"kind", "EndpointSlice"},
@@ -232,17 +238,36 @@ Json endpointSlice(const std::string& service, const std::string& name, const st
          {{"kubernetes.io/service-name", service}, {"resourceslice.dra.k8s.io/driver", kDriver}}}}},
       {"addressType", "IPv4"},
       {"endpoints",
-       {{{"addresses", {"127.0.0.1"}}, {"conditions", {{"ready", ready}}}, {"nodeName", node}}}},
+       {{{"addresses", {address}}, {"conditions", {{"ready", ready}}}, {"nodeName", node}}}},
       {"ports", {{{"name", "inventory"}, {"port", port}, {"protocol", "TCP"}}}}};
 }
 
+// An IPv4 address of this machine that is not loopback: the API server refuses loopback
+// addresses in EndpointSlices, as a pod's address never is one. Empty when there is none.
+std::string ownAddress() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (const ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    if ((a->ifa_flags & IFF_LOOPBACK) != 0 || (a->ifa_flags & IFF_UP) == 0) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr) found = text;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
 TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
+  const std::string address = ownAddress();
+  if (address.empty()) GTEST_SKIP() << "no IPv4 address but loopback to serve endpoints on";
   const std::string ns = "pull-discovery";
   env_.ensureNamespace(ns);
   env_.ensureNode("node-a");
   env_.ensureNode("node-b");
-  DriverEndpoint on_a;
-  DriverEndpoint on_b;
+  DriverEndpoint on_a(address);
+  DriverEndpoint on_b(address);
   on_a.serve(nodeInventory({"node-a"}));
   on_b.serve(nodeInventory({"node-b"}));
   env_.ensure(
@@ -256,8 +281,10 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
          {"selector", {{"app", "nic-driver"}}},
          {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
   const std::string slices = "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices";
-  env_.ensure(slices, endpointSlice("nic-inventory", "nic-inventory-a", "node-a", on_a.port()));
-  env_.ensure(slices, endpointSlice("nic-inventory", "nic-inventory-b", "node-b", on_b.port()));
+  env_.ensure(slices,
+              endpointSlice("nic-inventory", "nic-inventory-a", "node-a", address, on_a.port()));
+  env_.ensure(slices,
+              endpointSlice("nic-inventory", "nic-inventory-b", "node-b", address, on_b.port()));
 
   std::vector<std::string> args = leaderFlags("pull-1", "pull-discovery-lease");
   args.insert(args.end(), {"--pull-discovery", "--pull-namespace=" + ns, "--pull-interval=1s",
@@ -313,7 +340,8 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
     if (p["pool"] == "node-b" && p.contains("lastError")) {
       EXPECT_EQ(p["lastError"]["reason"], "InventorySourceFailed");
       EXPECT_THAT(p["lastError"]["message"].get<std::string>(),
-                  HasSubstr("the endpoint is bound to node \"node-b\""));
+                  HasSubstr("the endpoint " + ns + "/nic-inventory/" + address + ":" +
+                            std::to_string(on_b.port()) + " is bound to node \"node-b\""));
       reported = true;
     }
   }
@@ -346,7 +374,7 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
   push = env_.http("PUT", c.inventoryUrl() + "/v1/drivers/" + kPusher,
                    R"({"pools": {"shared": {"allNodes": true, "devices": [{"name": "gpu0"}]}}})");
   ASSERT_LT(push.code, 300) << push.body;
-  DriverEndpoint rival;
+  DriverEndpoint rival(address);
   rival.serve(R"({"pools": {"other": {"allNodes": true, "devices": [{"name": "gpu1"}]}}})");
   env_.ensure("/api/v1/namespaces/" + ns + "/services",
               {{"apiVersion", "v1"},
@@ -359,7 +387,8 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
                 {{"clusterIP", "None"},
                  {"selector", {{"app", "gpu-driver"}}},
                  {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
-  Json rival_slice = endpointSlice("gpu-inventory", "gpu-inventory-a", "node-a", rival.port());
+  Json rival_slice =
+      endpointSlice("gpu-inventory", "gpu-inventory-a", "node-a", address, rival.port());
   rival_slice["metadata"]["labels"]["resourceslice.dra.k8s.io/driver"] = kPusher;
   env_.ensure(slices, rival_slice);
   ASSERT_TRUE(ServiceEnv::eventually(
