@@ -206,7 +206,7 @@ void Poller::stop() {
     for (auto& [id, source] : sources_) {
       if (source->thread.joinable()) threads.push_back(std::move(source->thread));
     }
-    retired = std::move(retired_);
+    retired = std::exchange(retired_, {});
   }
   for (std::jthread& t : threads) t.request_stop();
   for (std::jthread& t : threads) t.join();
@@ -217,7 +217,7 @@ void Poller::setDiscovered(const std::vector<SourceSpec>& specs) {
   std::vector<std::unique_ptr<Source>> retired;
   {
     std::lock_guard lock(mu_);
-    retired = std::move(retired_);
+    retired = std::exchange(retired_, {});
     // Departures first, so that the sources they free count for the limit below.
     std::map<std::string, const SourceSpec*, std::less<>> listed;
     for (const SourceSpec& spec : specs) listed.emplace(spec.id, &spec);
@@ -313,6 +313,7 @@ bool Poller::pulls(std::string_view driver) const {
 std::vector<std::string> Poller::sourceIds() const {
   std::lock_guard lock(mu_);
   std::vector<std::string> ids;
+  ids.reserve(sources_.size());
   for (const auto& [id, source] : sources_) ids.push_back(id);
   return ids;
 }
