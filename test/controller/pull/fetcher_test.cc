@@ -348,9 +348,19 @@ class HttpsEndpoint : public ::testing::Test {
     auto serving = inventory::issueServingCertificate(request, &*ca);
     ASSERT_TRUE(serving.ok()) << serving.status().toString();
     pair_ = std::make_shared<const inventory::TlsKeyPair>(*serving);
+    tls_server_ = startServer(pair_);
+    plain_server_ = startServer(nullptr);
+    token_file_ = dir_.path() / "token";
+    std::ofstream(token_file_) << "pull-token-1";
+  }
+
+  // A server on loopback answering one pool and recording the Authorization header; HTTPS
+  // with `pair`, else plain HTTP.
+  std::unique_ptr<inventory::HttpServer> startServer(
+      std::shared_ptr<const inventory::TlsKeyPair> pair) {
     inventory::HttpServerOptions options;
     options.bind_address = "127.0.0.1:0";
-    options.tls_key_pair = [this] { return pair_; };
+    if (pair) options.tls_key_pair = [pair] { return pair; };
     auto started = inventory::HttpServer::start(
         options, [this](const inventory::HttpRequest& request,
                         const inventory::HttpServer::Responder& respond) {
@@ -363,15 +373,14 @@ class HttpsEndpoint : public ::testing::Test {
           ok.body = kOnePool;
           respond(ok);
         });
-    ASSERT_TRUE(started.ok()) << started.status().toString();
-    server_ = std::move(*started);
-    token_file_ = dir_.path() / "token";
-    std::ofstream(token_file_) << "pull-token-1";
+    EXPECT_TRUE(started.ok()) << started.status().toString();
+    return started.ok() ? std::move(*started) : nullptr;
   }
 
   StatusOr<FetchResult> fetchWith(const std::string& scheme, const SourceSpec& spec,
                                   const SourceCredentials& credentials) {
-    auto url = parseSourceUrl(scheme + "://127.0.0.1:" + std::to_string(server_->port()));
+    const auto& server = scheme == "https" ? tls_server_ : plain_server_;
+    auto url = parseSourceUrl(scheme + "://127.0.0.1:" + std::to_string(server->port()));
     if (!url.ok()) return url.status();
     ASSIGN_OR_RETURN(std::shared_ptr<client::HttpTransport> transport,
                      sourceTransport(*url, spec, credentials, RealClock::instance()));
@@ -387,9 +396,10 @@ class HttpsEndpoint : public ::testing::Test {
   std::filesystem::path token_file_;
   std::string ca_pem_;
   std::shared_ptr<const inventory::TlsKeyPair> pair_;
-  std::unique_ptr<inventory::HttpServer> server_;
   std::mutex mu_;
   std::string authorization_;  // guarded by mu_
+  std::unique_ptr<inventory::HttpServer> tls_server_;
+  std::unique_ptr<inventory::HttpServer> plain_server_;
 };
 
 TEST_F(HttpsEndpoint, CertificateIsCheckedAgainstTheServiceNameWithTheConfiguredCa) {
@@ -414,33 +424,10 @@ TEST_F(HttpsEndpoint, CertificateIsCheckedAgainstTheServiceNameWithTheConfigured
 }
 
 TEST_F(HttpsEndpoint, TheTokenIsNeverSentOverPlainHttp) {
-  inventory::HttpServerOptions options;
-  options.bind_address = "127.0.0.1:0";
-  std::string seen;
-  std::mutex mu;
-  auto plain = inventory::HttpServer::start(
-      options,
-      [&](const inventory::HttpRequest& request, const inventory::HttpServer::Responder& respond) {
-        {
-          std::lock_guard lock(mu);
-          seen = std::string(request.header("authorization").value_or("<none>"));
-        }
-        inventory::HttpResponse ok;
-        ok.content_type = "application/json";
-        ok.body = kOnePool;
-        respond(ok);
-      });
-  ASSERT_TRUE(plain.ok());
-  auto url = parseSourceUrl("http://127.0.0.1:" + std::to_string((*plain)->port()));
-  ASSERT_TRUE(url.ok());
   SourceCredentials credentials;
   credentials.token_file = token_file_.string();
-  auto transport = sourceTransport(*url, SourceSpec{}, credentials, RealClock::instance());
-  ASSERT_TRUE(transport.ok()) << transport.status().toString();
-  InventoryFetcher fetcher(**transport, RealClock::instance(), smallOptions());
-  ASSERT_TRUE(fetcher.fetch("", std::nullopt).ok());
-  std::lock_guard lock(mu);
-  EXPECT_EQ(seen, "<none>");
+  ASSERT_TRUE(fetchWith("http", SourceSpec{}, credentials).ok());
+  EXPECT_EQ(authorization(), "<none>");
 }
 
 }  // namespace
