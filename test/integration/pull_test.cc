@@ -307,6 +307,35 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
                                std::string(kDriver) + "\"}"),
             2);
 
+  // A central endpoint (scope cluster) serving the example inventory, whose pools are placed
+  // by node selectors: discovered and published as a push of it would be.
+  constexpr char kFabric[] = "fabric.example.com";
+  DriverEndpoint central(address);
+  const Json example_inventory = example("nic.example.com.driver.json");
+  central.serve(example_inventory.dump());
+  env_.ensure("/api/v1/namespaces/" + ns + "/services",
+              {{"apiVersion", "v1"},
+               {"kind", "Service"},
+               {"metadata",
+                {{"name", "fabric-inventory"},
+                 {"labels", {{"resourceslice.dra.k8s.io/driver", kFabric}}},
+                 {"annotations", {{"resourceslice.dra.k8s.io/inventory-scope", "cluster"}}}}},
+               {"spec",
+                {{"clusterIP", "None"},
+                 {"selector", {{"app", "fabric-driver"}}},
+                 {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
+  Json central_slice =
+      endpointSlice("fabric-inventory", "fabric-inventory-a", "node-a", address, central.port());
+  central_slice["metadata"]["labels"]["resourceslice.dra.k8s.io/driver"] = kFabric;
+  env_.ensure(slices, central_slice);
+  for (const auto& [name, pool] : example_inventory["pools"].items()) {
+    const size_t slice_count = pool.contains("slices") ? pool["slices"].size() : 1;
+    EXPECT_TRUE(ServiceEnv::eventually(
+        [&] { return env_.poolComplete(kFabric, name, slice_count); }, seconds(30)))
+        << name << "\n"
+        << c.process->log();
+  }
+
   // 304 answers: no write.
   std::map<std::string, double> before = env_.sliceWriteRequests();
   const int not_modified = on_a.notModified() + on_b.notModified();
