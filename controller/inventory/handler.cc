@@ -614,11 +614,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
     // Node restriction for every pool pushed, replaced or withdrawn.
     std::vector<FieldError> denied;
     const bool unbound = options_.allow_unbound_node_pools;
-    for (const auto& [name, pool] : pools) {
-      if (auto why = nodeRestriction(ctx.caller, pool, unbound)) {
-        denied.push_back({keyPath("pools", name) + "." + why->field, why->message});
-      }
-    }
+    deniedPools(ctx.caller, pools, unbound, denied);
     for (const reconcile::PoolKey& key : options_.store->keys(ctx.driver)) {
       const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(key);
       const bool kept = pools.contains(key.pool);
@@ -631,12 +627,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
                                                           why->message});
       }
     }
-    if (!denied.empty()) {
-      return errorResponse(Status(StatusCode::kPermissionDenied,
-                                  std::to_string(denied.size()) + " pool(s) not allowed: " +
-                                      denied.front().field + ": " + denied.front().message,
-                                  denied));
-    }
+    if (!denied.empty()) return errorResponse(poolsNotAllowed(std::move(denied)));
     if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
     if (ctx.dry_run) {
       lock.unlock();

@@ -89,4 +89,20 @@ std::optional<FieldError> nodeRestriction(const Caller& caller, const reconcile:
   return std::nullopt;
 }
 
+void deniedPools(const Caller& caller, const std::map<std::string, reconcile::Pool>& pools,
+                 bool allow_unbound, std::vector<FieldError>& denied) {
+  for (const auto& [name, pool] : pools) {
+    if (auto why = nodeRestriction(caller, pool, allow_unbound)) {
+      denied.push_back({client::keyPath("pools", name) + "." + why->field, why->message});
+    }
+  }
+}
+
+Status poolsNotAllowed(std::vector<FieldError> denied) {
+  std::string message = std::to_string(denied.size()) +
+                        " pool(s) not allowed: " + denied.front().field + ": " +
+                        denied.front().message;
+  return Status(StatusCode::kPermissionDenied, std::move(message), std::move(denied));
+}
+
 }  // namespace rsc::controller::inventory

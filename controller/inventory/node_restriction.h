@@ -3,7 +3,10 @@
 // to every pool a discovered endpoint serves, with the endpoint's node as the caller's.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "controller/inventory/authenticator.h"
@@ -20,5 +23,15 @@ namespace rsc::controller::inventory {
 // a few comparisons per device (the no-op push path runs this on every push).
 std::optional<FieldError> nodeRestriction(const Caller& caller, const reconcile::Pool& pool,
                                           bool allow_unbound);
+
+// Appends to `denied` a refusal for each pool of a driver's inventory (the body of PUT
+// /v1/drivers/{driver}, or a pulled answer) that `caller` may not write, its field path under
+// pools["name"].
+void deniedPools(const Caller& caller, const std::map<std::string, reconcile::Pool>& pools,
+                 bool allow_unbound, std::vector<FieldError>& denied);
+
+// The PermissionDenied of an inventory with `denied` pools (not empty): "N pool(s) not allowed:
+// <first field>: <its message>", every refusal in the details.
+Status poolsNotAllowed(std::vector<FieldError> denied);
 
 }  // namespace rsc::controller::inventory

@@ -17,7 +17,6 @@ Status fetchError(std::string_view reason, std::string message) {
   if (reason == kReasonTimeout) code = StatusCode::kDeadlineExceeded;
   if (reason == kReasonTooLarge) code = StatusCode::kTooLarge;
   if (reason == kReasonInvalid) code = StatusCode::kInvalidArgument;
-  if (reason == kReasonForbidden) code = StatusCode::kPermissionDenied;
   return {code, std::move(message), {}, std::string(reason)};
 }
 
@@ -120,20 +119,14 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
     Status invalid = fetchError(kReasonInvalid, what + ": " + bad.message());
     return Status(invalid.code(), invalid.message(), bad.details(), invalid.reason());
   }
-  // The node restriction, for every pool: one refused pool refuses the answer.
+  // The node restriction, for every pool: one refused pool refuses the answer, as a push of it
+  // would be refused.
   std::vector<FieldError> denied;
-  for (const auto& [name, pool] : result.pools) {
-    if (auto why =
-            inventory::nodeRestriction(options_.caller, pool, options_.allow_unbound_node_pools)) {
-      denied.push_back({client::keyPath("pools", name) + "." + why->field, why->message});
-    }
-  }
+  inventory::deniedPools(options_.caller, result.pools, options_.allow_unbound_node_pools, denied);
   if (!denied.empty()) {
-    Status forbidden =
-        fetchError(kReasonForbidden, what + ": " + std::to_string(denied.size()) +
-                                         " pool(s) not allowed: " + denied.front().field + ": " +
-                                         denied.front().message);
-    return Status(forbidden.code(), forbidden.message(), std::move(denied), forbidden.reason());
+    Status refused = inventory::poolsNotAllowed(std::move(denied));
+    return Status(refused.code(), what + ": " + refused.message(), refused.details(),
+                  kReasonForbidden);
   }
   result.etag = head->header("etag");
   return result;
