@@ -357,35 +357,33 @@ Clock::Duration Poller::pollOnce(const std::string& id, std::stop_token stop) {
   return step(*source, std::move(stop));
 }
 
-Clock::Duration Poller::step(Source& step_source, std::stop_token stop) {
+Clock::Duration Poller::step(Source& source, std::stop_token stop) {
   Clock& clock = *options_.clock;
-  Source* source = &step_source;
   std::string etag;
   {
     std::lock_guard lock(mu_);
-    if (source->retired) return Clock::Duration::zero();
-    if (source->gone_since) {
+    if (source.retired) return Clock::Duration::zero();
+    if (source.gone_since) {
       // Departed: nothing to fetch; withdraw once the grace has passed.
-      const Clock::TimePoint deadline = *source->gone_since + options_.grace;
+      const Clock::TimePoint deadline = *source.gone_since + options_.grace;
       // Looked at again within an interval, in case discovery lists it again meanwhile.
       if (clock.now() < deadline) return std::min(deadline - clock.now(), options_.interval);
-      expireLocked(*source);
-      retireLocked(*source);
+      expireLocked(source);
+      retireLocked(source);
       return Clock::Duration::zero();
     }
-    etag = source->etag;
+    etag = source.etag;
   }
 
   // Fetch and decode; nothing is applied until the whole answer passed.
-  const std::string& driver = source->spec.driver;
+  const std::string& driver = source.spec.driver;
   const Clock::TimePoint started = clock.now();
-  StatusOr<FetchResult> fetched =
-      source->fetcher.fetch(etag, options_.store->serverRelease(), stop);
+  StatusOr<FetchResult> fetched = source.fetcher.fetch(etag, options_.store->serverRelease(), stop);
   const Clock::Duration took = clock.now() - started;
   if (stop.stop_requested()) return nextWait();
 
   std::lock_guard lock(mu_);
-  if (source->retired || source->gone_since) return nextWait();
+  if (source.retired || source.gone_since) return nextWait();
   Driver& state = *drivers_.at(driver);
   if (fetched.ok() && conflictLocked(state)) {
     fetched = Status(StatusCode::kAlreadyExists,
@@ -400,10 +398,10 @@ Clock::Duration Poller::step(Source& step_source, std::stop_token stop) {
                                                   : "ok";
   if (options_.observer.on_fetch) options_.observer.on_fetch(driver, result, took);
   if (!fetched.ok()) {
-    failedLocked(*source, fetched.status());
+    failedLocked(source, fetched.status());
     return nextWait();
   }
-  answeredLocked(*source, std::move(*fetched));
+  answeredLocked(source, std::move(*fetched));
   return nextWait();
 }
 
@@ -424,19 +422,23 @@ void Poller::answeredLocked(Source& source, FetchResult fetched) {
   Clock& clock = *options_.clock;
   const bool was_expired = source.expired;
   source.expired = false;
+  // Healthy from now on, before anything is settled: the source may win back pools another
+  // source held while it failed, in the one settlement below.
+  const bool recovering = source.failing;
+  source.failing = false;
   if (fetched.unchanged) {
     // A 304 renews what the ETag named (pools with a lease stay).
     for (const auto& [name, pool] : source.pools) {
       if (driver.applied.contains(name)) store.renew({driver.name, name});
     }
+    if (recovering) settleLocked(driver, poolNames(source));
   } else {
     // What changes: the pools the source served before or serves now.
     std::vector<std::string> names;
     for (const auto& [name, pool] : source.pools) {
       if (!fetched.pools.contains(name)) {
         names.push_back(name);
-        std::erase(driver.servers[name], &source);
-        if (driver.servers[name].empty()) driver.servers.erase(name);
+        unserveLocked(driver, name, source);
       }
     }
     for (const auto& [name, pool] : fetched.pools) {
@@ -462,7 +464,14 @@ void Poller::answeredLocked(Source& source, FetchResult fetched) {
   source.etag = std::move(fetched.etag);
   source.last_success = clock.now();
   if (options_.observer.on_success) options_.observer.on_success(driver.name, clock.systemNow());
-  recoveredLocked(source);
+  if (recovering) recoveredLocked(source);
+}
+
+void Poller::unserveLocked(Driver& driver, const std::string& name, const Source& source) {
+  auto it = driver.servers.find(name);
+  if (it == driver.servers.end()) return;
+  std::erase(it->second, &source);
+  if (it->second.empty()) driver.servers.erase(it);
 }
 
 void Poller::settleLocked(Driver& driver, const std::vector<std::string>& names) {
@@ -558,8 +567,7 @@ void Poller::expireLocked(Source& source) {
   std::vector<std::string> names;
   for (const auto& [name, pool] : source.pools) {
     names.push_back(name);
-    std::erase(driver.servers[name], &source);
-    if (driver.servers[name].empty()) driver.servers.erase(name);
+    unserveLocked(driver, name, source);
   }
   source.pools.clear();
   settleLocked(driver, names);
@@ -574,13 +582,7 @@ void Poller::reportExpiredLocked(const Driver& driver) {
 }
 
 void Poller::recoveredLocked(Source& source) {
-  if (!source.failing) return;
-  source.failing = false;
   source.last_message.clear();
-  if (!source.pools.empty()) {
-    // Healthy again: it may win back pools another source held meanwhile.
-    settleLocked(*drivers_.at(source.spec.driver), poolNames(source));
-  }
   setStatusLocked(source, std::nullopt);
   log::info("Inventory source answers again",
             {{"driver", source.spec.driver}, {"source", source.spec.id}, {"url", source.spec.url}});

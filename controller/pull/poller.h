@@ -161,8 +161,10 @@ class Poller {
   void answeredLocked(Source& source, FetchResult fetched);
   // A fetch failed: the pools' status, the log, and the withdrawal after the grace.
   void failedLocked(Source& source, const Status& error);
-  // A fetch succeeded: the failure, if any, is over.
+  // A failing source answered (and its pools are settled): its status and the log.
   void recoveredLocked(Source& source);
+  // `source` no longer serves pool `name` of `driver`.
+  static void unserveLocked(Driver& driver, const std::string& name, const Source& source);
   // The source's pools are withdrawn (past the grace).
   void expireLocked(Source& source);
   // Puts or removes each of `driver`'s pools in `names` as its best source now has it.
