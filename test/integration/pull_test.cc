@@ -225,20 +225,39 @@ std::string nodeInventory(const std::vector<std::string>& nodes, const std::stri
   return Json{{"pools", pools}}.dump();
 }
 
-// The EndpointSlice the EndpointSlice controller would make for one pod of `service` on
-// `node`: the Service's labels copied, the pod's address and its port named inventory.
-Json endpointSlice(const std::string& service, const std::string& name, const std::string& node,
-                   const std::string& address, uint16_t port, bool ready = true) {
+// A headless Service `name` serving `driver`'s inventory on its port named inventory, with
+// the scope annotation when `scope` is set.
+Json inventoryService(const std::string& name, const std::string& driver,
+                      const std::string& scope = "") {
+  Json service = {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata", {{"name", name}, {"labels", {{"resourceslice.dra.k8s.io/driver", driver}}}}},
+      {"spec",
+       {{"clusterIP", "None"},
+        {"selector", {{"app", name}}},
+        {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}};
+  if (!scope.empty()) {
+    service["metadata"]["annotations"]["resourceslice.dra.k8s.io/inventory-scope"] = scope;
+  }
+  return service;
+}
+
+// The EndpointSlice the EndpointSlice controller would make for one ready pod of `service`
+// (serving `driver`) on `node`: the Service's labels copied, the pod's address and its port
+// named inventory.
+Json endpointSlice(const std::string& driver, const std::string& service, const std::string& name,
+                   const std::string& node, const std::string& address, uint16_t port) {
   return {
       {"apiVersion", "discovery.k8s.io/v1"},
       {"kind", "EndpointSlice"},
       {"metadata",
        {{"name", name},
         {"labels",
-         {{"kubernetes.io/service-name", service}, {"resourceslice.dra.k8s.io/driver", kDriver}}}}},
+         {{"kubernetes.io/service-name", service}, {"resourceslice.dra.k8s.io/driver", driver}}}}},
       {"addressType", "IPv4"},
       {"endpoints",
-       {{{"addresses", {address}}, {"conditions", {{"ready", ready}}}, {"nodeName", node}}}},
+       {{{"addresses", {address}}, {"conditions", {{"ready", true}}}, {"nodeName", node}}}},
       {"ports", {{{"name", "inventory"}, {"port", port}, {"protocol", "TCP"}}}}};
 }
 
@@ -270,21 +289,13 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
   DriverEndpoint on_b(address);
   on_a.serve(nodeInventory({"node-a"}));
   on_b.serve(nodeInventory({"node-b"}));
-  env_.ensure(
-      "/api/v1/namespaces/" + ns + "/services",
-      {{"apiVersion", "v1"},
-       {"kind", "Service"},
-       {"metadata",
-        {{"name", "nic-inventory"}, {"labels", {{"resourceslice.dra.k8s.io/driver", kDriver}}}}},
-       {"spec",
-        {{"clusterIP", "None"},
-         {"selector", {{"app", "nic-driver"}}},
-         {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
+  const std::string services = "/api/v1/namespaces/" + ns + "/services";
+  env_.ensure(services, inventoryService("nic-inventory", kDriver));
   const std::string slices = "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices";
-  env_.ensure(slices,
-              endpointSlice("nic-inventory", "nic-inventory-a", "node-a", address, on_a.port()));
-  env_.ensure(slices,
-              endpointSlice("nic-inventory", "nic-inventory-b", "node-b", address, on_b.port()));
+  env_.ensure(slices, endpointSlice(kDriver, "nic-inventory", "nic-inventory-a", "node-a", address,
+                                    on_a.port()));
+  env_.ensure(slices, endpointSlice(kDriver, "nic-inventory", "nic-inventory-b", "node-b", address,
+                                    on_b.port()));
 
   std::vector<std::string> args = leaderFlags("pull-1", "pull-discovery-lease");
   args.insert(args.end(), {"--pull-discovery", "--pull-namespace=" + ns, "--pull-interval=1s",
@@ -313,21 +324,9 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
   DriverEndpoint central(address);
   const Json example_inventory = example("nic.example.com.driver.json");
   central.serve(example_inventory.dump());
-  env_.ensure("/api/v1/namespaces/" + ns + "/services",
-              {{"apiVersion", "v1"},
-               {"kind", "Service"},
-               {"metadata",
-                {{"name", "fabric-inventory"},
-                 {"labels", {{"resourceslice.dra.k8s.io/driver", kFabric}}},
-                 {"annotations", {{"resourceslice.dra.k8s.io/inventory-scope", "cluster"}}}}},
-               {"spec",
-                {{"clusterIP", "None"},
-                 {"selector", {{"app", "fabric-driver"}}},
-                 {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
-  Json central_slice =
-      endpointSlice("fabric-inventory", "fabric-inventory-a", "node-a", address, central.port());
-  central_slice["metadata"]["labels"]["resourceslice.dra.k8s.io/driver"] = kFabric;
-  env_.ensure(slices, central_slice);
+  env_.ensure(services, inventoryService("fabric-inventory", kFabric, "cluster"));
+  env_.ensure(slices, endpointSlice(kFabric, "fabric-inventory", "fabric-inventory-a", "node-a",
+                                    address, central.port()));
   for (const auto& [name, pool] : example_inventory["pools"].items()) {
     const size_t slice_count = pool.contains("slices") ? pool["slices"].size() : 1;
     EXPECT_TRUE(ServiceEnv::eventually(
@@ -405,21 +404,9 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
   ASSERT_LT(push.code, 300) << push.body;
   DriverEndpoint rival(address);
   rival.serve(R"({"pools": {"other": {"allNodes": true, "devices": [{"name": "gpu1"}]}}})");
-  env_.ensure("/api/v1/namespaces/" + ns + "/services",
-              {{"apiVersion", "v1"},
-               {"kind", "Service"},
-               {"metadata",
-                {{"name", "gpu-inventory"},
-                 {"labels", {{"resourceslice.dra.k8s.io/driver", kPusher}}},
-                 {"annotations", {{"resourceslice.dra.k8s.io/inventory-scope", "cluster"}}}}},
-               {"spec",
-                {{"clusterIP", "None"},
-                 {"selector", {{"app", "gpu-driver"}}},
-                 {"ports", {{{"name", "inventory"}, {"port", 9000}}}}}}});
-  Json rival_slice =
-      endpointSlice("gpu-inventory", "gpu-inventory-a", "node-a", address, rival.port());
-  rival_slice["metadata"]["labels"]["resourceslice.dra.k8s.io/driver"] = kPusher;
-  env_.ensure(slices, rival_slice);
+  env_.ensure(services, inventoryService("gpu-inventory", kPusher, "cluster"));
+  env_.ensure(slices, endpointSlice(kPusher, "gpu-inventory", "gpu-inventory-a", "node-a", address,
+                                    rival.port()));
   ASSERT_TRUE(ServiceEnv::eventually(
       [&] {
         return env_.metric(c, "resourceslice_controller_pull_fetches_total{driver=\"" +
