@@ -41,48 +41,6 @@ std::string plainMessage(std::string_view body) {
 
 }  // namespace
 
-StatusCode statusCodeFromHttp(int http_code, std::string_view reason) {
-  if (http_code >= 200 && http_code < 300) {
-    return StatusCode::kOk;
-  }
-  switch (http_code) {
-    case 400:
-      return StatusCode::kInvalidArgument;
-    case 401:
-      return StatusCode::kUnauthenticated;
-    case 403:
-      return StatusCode::kPermissionDenied;
-    case 404:
-      return StatusCode::kNotFound;
-    case 409:
-      // A name clash and a stale write both answer 409; only the reason
-      // tells them apart, and callers react differently (re-read vs rename).
-      return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kConflict;
-    case 410:
-      return StatusCode::kGone;
-    case 413:
-      return StatusCode::kTooLarge;
-    case 422:
-      return StatusCode::kUnprocessable;
-    case 429:
-      return StatusCode::kUnavailable;
-    case 501:
-    case 505:
-      // The server will never do this; retrying cannot help.
-      return StatusCode::kInternal;
-    default:
-      break;
-  }
-  if (http_code >= 500 && http_code < 600) {
-    return StatusCode::kUnavailable;
-  }
-  // Other 4xx answers (405, 406, 415, ...) mean the request itself is wrong.
-  if (http_code >= 400 && http_code < 500) {
-    return StatusCode::kInvalidArgument;
-  }
-  return StatusCode::kInternal;
-}
-
 Status statusFromKubeStatus(const Json& status) {
   if (!status.is_object()) {
     return internalError("API server sent a Status that is not an object");

@@ -8,13 +8,11 @@
 
 #include <string_view>
 
+#include "client/http_status.h"  // statusCodeFromHttp
 #include "client/objects.h"
 #include "common/status.h"
 
 namespace rsc::client {
-
-// Maps an HTTP status code to a StatusCode (200-299 map to kOk).
-StatusCode statusCodeFromHttp(int http_code, std::string_view reason = {});
 
 // Builds a Status from an error response: `body` is parsed as a metav1.Status
 // when it is one (message, reason, details.causes[].field/message); otherwise

@@ -60,33 +60,6 @@ bool matchRoute(std::string_view path_template, const std::vector<std::string_vi
   return true;
 }
 
-int httpCodeFor(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kUnauthenticated:
-      return 401;
-    case StatusCode::kPermissionDenied:
-      return 403;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kConflict:
-      return 409;
-    case StatusCode::kTooLarge:
-      return 413;
-    case StatusCode::kUnprocessable:
-      return 422;
-    case StatusCode::kResourceExhausted:
-      return 429;
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
 HttpResponse jsonResponse(int code, const Json& body) {
   HttpResponse response;
   response.status = code;
@@ -496,11 +469,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
     }
     version = options_.store->put(ctx.key(), std::move(pool), body_digest);
   }
-  PendingWait wait;
-  wait.kind = PendingWait::Kind::kPool;
-  wait.driver = ctx.driver;
-  wait.published = {{ctx.pool, version}};
-  return answerPush(ctx, std::move(wait));
+  return answerPoolPush(ctx, version);
 }
 
 std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
@@ -533,11 +502,7 @@ std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
   }
   if (options_.on_pool_body) options_.on_pool_body(ctx.driver, /*unchanged=*/true);
   if (refused) return errorResponse(*refused);
-  PendingWait wait;
-  wait.kind = PendingWait::Kind::kPool;
-  wait.driver = ctx.driver;
-  wait.published = {{ctx.pool, version}};
-  return answerPush(ctx, std::move(wait));
+  return answerPoolPush(ctx, version);
 }
 
 HttpResponse InventoryHandler::deletePool(Context& ctx) {
@@ -589,11 +554,7 @@ HttpResponse InventoryHandler::renewPool(Context& ctx) {
     options_.store->renew(ctx.key());
     version = existing->version;
   }
-  PendingWait wait;
-  wait.kind = PendingWait::Kind::kPool;
-  wait.driver = ctx.driver;
-  wait.published = {{ctx.pool, version}};
-  return answerPush(ctx, std::move(wait));
+  return answerPoolPush(ctx, version);
 }
 
 HttpResponse InventoryHandler::putDriver(Context& ctx) {
@@ -686,6 +647,14 @@ HttpResponse InventoryHandler::answerDryRun(
                       {{"dryRun", true}, {"driver", ctx.driver}, {"pools", std::move(previews)}});
 }
 
+HttpResponse InventoryHandler::answerPoolPush(Context& ctx, uint64_t version) {
+  PendingWait wait;
+  wait.kind = PendingWait::Kind::kPool;
+  wait.driver = ctx.driver;
+  wait.published = {{ctx.pool, version}};
+  return answerPush(ctx, std::move(wait));
+}
+
 HttpResponse InventoryHandler::answerPush(Context& ctx, PendingWait wait) {
   const bool is_done = done(wait);
   if (is_done || !ctx.wait || *ctx.wait <= Clock::Duration::zero()) {
@@ -774,7 +743,7 @@ StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
 }
 
 HttpResponse errorResponse(const Status& status) {
-  const int code = httpCodeFor(status.code());
+  const int code = client::httpCodeForStatus(status.code());
   HttpResponse response = jsonResponse(
       code, errorToJson(code, client::kubeStatusReason(code), status.message(), status.details()));
   if (code == 401) {

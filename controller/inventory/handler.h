@@ -188,6 +188,8 @@ class InventoryHandler {
   HttpResponse listDrivers(Context& ctx);
   // Answers a push: at once when done or not waiting, else held.
   HttpResponse answerPush(Context& ctx, PendingWait wait);
+  // answerPush() of the request's one pool, accepted at `version`.
+  HttpResponse answerPoolPush(Context& ctx, uint64_t version);
   HttpResponse renderNow(const PendingWait& wait, bool is_done);
   // The answer to a dry run of the driver's pools: each pool's preview with
   // its desired content (null: withdrawn).

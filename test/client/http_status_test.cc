@@ -49,5 +49,43 @@ TEST(HttpStatus, EveryKubeReasonMapsToItsCode) {
   }
 }
 
+TEST(HttpStatus, EveryStatusCodeIsAnsweredWithItsCode) {
+  for (const auto& [code, http] : std::initializer_list<std::pair<StatusCode, int>>{
+           {StatusCode::kInvalidArgument, 400},
+           {StatusCode::kUnauthenticated, 401},
+           {StatusCode::kPermissionDenied, 403},
+           {StatusCode::kNotFound, 404},
+           {StatusCode::kAlreadyExists, 409},
+           {StatusCode::kConflict, 409},
+           {StatusCode::kTooLarge, 413},
+           {StatusCode::kUnprocessable, 422},
+           {StatusCode::kResourceExhausted, 429},
+           {StatusCode::kUnavailable, 503},
+           {StatusCode::kDeadlineExceeded, 503},
+           // No fault of the request, nor of availability: the server's.
+           {StatusCode::kGone, 500},
+           {StatusCode::kInternal, 500},
+           {StatusCode::kFailedPrecondition, 500},
+           {StatusCode::kCancelled, 500},
+       }) {
+    EXPECT_EQ(httpCodeForStatus(code), http) << static_cast<int>(code);
+  }
+}
+
+TEST(HttpStatus, AnAnswerGivenReadsBackAsTheSameStatusCode) {
+  // What the inventory API answers, resourceslicectl reads back with the
+  // same meaning; 429 and 503 both read as "retry later".
+  for (StatusCode code :
+       {StatusCode::kInvalidArgument, StatusCode::kUnauthenticated, StatusCode::kPermissionDenied,
+        StatusCode::kNotFound, StatusCode::kConflict, StatusCode::kTooLarge,
+        StatusCode::kUnprocessable, StatusCode::kUnavailable}) {
+    EXPECT_EQ(statusCodeFromHttp(httpCodeForStatus(code)), code) << static_cast<int>(code);
+  }
+  EXPECT_EQ(statusCodeFromHttp(httpCodeForStatus(StatusCode::kAlreadyExists), "AlreadyExists"),
+            StatusCode::kAlreadyExists);
+  EXPECT_EQ(statusCodeFromHttp(httpCodeForStatus(StatusCode::kResourceExhausted)),
+            StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace rsc::client
