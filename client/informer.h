@@ -10,8 +10,10 @@
 // thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,61 +33,46 @@
 
 namespace rsc::client {
 
-// The resources an Informer can keep: each names its object type and how
-// KubeApi lists and watches it.
-struct ResourceSlices {
-  using Object = ResourceSlice;
-  static constexpr std::string_view kResource = "resourceslices";  // for logs
-  static constexpr std::string_view kName = "ResourceSlices";      // for errors
+// A string literal as a template argument (the names of a resource below).
+template <size_t N>
+struct ResourceName {
+  // Implicit, so that a literal can be written where a ResourceName goes.
+  constexpr ResourceName(const char (&text)[N]) {  // NOLINT(google-explicit-constructor)
+    std::copy_n(text, N, chars);
+  }
+  constexpr std::string_view view() const { return {chars, N - 1}; }
+  char chars[N] = {};
+};
+
+// A resource an Informer can keep: its object type, its names (the plural
+// resource for logs, a display name for errors) and the KubeApi calls that
+// list and watch it.
+template <typename T, ResourceName kResourceName, ResourceName kDisplayName,
+          StatusOr<ObjectList<T>> (KubeApi::*kList)(const ListOptions&),
+          Status (KubeApi::*kWatch)(const ListOptions&, const WatchHandler<T>&, std::stop_token)>
+struct ApiResource {
+  using Object = T;
+  static constexpr std::string_view kResource = kResourceName.view();
+  static constexpr std::string_view kName = kDisplayName.view();
   static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
-    return api.listResourceSlices(options);
+    return (api.*kList)(options);
   }
   static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
                       std::stop_token stop) {
-    return api.watchResourceSlices(options, handler, std::move(stop));
+    return (api.*kWatch)(options, handler, std::move(stop));
   }
 };
 
+using ResourceSlices = ApiResource<ResourceSlice, "resourceslices", "ResourceSlices",
+                                   &KubeApi::listResourceSlices, &KubeApi::watchResourceSlices>;
 // Nodes, their metadata alone: the Node cache.
-struct NodeMetadata {
-  using Object = PartialObjectMetadata;
-  static constexpr std::string_view kResource = "nodes";
-  static constexpr std::string_view kName = "Node metadata";
-  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
-    return api.listNodeMetadata(options);
-  }
-  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
-                      std::stop_token stop) {
-    return api.watchNodeMetadata(options, handler, std::move(stop));
-  }
-};
-
+using NodeMetadata = ApiResource<PartialObjectMetadata, "nodes", "Node metadata",
+                                 &KubeApi::listNodeMetadata, &KubeApi::watchNodeMetadata>;
 // v1 Services and discovery.k8s.io/v1 EndpointSlices: pull-mode discovery.
-struct Services {
-  using Object = Service;
-  static constexpr std::string_view kResource = "services";
-  static constexpr std::string_view kName = "Services";
-  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
-    return api.listServices(options);
-  }
-  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
-                      std::stop_token stop) {
-    return api.watchServices(options, handler, std::move(stop));
-  }
-};
-
-struct EndpointSlices {
-  using Object = EndpointSlice;
-  static constexpr std::string_view kResource = "endpointslices";
-  static constexpr std::string_view kName = "EndpointSlices";
-  static StatusOr<ObjectList<Object>> list(KubeApi& api, const ListOptions& options) {
-    return api.listEndpointSlices(options);
-  }
-  static Status watch(KubeApi& api, const ListOptions& options, const WatchHandler<Object>& handler,
-                      std::stop_token stop) {
-    return api.watchEndpointSlices(options, handler, std::move(stop));
-  }
-};
+using Services =
+    ApiResource<Service, "services", "Services", &KubeApi::listServices, &KubeApi::watchServices>;
+using EndpointSlices = ApiResource<EndpointSlice, "endpointslices", "EndpointSlices",
+                                   &KubeApi::listEndpointSlices, &KubeApi::watchEndpointSlices>;
 
 template <typename R>
 struct InformerOptions {
