@@ -62,6 +62,70 @@ constexpr std::string_view kSubdomainShape =
     "must be a lowercase RFC 1123 subdomain: lower case alphanumeric characters, '-' or '.', "
     "starting and ending with an alphanumeric character";
 
+// What a name, or one part of a name, must be: no longer than max_length and
+// of the shape `fits` checks, which `shape` describes.
+struct NameRule {
+  size_t max_length;
+  bool (*fits)(std::string_view);
+  std::string_view shape;
+};
+
+constexpr NameRule kDnsLabel{kDnsLabelMaxLength, isDnsLabel,
+                             "must be a lowercase RFC 1123 label: lower case alphanumeric "
+                             "characters or '-', starting and ending with an alphanumeric "
+                             "character"};
+constexpr NameRule kDnsSubdomain{kDnsSubdomainMaxLength, isDnsSubdomainShape, kSubdomainShape};
+constexpr NameRule kDriverName{kDriverNameMaxLength, isDnsSubdomainShape, kSubdomainShape};
+constexpr NameRule kDeviceDomain{kDeviceMaxDomainLength, isDnsSubdomainShape, kSubdomainShape};
+constexpr NameRule kDeviceId{
+    kDeviceMaxIdLength, isCIdentifier,
+    "must be a C identifier: letters, digits and '_', not starting with a digit"};
+constexpr NameRule kLabelName{kDnsLabelMaxLength, isLabelName,
+                              "must consist of alphanumeric characters, '-', '_' or '.', starting "
+                              "and ending with an alphanumeric character"};
+constexpr NameRule kLabelValue{kLabelValueMaxLength, isLabelName,
+                               "must be empty or consist of alphanumeric characters, '-', '_' or "
+                               "'.', starting and ending with an alphanumeric character"};
+
+// The first rule `text` breaks: `empty` when it is empty, else the length or
+// the shape, prefixed by `what` ("the domain ").
+std::optional<std::string> ruleError(std::string_view text, const NameRule& rule,
+                                     std::string_view empty = "must not be empty",
+                                     std::string_view what = "") {
+  if (text.empty()) return std::string(empty);
+  if (text.size() > rule.max_length) return std::string(what) + tooLong(rule.max_length);
+  if (!rule.fits(text)) return std::string(what).append(rule.shape);
+  return std::nullopt;
+}
+
+// One part of a prefixed name, and how its errors name it.
+struct PartRule {
+  NameRule rule;
+  std::string_view empty;
+  std::string_view what;
+};
+
+// A name with an optional "prefix/" (a label key, a qualified device name).
+// `two_slashes`, when not empty, refuses a second '/' before the parts are
+// checked.
+std::optional<std::string> prefixedNameError(std::string_view text, const PartRule& prefix,
+                                             const PartRule& name,
+                                             std::string_view two_slashes = "") {
+  if (text.empty()) return "must not be empty";
+  const size_t slash = text.find('/');
+  std::string_view rest = text;
+  if (slash != std::string_view::npos) {
+    rest = text.substr(slash + 1);
+    if (!two_slashes.empty() && rest.find('/') != std::string_view::npos) {
+      return std::string(two_slashes);
+    }
+    if (auto error = ruleError(text.substr(0, slash), prefix.rule, prefix.empty, prefix.what)) {
+      return error;
+    }
+  }
+  return ruleError(rest, name.rule, name.empty, name.what);
+}
+
 // One SemVer identifier list ("rc.1", "build.5"): non-empty dot-separated
 // identifiers of [0-9A-Za-z-]; numeric ones without leading zeros when
 // `numeric_no_leading_zero`.
@@ -94,27 +158,15 @@ bool isSemverNumber(std::string_view s) {
 }  // namespace
 
 std::optional<std::string> dnsLabelError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  if (text.size() > kDnsLabelMaxLength) return tooLong(kDnsLabelMaxLength);
-  if (!isDnsLabel(text)) {
-    return "must be a lowercase RFC 1123 label: lower case alphanumeric characters or '-', "
-           "starting and ending with an alphanumeric character";
-  }
-  return std::nullopt;
+  return ruleError(text, kDnsLabel);
 }
 
 std::optional<std::string> dnsSubdomainError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  if (text.size() > kDnsSubdomainMaxLength) return tooLong(kDnsSubdomainMaxLength);
-  if (!isDnsSubdomainShape(text)) return std::string(kSubdomainShape);
-  return std::nullopt;
+  return ruleError(text, kDnsSubdomain);
 }
 
 std::optional<std::string> driverNameError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  if (text.size() > kDriverNameMaxLength) return tooLong(kDriverNameMaxLength);
-  if (!isDnsSubdomainShape(text)) return std::string(kSubdomainShape);
-  return std::nullopt;
+  return ruleError(text, kDriverName);
 }
 
 std::optional<std::string> poolNameError(std::string_view text) {
@@ -135,60 +187,23 @@ std::optional<std::string> poolNameError(std::string_view text) {
 std::optional<std::string> nodeNameError(std::string_view text) { return dnsSubdomainError(text); }
 
 std::optional<std::string> deviceQualifiedNameError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  const size_t slash = text.find('/');
-  std::string_view id = text;
-  if (slash != std::string_view::npos) {
-    const std::string_view domain = text.substr(0, slash);
-    id = text.substr(slash + 1);
-    if (id.find('/') != std::string_view::npos) {
-      return "must be a C identifier, optionally prefixed by a domain and '/'; "
-             "more than one '/' is not allowed";
-    }
-    if (domain.empty()) return "the domain before '/' must not be empty";
-    if (domain.size() > kDeviceMaxDomainLength) {
-      return "the domain " + tooLong(kDeviceMaxDomainLength);
-    }
-    if (!isDnsSubdomainShape(domain)) return "the domain " + std::string(kSubdomainShape);
-  }
-  if (id.empty()) return "the name after the domain must not be empty";
-  if (id.size() > kDeviceMaxIdLength) return "the name " + tooLong(kDeviceMaxIdLength);
-  if (!isCIdentifier(id)) {
-    return "the name must be a C identifier: letters, digits and '_', not starting with a digit";
-  }
-  return std::nullopt;
+  return prefixedNameError(
+      text, {kDeviceDomain, "the domain before '/' must not be empty", "the domain "},
+      {kDeviceId, "the name after the domain must not be empty", "the name "},
+      "must be a C identifier, optionally prefixed by a domain and '/'; more than one '/' is not "
+      "allowed");
 }
 
 std::optional<std::string> labelKeyError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  const size_t slash = text.find('/');
-  std::string_view name = text;
-  if (slash != std::string_view::npos) {
-    const std::string_view prefix = text.substr(0, slash);
-    name = text.substr(slash + 1);
-    if (prefix.empty()) return "the prefix before '/' must not be empty";
-    if (prefix.size() > kDnsSubdomainMaxLength) {
-      return "the prefix " + tooLong(kDnsSubdomainMaxLength);
-    }
-    if (!isDnsSubdomainShape(prefix)) return "the prefix " + std::string(kSubdomainShape);
-  }
-  if (name.empty()) return "the name part must not be empty";
-  if (name.size() > kDnsLabelMaxLength) return "the name part " + tooLong(kDnsLabelMaxLength);
-  if (!isLabelName(name)) {
-    return "the name part must consist of alphanumeric characters, '-', '_' or '.', "
-           "starting and ending with an alphanumeric character";
-  }
-  return std::nullopt;
+  // A second '/' falls to the name part's shape.
+  return prefixedNameError(
+      text, {kDnsSubdomain, "the prefix before '/' must not be empty", "the prefix "},
+      {kLabelName, "the name part must not be empty", "the name part "});
 }
 
 std::optional<std::string> labelValueError(std::string_view text) {
   if (text.empty()) return std::nullopt;
-  if (text.size() > kLabelValueMaxLength) return tooLong(kLabelValueMaxLength);
-  if (!isLabelName(text)) {
-    return "must be empty or consist of alphanumeric characters, '-', '_' or '.', "
-           "starting and ending with an alphanumeric character";
-  }
-  return std::nullopt;
+  return ruleError(text, kLabelValue);
 }
 
 std::optional<std::string> semverError(std::string_view text) {
