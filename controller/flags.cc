@@ -94,6 +94,51 @@ std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
   return std::nullopt;
 }
 
+// Setters of flag values into a member of ServiceFlags, one per kind of value.
+using Setter = std::function<std::optional<std::string>(ServiceFlags&, const std::string&)>;
+
+// A string that must not be empty.
+Setter setText(std::string ServiceFlags::*member) {
+  return [member](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &(f.*member)); };
+}
+
+Setter setBool(bool ServiceFlags::*member) {
+  return [member](ServiceFlags& f, const std::string& v) { return parseBool(v, &(f.*member)); };
+}
+
+template <typename T>
+Setter setNumber(T ServiceFlags::*member, T min) {
+  return [member, min](ServiceFlags& f, const std::string& v) {
+    return parseNumber<T>(v, &(f.*member), min);
+  };
+}
+
+Setter setDuration(std::chrono::milliseconds ServiceFlags::*member,
+                   std::chrono::milliseconds min = std::chrono::milliseconds(0)) {
+  return [member, min](ServiceFlags& f, const std::string& v) {
+    return parseDurationInto(v, &(f.*member), min);
+  };
+}
+
+Setter setRate(double ServiceFlags::*member, bool zero_ok) {
+  return [member, zero_ok](ServiceFlags& f, const std::string& v) {
+    return parseRate(v, &(f.*member), zero_ok);
+  };
+}
+
+Setter setList(std::vector<std::string> ServiceFlags::*member) {
+  return [member](ServiceFlags& f, const std::string& v) { return parseList(v, &(f.*member)); };
+}
+
+// --pull-namespace, once per namespace; a repeated one counts once.
+std::optional<std::string> addPullNamespace(ServiceFlags& f, const std::string& v) {
+  if (auto why = inventory::dnsLabelError(v)) return "namespace \"" + v + "\" " + *why;
+  if (std::find(f.pull_namespaces.begin(), f.pull_namespaces.end(), v) == f.pull_namespaces.end()) {
+    f.pull_namespaces.push_back(v);
+  }
+  return std::nullopt;
+}
+
 const std::vector<FlagSpec>& specs() {
   static const std::vector<FlagSpec> all = {
       {"kubeconfig",
@@ -108,195 +153,121 @@ const std::vector<FlagSpec>& specs() {
       {"context",
        "The kubeconfig context to use instead of its current-context, as kubectl's --context. "
        "Set, the kubeconfig is used even in a pod (in-cluster config has no contexts).",
-       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.context); }},
+       false, setText(&ServiceFlags::context)},
       {"leader-elect", "Elect a leader on a Lease before writing slices (for several replicas).",
-       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.leader_elect); }},
+       true, setBool(&ServiceFlags::leader_elect)},
       {"leader-election-namespace", "Namespace of the leader Lease. Unset: the pod's namespace.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.leader_election_namespace);
-       }},
+       false, setText(&ServiceFlags::leader_election_namespace)},
       {"leader-election-id", "Name of the leader Lease.", false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.leader_election_id); }},
+       setText(&ServiceFlags::leader_election_id)},
       {"leader-elect-lease-duration", "How long a leader's Lease is valid without renewal.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.leader_elect_lease_duration);
-       }},
+       setDuration(&ServiceFlags::leader_elect_lease_duration)},
       {"leader-elect-renew-deadline", "How long the leader tries to renew before giving up.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.leader_elect_renew_deadline);
-       }},
+       setDuration(&ServiceFlags::leader_elect_renew_deadline)},
       {"leader-elect-retry-period", "How often candidates try to acquire or renew the Lease.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.leader_elect_retry_period);
-       }},
+       false, setDuration(&ServiceFlags::leader_elect_retry_period)},
       {"identity", "This replica's identity in the Lease. Unset: pod or host name + random.", false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.identity); }},
+       setText(&ServiceFlags::identity)},
       {"metrics-bind-address", "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_bind_address); }},
+       false, setText(&ServiceFlags::metrics_bind_address)},
       {"metrics-secure",
        "Serve /metrics over HTTPS to callers whose bearer token passes TokenReview and a "
        "SubjectAccessReview for get on the non-resource URL /metrics (401 and 403 otherwise).",
-       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.metrics_secure); }},
+       true, setBool(&ServiceFlags::metrics_secure)},
       {"metrics-tls-cert-file",
        "PEM certificate of the secure /metrics (re-read when it changes). Unset: a self-signed "
        "certificate made in memory at start.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_cert_file); }},
+       false, setText(&ServiceFlags::metrics_tls_cert_file)},
       {"metrics-tls-key-file", "PEM private key of the secure /metrics.", false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.metrics_tls_key_file); }},
+       setText(&ServiceFlags::metrics_tls_key_file)},
       {"health-probe-bind-address", "Address of /healthz and /readyz; \"0\" disables them.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.health_probe_bind_address);
-       }},
+       setText(&ServiceFlags::health_probe_bind_address)},
       {"inventory-bind-address", "Address of the inventory API drivers push to.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.inventory_bind_address);
-       }},
+       setText(&ServiceFlags::inventory_bind_address)},
       {"inventory-advertise-url",
        "URL at which other replicas reach this one's inventory API when it leads. Unset: "
        "http(s)://$POD_IP:<inventory port>.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.inventory_advertise_url);
-       }},
+       false, setText(&ServiceFlags::inventory_advertise_url)},
       {"inventory-tls-cert-file", "PEM certificate of the inventory API (TLS when set).", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.inventory_tls_cert_file);
-       }},
+       setText(&ServiceFlags::inventory_tls_cert_file)},
       {"inventory-tls-key-file", "PEM private key of the inventory API.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.inventory_tls_key_file);
-       }},
+       setText(&ServiceFlags::inventory_tls_key_file)},
       {"inventory-tls-secret",
        "Serve the inventory API with a self-signed CA and certificate that the controller makes, "
        "keeps in this Secret of its namespace (one for every replica: created if absent, else "
        "read) and rotates well before expiry. Not with --inventory-tls-cert-file.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_tls_secret); }},
+       false, setText(&ServiceFlags::inventory_tls_secret)},
       {"inventory-ca-configmap",
        "ConfigMap (key ca.crt) in which the self-signed mode publishes its CA bundle for drivers "
        "to mount. Required with --inventory-tls-secret.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return nonEmpty(v, &f.inventory_ca_config_map);
-       }},
+       false, setText(&ServiceFlags::inventory_ca_config_map)},
       {"inventory-ca-namespaces",
        "More namespaces (comma-separated; drivers') to publish the CA bundle ConfigMap in.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseList(v, &f.inventory_ca_namespaces);
-       }},
+       setList(&ServiceFlags::inventory_ca_namespaces)},
       {"inventory-tls-names",
        "Comma-separated DNS names and IPs of the self-signed serving certificate (the Service's "
        "names). Required with --inventory-tls-secret.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return parseList(v, &f.inventory_tls_names); }},
+       false, setList(&ServiceFlags::inventory_tls_names)},
       {"inventory-tls-validity",
        "Validity of each self-signed CA and serving certificate; rotation starts at half of it "
        "(a new CA joins the bundle) and switches the certificate at two thirds.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.inventory_tls_validity, std::chrono::seconds(6));
-       }},
+       false, setDuration(&ServiceFlags::inventory_tls_validity, std::chrono::seconds(6))},
       {"inventory-tls-sync-interval",
        "How often each replica reads the self-signed certificate Secret (to serve a rotated "
        "certificate, or rotate it). Keep it far below a sixth of --inventory-tls-validity.",
        false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.inventory_tls_sync_interval,
-                                  std::chrono::milliseconds(100));
-       }},
+       setDuration(&ServiceFlags::inventory_tls_sync_interval, std::chrono::milliseconds(100))},
       {"inventory-ca-file",
        "PEM CA bundle that the leader's inventory certificate must chain to when a push is "
        "forwarded to it; re-read when it changes. Unset: --inventory-tls-cert-file.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_ca_file); }},
+       false, setText(&ServiceFlags::inventory_ca_file)},
       {"inventory-server-name",
        "Name the leader's inventory certificate is verified against when a push is forwarded "
        "(the Service's DNS name). Unset: the host of the leader's advertised URL.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.inventory_server_name); }},
+       false, setText(&ServiceFlags::inventory_server_name)},
       {"max-request-bytes",
        "Largest body of PUT pool and PUT driver (413 past it; other requests take at most "
        "4 KiB).",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.max_request_bytes, 1024);
-       }},
+       false, setNumber<size_t>(&ServiceFlags::max_request_bytes, 1024)},
       {"max-decoded-bytes",
        "Largest estimated memory of one request body once parsed, checked before parsing "
        "(413 past it). Ordinary pool JSON takes about 8x its size.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.max_decoded_bytes, 1024);
-       }},
+       false, setNumber<size_t>(&ServiceFlags::max_decoded_bytes, 1024)},
       {"inventory-max-connections",
        "Open connections to the inventory API; past it the connection waiting longest for its "
        "request headers is closed, or the new one refused with 503.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.inventory_max_connections, 1);
-       }},
+       false, setNumber<size_t>(&ServiceFlags::inventory_max_connections, 1)},
       {"inventory-max-connections-per-client",
        "Open connections from one client address (503 past it).", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.inventory_max_connections_per_client, 1);
-       }},
+       setNumber<size_t>(&ServiceFlags::inventory_max_connections_per_client, 1)},
       {"inventory-max-inflight-body-bytes",
        "Request body bytes read or handled at once over all connections; a request whose body "
        "does not fit is answered 503 before it is read.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.inventory_max_inflight_body_bytes, 1024);
-       }},
+       false, setNumber<size_t>(&ServiceFlags::inventory_max_inflight_body_bytes, 1024)},
       {"inventory-header-timeout",
        "Time for a request's headers (and the TLS handshake) to arrive; slower clients are cut "
        "off.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.inventory_header_timeout);
-       }},
+       false, setDuration(&ServiceFlags::inventory_header_timeout)},
       {"inventory-body-timeout", "Time for a request body to arrive once its headers are in.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.inventory_body_timeout);
-       }},
+       false, setDuration(&ServiceFlags::inventory_body_timeout)},
       {"inventory-idle-timeout", "Time a kept-alive connection may wait for its next request.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.inventory_idle_timeout);
-       }},
+       false, setDuration(&ServiceFlags::inventory_idle_timeout)},
       {"auth-review-qps",
        "TokenReviews and SubjectAccessReviews per second (cache misses), on a client of their "
        "own; past it requests with new tokens get 503 at once.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseRate(v, &f.auth_review_qps, false);
-       }},
+       false, setRate(&ServiceFlags::auth_review_qps, false)},
       {"auth-review-burst", "Burst of reviews above --auth-review-qps.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<int>(v, &f.auth_review_burst, 1);
-       }},
+       setNumber<int>(&ServiceFlags::auth_review_burst, 1)},
       {"auth-client-review-qps",
        "TokenReviews per second that one client address may cause (429 past it); 0: no "
        "per-client limit.",
-       false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseRate(v, &f.auth_client_review_qps, true);
-       }},
+       false, setRate(&ServiceFlags::auth_client_review_qps, true)},
       {"auth-client-review-burst", "Burst of reviews above --auth-client-review-qps.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<int>(v, &f.auth_client_review_burst, 1);
-       }},
+       setNumber<int>(&ServiceFlags::auth_client_review_burst, 1)},
       {"allow-unbound-node-pools",
        "Let a token bound to no node publish devices of a named node (nodeName, per-device "
        "nodeName). Off: only a token of a pod on that node may.",
-       true,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseBool(v, &f.allow_unbound_node_pools);
-       }},
+       true, setBool(&ServiceFlags::allow_unbound_node_pools)},
       {"auth",
        "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or none "
        "(local development only).",
@@ -314,157 +285,103 @@ const std::vector<FlagSpec>& specs() {
          return std::nullopt;
        }},
       {"kube-api-qps", "Sustained rate of requests to the API server.", false,
-       [](ServiceFlags& f, const std::string& v) { return parseRate(v, &f.kube_api_qps, false); }},
+       setRate(&ServiceFlags::kube_api_qps, false)},
       {"kube-api-burst", "Burst of requests to the API server above the QPS.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<int>(v, &f.kube_api_burst, 1);
-       }},
+       setNumber<int>(&ServiceFlags::kube_api_burst, 1)},
       {"kube-api-call-timeout",
        "Longest one API call may spend on retries: no retry (429, 5xx, connection error) starts "
        "that would end past it, and the call returns its last error. The attempt under way is "
        "bounded by the API server's own 60 s request timeout.",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseDurationInto(v, &f.kube_api_call_timeout, std::chrono::seconds(1)); }},
+       false, setDuration(&ServiceFlags::kube_api_call_timeout, std::chrono::seconds(1))},
       {"exec-plugin-timeout",
        "Longest a kubeconfig's exec credential plugin may run; past it the plugin and what it "
        "started are killed and the credential is an error (retried after 5 s).",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseDurationInto(v, &f.exec_plugin_timeout, std::chrono::seconds(1)); }},
+       false, setDuration(&ServiceFlags::exec_plugin_timeout, std::chrono::seconds(1))},
       {"exec-plugin-max-output-bytes",
        "Most an exec credential plugin may print (an ExecCredential is a few KiB); past it the "
        "plugin is killed and the credential is an error.",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseNumber<size_t>(v, &f.exec_plugin_max_output_bytes, 4096); }},
+       false, setNumber<size_t>(&ServiceFlags::exec_plugin_max_output_bytes, 4096)},
       {"events",
        "Record Kubernetes Events (events.k8s.io/v1) for reverted foreign changes, failed "
        "publishes, expired pool leases, adopted slices and leadership; each Event object and "
        "reason passes 25 at once, then one per 5 minutes, and repeats within 6 minutes count in "
        "one Event's series.",
-       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.events); }},
+       true, setBool(&ServiceFlags::events)},
       {"event-namespace", "Namespace of the Events about cluster-scoped objects (ResourceSlices).",
-       false,
-       [](ServiceFlags& f, const std::string& v) -> std::
-                                                     optional<std::string> {
-                                                       if (v.empty())
-                                                         return std::string("must not be empty");
-                                                       f.event_namespace = v;
-                                                       return std::nullopt;
-                                                     }},
+       false, setText(&ServiceFlags::event_namespace)},
       {"event-qps",
        "Events sent per second, over all objects, on top of --kube-api-qps's budget; Events "
        "beyond the queue are dropped and counted in resourceslice_controller_events_total.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return parseRate(v, &f.event_qps, false); }},
+       false, setRate(&ServiceFlags::event_qps, false)},
       {"event-burst", "Burst of Events above --event-qps.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<int>(v, &f.event_burst, 1);
-       }},
+       setNumber<int>(&ServiceFlags::event_burst, 1)},
       {"event-queue-size",
        "Events waiting to be sent; past it new ones are dropped (result=\"queue_full\").", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseNumber<size_t>(v, &f.event_queue_size, 1);
-       }},
+       setNumber<size_t>(&ServiceFlags::event_queue_size, 1)},
       {"workers", "Pools reconciled at the same time.", false,
-       [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.workers, 1); }},
+       setNumber<int>(&ServiceFlags::workers, 1)},
       {"max-parallel-slice-writes",
        "Slice writes of one pool sent at the same time when its generation changes, so that "
        "the scheduler sees the new generation incomplete for about one round trip; all writes "
        "still share --kube-api-qps.",
-       false,
-       [](ServiceFlags& f,
-          const std::string& v) { return parseNumber<int>(v, &f.max_parallel_slice_writes, 1); }},
+       false, setNumber<int>(&ServiceFlags::max_parallel_slice_writes, 1)},
       {"adoption-grace",
        "After start or failover, how long slices of pools no driver has pushed yet are kept.",
-       false,
-       [](ServiceFlags& f,
-          const std::string& v) { return parseDurationInto(v, &f.adoption_grace); }},
+       false, setDuration(&ServiceFlags::adoption_grace)},
       {"inventory-source",
        "DRIVER=URL: pull DRIVER's inventory from URL (pull mode) instead of taking pushes for "
        "it; repeat the flag for more drivers, one source each. GET URL answers the body of PUT "
        "/v1/drivers/{driver}, with an ETag; a URL without a path asks for /v1/inventory. Pushes "
        "for a pulled driver are refused with 409.",
        false,
-       [](ServiceFlags& f, const std::string& v)
-           -> std::
-               optional<std::string> {
-                 const size_t eq = v.find('=');
-                 if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-                   return "must be DRIVER=URL, not \"" + v + "\"";
-                 }
-                 std::string driver = v.substr(0, eq);
-                 for (const auto& [known, url] : f.inventory_sources) {
-                   if (known == driver) return "driver \"" + driver + "\" has a source already";
-                 }
-                 f.inventory_sources.emplace_back(std::move(driver), v.substr(eq + 1));
-                 return std::nullopt;
-               }},
+       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+         const size_t eq = v.find('=');
+         if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
+           return "must be DRIVER=URL, not \"" + v + "\"";
+         }
+         std::string driver = v.substr(0, eq);
+         for (const auto& [known, url] : f.inventory_sources) {
+           if (known == driver) return "driver \"" + driver + "\" has a source already";
+         }
+         f.inventory_sources.emplace_back(std::move(driver), v.substr(eq + 1));
+         return std::nullopt;
+       }},
       {"pull-interval",
        "How often each --inventory-source is fetched, plus up to 10% of random jitter.", false,
-       [](ServiceFlags& f, const std::string& v) {
-         return parseDurationInto(v, &f.pull_interval, std::chrono::seconds(1));
-       }},
+       setDuration(&ServiceFlags::pull_interval, std::chrono::seconds(1))},
       {"pull-timeout",
        "Longest fetch of an --inventory-source, headers and body; longer counts as a failure.",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseDurationInto(v, &f.pull_timeout, std::chrono::milliseconds(100)); }},
+       false, setDuration(&ServiceFlags::pull_timeout, std::chrono::milliseconds(100))},
       {"pull-grace",
        "How long an --inventory-source may fail (unreachable, an error, a bad answer) before its "
        "pools are withdrawn, as pools whose lease ran out. Unset: 3 x --pull-interval.",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseDurationInto(v, &f.pull_grace, std::chrono::seconds(1)); }},
+       false, setDuration(&ServiceFlags::pull_grace, std::chrono::seconds(1))},
       {"pull-discovery",
        "Discover inventory endpoints (pull mode): every ready endpoint of a Service labelled "
        "resourceslice.dra.k8s.io/driver=DRIVER, on its port named inventory, is one source of "
        "DRIVER's inventory. Needs list and watch on Services and EndpointSlices.",
-       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.pull_discovery); }},
+       true, setBool(&ServiceFlags::pull_discovery)},
       {"pull-namespace",
        "A namespace --pull-discovery looks in; repeat the flag for more. Unset: every namespace.",
-       false,
-       [](ServiceFlags& f, const std::string& v) -> std::
-                                                     optional<std::string> {
-                                                       if (auto why = inventory::dnsLabelError(v))
-                                                         return "namespace \"" + v + "\" " + *why;
-                                                       if (std::find(f.pull_namespaces.begin(),
-                                                                     f.pull_namespaces.end(), v) ==
-                                                           f.pull_namespaces.end()) {
-                                                         f.pull_namespaces.push_back(v);
-                                                       }
-                                                       return std::nullopt;
-                                                     }},
+       false, addPullNamespace},
       {"pull-max-sources",
        "Most inventory sources pulled at once; discovered endpoints past it are ignored (logged, "
        "and counted in resourceslice_controller_pull_sources_ignored_total).",
-       false,
-       [](ServiceFlags& f,
-          const std::string& v) { return parseNumber<size_t>(v, &f.pull_max_sources, 1); }},
+       false, setNumber<size_t>(&ServiceFlags::pull_max_sources, 1)},
       {"pull-ca-file",
        "PEM bundle that signs the certificates of HTTPS inventory endpoints (a Service's "
        "resourceslice.dra.k8s.io/inventory-ca annotation wins for its endpoints). Unset: the "
        "system's trust store.",
-       false, [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.pull_ca_file); }},
+       false, setText(&ServiceFlags::pull_ca_file)},
       {"pull-token-file",
        "A bearer token file (a projected ServiceAccount token with the audience drivers check) "
        "sent to HTTPS inventory endpoints, never over plain HTTP; re-read as it rotates.",
-       false,
-       [](ServiceFlags& f, const std::string& v) { return nonEmpty(v, &f.pull_token_file); }},
+       false, setText(&ServiceFlags::pull_token_file)},
       {"shutdown-timeout",
        "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
        "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
        "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
-       false,
-       [](ServiceFlags& f,
-          const std::string&
-              v) { return parseDurationInto(v, &f.shutdown_timeout, std::chrono::seconds(1)); }},
+       false, setDuration(&ServiceFlags::shutdown_timeout, std::chrono::seconds(1))},
       {"log-format", "text (klog-like) or json.", false,
        [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
          if (v == "text") {
@@ -476,15 +393,12 @@ const std::vector<FlagSpec>& specs() {
          }
          return std::nullopt;
        }},
-      {"v", "Log verbosity.", false,
-       [](ServiceFlags& f, const std::string& v) { return parseNumber<int>(v, &f.verbosity, 0); }},
+      {"v", "Log verbosity.", false, setNumber<int>(&ServiceFlags::verbosity, 0)},
       {"cleanup",
        "Delete every slice this controller manages, then exit (for the chart's uninstall hook).",
-       true, [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.cleanup); }},
-      {"version", "Print the version and exit.", true,
-       [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.version); }},
-      {"help", "Print this help and exit.", true,
-       [](ServiceFlags& f, const std::string& v) { return parseBool(v, &f.help); }},
+       true, setBool(&ServiceFlags::cleanup)},
+      {"version", "Print the version and exit.", true, setBool(&ServiceFlags::version)},
+      {"help", "Print this help and exit.", true, setBool(&ServiceFlags::help)},
   };
   return all;
 }
