@@ -10,23 +10,6 @@
 
 namespace rsc::client {
 
-struct DeviceForm::Parts {
-  std::string name;
-  std::string json;
-  Digest128 digest;
-  FeatureSet features;
-  bool advanced = false;
-  bool placed = false;
-};
-
-DeviceForm::DeviceForm(Parts&& parts)
-    : name_(std::move(parts.name)),
-      json_(std::move(parts.json)),
-      digest_(parts.digest),
-      features_(parts.features),
-      advanced_(parts.advanced),
-      placed_(parts.placed) {}
-
 namespace {
 
 struct DigestHash {
@@ -98,7 +81,7 @@ const SipHashKey& digestKey() {
 }  // namespace
 
 Device DeviceForm::decode() const {
-  StatusOr<Device> device = deviceFromJson(Json::parse(json_), "");
+  StatusOr<Device> device = deviceFromJson(Json::parse(parts_.json), "");
   if (!device.ok()) {
     // The JSON was encoded from a typed device by the same tables.
     std::fprintf(stderr, "internal error: a device form does not decode: %s\n",

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "client/api_features.h"
@@ -25,32 +26,35 @@ struct Device;
 
 class DeviceForm {
  public:
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return parts_.name; }
   // Compact JSON of the device (codec encoding, keys in table order).
-  std::string_view json() const { return json_; }
+  std::string_view json() const { return parts_.json; }
   // SipHash-2-4-128 of json() under a key chosen at process start. Equal digests mean equal
   // JSON, so equal devices with nothing dropped: the comparer's fast path.
-  const Digest128& digest() const { return digest_; }
+  const Digest128& digest() const { return parts_.digest; }
   // The tagged fields the device sets (api_features.h).
-  FeatureSet features() const { return features_; }
+  FeatureSet features() const { return parts_.features; }
   // Taints, consumesCounters or list attributes: the slice limit is then 64 devices.
-  bool advanced() const { return advanced_; }
+  bool advanced() const { return parts_.advanced; }
   // nodeName, nodeSelector or allNodes set on the device itself.
-  bool placed() const { return placed_; }
+  bool placed() const { return parts_.placed; }
   // The typed device again; for slow paths (a difference to explain, an edit, tests).
   Device decode() const;
 
-  // Use DeviceRef.
-  struct Parts;
-  explicit DeviceForm(Parts&& parts);
+  // What a form is made of, as the accessors above say. Use DeviceRef, which
+  // makes and interns forms.
+  struct Parts {
+    std::string name;
+    std::string json;
+    Digest128 digest;
+    FeatureSet features;
+    bool advanced = false;
+    bool placed = false;
+  };
+  explicit DeviceForm(Parts&& parts) : parts_(std::move(parts)) {}
 
  private:
-  std::string name_;
-  std::string json_;
-  Digest128 digest_;
-  FeatureSet features_;
-  bool advanced_ = false;
-  bool placed_ = false;
+  Parts parts_;
 };
 
 class DeviceRef {

@@ -1,5 +1,7 @@
 #include "metrics/pull_metrics.h"
 
+#include "metrics/registry.h"
+
 namespace rsc::metrics {
 
 std::vector<double> PullMetrics::fetchDurationBuckets() {
@@ -7,37 +9,26 @@ std::vector<double> PullMetrics::fetchDurationBuckets() {
 }
 
 PullMetrics::PullMetrics(prometheus::Registry& registry)
-    : fetches_(prometheus::BuildCounter()
-                   .Name("resourceslice_controller_pull_fetches_total")
-                   .Help("Fetches of drivers' inventory endpoints (pull mode), by driver and "
-                         "result: ok, unchanged, or why the fetch failed.")
-                   .Register(registry)),
-      duration_(prometheus::BuildHistogram()
-                    .Name("resourceslice_controller_pull_fetch_duration_seconds")
-                    .Help("Time one fetch of a driver's inventory endpoint took, decoding "
-                          "included.")
-                    .Register(registry)),
-      last_success_(prometheus::BuildGauge()
-                        .Name("resourceslice_controller_pull_last_success_timestamp_seconds")
-                        .Help("When a fetch of the driver's inventory endpoint last succeeded "
-                              "(Unix time; 0: never).")
-                        .Register(registry)),
-      expired_(prometheus::BuildGauge()
-                   .Name("resourceslice_controller_pull_source_expired")
-                   .Help("How many of the driver's inventory sources have failed, or been gone "
-                         "from discovery, for longer than --pull-grace, their pools withdrawn.")
-                   .Register(registry)),
-      sources_gauge_(prometheus::BuildGauge()
-                         .Name("resourceslice_controller_pull_sources")
-                         .Help("The number of inventory sources (configured, or discovered "
-                               "endpoints) the driver's inventory is pulled from.")
-                         .Register(registry)),
-      ignored_(prometheus::BuildCounter()
-                   .Name("resourceslice_controller_pull_sources_ignored_total")
-                   .Help("Discovered inventory sources ignored, by reason: OverLimit "
-                         "(--pull-max-sources reached) or Invalid (a URL or TLS setting that "
-                         "cannot work).")
-                   .Register(registry)) {
+    : fetches_(counterFamily(registry, "resourceslice_controller_pull_fetches_total",
+                             "Fetches of drivers' inventory endpoints (pull mode), by driver and "
+                             "result: ok, unchanged, or why the fetch failed.")),
+      duration_(histogramFamily(registry, "resourceslice_controller_pull_fetch_duration_seconds",
+                                "Time one fetch of a driver's inventory endpoint took, decoding "
+                                "included.")),
+      last_success_(gaugeFamily(registry,
+                                "resourceslice_controller_pull_last_success_timestamp_seconds",
+                                "When a fetch of the driver's inventory endpoint last succeeded "
+                                "(Unix time; 0: never).")),
+      expired_(gaugeFamily(registry, "resourceslice_controller_pull_source_expired",
+                           "How many of the driver's inventory sources have failed, or been gone "
+                           "from discovery, for longer than --pull-grace, their pools withdrawn.")),
+      sources_gauge_(gaugeFamily(registry, "resourceslice_controller_pull_sources",
+                                 "The number of inventory sources (configured, or discovered "
+                                 "endpoints) the driver's inventory is pulled from.")),
+      ignored_(counterFamily(registry, "resourceslice_controller_pull_sources_ignored_total",
+                             "Discovered inventory sources ignored, by reason: OverLimit "
+                             "(--pull-max-sources reached) or Invalid (a URL or TLS setting that "
+                             "cannot work).")) {
   for (std::string_view reason : kIgnoredReasons) {
     ignored_by_reason_[reason] = &ignored_.Add({{"reason", std::string(reason)}});
   }

@@ -1,8 +1,24 @@
 #include "controller/reconcile/desired_store.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace rsc::controller::reconcile {
+namespace {
+
+// pick(key, value) of each entry of `map` whose pool is of `driver` (of every
+// pool when nullopt), in key order.
+template <typename V, typename Pick>
+auto entriesOf(const std::map<PoolKey, V>& map, const std::optional<std::string>& driver,
+               Pick pick) {
+  std::vector<std::invoke_result_t<Pick, const PoolKey&, const V&>> out;
+  for (const auto& [key, value] : map) {
+    if (!driver || key.driver == *driver) out.push_back(pick(key, value));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string_view poolPhaseName(PoolPhase phase) {
   switch (phase) {
@@ -196,11 +212,7 @@ std::shared_ptr<const DesiredPool> DesiredStore::get(const PoolKey& key) const {
 
 std::vector<PoolKey> DesiredStore::keys(const std::optional<std::string>& driver) const {
   std::lock_guard lock(mu_);
-  std::vector<PoolKey> out;
-  for (const auto& [key, entry] : pools_) {
-    if (!driver || key.driver == *driver) out.push_back(key);
-  }
-  return out;
+  return entriesOf(pools_, driver, [](const PoolKey& key, const Entry&) { return key; });
 }
 
 std::vector<PoolKey> DesiredStore::keysOnNode(const std::string& node) const {
@@ -219,11 +231,8 @@ std::optional<PoolStatus> DesiredStore::status(const PoolKey& key) const {
 
 std::vector<PoolStatus> DesiredStore::statuses(const std::optional<std::string>& driver) const {
   std::lock_guard lock(mu_);
-  std::vector<PoolStatus> out;
-  for (const auto& [key, status] : statuses_) {
-    if (!driver || key.driver == *driver) out.push_back(status);
-  }
-  return out;
+  return entriesOf(statuses_, driver,
+                   [](const PoolKey&, const PoolStatus& status) { return status; });
 }
 
 void DesiredStore::updateStatus(const PoolKey& key,
