@@ -151,7 +151,7 @@ std::vector<client::ResourceSlice> baselineSlices(const BenchPool& pool, const s
   std::vector<client::ResourceSlice> out(static_cast<size_t>(count));
   for (int64_t s = 0; s < count; ++s) {
     client::ResourceSlice& slice = out[static_cast<size_t>(s)];
-    slice.metadata.generate_name = controller::sliceGenerateName(s, {driver, pool.name});
+    slice.metadata.generate_name = controller::reconcile::sliceGenerateName(s, {driver, pool.name});
     slice.metadata.labels[kManagedByKey] = managed_by;
     slice.spec.driver = driver;
     slice.spec.pool = {pool.name, 1, count};
