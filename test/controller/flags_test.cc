@@ -2,8 +2,74 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "client/config.h"
+#include "client/event_recorder.h"
+#include "controller/inventory/authenticator.h"
+#include "controller/inventory/certificate_secret.h"
+#include "controller/inventory/handler.h"
+#include "controller/inventory/http_server.h"
+#include "controller/leader/leader_elector.h"
+#include "controller/pull/poller.h"
+#include "controller/reconcile/controller.h"
+
 namespace rsc::controller {
 namespace {
+
+// A flag's default and the default of the option it sets are written in two
+// places (flags.h, and the component's Options, which its tests and other
+// embedders use): they must not drift apart.
+TEST(Flags, DefaultsAreTheDefaultsOfTheOptionsTheySet) {
+  const ServiceFlags f;
+  using std::chrono::milliseconds;
+  const leader::LeaderElectionOptions leader;
+  EXPECT_EQ(f.leader_elect_lease_duration, leader.lease_duration);
+  EXPECT_EQ(f.leader_elect_renew_deadline, leader.renew_deadline);
+  EXPECT_EQ(f.leader_elect_retry_period, leader.retry_period);
+  const inventory::CertificateSecretOptions certificates;
+  EXPECT_EQ(f.inventory_tls_validity, certificates.validity);
+  EXPECT_EQ(f.inventory_tls_sync_interval, certificates.sync_interval);
+  const inventory::HttpServerOptions server;
+  EXPECT_EQ(f.max_request_bytes, server.max_request_bytes);
+  EXPECT_EQ(f.inventory_max_connections, server.max_connections);
+  EXPECT_EQ(f.inventory_max_connections_per_client, server.max_connections_per_client);
+  EXPECT_EQ(f.inventory_max_inflight_body_bytes, server.max_inflight_body_bytes);
+  EXPECT_EQ(f.inventory_header_timeout, server.header_timeout);
+  EXPECT_EQ(f.inventory_body_timeout, server.body_timeout);
+  EXPECT_EQ(f.inventory_idle_timeout, server.idle_timeout);
+  const inventory::InventoryHandlerOptions handler;
+  EXPECT_EQ(f.max_request_bytes, handler.max_body_bytes);
+  EXPECT_EQ(f.max_decoded_bytes, handler.max_decoded_bytes);
+  EXPECT_EQ(f.allow_unbound_node_pools, handler.allow_unbound_node_pools);
+  const inventory::TokenReviewAuthenticatorOptions auth;
+  EXPECT_EQ(f.auth_review_qps, auth.review_qps);
+  EXPECT_EQ(f.auth_review_burst, auth.review_burst);
+  EXPECT_EQ(f.auth_client_review_qps, auth.client_review_qps);
+  EXPECT_EQ(f.auth_client_review_burst, auth.client_review_burst);
+  const client::ExecRunOptions exec;
+  EXPECT_EQ(f.exec_plugin_timeout, exec.timeout);
+  EXPECT_EQ(f.exec_plugin_max_output_bytes, exec.max_output_bytes);
+  const client::EventRecorderOptions events;
+  EXPECT_EQ(f.event_qps, events.qps);
+  EXPECT_EQ(f.event_burst, events.burst);
+  EXPECT_EQ(f.event_queue_size, events.queue_size);
+  const reconcile::ControllerOptions controller;
+  EXPECT_EQ(f.workers, controller.workers);
+  EXPECT_EQ(f.max_parallel_slice_writes, controller.max_parallel_writes);
+  EXPECT_EQ(f.adoption_grace, controller.adoption_grace);
+  const pull::PollerOptions poller;
+  EXPECT_EQ(f.pull_interval, poller.interval);
+  EXPECT_EQ(f.pull_grace, poller.grace);
+  EXPECT_EQ(f.pull_max_sources, poller.max_sources);
+  EXPECT_EQ(f.pull_timeout, poller.fetch.timeout);
+  EXPECT_EQ(f.max_request_bytes, poller.fetch.max_body_bytes);
+  EXPECT_EQ(f.max_decoded_bytes, poller.fetch.max_decoded_bytes);
+  // On purpose not the client library's default (client::kDefaultQps, as
+  // controller-runtime's 20/30): the controller writes many slices at once.
+  EXPECT_GT(f.kube_api_qps, client::kDefaultQps);
+  EXPECT_GT(f.kube_api_burst, client::kDefaultBurst);
+}
 
 TEST(PullFlags, DefaultsAreNoSourcesEveryThirtySeconds) {
   StatusOr<ServiceFlags> f = parseFlags({});
