@@ -678,6 +678,16 @@ struct Seen {
   }
 };
 
+// A watch's options as the informer sends them: from `resource_version`, with
+// bookmarks, ended by the server after `timeout_seconds`.
+ListOptions watchFrom(const std::string& resource_version, int64_t timeout_seconds) {
+  ListOptions o;
+  o.resource_version = resource_version;
+  o.allow_watch_bookmarks = true;
+  o.timeout_seconds = timeout_seconds;
+  return o;
+}
+
 template <typename T = ResourceSlice>
 WatchHandler<T> recordInto(std::vector<Seen>& seen) {
   return [&seen](const WatchEvent<T>& e) {
@@ -702,12 +712,8 @@ TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
   s.chunks.push_back(all.substr(pos));
   transport_.script(s);
 
-  ListOptions o;
-  o.resource_version = "9";
-  o.allow_watch_bookmarks = true;
-  o.timeout_seconds = 480;
   std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices(o, recordInto(seen), {});
+  Status status = api_->watchResourceSlices(watchFrom("9", 480), recordInto(seen), {});
   ASSERT_TRUE(status.ok()) << status.toString();
   EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "a", "10"},
                                      {WatchEventType::kModified, "a", "11"},
@@ -930,12 +936,9 @@ TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
                                     R"("metadata":{"resourceVersion":"42"}})"),
               event("DELETED", nodeMetadataJson("n1", "43"))};
   transport_.script(s);
-  ListOptions o;
-  o.resource_version = "40";
-  o.allow_watch_bookmarks = true;
-  o.timeout_seconds = 300;
   std::vector<Seen> seen;
-  Status status = api_->watchNodeMetadata(o, recordInto<PartialObjectMetadata>(seen), {});
+  Status status =
+      api_->watchNodeMetadata(watchFrom("40", 300), recordInto<PartialObjectMetadata>(seen), {});
   ASSERT_TRUE(status.ok()) << status.toString();
   const HttpRequest& req = transport_.last();
   EXPECT_EQ(req.path_and_query,
