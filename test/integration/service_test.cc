@@ -39,6 +39,18 @@ std::string poolUrl(const ControllerProcess& c, const std::string& driver, const
   return c.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
 }
 
+// Pushes `pool` as the pool `node` of `driver` and waits until it is
+// published (200); says what the controller answered otherwise.
+::testing::AssertionResult published(const ControllerProcess& c, const std::string& driver,
+                                     const std::string& node, const Json& pool) {
+  const HttpAnswer a = ServiceEnv::http("PUT", poolUrl(c, driver, node, "?wait=30s"), pool.dump());
+  if (a.code == 200) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "PUT " << driver << "/" << node << ": " << a.code << " " << a.body;
+}
+
 class ServiceTest : public ::testing::Test {
  protected:
   std::string holder(const std::string& lease) {
@@ -109,9 +121,7 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
   env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("dry-run", {"--auth=none"});
   const std::string driver = "dry.example.com";
-  HttpAnswer a =
-      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 200)));
 
   // The planned writes of a dry run's answer, by the method that makes them.
   const auto planned = [](const Json& answer) {
@@ -160,7 +170,8 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
     EXPECT_EQ(env_.sliceWriteRequests(), before);
     EXPECT_EQ(env_.http("GET", poolUrl(c, driver, "node-a")).body, status_before);
 
-    a = env_.http(step.method, poolUrl(c, driver, "node-a", "?wait=30s"), step.body);
+    const HttpAnswer a =
+        env_.http(step.method, poolUrl(c, driver, "node-a", "?wait=30s"), step.body);
     ASSERT_TRUE(a.code == 200 || (step.method == "DELETE" && a.code == 202)) << a.body;
     if (step.method == "DELETE") {
       ASSERT_TRUE(
@@ -183,9 +194,7 @@ TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) 
   env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("events", {"--auth=none"});
   const std::string driver = "events.example.com";
-  HttpAnswer a =
-      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 4).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 4)));
   const auto slices = env_.poolSlices(driver, "node-a");
   ASSERT_EQ(slices.size(), 1U);
   const std::string name = slices[0].metadata.name;
@@ -422,16 +431,12 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
   env_.ensureNode("node-b");
   ControllerProcess c = env_.startController("lease", {"--auth=none"});
   const std::string driver = "lease.example.com";
-  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"),
-                           gpuPool("node-a", 2, /*lease_seconds=*/3).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
-  a = env_.http("PUT", poolUrl(c, driver, "node-b", "?wait=30s"),
-                gpuPool("node-b", 2, /*lease_seconds=*/3).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 2, /*lease_seconds=*/3)));
+  ASSERT_TRUE(published(c, driver, "node-b", gpuPool("node-b", 2, /*lease_seconds=*/3)));
   // node-b is renewed every second for six seconds; node-a is not.
   for (int i = 0; i < 6; ++i) {
     std::this_thread::sleep_for(seconds(1));
-    a = env_.http("POST", poolUrl(c, driver, "node-b", "/renew"));
+    const HttpAnswer a = env_.http("POST", poolUrl(c, driver, "node-b", "/renew"));
     EXPECT_EQ(a.code, 200) << a.body;
   }
   EXPECT_TRUE(env_.poolSlices(driver, "node-a").empty()) << "an expired pool is still published";
@@ -447,9 +452,7 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
 TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
   env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("cleanup-run", {"--auth=none"});
-  HttpAnswer a = env_.http("PUT", poolUrl(c, "cleanup.example.com", "node-a", "?wait=30s"),
-                           gpuPool("node-a", 130).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, "cleanup.example.com", "node-a", gpuPool("node-a", 130)));
   c.process->signal(SIGTERM);
   ASSERT_EQ(c.process->wait(seconds(20)), 0);
 
