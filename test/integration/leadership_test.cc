@@ -27,13 +27,6 @@ using std::chrono::seconds;
 
 constexpr char kDriver[] = "frozen.example.com";
 
-Json nodePool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i)
-    pool["devices"].push_back({{"name", "dev-" + std::to_string(i)}});
-  return pool;
-}
-
 std::string poolUrl(const ControllerProcess& c, const std::string& pool) {
   return c.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + "?wait=20s";
 }
@@ -76,7 +69,7 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   ControllerProcess& next_leader = holder(lease) == "fz-1" ? r2 : r1;
 
   // The leader publishes the first version of the pool.
-  HttpAnswer a = env_.http("PUT", poolUrl(old_leader, "node-a"), nodePool("node-a", 2).dump());
+  HttpAnswer a = env_.http("PUT", poolUrl(old_leader, "node-a"), gpuPool("node-a", 2).dump());
   ASSERT_EQ(a.code, 200) << a.body;
 
   // Frozen past its lease: the other replica takes over.
@@ -84,14 +77,14 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   ASSERT_TRUE(
       ServiceEnv::eventually([&] { return holder(lease) == next_leader.identity; }, seconds(20)));
   // The driver pushes a newer version to the new leader, which publishes it.
-  a = env_.http("PUT", poolUrl(next_leader, "node-a"), nodePool("node-a", 3).dump());
+  a = env_.http("PUT", poolUrl(next_leader, "node-a"), gpuPool("node-a", 3).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   const auto published = snapshot(env_, "node-a");
   ASSERT_EQ(published.second, 3U);
 
   // A push of another pool waits in the frozen replica's socket.
   auto queued = std::async(std::launch::async, [&] {
-    return env_.http("PUT", poolUrl(old_leader, "node-b"), nodePool("node-b", 1).dump());
+    return env_.http("PUT", poolUrl(old_leader, "node-b"), gpuPool("node-b", 1).dump());
   });
   ASSERT_EQ(queued.wait_for(seconds(1)), std::future_status::timeout);
 
@@ -147,7 +140,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   // certificate for "localhost" against the CA file.
   HttpAnswer a;
   ASSERT_TRUE(ServiceEnv::eventually([&] {
-    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump(), "", trust_replicas);
+    a = env_.http("PUT", httpsPool(follower), gpuPool("node-c", 1).dump(), "", trust_replicas);
     return a.code == 200;
   })) << a.code
       << " " << a.body << "\n"
@@ -160,7 +153,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   ASSERT_TRUE(ServiceEnv::eventually([&] {
     return r3.process->log().find("leader=\"" + leader_id + "\"") != std::string::npos;
   })) << r3.process->log();
-  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump(), "", trust_replicas);
+  a = env_.http("PUT", httpsPool(r3), gpuPool("node-c", 2).dump(), "", trust_replicas);
   EXPECT_EQ(a.code, 503) << a.body;
   EXPECT_NE(r3.process->log().find("Forwarding to the leader failed"), std::string::npos)
       << r3.process->log();

@@ -32,15 +32,6 @@ constexpr char kDriver[] = "gpu.example.com";
 constexpr int kRetriesBeforeTheNode = 11;
 constexpr auto kPublishedSoon = seconds(2);
 
-Json gpuPool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back(
-        {{"name", "gpu-" + std::to_string(i)}, {"attributes", {{"model", {{"string", "A100"}}}}}});
-  }
-  return pool;
-}
-
 class NodeCacheTest : public ::testing::Test {
  protected:
   void TearDown() override {

@@ -25,16 +25,6 @@ using std::chrono::seconds;
 
 constexpr char kManagedBy[] = "app.kubernetes.io/managed-by";
 
-Json gpuPool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
-                               {"attributes", {{"model", {{"string", "A100"}}}}},
-                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
-  }
-  return pool;
-}
-
 class PoolIntegrityTest : public ::testing::Test {
  protected:
   std::string poolUrl(const std::string& driver, const std::string& pool,

@@ -273,4 +273,17 @@ void expectCleanStop(const ControllerProcess& c) {
   EXPECT_EQ(c.process->wait(std::chrono::seconds(20)), 0) << c.process->log();
 }
 
+Json gpuPool(const std::string& node, int devices, const std::string& model) {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i) {
+    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
+                               {"attributes",
+                                {{"model", {{"string", model}}},
+                                 {"index", {{"int", i}}},
+                                 {"driverVersion", {{"version", "1.2.3"}}}}},
+                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  return pool;
+}
+
 }  // namespace rsc::testing

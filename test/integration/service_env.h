@@ -37,6 +37,11 @@ struct ControllerProcess {
 // how a test ends a controller that must shut down cleanly.
 void expectCleanStop(const ControllerProcess& c);
 
+// A push body: node `node`'s pool of `devices` GPUs gpu-0, gpu-1, ..., each
+// with an attribute of every kind (model = `model`, index, driverVersion) and
+// a memory capacity. What the tests that publish through the service push.
+Json gpuPool(const std::string& node, int devices, const std::string& model = "A100");
+
 // How a test client checks an HTTPS server: against `ca_pem` (empty: the
 // system store), for `server_name` (empty: the URL's host), or not at all.
 struct HttpTls {

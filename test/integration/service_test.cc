@@ -19,18 +19,9 @@ const auto* const kCluster = ClusterEnvironment::install();
 
 using std::chrono::seconds;
 
-Json gpuPool(const std::string& node, int devices, int lease_seconds = 0,
-             const std::string& model = "A100") {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
-                               {"attributes",
-                                {{"model", {{"string", model}}},
-                                 {"index", {{"int", i}}},
-                                 {"driverVersion", {{"version", "1.2.3"}}}}},
-                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
-  }
-  if (lease_seconds > 0) pool["leaseSeconds"] = lease_seconds;
+// `pool` with a lease of `seconds`: withdrawn unless renewed in time.
+Json leased(Json pool, int seconds) {
+  pool["leaseSeconds"] = seconds;
   return pool;
 }
 
@@ -431,8 +422,8 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
   env_.ensureNode("node-b");
   ControllerProcess c = env_.startController("lease", {"--auth=none"});
   const std::string driver = "lease.example.com";
-  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 2, /*lease_seconds=*/3)));
-  ASSERT_TRUE(published(c, driver, "node-b", gpuPool("node-b", 2, /*lease_seconds=*/3)));
+  ASSERT_TRUE(published(c, driver, "node-a", leased(gpuPool("node-a", 2), 3)));
+  ASSERT_TRUE(published(c, driver, "node-b", leased(gpuPool("node-b", 2), 3)));
   // node-b is renewed every second for six seconds; node-a is not.
   for (int i = 0; i < 6; ++i) {
     std::this_thread::sleep_for(seconds(1));
