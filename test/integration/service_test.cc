@@ -44,6 +44,10 @@ std::string poolUrl(const ControllerProcess& c, const std::string& driver, const
 
 class ServiceTest : public ::testing::Test {
  protected:
+  // Most tests publish node-a's pools, whose slices the Node owns; with it
+  // here, each test also runs alone.
+  void SetUp() override { env_.ensureNode("node-a"); }
+
   std::string holder(const std::string& lease) {
     StatusOr<client::Lease> l = env_.api().getLease("default", lease);
     return l.ok() ? l->spec.holder_identity.value_or("") : "";
@@ -53,7 +57,6 @@ class ServiceTest : public ::testing::Test {
 };
 
 TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("push", {"--auth=none"});
   const std::string driver = "push.example.com";
 
@@ -109,7 +112,6 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
 // A dry run answers the writes the push then makes, as the API server counts
 // them, and changes nothing: no slice write, no pool status.
 TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("dry-run", {"--auth=none"});
   const std::string driver = "dry.example.com";
   ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 200)));
@@ -182,7 +184,6 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
 // A manual edit of a managed slice is reverted, and one Kubernetes Event says
 // so, about the slice, naming the editor's field manager (from managedFields).
 TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("events", {"--auth=none"});
   const std::string driver = "events.example.com";
   ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 4)));
@@ -285,7 +286,6 @@ TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode
 }
 
 TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLease) {
-  env_.ensureNode("node-a");
   env_.ensureNode("node-b");
   const std::string lease = "le-forward";
   ControllerProcess r1 = env_.startController("le-1", leaderFlags("le-1", lease));
@@ -418,7 +418,6 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
 }
 
 TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
-  env_.ensureNode("node-a");
   env_.ensureNode("node-b");
   ControllerProcess c = env_.startController("lease", {"--auth=none"});
   const std::string driver = "lease.example.com";
@@ -441,7 +440,6 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
 }
 
 TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("cleanup-run", {"--auth=none"});
   ASSERT_TRUE(published(c, "cleanup.example.com", "node-a", gpuPool("node-a", 130)));
   c.process->signal(SIGTERM);
