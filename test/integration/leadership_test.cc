@@ -28,7 +28,7 @@ using std::chrono::seconds;
 constexpr char kDriver[] = "frozen.example.com";
 
 std::string poolUrl(const ControllerProcess& c, const std::string& pool) {
-  return c.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + "?wait=20s";
+  return c.poolUrl(kDriver, pool, "?wait=20s");
 }
 
 // name -> resourceVersion of the pool's slices, and the number of devices.
@@ -44,10 +44,7 @@ std::pair<std::map<std::string, std::string>, size_t> snapshot(ServiceEnv& env,
 
 class LeadershipTest : public ::testing::Test {
  protected:
-  std::string holder(const std::string& lease) {
-    StatusOr<client::Lease> l = env_.api().getLease("default", lease);
-    return l.ok() ? l->spec.holder_identity.value_or("") : "";
-  }
+  std::string holder(const std::string& lease) { return env_.leaseHolder(lease); }
   ControllerProcess replica(const std::string& id, const std::string& lease,
                             const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = leaderFlags(id, lease);

@@ -45,7 +45,7 @@ class NodeCacheTest : public ::testing::Test {
   }
 
   std::string poolUrl(const std::string& pool, const std::string& query = "") {
-    return controller_.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + query;
+    return controller_.poolUrl(kDriver, pool, query);
   }
 
   std::string nodeUid(const std::string& node) {

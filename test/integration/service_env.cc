@@ -268,6 +268,11 @@ double ServiceEnv::apiServerRequests(const std::string& resource, const std::str
   return total;
 }
 
+std::string ServiceEnv::leaseHolder(const std::string& lease) {
+  StatusOr<client::Lease> l = api().getLease("default", lease);
+  return l.ok() ? l->spec.holder_identity.value_or("") : "";
+}
+
 void expectCleanStop(const ControllerProcess& c) {
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(std::chrono::seconds(20)), 0) << c.process->log();
