@@ -3,7 +3,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,46 +10,20 @@
 
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
+#include "test/fakes/gate.h"
 
 namespace rsc::client {
 namespace {
 
 using rsc::testing::FakeClock;
 using rsc::testing::FakeKubeApi;
+using rsc::testing::Gate;
 using ::testing::StartsWith;
 using namespace std::chrono_literals;
 
 ObjectReference sliceRef(const std::string& name) {
   return {"resource.k8s.io/v1", "ResourceSlice", "", name, "uid-" + name};
 }
-
-// Holds the sender inside the fake's create until released, and says when it
-// is there.
-class Gate {
- public:
-  Status enter() {
-    std::unique_lock lock(mu_);
-    inside_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return open_; });
-    return okStatus();
-  }
-  bool waitInside() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, 10s, [&] { return inside_; });
-  }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool inside_ = false;
-  bool open_ = false;
-};
 
 class EventRecorderTest : public ::testing::Test {
  protected:
@@ -183,10 +156,15 @@ TEST_F(EventRecorderTest, RecordNeverWaitsForTheApiServerAndAFullQueueDropsAndCo
   EventRecorderOptions o;
   o.queue_size = 2;
   auto r = start(o);
+  // Holds the sender inside the fake's create until opened.
   Gate gate;
-  api_.prependReactor("create", "events", [&](FakeKubeApi::Request&) { return gate.enter(); });
+  gate.close();
+  api_.prependReactor("create", "events", [&](FakeKubeApi::Request&) {
+    gate.pass();
+    return okStatus();
+  });
   r->record(sliceRef("s0"), EventRecorder::kNormal, "SlicesAdopted", "Adopt", "n");
-  ASSERT_TRUE(gate.waitInside());
+  ASSERT_TRUE(gate.waitHeld());
   // The sender is stuck in the API call: record() still returns at once.
   for (int i = 1; i <= 5; ++i) {
     r->record(sliceRef("s" + std::to_string(i)), EventRecorder::kNormal, "SlicesAdopted", "Adopt",
@@ -215,16 +193,18 @@ TEST_F(EventRecorderTest, ErrorsAreCountedAndTheNextEventIsSent) {
 TEST_F(EventRecorderTest, StopSendsWhatIsQueuedUntilTheFlushTimeoutThenDrops) {
   auto r = start();
   Gate gate;
+  gate.close();
   // Each create takes three seconds of the fake clock; the flush timeout is two.
   api_.prependReactor("create", "events", [&](FakeKubeApi::Request&) {
     clock_.advance(3s);
-    return gate.enter();
+    gate.pass();
+    return okStatus();
   });
   for (int i = 0; i < 3; ++i) {
     r->record(sliceRef("s" + std::to_string(i)), EventRecorder::kNormal, "SlicesAdopted", "Adopt",
               "n");
   }
-  ASSERT_TRUE(gate.waitInside());
+  ASSERT_TRUE(gate.waitHeld());
   r->requestStop();
   r->record(sliceRef("late"), EventRecorder::kNormal, "SlicesAdopted", "Adopt", "n");
   EXPECT_EQ(result("SlicesAdopted/shutdown"), 1);

@@ -11,12 +11,14 @@
 #include "client/store.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
+#include "test/fakes/gate.h"
 
 namespace rsc::client {
 namespace {
 
 using rsc::testing::FakeClock;
 using rsc::testing::FakeKubeApi;
+using rsc::testing::Gate;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using namespace std::chrono_literals;
@@ -272,44 +274,18 @@ class Recorder {
   std::vector<std::string> lines_;
 };
 
-// Holds the informer's next watch calls while closed, like a network
-// partition, so that a test can change the server meanwhile.
-class WatchGate {
- public:
-  void install(FakeKubeApi& api, const std::string& resource = "resourceslices") {
-    api.prependReactor("watch", resource, [this](FakeKubeApi::Request&) {
-      std::unique_lock lock(mu_);
-      ++arrived_;
-      cv_.notify_all();
-      cv_.wait_for(lock, kSafetyTimeout, [&] { return open_; });
-      return okStatus();
-    });
-  }
-  void close() {
-    std::lock_guard lock(mu_);
-    open_ = false;
-  }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  // Waits until `n` watch calls in all reached the gate.
-  bool waitArrived(int n) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kSafetyTimeout, [&] { return arrived_ >= n; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int arrived_ = 0;
-};
+// Holds the informer's next watch calls of `resource` while `gate` is closed,
+// like a network partition, so that a test can change the server meanwhile.
+void gateWatches(FakeKubeApi& api, Gate& gate, const std::string& resource) {
+  api.prependReactor("watch", resource, [&gate](FakeKubeApi::Request&) {
+    gate.pass(kSafetyTimeout);
+    return okStatus();
+  });
+}
 
 class InformerTest : public ::testing::Test {
  protected:
-  void SetUp() override { gate_.install(api_); }
+  void SetUp() override { gateWatches(api_, gate_, "resourceslices"); }
 
   void TearDown() override {
     gate_.open();
@@ -390,7 +366,7 @@ class InformerTest : public ::testing::Test {
   FakeClock clock_;
   FakeKubeApi api_{clock_};
   Recorder recorder_;
-  WatchGate gate_;
+  Gate gate_;
   std::mutex mu_;
   std::vector<std::string> restarts_;
   std::unique_ptr<Informer<ResourceSlices>> informer_;
@@ -739,7 +715,7 @@ void keepIdentity(PartialObjectMetadata& node) {
 
 class NodeInformerTest : public ::testing::Test {
  protected:
-  void SetUp() override { gate_.install(api_, "nodes"); }
+  void SetUp() override { gateWatches(api_, gate_, "nodes"); }
   void TearDown() override {
     gate_.open();
     if (informer_) {
@@ -785,7 +761,7 @@ class NodeInformerTest : public ::testing::Test {
   FakeClock clock_;
   FakeKubeApi api_{clock_};
   Recorder recorder_;
-  WatchGate gate_;
+  Gate gate_;
   std::unique_ptr<Informer<NodeMetadata>> informer_;
 };
 

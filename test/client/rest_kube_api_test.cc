@@ -678,6 +678,16 @@ struct Seen {
   }
 };
 
+// A watch's options as the informer sends them: from `resource_version`, with
+// bookmarks, ended by the server after `timeout_seconds`.
+ListOptions watchFrom(const std::string& resource_version, int64_t timeout_seconds) {
+  ListOptions o;
+  o.resource_version = resource_version;
+  o.allow_watch_bookmarks = true;
+  o.timeout_seconds = timeout_seconds;
+  return o;
+}
+
 template <typename T = ResourceSlice>
 WatchHandler<T> recordInto(std::vector<Seen>& seen) {
   return [&seen](const WatchEvent<T>& e) {
@@ -687,7 +697,24 @@ WatchHandler<T> recordInto(std::vector<Seen>& seen) {
   };
 }
 
-TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
+// The watch tests script the server's stream; watch() watches it.
+class RestKubeApiWatchTest : public RestKubeApiTest {
+ protected:
+  struct Watched {
+    Status status;
+    std::vector<Seen> seen;
+  };
+  // Scripts `stream` (after any the test scripted before) and watches
+  // ResourceSlices with `options`: how the watch ended, and what it delivered.
+  Watched watch(FakeTransport::StreamScript stream, const ListOptions& options = {}) {
+    transport_.script(std::move(stream));
+    Watched w;
+    w.status = api_->watchResourceSlices(options, recordInto(w.seen), {});
+    return w;
+  }
+};
+
+TEST_F(RestKubeApiWatchTest, WatchDeliversEventsAcrossChunkBoundaries) {
   const std::string all = event("ADDED", sliceJson("a", "10")) +
                           event("MODIFIED", sliceJson("a", "11")) + bookmark("12") +
                           event("DELETED", sliceJson("a", "13"));
@@ -700,19 +727,13 @@ TEST_F(RestKubeApiTest, WatchDeliversEventsAcrossChunkBoundaries) {
     s.chunks.push_back(all.substr(pos, 1));
   }
   s.chunks.push_back(all.substr(pos));
-  transport_.script(s);
 
-  ListOptions o;
-  o.resource_version = "9";
-  o.allow_watch_bookmarks = true;
-  o.timeout_seconds = 480;
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices(o, recordInto(seen), {});
-  ASSERT_TRUE(status.ok()) << status.toString();
-  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kAdded, "a", "10"},
-                                     {WatchEventType::kModified, "a", "11"},
-                                     {WatchEventType::kBookmark, "", "12"},
-                                     {WatchEventType::kDeleted, "a", "13"}}));
+  const Watched w = watch(s, watchFrom("9", 480));
+  ASSERT_TRUE(w.status.ok()) << w.status.toString();
+  EXPECT_EQ(w.seen, (std::vector<Seen>{{WatchEventType::kAdded, "a", "10"},
+                                       {WatchEventType::kModified, "a", "11"},
+                                       {WatchEventType::kBookmark, "", "12"},
+                                       {WatchEventType::kDeleted, "a", "13"}}));
 
   const HttpRequest& req = transport_.last();
   EXPECT_EQ(req.method, "GET");
@@ -733,30 +754,27 @@ TEST_F(RestKubeApiTest, WatchIdleTimeoutIsAtLeastTheDefault) {
   EXPECT_EQ(transport_.last().timeout, std::chrono::minutes(5));
 }
 
-TEST_F(RestKubeApiTest, WatchManyEventsInOneChunk) {
+TEST_F(RestKubeApiWatchTest, WatchManyEventsInOneChunk) {
   FakeTransport::StreamScript s;
   s.chunks = {event("ADDED", sliceJson("a", "1")) + event("ADDED", sliceJson("b", "2")) +
               event("ADDED", sliceJson("c", "3"))};
-  transport_.script(s);
-  std::vector<Seen> seen;
-  ASSERT_TRUE(api_->watchResourceSlices({}, recordInto(seen), {}).ok());
-  ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[2].name, "c");
+  const Watched w = watch(s);
+  ASSERT_TRUE(w.status.ok());
+  ASSERT_EQ(w.seen.size(), 3u);
+  EXPECT_EQ(w.seen[2].name, "c");
 }
 
-TEST_F(RestKubeApiTest, WatchErrorEventGoesToTheHandlerAndEndsTheStream) {
+TEST_F(RestKubeApiWatchTest, WatchErrorEventGoesToTheHandlerAndEndsTheStream) {
   FakeTransport::StreamScript s;
   s.chunks = {event("ADDED", sliceJson("a", "1")) +
                   event("ERROR", statusJson(410, "Expired", "too old resource version: 1 (50)")),
               event("ADDED", sliceJson("b", "51"))};
-  transport_.script(s);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_EQ(status.code(), StatusCode::kGone);
-  EXPECT_EQ(status.message(), "watch ResourceSlices: too old resource version: 1 (50)");
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(seen[1].type, WatchEventType::kError);
-  EXPECT_EQ(seen[1].error, StatusCode::kGone);
+  const Watched w = watch(s);
+  EXPECT_EQ(w.status.code(), StatusCode::kGone);
+  EXPECT_EQ(w.status.message(), "watch ResourceSlices: too old resource version: 1 (50)");
+  ASSERT_EQ(w.seen.size(), 2u);
+  EXPECT_EQ(w.seen[1].type, WatchEventType::kError);
+  EXPECT_EQ(w.seen[1].error, StatusCode::kGone);
   EXPECT_EQ(transport_.chunksDelivered(), 1u) << "the stream was not read past the ERROR event";
 }
 
@@ -773,26 +791,23 @@ TEST_F(RestKubeApiTest, WatchHandlerCanStopTheStream) {
   EXPECT_EQ(transport_.chunksDelivered(), 1u);
 }
 
-TEST_F(RestKubeApiTest, WatchNonOkAnswerIsTheMappedStatus) {
+TEST_F(RestKubeApiWatchTest, WatchNonOkAnswerIsTheMappedStatus) {
   FakeTransport::StreamScript gone;
   gone.head = HttpResponse{410, {}, statusJson(410, "Gone", "gone")};
-  transport_.script(gone);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_EQ(status.code(), StatusCode::kGone);
-  EXPECT_TRUE(seen.empty());
+  const Watched w = watch(gone);
+  EXPECT_EQ(w.status.code(), StatusCode::kGone);
+  EXPECT_TRUE(w.seen.empty());
 
   FakeTransport::StreamScript forbidden;
   forbidden.head = HttpResponse{403, {}, statusJson(403, "Forbidden", "no")};
-  transport_.script(forbidden);
-  status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_EQ(status.code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(status.message(), "watch ResourceSlices: no");
+  const Watched refused = watch(forbidden);
+  EXPECT_EQ(refused.status.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.status.message(), "watch ResourceSlices: no");
   EXPECT_EQ(transport_.requests().size(), 2u);
   EXPECT_TRUE(clock_.sleeps().empty());
 }
 
-TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
+TEST_F(RestKubeApiWatchTest, WatchRetriesOpeningTheStream) {
   FakeTransport::StreamScript busy;
   busy.head = HttpResponse{429, {{"retry-after", "2"}}, "Too many requests"};
   transport_.script(busy);
@@ -801,11 +816,9 @@ TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
   transport_.script(refused);
   FakeTransport::StreamScript ok;
   ok.chunks = {event("ADDED", sliceJson("a", "1"))};
-  transport_.script(ok);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  ASSERT_TRUE(status.ok()) << status.toString();
-  EXPECT_EQ(seen.size(), 1u);
+  const Watched w = watch(ok);
+  ASSERT_TRUE(w.status.ok()) << w.status.toString();
+  EXPECT_EQ(w.seen.size(), 1u);
   EXPECT_EQ(transport_.requests().size(), 3u);
   // The Retry-After wait is slept in one-second pieces, to notice a stop.
   EXPECT_THAT(clock_.sleeps(),
@@ -816,40 +829,34 @@ TEST_F(RestKubeApiTest, WatchRetriesOpeningTheStream) {
   EXPECT_EQ(observed_[2].code, "200");
 }
 
-TEST_F(RestKubeApiTest, WatchBrokenAfterEventsIsReturnedNotRetried) {
+TEST_F(RestKubeApiWatchTest, WatchBrokenAfterEventsIsReturnedNotRetried) {
   FakeTransport::StreamScript s;
   s.chunks = {event("ADDED", sliceJson("a", "1"))};
   s.end = Status(StatusCode::kUnavailable, "connection reset", {}, kReasonConnectionLost);
-  transport_.script(s);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(status.message(), "watch ResourceSlices: connection reset");
-  EXPECT_EQ(seen.size(), 1u);
+  const Watched w = watch(s);
+  EXPECT_EQ(w.status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(w.status.message(), "watch ResourceSlices: connection reset");
+  EXPECT_EQ(w.seen.size(), 1u);
   EXPECT_EQ(transport_.requests().size(), 1u);
 }
 
-TEST_F(RestKubeApiTest, WatchEndingInsideAnEventIsUnavailable) {
+TEST_F(RestKubeApiWatchTest, WatchEndingInsideAnEventIsUnavailable) {
   FakeTransport::StreamScript s;
   const std::string e = event("ADDED", sliceJson("a", "1"));
   s.chunks = {e + e.substr(0, 20)};
-  transport_.script(s);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
-  EXPECT_THAT(status.message(), HasSubstr("the stream ended inside an event"));
-  EXPECT_EQ(seen.size(), 1u);
+  const Watched w = watch(s);
+  EXPECT_EQ(w.status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(w.status.message(), HasSubstr("the stream ended inside an event"));
+  EXPECT_EQ(w.seen.size(), 1u);
 }
 
-TEST_F(RestKubeApiTest, WatchMalformedEventIsAnError) {
+TEST_F(RestKubeApiWatchTest, WatchMalformedEventIsAnError) {
   FakeTransport::StreamScript s;
   s.chunks = {event("ADDED", sliceJson("a", "1")) + "{\"type\":\"ADDED\",\"object\":{]}\n"};
-  transport_.script(s);
-  std::vector<Seen> seen;
-  Status status = api_->watchResourceSlices({}, recordInto(seen), {});
-  EXPECT_FALSE(status.ok());
-  EXPECT_THAT(status.message(), HasSubstr("watch ResourceSlices: "));
-  EXPECT_EQ(seen.size(), 1u);
+  const Watched w = watch(s);
+  EXPECT_FALSE(w.status.ok());
+  EXPECT_THAT(w.status.message(), HasSubstr("watch ResourceSlices: "));
+  EXPECT_EQ(w.seen.size(), 1u);
 }
 
 TEST_F(RestKubeApiTest, WatchStoppedBeforeStartIsCancelled) {
@@ -930,12 +937,9 @@ TEST_F(RestKubeApiTest, NodeMetadataWatchAsksForPartialObjectMetadata) {
                                     R"("metadata":{"resourceVersion":"42"}})"),
               event("DELETED", nodeMetadataJson("n1", "43"))};
   transport_.script(s);
-  ListOptions o;
-  o.resource_version = "40";
-  o.allow_watch_bookmarks = true;
-  o.timeout_seconds = 300;
   std::vector<Seen> seen;
-  Status status = api_->watchNodeMetadata(o, recordInto<PartialObjectMetadata>(seen), {});
+  Status status =
+      api_->watchNodeMetadata(watchFrom("40", 300), recordInto<PartialObjectMetadata>(seen), {});
   ASSERT_TRUE(status.ok()) << status.toString();
   const HttpRequest& req = transport_.last();
   EXPECT_EQ(req.path_and_query,

@@ -8,9 +8,6 @@
 // Built with libFuzzer (test/fuzz/run-libfuzzer) or with corpus_main.cc.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <map>
 #include <string>
 #include <string_view>
@@ -18,15 +15,13 @@
 #include "client/resource_slice.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/reconcile/planner.h"
+#include "test/fuzz/promises.h"
 
 namespace rsc::controller::inventory {
 namespace {
 
 [[noreturn]] void broken(std::string_view promise, std::string_view detail = {}) {
-  std::fprintf(stderr, "pool_json fuzzer: %.*s%s%.*s\n", static_cast<int>(promise.size()),
-               promise.data(), detail.empty() ? "" : ": ", static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
+  testing::broken("pool_json", promise, detail);
 }
 
 // Whatever was wrong, the error answer serialises (bad UTF-8 included).
@@ -83,23 +78,7 @@ void checkAccepted(const reconcile::PoolKey& key, const reconcile::Pool& pool) {
     }
     slice.spec.devices = p.devices;
     slice.spec.shared_counters = p.shared_counters;
-    std::string text;
-    try {
-      text = client::toJson(slice).dump();
-    } catch (const std::exception& e) {
-      broken("an accepted pool does not serialise", e.what());
-    }
-    const Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) {
-      broken("an accepted pool serialises to invalid JSON", text);
-    }
-    StatusOr<client::ResourceSlice> back = client::resourceSliceFromJson(parsed);
-    if (!back.ok()) {
-      broken("a planned slice does not decode", back.status().toString());
-    }
-    if (!(back->spec == slice.spec)) {
-      broken("a planned slice changes in a JSON round trip", text);
-    }
+    testing::checkJsonRoundTrip("pool_json", "a planned slice", slice);
   }
   if (devices != want_devices) {
     broken("a plan lost or repeated devices");

@@ -13,24 +13,19 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "client/resource_slice.h"
 #include "client/watch_decoder.h"
+#include "test/fuzz/promises.h"
 
 namespace rsc::client {
 namespace {
 
 [[noreturn]] void broken(std::string_view promise, std::string_view detail = {}) {
-  std::fprintf(stderr, "watch_decoder fuzzer: %.*s%s%.*s\n", static_cast<int>(promise.size()),
-               promise.data(), detail.empty() ? "" : ": ", static_cast<int>(detail.size()),
-               detail.data());
-  std::abort();
+  testing::broken("watch_decoder", promise, detail);
 }
 
 struct Decoded {
@@ -83,23 +78,7 @@ void checkEvent(const Json& event) {
       break;
   }
   // What the controller would write back is what it read.
-  std::string text;
-  try {
-    text = toJson(decoded->object).dump();
-  } catch (const std::exception& e) {
-    broken("a decoded slice does not serialise", e.what());
-  }
-  const Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    broken("a decoded slice serialises to invalid JSON", text);
-  }
-  const StatusOr<ResourceSlice> again = resourceSliceFromJson(parsed);
-  if (!again.ok()) {
-    broken("a decoded slice does not decode again", again.status().toString());
-  }
-  if (!(*again == decoded->object)) {
-    broken("a slice changes in a JSON round trip", text);
-  }
+  testing::checkJsonRoundTrip("watch_decoder", "a decoded slice", decoded->object);
 }
 
 }  // namespace

@@ -116,15 +116,6 @@ std::string putHead(const std::string& target, size_t length, const std::string&
   return head + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
 }
 
-Json gpuPool(const std::string& node, int devices, const std::string& model = "A100") {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back(
-        {{"name", "gpu-" + std::to_string(i)}, {"attributes", {{"model", {{"string", model}}}}}});
-  }
-  return pool;
-}
-
 // A body of `value` repeated in the devices list, just under `size` bytes.
 std::string floodBody(const std::string& value, size_t size) {
   std::string body = R"({"nodeName": "node-a", "devices": [)" + value;

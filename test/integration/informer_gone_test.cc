@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <iterator>
 #include <map>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "client/informer.h"
+#include "test/fakes/gate.h"
 #include "test/integration/cluster_env.h"
 #include "test/integration/informer_fixture.h"
 #include "test/integration/service_env.h"
@@ -54,21 +54,16 @@ class WatchGate final : public KubeApi {
  public:
   explicit WatchGate(KubeApi& server) : server_(server) {}
 
-  void close() {
-    std::lock_guard lock(mu_);
-    open_ = false;
-  }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
+  void close() { gate_.close(); }
+  void open() { gate_.open(); }
   // Waits until a watch waits at the closed gate; returns the resourceVersion
   // it will resume from, or nullopt after kWait.
   std::optional<std::string> waitForHeldWatch() {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, kWait, [this] { return held_.has_value(); });
-    return held_;
+    if (!gate_.waitHeld(kWait)) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(mu_);
+    return last_from_;
   }
   // (resourceVersion the watch started from, how it ended), in order.
   std::vector<std::pair<std::string, StatusCode>> endedWatches() {
@@ -80,14 +75,10 @@ class WatchGate final : public KubeApi {
                              std::stop_token stop) override {
     const std::string from = options.resource_version.value_or("");
     {
-      std::unique_lock lock(mu_);
-      if (!open_) {
-        held_ = from;
-        cv_.notify_all();
-        cv_.wait(lock, stop, [this] { return open_; });
-        held_.reset();
-      }
+      std::lock_guard lock(mu_);
+      last_from_ = from;
     }
+    gate_.pass(stop);
     if (stop.stop_requested()) {
       return cancelled("watch ResourceSlices: stopped at the gate");
     }
@@ -182,10 +173,11 @@ class WatchGate final : public KubeApi {
 
  private:
   KubeApi& server_;
+  rsc::testing::Gate gate_;
   std::mutex mu_;
-  std::condition_variable_any cv_;
-  bool open_ = true;
-  std::optional<std::string> held_;
+  // Where the last watch to reach the gate starts from (the informer watches
+  // one at a time).
+  std::string last_from_;
   std::vector<std::pair<std::string, StatusCode>> ended_;
 };
 

@@ -250,6 +250,14 @@ class KubeconfigTest : public ::testing::Test {
     return pools;
   }
 
+  // Withdraws `pools` (without waiting), so that the next test publishes
+  // the examples anew.
+  void withdraw(const std::vector<std::pair<std::string, std::string>>& pools) {
+    for (const auto& [driver, pool] : pools) {
+      ServiceEnv::http("DELETE", controller_.poolUrl(driver, pool));
+    }
+  }
+
   ServiceEnv env_;
   fs::path dir_;
   ControllerProcess controller_;
@@ -327,8 +335,7 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
   // After the expiry, a withdrawal needs the API server: the plugin runs a
   // third time (and, its credential lasting an hour, no more).
   const auto& [driver, pool] = pools.front();
-  const HttpAnswer withdrawn = ServiceEnv::http(
-      "DELETE", controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool);
+  const HttpAnswer withdrawn = ServiceEnv::http("DELETE", controller_.poolUrl(driver, pool));
   EXPECT_TRUE(withdrawn.code == 200 || withdrawn.code == 202) << withdrawn.body;
   EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, pool).empty(); }))
       << controller_.process->log();
@@ -340,10 +347,7 @@ TEST_F(KubeconfigTest, ExecPluginCredentialRefreshedAfter401AndAfterItExpires) {
                         R"(rest_client_exec_plugin_call_total{call_status="no_error",code="0"})"),
             3.0);
 
-  // Clean up for the next test: every pool withdrawn.
-  for (const auto& [d, p] : pools) {
-    ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
-  }
+  withdraw(pools);
 }
 
 TEST_F(KubeconfigTest, ExecPluginClientCertificateAuthenticates) {
@@ -368,9 +372,7 @@ TEST_F(KubeconfigTest, ExecPluginClientCertificateAuthenticates) {
       "exec-cert", {"--kubeconfig=" + config.string(), "--context=working", "--auth=none"});
   const auto pools = publishExamples();
   EXPECT_NE(controller_.process->log().find("clientCertificate=\"yes\""), std::string::npos);
-  for (const auto& [d, p] : pools) {
-    ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
-  }
+  withdraw(pools);
 }
 
 TEST_F(KubeconfigTest, MissingPluginFailsAtStartupWithItsInstallHint) {
@@ -414,9 +416,7 @@ TEST_F(KubeconfigTest, ProxyUrlTunnelsEveryConnectionThroughConnect) {
     EXPECT_EQ(a, "Basic " + client::encodeBase64("tester:s@cret"));
   }
   std::printf("%zu tunnels through the proxy\n", targets.size());
-  for (const auto& [d, p] : pools) {
-    ServiceEnv::http("DELETE", controller_.inventoryUrl() + "/v1/drivers/" + d + "/pools/" + p);
-  }
+  withdraw(pools);
 }
 
 TEST_F(KubeconfigTest, TlsServerNameIsTheNameTheCertificateIsCheckedFor) {

@@ -27,15 +27,8 @@ using std::chrono::seconds;
 
 constexpr char kDriver[] = "frozen.example.com";
 
-Json nodePool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i)
-    pool["devices"].push_back({{"name", "dev-" + std::to_string(i)}});
-  return pool;
-}
-
 std::string poolUrl(const ControllerProcess& c, const std::string& pool) {
-  return c.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + "?wait=20s";
+  return c.poolUrl(kDriver, pool, "?wait=20s");
 }
 
 // name -> resourceVersion of the pool's slices, and the number of devices.
@@ -51,10 +44,7 @@ std::pair<std::map<std::string, std::string>, size_t> snapshot(ServiceEnv& env,
 
 class LeadershipTest : public ::testing::Test {
  protected:
-  std::string holder(const std::string& lease) {
-    StatusOr<client::Lease> l = env_.api().getLease("default", lease);
-    return l.ok() ? l->spec.holder_identity.value_or("") : "";
-  }
+  std::string holder(const std::string& lease) { return env_.leaseHolder(lease); }
   ControllerProcess replica(const std::string& id, const std::string& lease,
                             const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = leaderFlags(id, lease);
@@ -76,7 +66,7 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   ControllerProcess& next_leader = holder(lease) == "fz-1" ? r2 : r1;
 
   // The leader publishes the first version of the pool.
-  HttpAnswer a = env_.http("PUT", poolUrl(old_leader, "node-a"), nodePool("node-a", 2).dump());
+  HttpAnswer a = env_.http("PUT", poolUrl(old_leader, "node-a"), gpuPool("node-a", 2).dump());
   ASSERT_EQ(a.code, 200) << a.body;
 
   // Frozen past its lease: the other replica takes over.
@@ -84,14 +74,14 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   ASSERT_TRUE(
       ServiceEnv::eventually([&] { return holder(lease) == next_leader.identity; }, seconds(20)));
   // The driver pushes a newer version to the new leader, which publishes it.
-  a = env_.http("PUT", poolUrl(next_leader, "node-a"), nodePool("node-a", 3).dump());
+  a = env_.http("PUT", poolUrl(next_leader, "node-a"), gpuPool("node-a", 3).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   const auto published = snapshot(env_, "node-a");
   ASSERT_EQ(published.second, 3U);
 
   // A push of another pool waits in the frozen replica's socket.
   auto queued = std::async(std::launch::async, [&] {
-    return env_.http("PUT", poolUrl(old_leader, "node-b"), nodePool("node-b", 1).dump());
+    return env_.http("PUT", poolUrl(old_leader, "node-b"), gpuPool("node-b", 1).dump());
   });
   ASSERT_EQ(queued.wait_for(seconds(1)), std::future_status::timeout);
 
@@ -147,7 +137,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   // certificate for "localhost" against the CA file.
   HttpAnswer a;
   ASSERT_TRUE(ServiceEnv::eventually([&] {
-    a = env_.http("PUT", httpsPool(follower), nodePool("node-c", 1).dump(), "", trust_replicas);
+    a = env_.http("PUT", httpsPool(follower), gpuPool("node-c", 1).dump(), "", trust_replicas);
     return a.code == 200;
   })) << a.code
       << " " << a.body << "\n"
@@ -160,7 +150,7 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   ASSERT_TRUE(ServiceEnv::eventually([&] {
     return r3.process->log().find("leader=\"" + leader_id + "\"") != std::string::npos;
   })) << r3.process->log();
-  a = env_.http("PUT", httpsPool(r3), nodePool("node-c", 2).dump(), "", trust_replicas);
+  a = env_.http("PUT", httpsPool(r3), gpuPool("node-c", 2).dump(), "", trust_replicas);
   EXPECT_EQ(a.code, 503) << a.body;
   EXPECT_NE(r3.process->log().find("Forwarding to the leader failed"), std::string::npos)
       << r3.process->log();

@@ -32,15 +32,6 @@ constexpr char kDriver[] = "gpu.example.com";
 constexpr int kRetriesBeforeTheNode = 11;
 constexpr auto kPublishedSoon = seconds(2);
 
-Json gpuPool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back(
-        {{"name", "gpu-" + std::to_string(i)}, {"attributes", {{"model", {{"string", "A100"}}}}}});
-  }
-  return pool;
-}
-
 class NodeCacheTest : public ::testing::Test {
  protected:
   void TearDown() override {
@@ -54,7 +45,7 @@ class NodeCacheTest : public ::testing::Test {
   }
 
   std::string poolUrl(const std::string& pool, const std::string& query = "") {
-    return controller_.inventoryUrl() + "/v1/drivers/" + kDriver + "/pools/" + pool + query;
+    return controller_.poolUrl(kDriver, pool, query);
   }
 
   std::string nodeUid(const std::string& node) {

@@ -25,23 +25,8 @@ using std::chrono::seconds;
 
 constexpr char kManagedBy[] = "app.kubernetes.io/managed-by";
 
-Json gpuPool(const std::string& node, int devices) {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
-                               {"attributes", {{"model", {{"string", "A100"}}}}},
-                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
-  }
-  return pool;
-}
-
 class PoolIntegrityTest : public ::testing::Test {
  protected:
-  std::string poolUrl(const std::string& driver, const std::string& pool,
-                      const std::string& query = "") {
-    return controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
-  }
-
   void SetUp() override {
     controller_ = env_.startController(
         ::testing::UnitTest::GetInstance()->current_test_info()->name(), {"--auth=none"});
@@ -73,14 +58,14 @@ class PoolIntegrityTest : public ::testing::Test {
   // checks that it is whole with `slices` slices.
   void publish(const std::string& driver, const std::string& node, int devices, size_t slices) {
     env_.ensureNode(node);
-    const HttpAnswer a =
-        env_.http("PUT", poolUrl(driver, node, "?wait=30s"), gpuPool(node, devices).dump());
+    const HttpAnswer a = env_.http("PUT", controller_.poolUrl(driver, node, "?wait=30s"),
+                                   gpuPool(node, devices).dump());
     ASSERT_EQ(a.code, 200) << a.body;
     ASSERT_TRUE(whole(driver, node, slices));
   }
 
   Json status(const std::string& driver, const std::string& pool) {
-    return env_.http("GET", poolUrl(driver, pool)).json();
+    return env_.http("GET", controller_.poolUrl(driver, pool)).json();
   }
 
   // The resourceVersions of the pool's slices: equal when nothing was
@@ -165,8 +150,8 @@ TEST_F(PoolIntegrityTest, ARefusedNodeSelectorKeepsThePublishedSlice) {
   moved.erase("nodeName");
   moved["nodeSelector"] = Json::parse(
       R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["N_021"]}]}]})");
-  expectRefused(driver, "node-c", env_.http("PUT", poolUrl(driver, "node-c"), moved.dump()),
-                "N_021");
+  expectRefused(driver, "node-c",
+                env_.http("PUT", controller_.poolUrl(driver, "node-c"), moved.dump()), "N_021");
   expectNotWrittenAgain(driver, "node-c", published, 1);
 }
 
@@ -180,7 +165,8 @@ TEST_F(PoolIntegrityTest, AListAttributeTheServerRefusesKeepsThePublishedSlice) 
 
   Json listed = gpuPool("node-d", 2);
   listed["devices"][1]["attributes"]["cores"] = Json::parse(R"({"ints":[1,2,3]})");
-  const HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-d", "?wait=20s"), listed.dump());
+  const HttpAnswer a =
+      env_.http("PUT", controller_.poolUrl(driver, "node-d", "?wait=20s"), listed.dump());
   if (a.code == 200 && a.json()["phase"] == "Published") {
     // A server that keeps (or drops and reports) the field: the pool is whole.
     EXPECT_TRUE(whole(driver, "node-d", 1));
@@ -207,7 +193,8 @@ TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
   changed["devices"][10]["attributes"]["model"]["string"] = "H100";
   changed["devices"][150]["taints"] = Json::parse(
       R"([{"key":"example.com/unhealthy","effect":"NoSchedule","timeAdded":"yesterday"}])");
-  expectRefused(driver, "node-d", env_.http("PUT", poolUrl(driver, "node-d"), changed.dump()),
+  expectRefused(driver, "node-d",
+                env_.http("PUT", controller_.poolUrl(driver, "node-d"), changed.dump()),
                 "yesterday");
   // Whole, with the published content, and not bumped again.
   EXPECT_TRUE(ServiceEnv::eventually([&] { return whole(driver, "node-d", 2); }));
@@ -222,7 +209,8 @@ TEST_F(PoolIntegrityTest, ARefusedTaintLeavesThePoolWholeAndIsNotRetried) {
 
   // The driver fixes its push: published.
   changed["devices"][150]["taints"][0].erase("timeAdded");
-  const HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-d", "?wait=30s"), changed.dump());
+  const HttpAnswer a =
+      env_.http("PUT", controller_.poolUrl(driver, "node-d", "?wait=30s"), changed.dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   EXPECT_TRUE(whole(driver, "node-d", 2));
@@ -271,7 +259,7 @@ TEST_F(PoolIntegrityTest, ASliceRefusedByAnAdmissionPolicyLeavesThePoolWhole) {
   Json changed = gpuPool("node-f", 190);
   changed["devices"][10]["attributes"]["model"]["string"] = "H100";
   changed["devices"][150]["name"] = "refused-0";
-  HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-f"), changed.dump());
+  HttpAnswer a = env_.http("PUT", controller_.poolUrl(driver, "node-f"), changed.dump());
   ASSERT_EQ(a.code, 202) << a.body;
   expectRefused(driver, "node-f", a, "refused by policy");
   EXPECT_TRUE(ServiceEnv::eventually([&] { return whole(driver, "node-f", 2); }));
@@ -289,7 +277,7 @@ TEST_F(PoolIntegrityTest, ASliceRefusedByAnAdmissionPolicyLeavesThePoolWhole) {
   EXPECT_FALSE(names.contains("refused-0"));
 
   changed["devices"][150]["name"] = "gpu-150";
-  a = env_.http("PUT", poolUrl(driver, "node-f", "?wait=30s"), changed.dump());
+  a = env_.http("PUT", controller_.poolUrl(driver, "node-f", "?wait=30s"), changed.dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   env_.kube("DELETE", bindings + "/refuse-device");
@@ -307,18 +295,20 @@ TEST_F(PoolIntegrityTest, AGenerationAtTheLimitNeverGoesDown) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   Json pool = gpuPool("node-e", 128);
   pool["generation"] = kMax;
-  HttpAnswer a = env_.http("PUT", poolUrl(driver, "node-e", "?wait=30s"), pool.dump());
+  HttpAnswer a = env_.http("PUT", controller_.poolUrl(driver, "node-e", "?wait=30s"), pool.dump());
   ASSERT_EQ(a.code, 422) << a.body;
   EXPECT_EQ(a.json()["details"][0]["field"], "generation");
 
-  a = env_.http("PUT", poolUrl(driver, "node-e", "?wait=30s"), gpuPool("node-e", 128).dump());
+  a = env_.http("PUT", controller_.poolUrl(driver, "node-e", "?wait=30s"),
+                gpuPool("node-e", 128).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   ASSERT_TRUE(whole(driver, "node-e", 1));
   client::ResourceSlice raised = claimingSlices(driver, "node-e")[0];
   raised.spec.pool.generation = kMax;
   ASSERT_TRUE(env_.api().updateResourceSlice(raised).ok());
 
-  a = env_.http("PUT", poolUrl(driver, "node-e", "?wait=30s"), gpuPool("node-e", 129).dump());
+  a = env_.http("PUT", controller_.poolUrl(driver, "node-e", "?wait=30s"),
+                gpuPool("node-e", 129).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["publishedGeneration"], kMax);
   EXPECT_TRUE(ServiceEnv::eventually([&] { return whole(driver, "node-e", 2); }));

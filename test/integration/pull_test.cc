@@ -415,7 +415,7 @@ TEST_F(PullTest, EndpointsOfALabelledServiceAreDiscoveredAndNodeRestricted) {
       seconds(15)))
       << c.process->log();
   EXPECT_TRUE(env_.poolSlices(kPusher, "other").empty());
-  push = env_.http("PUT", c.inventoryUrl() + "/v1/drivers/" + kPusher + "/pools/shared",
+  push = env_.http("PUT", c.poolUrl(kPusher, "shared"),
                    R"({"allNodes": true, "devices": [{"name": "gpu0"}, {"name": "gpu2"}]})");
   EXPECT_LT(push.code, 300) << "the pushing driver goes on: " << push.body;
 

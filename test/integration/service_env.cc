@@ -268,9 +268,27 @@ double ServiceEnv::apiServerRequests(const std::string& resource, const std::str
   return total;
 }
 
+std::string ServiceEnv::leaseHolder(const std::string& lease) {
+  StatusOr<client::Lease> l = api().getLease("default", lease);
+  return l.ok() ? l->spec.holder_identity.value_or("") : "";
+}
+
 void expectCleanStop(const ControllerProcess& c) {
   c.process->signal(SIGTERM);
   EXPECT_EQ(c.process->wait(std::chrono::seconds(20)), 0) << c.process->log();
+}
+
+Json gpuPool(const std::string& node, int devices, const std::string& model) {
+  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
+  for (int i = 0; i < devices; ++i) {
+    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
+                               {"attributes",
+                                {{"model", {{"string", model}}},
+                                 {"index", {{"int", i}}},
+                                 {"driverVersion", {{"version", "1.2.3"}}}}},
+                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
+  }
+  return pool;
 }
 
 }  // namespace rsc::testing

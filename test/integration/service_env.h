@@ -31,11 +31,21 @@ struct ControllerProcess {
   std::string identity;
 
   std::string inventoryUrl() const { return "http://127.0.0.1:" + std::to_string(inventory_port); }
+  // The inventory API's URL of `driver`'s pool `pool`, with `query` ("?wait=30s") appended.
+  std::string poolUrl(const std::string& driver, const std::string& pool,
+                      const std::string& query = "") const {
+    return inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
+  }
 };
 
 // Sends `c` SIGTERM and expects it to exit 0 within 20 s (its log otherwise):
 // how a test ends a controller that must shut down cleanly.
 void expectCleanStop(const ControllerProcess& c);
+
+// A push body: node `node`'s pool of `devices` GPUs gpu-0, gpu-1, ..., each
+// with an attribute of every kind (model = `model`, index, driverVersion) and
+// a memory capacity. What the tests that publish through the service push.
+Json gpuPool(const std::string& node, int devices, const std::string& model = "A100");
 
 // How a test client checks an HTTPS server: against `ca_pem` (empty: the
 // system store), for `server_name` (empty: the URL's host), or not at all.
@@ -57,6 +67,8 @@ class ServiceEnv {
 
   // The admin's typed API (RestKubeApi on the cluster's admin kubeconfig).
   client::KubeApi& api() { return *api_; }
+  // The holder of Lease `lease` in namespace default ("" when none or absent).
+  std::string leaseHolder(const std::string& lease);
 
   // Starts the controller with `args` added to the port and kubeconfig flags
   // (kubeconfig: the admin's unless `args` names one). Waits until /readyz

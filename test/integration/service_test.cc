@@ -19,43 +19,41 @@ const auto* const kCluster = ClusterEnvironment::install();
 
 using std::chrono::seconds;
 
-Json gpuPool(const std::string& node, int devices, int lease_seconds = 0,
-             const std::string& model = "A100") {
-  Json pool = {{"nodeName", node}, {"devices", Json::array()}};
-  for (int i = 0; i < devices; ++i) {
-    pool["devices"].push_back({{"name", "gpu-" + std::to_string(i)},
-                               {"attributes",
-                                {{"model", {{"string", model}}},
-                                 {"index", {{"int", i}}},
-                                 {"driverVersion", {{"version", "1.2.3"}}}}},
-                               {"capacity", {{"memory", {{"value", "80Gi"}}}}}});
-  }
-  if (lease_seconds > 0) pool["leaseSeconds"] = lease_seconds;
+// `pool` with a lease of `seconds`: withdrawn unless renewed in time.
+Json leased(Json pool, int seconds) {
+  pool["leaseSeconds"] = seconds;
   return pool;
 }
 
-std::string poolUrl(const ControllerProcess& c, const std::string& driver, const std::string& pool,
-                    const std::string& query = "") {
-  return c.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool + query;
+// Pushes `pool` as the pool `node` of `driver` and waits until it is
+// published (200); says what the controller answered otherwise.
+::testing::AssertionResult published(const ControllerProcess& c, const std::string& driver,
+                                     const std::string& node, const Json& pool) {
+  const HttpAnswer a = ServiceEnv::http("PUT", c.poolUrl(driver, node, "?wait=30s"), pool.dump());
+  if (a.code == 200) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "PUT " << driver << "/" << node << ": " << a.code << " " << a.body;
 }
 
 class ServiceTest : public ::testing::Test {
  protected:
-  std::string holder(const std::string& lease) {
-    StatusOr<client::Lease> l = env_.api().getLease("default", lease);
-    return l.ok() ? l->spec.holder_identity.value_or("") : "";
-  }
+  // Most tests publish node-a's pools, whose slices the Node owns; with it
+  // here, each test also runs alone.
+  void SetUp() override { env_.ensureNode("node-a"); }
+
+  std::string holder(const std::string& lease) { return env_.leaseHolder(lease); }
 
   ServiceEnv env_;
 };
 
 TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("push", {"--auth=none"});
   const std::string driver = "push.example.com";
 
   HttpAnswer a =
-      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
+      env_.http("PUT", c.poolUrl(driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["phase"], "Published");
   EXPECT_EQ(a.json()["sliceNames"].size(), 2U);
@@ -70,7 +68,7 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
 
   // The same push again: published at once, no API write, and the same
   // bytes are not even decoded.
-  a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
+  a = env_.http("PUT", c.poolUrl(driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   const std::string bodies =
       "resourceslice_controller_push_bodies_total{driver=\"push.example.com\",";
@@ -79,7 +77,7 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   // One device changes: one update, same generation.
   Json changed = gpuPool("node-a", 200);
   changed["devices"][150]["attributes"]["model"]["string"] = "H100";
-  a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), changed.dump());
+  a = env_.http("PUT", c.poolUrl(driver, "node-a", "?wait=30s"), changed.dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["publishedGeneration"], 1);
   const std::string updates =
@@ -96,7 +94,7 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   }));
 
   // Withdraw.
-  a = env_.http("DELETE", poolUrl(c, driver, "node-a", "?wait=30s"));
+  a = env_.http("DELETE", c.poolUrl(driver, "node-a", "?wait=30s"));
   EXPECT_TRUE(a.code == 200 || a.code == 202) << a.body;
   EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
 
@@ -106,12 +104,9 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
 // A dry run answers the writes the push then makes, as the API server counts
 // them, and changes nothing: no slice write, no pool status.
 TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("dry-run", {"--auth=none"});
   const std::string driver = "dry.example.com";
-  HttpAnswer a =
-      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 200).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 200)));
 
   // The planned writes of a dry run's answer, by the method that makes them.
   const auto planned = [](const Json& answer) {
@@ -143,8 +138,8 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
   for (const Step& step : steps) {
     SCOPED_TRACE(step.name);
     const std::map<std::string, double> before = env_.sliceWriteRequests();
-    const std::string status_before = env_.http("GET", poolUrl(c, driver, "node-a")).body;
-    HttpAnswer dry = env_.http(step.method, poolUrl(c, driver, "node-a", "?dryRun=All"), step.body);
+    const std::string status_before = env_.http("GET", c.poolUrl(driver, "node-a")).body;
+    HttpAnswer dry = env_.http(step.method, c.poolUrl(driver, "node-a", "?dryRun=All"), step.body);
     ASSERT_EQ(dry.code, 200) << dry.body;
     const Json answer = dry.json();
     ASSERT_EQ(answer["pools"].size(), 1U) << dry.body;
@@ -158,9 +153,10 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
     }
     // Nothing written, nothing changed.
     EXPECT_EQ(env_.sliceWriteRequests(), before);
-    EXPECT_EQ(env_.http("GET", poolUrl(c, driver, "node-a")).body, status_before);
+    EXPECT_EQ(env_.http("GET", c.poolUrl(driver, "node-a")).body, status_before);
 
-    a = env_.http(step.method, poolUrl(c, driver, "node-a", "?wait=30s"), step.body);
+    const HttpAnswer a =
+        env_.http(step.method, c.poolUrl(driver, "node-a", "?wait=30s"), step.body);
     ASSERT_TRUE(a.code == 200 || (step.method == "DELETE" && a.code == 202)) << a.body;
     if (step.method == "DELETE") {
       ASSERT_TRUE(
@@ -180,12 +176,9 @@ TEST_F(ServiceTest, DryRunPlansExactlyTheWritesOfThePushAndWritesNothing) {
 // A manual edit of a managed slice is reverted, and one Kubernetes Event says
 // so, about the slice, naming the editor's field manager (from managedFields).
 TEST_F(ServiceTest, ARevertedManualEditMakesOneEventNamingTheSliceAndTheEditor) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("events", {"--auth=none"});
   const std::string driver = "events.example.com";
-  HttpAnswer a =
-      env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"), gpuPool("node-a", 4).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 4)));
   const auto slices = env_.poolSlices(driver, "node-a");
   ASSERT_EQ(slices.size(), 1U);
   const std::string name = slices[0].metadata.name;
@@ -263,20 +256,20 @@ TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode
   const std::string body_a = gpuPool("node-a", 4).dump();
 
   HttpAnswer a =
-      env_.http("PUT", poolUrl(c, "auth.example.com", "node-a", "?wait=30s"), body_a, on_a);
+      env_.http("PUT", c.poolUrl("auth.example.com", "node-a", "?wait=30s"), body_a, on_a);
   EXPECT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("auth.example.com", "node-a", 1));
 
-  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-b", "?wait=30s"),
+  a = env_.http("PUT", c.poolUrl("auth.example.com", "node-b", "?wait=30s"),
                 gpuPool("node-b", 4).dump(), on_a);
   EXPECT_EQ(a.code, 403) << "a pod on node-a published node-b's pool: " << a.body;
-  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a);
+  a = env_.http("PUT", c.poolUrl("auth.example.com", "node-a"), body_a);
   EXPECT_EQ(a.code, 401) << a.body;
-  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a, no_grant);
+  a = env_.http("PUT", c.poolUrl("auth.example.com", "node-a"), body_a, no_grant);
   EXPECT_EQ(a.code, 403) << "a ServiceAccount without the RBAC grant published: " << a.body;
-  a = env_.http("PUT", poolUrl(c, "other.example.com", "node-a"), body_a, on_a);
+  a = env_.http("PUT", c.poolUrl("other.example.com", "node-a"), body_a, on_a);
   EXPECT_EQ(a.code, 403) << "the grant is for auth.example.com only: " << a.body;
-  a = env_.http("PUT", poolUrl(c, "auth.example.com", "node-a"), body_a, wrong_audience);
+  a = env_.http("PUT", c.poolUrl("auth.example.com", "node-a"), body_a, wrong_audience);
   EXPECT_EQ(a.code, 401) << "a token for another audience was accepted: " << a.body;
   EXPECT_TRUE(env_.poolSlices("auth.example.com", "node-b").empty());
   EXPECT_TRUE(env_.poolSlices("other.example.com", "node-a").empty());
@@ -285,7 +278,6 @@ TEST_F(ServiceTest, DriversAuthenticateWithTheirPodTokensAndPublishOnlyTheirNode
 }
 
 TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLease) {
-  env_.ensureNode("node-a");
   env_.ensureNode("node-b");
   const std::string lease = "le-forward";
   ControllerProcess r1 = env_.startController("le-1", leaderFlags("le-1", lease));
@@ -298,11 +290,11 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
   ASSERT_TRUE(ServiceEnv::eventually(
       [&] { return env_.http("GET", follower.inventoryUrl() + "/v1/drivers").code == 200; }));
 
-  HttpAnswer a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
+  HttpAnswer a = env_.http("PUT", follower.poolUrl("fwd.example.com", "node-a", "?wait=30s"),
                            gpuPool("node-a", 3).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(a.json()["leader"], leader_id);
-  a = env_.http("PUT", poolUrl(leader, "fwd.example.com", "node-b", "?wait=30s"),
+  a = env_.http("PUT", leader.poolUrl("fwd.example.com", "node-b", "?wait=30s"),
                 gpuPool("node-b", 3).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-a", 1));
@@ -317,7 +309,7 @@ TEST_F(ServiceTest, PushesToEitherReplicaReachTheLeaderAndSigtermReleasesTheLeas
   EXPECT_TRUE(
       ServiceEnv::eventually([&] { return holder(lease) == follower.identity; }, seconds(10)));
   // Pushes reach the new leader; nothing the old one published was lost.
-  a = env_.http("PUT", poolUrl(follower, "fwd.example.com", "node-a", "?wait=30s"),
+  a = env_.http("PUT", follower.poolUrl("fwd.example.com", "node-a", "?wait=30s"),
                 gpuPool("node-a", 4).dump());
   EXPECT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete("fwd.example.com", "node-b", 1));
@@ -366,7 +358,7 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
     for (int i = 0; i < kPools; ++i) {
       const std::string node = "fo-node-" + std::to_string(i);
       const HttpAnswer a =
-          env_.http("PUT", poolUrl(to, driver, node), gpuPool(node, kDevices).dump());
+          env_.http("PUT", to.poolUrl(driver, node), gpuPool(node, kDevices).dump());
       ASSERT_TRUE(a.code == 200 || a.code == 202) << a.body;
     }
   };
@@ -418,20 +410,15 @@ TEST_F(ServiceTest, KilledLeaderIsReplacedAndEveryPoolEndsCompleteWithoutDuplica
 }
 
 TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
-  env_.ensureNode("node-a");
   env_.ensureNode("node-b");
   ControllerProcess c = env_.startController("lease", {"--auth=none"});
   const std::string driver = "lease.example.com";
-  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "node-a", "?wait=30s"),
-                           gpuPool("node-a", 2, /*lease_seconds=*/3).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
-  a = env_.http("PUT", poolUrl(c, driver, "node-b", "?wait=30s"),
-                gpuPool("node-b", 2, /*lease_seconds=*/3).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, driver, "node-a", leased(gpuPool("node-a", 2), 3)));
+  ASSERT_TRUE(published(c, driver, "node-b", leased(gpuPool("node-b", 2), 3)));
   // node-b is renewed every second for six seconds; node-a is not.
   for (int i = 0; i < 6; ++i) {
     std::this_thread::sleep_for(seconds(1));
-    a = env_.http("POST", poolUrl(c, driver, "node-b", "/renew"));
+    const HttpAnswer a = env_.http("POST", c.poolUrl(driver, "node-b", "/renew"));
     EXPECT_EQ(a.code, 200) << a.body;
   }
   EXPECT_TRUE(env_.poolSlices(driver, "node-a").empty()) << "an expired pool is still published";
@@ -445,11 +432,8 @@ TEST_F(ServiceTest, LeasedPoolExpiresUnlessRenewed) {
 }
 
 TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
-  env_.ensureNode("node-a");
   ControllerProcess c = env_.startController("cleanup-run", {"--auth=none"});
-  HttpAnswer a = env_.http("PUT", poolUrl(c, "cleanup.example.com", "node-a", "?wait=30s"),
-                           gpuPool("node-a", 130).dump());
-  ASSERT_EQ(a.code, 200) << a.body;
+  ASSERT_TRUE(published(c, "cleanup.example.com", "node-a", gpuPool("node-a", 130)));
   c.process->signal(SIGTERM);
   ASSERT_EQ(c.process->wait(seconds(20)), 0);
 
@@ -502,7 +486,7 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
     return slices.empty() ? int64_t{-1} : slices[0].spec.pool.generation;
   };
 
-  HttpAnswer a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(1000).dump());
+  HttpAnswer a = env_.http("PUT", c.poolUrl(driver, "fabric-1", "?wait=60s"), pool(1000).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 8));
   EXPECT_EQ(writes("create"), 8);
@@ -511,14 +495,14 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
   // One device changes: one update, same generation.
   Json changed = pool(1000);
   changed["devices"][500]["attributes"]["speed"]["int"] = 800;
-  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), changed.dump());
+  a = env_.http("PUT", c.poolUrl(driver, "fabric-1", "?wait=60s"), changed.dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_EQ(writes("update"), 1);
   EXPECT_EQ(generation(), g1);
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 8));
 
   // Growing past the last slice's room adds a slice: bump, all rewritten.
-  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(1100).dump());
+  a = env_.http("PUT", c.poolUrl(driver, "fabric-1", "?wait=60s"), pool(1100).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 9));
   EXPECT_EQ(generation(), g1 + 1);
@@ -526,7 +510,7 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
   EXPECT_EQ(writes("update"), 1 + 8);
 
   // Shrinking deletes the emptied slices and bumps again.
-  a = env_.http("PUT", poolUrl(c, driver, "fabric-1", "?wait=60s"), pool(100).dump());
+  a = env_.http("PUT", c.poolUrl(driver, "fabric-1", "?wait=60s"), pool(100).dump());
   ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 1));
   EXPECT_EQ(generation(), g1 + 2);

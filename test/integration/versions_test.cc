@@ -174,8 +174,7 @@ class VersionsTest : public ::testing::Test {
   }
 
   Json poolStatus(const std::string& driver, const std::string& pool) {
-    return env_.http("GET", controller_.inventoryUrl() + "/v1/drivers/" + driver + "/pools/" + pool)
-        .json();
+    return env_.http("GET", controller_.poolUrl(driver, pool)).json();
   }
 
   // Adds a label of someone else's to the first slice of the pool, with a

@@ -157,12 +157,9 @@ TEST(ControllerMetrics, PublishLatencyLandsInItsBucket) {
   ASSERT_TRUE(latency.has_value());
   EXPECT_EQ(latency->sample_count, 4u);
   EXPECT_DOUBLE_EQ(latency->sample_sum, 0.005 + 0.007 + 0.3 + 90);
-  EXPECT_EQ(cumulativeCount(*latency, 0.005), 1u);
-  EXPECT_EQ(cumulativeCount(*latency, 0.01), 2u);
-  EXPECT_EQ(cumulativeCount(*latency, 0.25), 2u);
-  EXPECT_EQ(cumulativeCount(*latency, 0.5), 3u);
-  EXPECT_EQ(cumulativeCount(*latency, 60), 3u);
-  EXPECT_EQ(cumulativeCount(*latency, std::numeric_limits<double>::infinity()), 4u);
+  EXPECT_EQ(cumulativeCounts(*latency,
+                             {0.005, 0.01, 0.25, 0.5, 60, std::numeric_limits<double>::infinity()}),
+            (CumulativeCounts{1, 2, 2, 3, 3, 4}));
 }
 
 TEST(ControllerMetrics, PublishLatencyBucketsSpanFiveMillisecondsToAMinute) {
@@ -204,11 +201,8 @@ TEST(ControllerMetrics, ReconcileResultsAreCountedAndTimed) {
   const auto time = snap.histogram("controller_runtime_reconcile_time_seconds", controller);
   ASSERT_TRUE(time.has_value());
   EXPECT_EQ(time->sample_count, 4u);
-  EXPECT_EQ(cumulativeCount(*time, 0.005), 1u);
-  EXPECT_EQ(cumulativeCount(*time, 0.1), 1u);
-  EXPECT_EQ(cumulativeCount(*time, 0.15), 3u);
-  EXPECT_EQ(cumulativeCount(*time, 1.75), 3u);
-  EXPECT_EQ(cumulativeCount(*time, 2.0), 4u);
+  EXPECT_EQ(cumulativeCounts(*time, {0.005, 0.1, 0.15, 1.75, 2.0}),
+            (CumulativeCounts{1, 1, 3, 3, 4}));
 }
 
 TEST(ControllerMetrics, WorkerGauges) {

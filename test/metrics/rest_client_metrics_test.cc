@@ -45,9 +45,7 @@ TEST(RestClientMetrics, DurationsLandInClientGoBuckets) {
                                                       {{"verb", "GET"}, {"host", kHost}});
   ASSERT_TRUE(duration.has_value());
   EXPECT_EQ(duration->sample_count, 3u);
-  EXPECT_EQ(cumulativeCount(*duration, 0.005), 1u);
-  EXPECT_EQ(cumulativeCount(*duration, 0.025), 1u);
-  EXPECT_EQ(cumulativeCount(*duration, 0.1), 3u);
+  EXPECT_EQ(cumulativeCounts(*duration, {0.005, 0.025, 0.1}), (CumulativeCounts{1, 1, 3}));
 }
 
 TEST(RestClientMetrics, CountsExecPluginCallsByCodeAndStatus) {

@@ -118,4 +118,13 @@ std::optional<std::uint64_t> cumulativeCount(const prometheus::ClientMetric::His
   return std::nullopt;
 }
 
+CumulativeCounts cumulativeCounts(const prometheus::ClientMetric::Histogram& histogram,
+                                  const std::vector<double>& upper_bounds) {
+  CumulativeCounts counts;
+  for (const double bound : upper_bounds) {
+    counts.push_back(cumulativeCount(histogram, bound));
+  }
+  return counts;
+}
+
 }  // namespace rsc::metrics

@@ -57,4 +57,11 @@ class Snapshot {
 std::optional<std::uint64_t> cumulativeCount(const prometheus::ClientMetric::Histogram& histogram,
                                              double upper_bound);
 
+// The cumulative counts of `histogram` at each of `upper_bounds`, in their
+// order (nullopt where it has no such bucket): a histogram's shape, checked
+// in one comparison.
+using CumulativeCounts = std::vector<std::optional<std::uint64_t>>;
+CumulativeCounts cumulativeCounts(const prometheus::ClientMetric::Histogram& histogram,
+                                  const std::vector<double>& upper_bounds);
+
 }  // namespace rsc::metrics

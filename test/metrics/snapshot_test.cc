@@ -56,6 +56,8 @@ TEST(Snapshot, HistogramsAreReadAsHistograms) {
   EXPECT_EQ(cumulativeCount(*histogram, 2), 1u);
   EXPECT_EQ(cumulativeCount(*histogram, std::numeric_limits<double>::infinity()), 1u);
   EXPECT_FALSE(cumulativeCount(*histogram, 3));
+  // In the order asked, a missing bound included.
+  EXPECT_EQ(cumulativeCounts(*histogram, {2, 3, 1}), (CumulativeCounts{1, std::nullopt, 0}));
 }
 
 }  // namespace

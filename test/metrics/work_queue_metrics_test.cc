@@ -70,17 +70,15 @@ TEST(WorkQueueMetrics, RecordsQueueActivity) {
   const auto queue = snap.histogram("workqueue_queue_duration_seconds", name);
   ASSERT_TRUE(queue.has_value());
   EXPECT_EQ(queue->sample_count, 2u);
-  EXPECT_EQ(cumulativeCount(*queue, buckets[0]), 1u);
-  EXPECT_EQ(cumulativeCount(*queue, buckets[3]), 1u);
-  EXPECT_EQ(cumulativeCount(*queue, buckets[4]), 2u);
+  EXPECT_EQ(cumulativeCounts(*queue, {buckets[0], buckets[3], buckets[4]}),
+            (CumulativeCounts{1, 1, 2}));
 
   const auto work = snap.histogram("workqueue_work_duration_seconds", name);
   ASSERT_TRUE(work.has_value());
   EXPECT_EQ(work->sample_count, 2u);
-  EXPECT_EQ(cumulativeCount(*work, buckets[6]), 0u);
-  EXPECT_EQ(cumulativeCount(*work, buckets[7]), 1u);
-  EXPECT_EQ(cumulativeCount(*work, buckets[9]), 1u);
-  EXPECT_EQ(cumulativeCount(*work, std::numeric_limits<double>::infinity()), 2u);
+  EXPECT_EQ(cumulativeCounts(*work, {buckets[6], buckets[7], buckets[9],
+                                     std::numeric_limits<double>::infinity()}),
+            (CumulativeCounts{0, 1, 1, 2}));
   EXPECT_DOUBLE_EQ(work->sample_sum, 30.02);
 }
 

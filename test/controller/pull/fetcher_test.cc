@@ -27,6 +27,13 @@ FetcherOptions smallOptions() {
   return o;
 }
 
+// Why a fetch that must fail failed (OK, after a test failure, when it did
+// not fail).
+Status failure(const StatusOr<FetchResult>& fetched) {
+  EXPECT_FALSE(fetched.ok()) << "fetched " << fetched->pools.size() << " pools";
+  return fetched.status();
+}
+
 // Each test scripts the endpoint's answers in transport_ and fetches with fetch().
 class FetcherTest : public ::testing::Test {
  protected:
@@ -118,45 +125,41 @@ TEST_F(FetcherTest, SendsIfNoneMatchAndTakes304AsUnchanged) {
 
 TEST_F(FetcherTest, MalformedJsonIsInvalid) {
   transport_.addBody(200, R"({"pools": {"p1": )");
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonInvalid);
-  EXPECT_NE(r.status().message().find("GET driver.test:8080/v1/inventory"), std::string::npos)
-      << r.status().message();
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonInvalid);
+  EXPECT_NE(error.message().find("GET driver.test:8080/v1/inventory"), std::string::npos)
+      << error.message();
 }
 
 TEST_F(FetcherTest, UnknownFieldIsInvalidNamingItsPath) {
   transport_.addBody(
       200,
       R"({"pools": {"p1": {"allNodes": true, "devices": [{"name": "d0", "atributes": {}}]}}})");
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonInvalid);
-  EXPECT_NE(r.status().message().find("atributes"), std::string::npos) << r.status().message();
-  ASSERT_FALSE(r.status().details().empty());
-  EXPECT_NE(r.status().details()[0].field.find("pools[\"p1\"].devices[0]"), std::string::npos)
-      << r.status().details()[0].field;
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonInvalid);
+  EXPECT_NE(error.message().find("atributes"), std::string::npos) << error.message();
+  ASSERT_FALSE(error.details().empty());
+  EXPECT_NE(error.details()[0].field.find("pools[\"p1\"].devices[0]"), std::string::npos)
+      << error.details()[0].field;
 }
 
 TEST_F(FetcherTest, PoolThatFailsValidationIsInvalidAndNothingIsReturned) {
   // One good pool and one whose device name is not a DNS label: the answer is refused whole.
   transport_.addBody(200, R"({"pools": {"good": {"allNodes": true, "devices": [{"name": "d0"}]},
                                        "bad": {"allNodes": true, "devices": [{"name": "D_0"}]}}})");
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonInvalid);
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonInvalid);
+  EXPECT_EQ(error.code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(FetcherTest, OversizeBodyIsRefusedWithoutReadingItAll) {
   ScriptedTransport::Answer answer;
   for (int i = 0; i < 10; ++i) answer.chunks.push_back(std::string(1000, ' '));
   transport_.add(answer);
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonTooLarge);
-  EXPECT_EQ(r.status().code(), StatusCode::kTooLarge);
-  EXPECT_NE(r.status().message().find("--max-request-bytes"), std::string::npos);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonTooLarge);
+  EXPECT_EQ(error.code(), StatusCode::kTooLarge);
+  EXPECT_NE(error.message().find("--max-request-bytes"), std::string::npos);
   EXPECT_EQ(transport_.chunksRead(), 5u) << "reading stops at the chunk past the limit";
 }
 
@@ -164,46 +167,41 @@ TEST_F(FetcherTest, BodyPastTheDecodedLimitIsTooLarge) {
   transport_.addBody(200, kOnePool);
   FetcherOptions options = smallOptions();
   options.max_decoded_bytes = 16;
-  StatusOr<FetchResult> r = fetch("", options);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonTooLarge);
+  const Status error = failure(fetch("", options));
+  EXPECT_EQ(error.reason(), kReasonTooLarge);
 }
 
 TEST_F(FetcherTest, RedirectIsRefusedNamingWhereItLeads) {
   transport_.addBody(302, "", {{"location", "http://elsewhere.test/inv"}});
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonRedirect);
-  EXPECT_NE(r.status().message().find("302"), std::string::npos);
-  EXPECT_NE(r.status().message().find("http://elsewhere.test/inv"), std::string::npos);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonRedirect);
+  EXPECT_NE(error.message().find("302"), std::string::npos);
+  EXPECT_NE(error.message().find("http://elsewhere.test/inv"), std::string::npos);
   EXPECT_EQ(transport_.requests().size(), 1u) << "the redirect is not followed";
 }
 
 TEST_F(FetcherTest, ErrorAnswerIsHttpErrorWithTheStartOfItsBody) {
   transport_.addBody(503, "inventory not ready\nsecond line");
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonHttpError);
-  EXPECT_NE(r.status().message().find("HTTP 503: inventory not ready"), std::string::npos)
-      << r.status().message();
-  EXPECT_EQ(r.status().message().find("second line"), std::string::npos);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonHttpError);
+  EXPECT_NE(error.message().find("HTTP 503: inventory not ready"), std::string::npos)
+      << error.message();
+  EXPECT_EQ(error.message().find("second line"), std::string::npos);
   EXPECT_EQ(transport_.requests()[0].max_error_body_bytes, 4096u)
       << "an error page is read only as far as its start";
 }
 
 TEST_F(FetcherTest, OtherSuccessCodesAreErrors) {
   transport_.addBody(204, "");
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonHttpError);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonHttpError);
 }
 
 TEST_F(FetcherTest, TransportTimeoutIsTimeout) {
   transport_.addError(deadlineExceeded("driver.test:8080: no answer in time"));
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonTimeout);
-  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonTimeout);
+  EXPECT_EQ(error.code(), StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(FetcherTest, BodyTricklingPastTheTimeoutIsTimeout) {
@@ -212,18 +210,16 @@ TEST_F(FetcherTest, BodyTricklingPastTheTimeoutIsTimeout) {
   answer.chunks = {R"({"pools": )", "{}", "}"};
   answer.between_chunks = [this] { clock_.advance(std::chrono::seconds(3)); };
   transport_.add(answer);
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonTimeout);
-  EXPECT_NE(r.status().message().find("--pull-timeout"), std::string::npos);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonTimeout);
+  EXPECT_NE(error.message().find("--pull-timeout"), std::string::npos);
 }
 
 TEST_F(FetcherTest, UnreachableEndpointIsUnreachable) {
   transport_.addError(unavailable("driver.test:8080: Connection refused"));
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonUnreachable);
-  EXPECT_NE(r.status().message().find("Connection refused"), std::string::npos);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonUnreachable);
+  EXPECT_NE(error.message().find("Connection refused"), std::string::npos);
 }
 
 TEST(SourceUrl, SplitsServerAndPath) {
@@ -285,9 +281,8 @@ TEST_F(RealTransport, RedirectIsNotFollowed) {
   redirect.status = 307;
   redirect.headers.emplace_back("Location", "http://127.0.0.1:1/elsewhere");
   serve(redirect);
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonRedirect) << r.status().toString();
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonRedirect) << error.toString();
 }
 
 TEST_F(RealTransport, OversizeBodyIsRefused) {
@@ -295,20 +290,18 @@ TEST_F(RealTransport, OversizeBodyIsRefused) {
   big.content_type = "application/json";
   big.body = std::string(64 * 1024, ' ');
   serve(big);
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonTooLarge) << r.status().toString();
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonTooLarge) << error.toString();
 }
 
 TEST_F(RealTransport, ErrorAnswerIsReadOnlyToItsLimit) {
-  inventory::HttpResponse error;
-  error.status = 500;
-  error.body = "broken\n" + std::string(1024 * 1024, 'x');
-  serve(error);
-  StatusOr<FetchResult> r = fetch();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().reason(), kReasonHttpError) << r.status().toString();
-  EXPECT_NE(r.status().message().find("HTTP 500: broken"), std::string::npos);
+  inventory::HttpResponse page;
+  page.status = 500;
+  page.body = "broken\n" + std::string(1024 * 1024, 'x');
+  serve(page);
+  const Status error = failure(fetch());
+  EXPECT_EQ(error.reason(), kReasonHttpError) << error.toString();
+  EXPECT_NE(error.message().find("HTTP 500: broken"), std::string::npos);
   // The transport itself: the body stops at the limit.
   client::HttpRequest request;
   request.path_and_query = "/v1/inventory";
