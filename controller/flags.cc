@@ -13,12 +13,15 @@
 namespace rsc::controller {
 namespace {
 
+// Applies a flag's value to ServiceFlags; returns an error message (without
+// the flag's name).
+using Setter = std::function<std::optional<std::string>(ServiceFlags&, const std::string&)>;
+
 struct FlagSpec {
   std::string name;
   std::string help;
   bool boolean = false;
-  // Applies the value; returns an error message (without the flag's name).
-  std::function<std::optional<std::string>(ServiceFlags&, const std::string&)> set;
+  Setter set;
 };
 
 std::optional<std::string> parseBool(const std::string& v, bool* out) {
@@ -95,7 +98,14 @@ std::optional<std::string> nonEmpty(const std::string& v, std::string* out) {
 }
 
 // Setters of flag values into a member of ServiceFlags, one per kind of value.
-using Setter = std::function<std::optional<std::string>(ServiceFlags&, const std::string&)>;
+
+// Any string, the empty one included.
+Setter setString(std::string ServiceFlags::*member) {
+  return [member](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
+    f.*member = v;
+    return std::nullopt;
+  };
+}
 
 // A string that must not be empty.
 Setter setText(std::string ServiceFlags::*member) {
@@ -145,11 +155,7 @@ const std::vector<FlagSpec>& specs() {
        "Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG (files separated by ':', "
        "merged as kubectl merges them), then ~/.kube/config. Exec credential plugins, "
        "proxy-url and tls-server-name are supported.",
-       false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         f.kubeconfig = v;
-         return std::nullopt;
-       }},
+       false, setString(&ServiceFlags::kubeconfig)},
       {"context",
        "The kubeconfig context to use instead of its current-context, as kubectl's --context. "
        "Set, the kubeconfig is used even in a pod (in-cluster config has no contexts).",
@@ -280,10 +286,7 @@ const std::vector<FlagSpec>& specs() {
          return std::nullopt;
        }},
       {"token-audience", "Audience drivers' service-account tokens must be issued for.", false,
-       [](ServiceFlags& f, const std::string& v) -> std::optional<std::string> {
-         f.token_audience = v;
-         return std::nullopt;
-       }},
+       setString(&ServiceFlags::token_audience)},
       {"kube-api-qps", "Sustained rate of requests to the API server.", false,
        setRate(&ServiceFlags::kube_api_qps, false)},
       {"kube-api-burst", "Burst of requests to the API server above the QPS.", false,
