@@ -239,15 +239,14 @@ int run(const controller::ServiceFlags& flags) {
   StatusOr<client::ClientConfig> config =
       client::loadConfig(flags.kubeconfig, client::ConfigEnvironment::fromProcess(), flags.context);
   if (!config.ok()) return usageError(config.status().message());
-  config->qps = flags.kube_api_qps;
-  config->burst = flags.kube_api_burst;
+  config->qps = flags.kube_api.qps;
+  config->burst = flags.kube_api.burst;
   log::info("Kubernetes client configured",
             {{"server", config->server}, {"source", config->source}});
 
   std::shared_ptr<prometheus::Registry> registry = metrics::newRegistry();
   metrics::RestClientMetrics rest_metrics(*registry);
-  config->exec_run.timeout = flags.exec_plugin_timeout;
-  config->exec_run.max_output_bytes = flags.exec_plugin_max_output_bytes;
+  config->exec_run = flags.exec_plugin;
   config->exec_run.observer = [&rest_metrics](const client::ExecPluginCall& call) {
     rest_metrics.observeExecPluginCall(call.code, call.call_status);
   };
@@ -265,10 +264,7 @@ int run(const controller::ServiceFlags& flags) {
   controller::leader::WriteFence fence(**transport, holds_lease);
   client::HttpTransport& api_transport =
       fenced ? fence : static_cast<client::HttpTransport&>(**transport);
-  client::RestKubeApiOptions api_options;
-  api_options.qps = flags.kube_api_qps;
-  api_options.burst = flags.kube_api_burst;
-  api_options.call_timeout = flags.kube_api_call_timeout;
+  client::RestKubeApiOptions api_options = flags.kube_api;
   api_options.stop = signals.abandonToken();
   api_options.request_observer = [&rest_metrics](const client::RequestResult& r) {
     int code = 0;
@@ -284,8 +280,8 @@ int run(const controller::ServiceFlags& flags) {
   // Token and access reviews get a client and a rate limit of their own, so
   // that callers with invented tokens cannot spend the publishing budget.
   client::RestKubeApiOptions auth_api_options = api_options;
-  auth_api_options.qps = flags.auth_review_qps;
-  auth_api_options.burst = flags.auth_review_burst;
+  auth_api_options.qps = flags.auth_review.review_qps;
+  auth_api_options.burst = flags.auth_review.review_burst;
   auto auth_api = client::RestKubeApi::create(**transport, clock, auth_api_options);
   if (!auth_api.ok()) return usageError(auth_api.status().message());
 
@@ -301,11 +297,11 @@ int run(const controller::ServiceFlags& flags) {
   // Metrics.
   metrics::BuildInfo build_info(*registry, RSC_VERSION, RSC_GIT_COMMIT);
   metrics::ControllerMetrics controller_metrics(*registry);
-  controller_metrics.setMaxConcurrentReconciles(flags.workers);
+  controller_metrics.setMaxConcurrentReconciles(flags.controller.workers);
   metrics::WorkQueueMetrics queue_metrics(*registry, "resourceslice");
   metrics::WatchMetrics watch_metrics(*registry);
   metrics::InventoryMetrics inventory_metrics(*registry);
-  metrics::LeaderElectionMetrics leader_metrics(*registry, flags.leader_election_id);
+  metrics::LeaderElectionMetrics leader_metrics(*registry, flags.leader_election.lease_name);
   auto process_collector = std::make_shared<metrics::ProcessCollector>();
   controller::ReconcileMetricsObserver reconcile_observer(controller_metrics);
   controller::WorkQueueMetricsObserver queue_observer(queue_metrics);
@@ -313,19 +309,15 @@ int run(const controller::ServiceFlags& flags) {
   // Kubernetes Events: sent on a thread of their own, within --event-qps.
   metrics::EventMetrics event_metrics(*registry);
   const std::string identity =
-      (flags.identity.empty()
+      (flags.leader_election.identity.empty()
            ? controller::leader::makeLeaderIdentity(envOr("POD_NAME", hostName()))
-           : flags.identity);
+           : flags.leader_election.identity);
   std::unique_ptr<client::EventRecorder> events;
   if (flags.events) {
-    client::EventRecorderOptions eopts;
+    client::EventRecorderOptions eopts = flags.event_recorder;
     eopts.api = api->get();
     eopts.clock = &clock;
     eopts.reporting_instance = identity.substr(0, 128);  // the API server's limit
-    eopts.cluster_namespace = flags.event_namespace;
-    eopts.qps = flags.event_qps;
-    eopts.burst = flags.event_burst;
-    eopts.queue_size = flags.event_queue_size;
     eopts.observer = [&event_metrics](std::string_view reason, client::EventResult result) {
       event_metrics.recorded(reason, client::eventResultName(result));
     };
@@ -337,15 +329,12 @@ int run(const controller::ServiceFlags& flags) {
 
   // The reconcile loop.
   controller::reconcile::DesiredStore store(clock);
-  controller::reconcile::ControllerOptions copts;
+  controller::reconcile::ControllerOptions copts = flags.controller;
   copts.api = api->get();
   copts.clock = &clock;
   copts.store = &store;
-  copts.workers = flags.workers;
-  copts.max_parallel_writes = flags.max_parallel_slice_writes;
   copts.server_release_probe = [&api] { return serverReleaseOf(**api); };
   copts.probe_dropped_fields = true;
-  copts.adoption_grace = flags.adoption_grace;
   copts.observer = &event_observer;
   copts.reconciler_observer = &event_observer;
   copts.queue_observer = &queue_observer;
@@ -367,29 +356,13 @@ int run(const controller::ServiceFlags& flags) {
   // Pull mode: the drivers whose inventory endpoints the controller fetches itself, each over a
   // transport of its own (the API server's credentials are never sent to an endpoint).
   metrics::PullMetrics pull_metrics(*registry);
-  controller::pull::PollerOptions pull_options;
+  controller::pull::PollerOptions pull_options = flags.pull;
   pull_options.store = &store;
   pull_options.clock = &clock;
-  pull_options.interval = flags.pull_interval;
-  pull_options.grace = flags.pull_grace;
-  pull_options.fetch.timeout = flags.pull_timeout;
-  pull_options.fetch.max_body_bytes = flags.max_request_bytes;
-  pull_options.fetch.max_decoded_bytes = flags.max_decoded_bytes;
-  pull_options.fetch.allow_unbound_node_pools = flags.allow_unbound_node_pools;
-  pull_options.max_sources = flags.pull_max_sources;
-  pull_options.credentials.token_file = flags.pull_token_file;
   if (!flags.pull_ca_file.empty()) {
     StatusOr<std::string> ca = controller::inventory::readCertificateFile(flags.pull_ca_file);
     if (!ca.ok()) return usageError("flag --pull-ca-file: " + ca.status().message());
     pull_options.credentials.ca_pem = std::move(*ca);
-  }
-  for (const auto& [driver, url] : flags.inventory_sources) {
-    controller::pull::SourceSpec spec;
-    spec.driver = driver;
-    spec.id = "flag/" + driver;
-    spec.url = url;
-    spec.caller.unrestricted = true;  // the operator named it
-    pull_options.sources.push_back(std::move(spec));
   }
   pull_options.observer.on_fetch = [&pull_metrics](const std::string& driver,
                                                    std::string_view result, Clock::Duration took) {
@@ -414,10 +387,8 @@ int run(const controller::ServiceFlags& flags) {
   // their list changes.
   std::unique_ptr<controller::pull::SourceDiscovery> discovery;
   if (flags.pull_discovery) {
-    controller::pull::DiscoveryOptions discovery_options;
-    discovery_options.namespaces = flags.pull_namespaces;
     discovery = std::make_unique<controller::pull::SourceDiscovery>(
-        **api, clock, std::move(discovery_options),
+        **api, clock, flags.discovery,
         [p = poller->get()](const std::vector<controller::pull::SourceSpec>& sources) {
           p->setDiscovered(sources);
         });
@@ -431,12 +402,7 @@ int run(const controller::ServiceFlags& flags) {
         "and withdraw any pool. Use this for local development only.");
     authenticator = std::make_unique<inv::NoAuthAuthenticator>();
   } else {
-    inv::TokenReviewAuthenticatorOptions aopts;
-    aopts.audience = flags.token_audience;
-    aopts.review_qps = flags.auth_review_qps;
-    aopts.review_burst = flags.auth_review_burst;
-    aopts.client_review_qps = flags.auth_client_review_qps;
-    aopts.client_review_burst = flags.auth_client_review_burst;
+    inv::TokenReviewAuthenticatorOptions aopts = flags.auth_review;
     aopts.on_refused = [&inventory_metrics](inv::AuthRefusal refusal) {
       inventory_metrics.refused(refusal == inv::AuthRefusal::kClientRate ? "auth_client_rate"
                                                                          : "auth_review_rate");
@@ -446,13 +412,10 @@ int run(const controller::ServiceFlags& flags) {
   }
 
   // The inventory API.
-  inv::InventoryHandlerOptions hopts;
+  inv::InventoryHandlerOptions hopts = flags.inventory;
   hopts.store = &store;
   hopts.authenticator = authenticator.get();
   hopts.clock = &clock;
-  hopts.max_body_bytes = flags.max_request_bytes;
-  hopts.max_decoded_bytes = flags.max_decoded_bytes;
-  hopts.allow_unbound_node_pools = flags.allow_unbound_node_pools;
   hopts.previewer = controller->get();
   hopts.is_pulled = [p = poller->get()](std::string_view driver) { return p->pulls(driver); };
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
@@ -489,17 +452,11 @@ int run(const controller::ServiceFlags& flags) {
   // ends the wait for an API server out of reach.
   std::unique_ptr<inv::CertificateSecret> certificates;
   std::jthread certificate_sync;
-  if (!flags.inventory_tls_secret.empty()) {
-    inv::CertificateSecretOptions copts;
+  if (!flags.certificates.secret_name.empty()) {
+    inv::CertificateSecretOptions copts = flags.certificates;
     copts.api = api->get();
     copts.clock = &clock;
     copts.namespace_ = envOr("POD_NAMESPACE", config->namespace_);
-    copts.secret_name = flags.inventory_tls_secret;
-    copts.config_map_name = flags.inventory_ca_config_map;
-    copts.config_map_namespaces = flags.inventory_ca_namespaces;
-    copts.names = flags.inventory_tls_names;
-    copts.validity = flags.inventory_tls_validity;
-    copts.sync_interval = flags.inventory_tls_sync_interval;
     copts.on_event = [&inventory_metrics](inv::CertificateEvent event) {
       inventory_metrics.certificateEvent(inv::certificateEventName(event));
     };
@@ -517,22 +474,12 @@ int run(const controller::ServiceFlags& flags) {
         std::jthread([c = certificates.get()](std::stop_token stop) { c->run(std::move(stop)); });
   }
 
-  inv::HttpServerOptions iopts;
-  iopts.bind_address = flags.inventory_bind_address;
-  iopts.max_request_bytes = flags.max_request_bytes;
-  iopts.max_connections = flags.inventory_max_connections;
-  iopts.max_connections_per_client = flags.inventory_max_connections_per_client;
-  iopts.max_inflight_body_bytes = flags.inventory_max_inflight_body_bytes;
-  iopts.header_timeout = flags.inventory_header_timeout;
-  iopts.body_timeout = flags.inventory_body_timeout;
-  iopts.idle_timeout = flags.inventory_idle_timeout;
+  inv::HttpServerOptions iopts = flags.inventory_server;
   // Authentication and authorization before any body is read.
   iopts.admit = endpoint.admitHandler();
   iopts.on_refused = [&inventory_metrics](inv::Refusal refusal) {
     inventory_metrics.refused(inv::refusalName(refusal));
   };
-  iopts.tls_cert_file = flags.inventory_tls_cert_file;
-  iopts.tls_key_file = flags.inventory_tls_key_file;
   if (certificates) {
     iopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
   }
@@ -546,7 +493,7 @@ int run(const controller::ServiceFlags& flags) {
   if (!inventory_server.ok()) {
     return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
   }
-  const bool tls = !flags.inventory_tls_cert_file.empty() || certificates != nullptr;
+  const bool tls = !flags.inventory_server.tls_cert_file.empty() || certificates != nullptr;
   if (!tls && flags.auth == "tokenreview") {
     log::warning(
         "THE INVENTORY API SERVES PLAIN HTTP: drivers' bearer tokens cross the network in clear "
@@ -573,11 +520,8 @@ int run(const controller::ServiceFlags& flags) {
     mopts.name = "metrics";
     mopts.clock = &clock;
     if (flags.metrics_secure) {
-      inv::TokenReviewAuthenticatorOptions aopts;
-      aopts.review_qps = flags.auth_review_qps;
-      aopts.review_burst = flags.auth_review_burst;
-      aopts.client_review_qps = flags.auth_client_review_qps;
-      aopts.client_review_burst = flags.auth_client_review_burst;
+      inv::TokenReviewAuthenticatorOptions aopts = flags.auth_review;
+      aopts.audience.clear();
       metrics_authenticator =
           std::make_unique<inv::TokenReviewAuthenticator>(**auth_api, clock, aopts);
       meopts.authenticator = metrics_authenticator.get();
@@ -651,7 +595,7 @@ int run(const controller::ServiceFlags& flags) {
     lease_api_options.qps = 0;
     lease_api_options.max_retries = 0;
     lease_api_options.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-        flags.leader_elect_renew_deadline / 2);
+        flags.leader_election.renew_deadline / 2);
     lease_api_options.call_timeout = lease_api_options.request_timeout;
     // Releasing the Lease is the last step of a shutdown: these calls are
     // bounded by their timeout alone, never abandoned.
@@ -660,17 +604,13 @@ int run(const controller::ServiceFlags& flags) {
     if (!made_api.ok()) return usageError(made_api.status().message());
     lease_api = std::move(*made_api);
 
-    controller::leader::LeaderElectionOptions lopts;
+    controller::leader::LeaderElectionOptions lopts = flags.leader_election;
     lopts.api = lease_api.get();
     lopts.clock = &clock;
-    lopts.lease_namespace = flags.leader_election_namespace.empty()
-                                ? envOr("POD_NAMESPACE", config->namespace_)
-                                : flags.leader_election_namespace;
-    lopts.lease_name = flags.leader_election_id;
+    if (lopts.lease_namespace.empty()) {
+      lopts.lease_namespace = envOr("POD_NAMESPACE", config->namespace_);
+    }
     lopts.identity = identity;
-    lopts.lease_duration = flags.leader_elect_lease_duration;
-    lopts.renew_deadline = flags.leader_elect_renew_deadline;
-    lopts.retry_period = flags.leader_elect_retry_period;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
     // On its own thread: the elector keeps renewing while the cache syncs.
     lopts.on_started_leading = [&, lease_ns = lopts.lease_namespace,
@@ -697,17 +637,14 @@ int run(const controller::ServiceFlags& flags) {
     elector = std::move(*made);
     leader_metrics.setLeader(false);
 
-    inv::LeaderForwarderOptions fopts;
+    inv::LeaderForwarderOptions fopts = flags.forwarding;
     fopts.clock = &clock;
     fopts.own_url = own_url;
     controller::leader::LeaderElector* e = elector.get();
     fopts.leader_url = [e] { return e->leaseAnnotation(kInventoryUrlAnnotation); };
     // The leader is checked against an explicit CA bundle (the chart's), or,
     // without one, against this replica's own certificate (shared by all).
-    fopts.ca_file = !flags.inventory_ca_file.empty() ? flags.inventory_ca_file
-                    : tls                            ? flags.inventory_tls_cert_file
-                                                     : "";
-    fopts.tls_server_name = flags.inventory_server_name;
+    if (fopts.ca_file.empty()) fopts.ca_file = flags.inventory_server.tls_cert_file;
     if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
     forwarder = std::make_unique<inv::LeaderForwarder>(fopts);
     lease_holder = e;
