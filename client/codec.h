@@ -135,19 +135,30 @@ class Decoder {
 // ---- Tables -----------------------------------------------------------------
 
 // Table<T> lists the fields of T:
-//   template <> struct Table<DeviceTaint> {
-//     using Owner = DeviceTaint;
+//   template <> struct Table<DeviceTaint> : TableKeepingUnknown<DeviceTaint> {
 //     static constexpr auto kFields = std::tuple{
 //         field("effect", &DeviceTaint::effect, Str{}, Omit::kNever), ...};
-//     static constexpr Json DeviceTaint::*kUnknown = &DeviceTaint::unknown;  // optional
 //   };
-// Fields are listed in byte order of their JSON names (checked when used).
-// Top-level kinds add kApiVersion and kKind: checked on decoding, written on
-// encoding. kUnknownHint, where a table has one, follows "unknown field; ". A tag type whose Owner
-// is another type describes a nested JSON object whose fields live in that type (a TokenReview's
-// "spec").
+// Its base names the type the fields live in (Owner) and, for
+// TableKeepingUnknown, the member that captures unknown fields (kUnknown); a
+// table of TableOf<T> has no such member. Fields are listed in byte order of
+// their JSON names (checked when used). Top-level kinds add kApiVersion and
+// kKind: checked on decoding, written on encoding. kUnknownHint, where a table
+// has one, follows "unknown field; ". A tag type whose Owner is another type
+// (declared with `using Owner`) describes a nested JSON object whose fields
+// live in that type (a TokenReview's "spec").
 template <typename T>
 struct Table;
+
+template <typename T>
+struct TableOf {
+  using Owner = T;
+};
+
+template <typename T>
+struct TableKeepingUnknown : TableOf<T> {
+  static constexpr Json T::*kUnknown = &T::unknown;
+};
 
 template <typename Access, typename Codec>
 struct Field {

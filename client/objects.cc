@@ -19,8 +19,7 @@ struct SubjectAccessReviewStatus;
 namespace codec {
 
 template <>
-struct Table<LeaseSpec> {
-  using Owner = LeaseSpec;
+struct Table<LeaseSpec> : TableKeepingUnknown<LeaseSpec> {
   static constexpr auto kFields = std::tuple{
       field("acquireTime", &LeaseSpec::acquire_time, Opt<Str>{}),
       field("holderIdentity", &LeaseSpec::holder_identity, Opt<Str>{}),
@@ -28,19 +27,16 @@ struct Table<LeaseSpec> {
       field("leaseTransitions", &LeaseSpec::lease_transitions, Opt<Int32>{}),
       field("renewTime", &LeaseSpec::renew_time, Opt<Str>{}),
   };
-  static constexpr Json LeaseSpec::*kUnknown = &LeaseSpec::unknown;
 };
 
 template <>
-struct Table<Lease> {
-  using Owner = Lease;
+struct Table<Lease> : TableKeepingUnknown<Lease> {
   static constexpr std::string_view kApiVersion = "coordination.k8s.io/v1";
   static constexpr std::string_view kKind = "Lease";
   static constexpr auto kFields = std::tuple{
       field("metadata", &Lease::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("spec", &Lease::spec, Obj<LeaseSpec>{}, Omit::kNever),
   };
-  static constexpr Json Lease::*kUnknown = &Lease::unknown;
 };
 
 // Secret values: base64 on the wire, decoded in the struct.
@@ -68,8 +64,7 @@ struct Base64Map {
 };
 
 template <>
-struct Table<Secret> {
-  using Owner = Secret;
+struct Table<Secret> : TableKeepingUnknown<Secret> {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Secret";
   static constexpr auto kFields = std::tuple{
@@ -77,64 +72,53 @@ struct Table<Secret> {
       field("metadata", &Secret::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("type", &Secret::type, Str{}),
   };
-  static constexpr Json Secret::*kUnknown = &Secret::unknown;
 };
 
 template <>
-struct Table<ConfigMap> {
-  using Owner = ConfigMap;
+struct Table<ConfigMap> : TableKeepingUnknown<ConfigMap> {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "ConfigMap";
   static constexpr auto kFields = std::tuple{
       field("data", &ConfigMap::data, StringMap{}),
       field("metadata", &ConfigMap::metadata, Obj<ObjectMeta>{}, Omit::kNever),
   };
-  static constexpr Json ConfigMap::*kUnknown = &ConfigMap::unknown;
 };
 
 template <>
-struct Table<ServerVersion> {
-  using Owner = ServerVersion;
+struct Table<ServerVersion> : TableKeepingUnknown<ServerVersion> {
   static constexpr auto kFields = std::tuple{
       field("gitVersion", &ServerVersion::git_version, Str{}),
       field("major", &ServerVersion::major, Str{}),
       field("minor", &ServerVersion::minor, Str{}),
   };
-  static constexpr Json ServerVersion::*kUnknown = &ServerVersion::unknown;
 };
 
 template <>
-struct Table<Node> {
-  using Owner = Node;
+struct Table<Node> : TableKeepingUnknown<Node> {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Node";
   static constexpr auto kFields = std::tuple{
       field("metadata", &Node::metadata, Obj<ObjectMeta>{}, Omit::kNever),
   };
-  static constexpr Json Node::*kUnknown = &Node::unknown;
 };
 
 template <>
-struct Table<PartialObjectMetadata> {
-  using Owner = PartialObjectMetadata;
+struct Table<PartialObjectMetadata> : TableKeepingUnknown<PartialObjectMetadata> {
   static constexpr std::string_view kApiVersion = "meta.k8s.io/v1";
   static constexpr std::string_view kKind = "PartialObjectMetadata";
   static constexpr auto kFields = std::tuple{
       field("metadata", &PartialObjectMetadata::metadata, Obj<ObjectMeta>{}, Omit::kNever),
   };
-  static constexpr Json PartialObjectMetadata::*kUnknown = &PartialObjectMetadata::unknown;
 };
 
 template <>
-struct Table<UserInfo> {
-  using Owner = UserInfo;
+struct Table<UserInfo> : TableKeepingUnknown<UserInfo> {
   static constexpr auto kFields = std::tuple{
       field("extra", &UserInfo::extra, MapOf<Strings>{}),
       field("groups", &UserInfo::groups, Strings{}),
       field("uid", &UserInfo::uid, Str{}),
       field("username", &UserInfo::username, Str{}),
   };
-  static constexpr Json UserInfo::*kUnknown = &UserInfo::unknown;
 };
 
 template <>
@@ -159,8 +143,7 @@ struct Table<TokenReviewStatus> {
 
 // A request carries no status; an answer (as a fake server writes it) does.
 template <>
-struct Table<TokenReview> {
-  using Owner = TokenReview;
+struct Table<TokenReview> : TableOf<TokenReview> {
   static constexpr std::string_view kApiVersion = "authentication.k8s.io/v1";
   static constexpr std::string_view kKind = "TokenReview";
   static constexpr auto kFields = std::tuple{
@@ -170,8 +153,7 @@ struct Table<TokenReview> {
 };
 
 template <>
-struct Table<NonResourceAttributes> {
-  using Owner = NonResourceAttributes;
+struct Table<NonResourceAttributes> : TableOf<NonResourceAttributes> {
   static constexpr auto kFields = std::tuple{
       field("path", &NonResourceAttributes::path, Str{}),
       field("verb", &NonResourceAttributes::verb, Str{}),
@@ -225,8 +207,7 @@ struct Table<SubjectAccessReviewStatus> {
 };
 
 template <>
-struct Table<SubjectAccessReview> {
-  using Owner = SubjectAccessReview;
+struct Table<SubjectAccessReview> : TableOf<SubjectAccessReview> {
   static constexpr std::string_view kApiVersion = "authorization.k8s.io/v1";
   static constexpr std::string_view kKind = "SubjectAccessReview";
   static constexpr auto kFields = std::tuple{
@@ -236,8 +217,7 @@ struct Table<SubjectAccessReview> {
 };
 
 template <>
-struct Table<ObjectReference> {
-  using Owner = ObjectReference;
+struct Table<ObjectReference> : TableOf<ObjectReference> {
   static constexpr auto kFields = std::tuple{
       field("apiVersion", &ObjectReference::api_version, Str{}),
       field("kind", &ObjectReference::kind, Str{}),
@@ -248,18 +228,15 @@ struct Table<ObjectReference> {
 };
 
 template <>
-struct Table<EventSeries> {
-  using Owner = EventSeries;
+struct Table<EventSeries> : TableKeepingUnknown<EventSeries> {
   static constexpr auto kFields = std::tuple{
       field("count", &EventSeries::count, Int32{}, Omit::kNever),
       field("lastObservedTime", &EventSeries::last_observed_time, Str{}, Omit::kNever),
   };
-  static constexpr Json EventSeries::*kUnknown = &EventSeries::unknown;
 };
 
 template <>
-struct Table<Event> {
-  using Owner = Event;
+struct Table<Event> : TableKeepingUnknown<Event> {
   static constexpr std::string_view kApiVersion = "events.k8s.io/v1";
   static constexpr std::string_view kKind = "Event";
   static constexpr auto kFields = std::tuple{
@@ -274,82 +251,68 @@ struct Table<Event> {
       field("series", &Event::series, Opt<Obj<EventSeries>>{}),
       field("type", &Event::type, Str{}),
   };
-  static constexpr Json Event::*kUnknown = &Event::unknown;
 };
 
 template <>
-struct Table<ServicePort> {
-  using Owner = ServicePort;
+struct Table<ServicePort> : TableKeepingUnknown<ServicePort> {
   static constexpr auto kFields = std::tuple{
       field("appProtocol", &ServicePort::app_protocol, Str{}),
       field("name", &ServicePort::name, Str{}),
       field("port", &ServicePort::port, Int32{}, Omit::kNever),
       field("protocol", &ServicePort::protocol, Str{}),
   };
-  static constexpr Json ServicePort::*kUnknown = &ServicePort::unknown;
 };
 
 template <>
-struct Table<ServiceSpec> {
-  using Owner = ServiceSpec;
+struct Table<ServiceSpec> : TableKeepingUnknown<ServiceSpec> {
   static constexpr auto kFields = std::tuple{
       field("ports", &ServiceSpec::ports, ListOf<Obj<ServicePort>>{}),
   };
-  static constexpr Json ServiceSpec::*kUnknown = &ServiceSpec::unknown;
 };
 
 template <>
-struct Table<Service> {
-  using Owner = Service;
+struct Table<Service> : TableKeepingUnknown<Service> {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Service";
   static constexpr auto kFields = std::tuple{
       field("metadata", &Service::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("spec", &Service::spec, Obj<ServiceSpec>{}),
   };
-  static constexpr Json Service::*kUnknown = &Service::unknown;
 };
 
 template <>
-struct Table<EndpointConditions> {
-  using Owner = EndpointConditions;
+struct Table<EndpointConditions> : TableKeepingUnknown<EndpointConditions> {
   static constexpr auto kFields = std::tuple{
       field("ready", &EndpointConditions::ready, Opt<Bool>{}),
       field("serving", &EndpointConditions::serving, Opt<Bool>{}),
       field("terminating", &EndpointConditions::terminating, Opt<Bool>{}),
   };
-  static constexpr Json EndpointConditions::*kUnknown = &EndpointConditions::unknown;
 };
 
 template <>
-struct Table<Endpoint> {
-  using Owner = Endpoint;
+struct Table<Endpoint> : TableKeepingUnknown<Endpoint> {
   static constexpr auto kFields = std::tuple{
       field("addresses", &Endpoint::addresses, Strings{}, Omit::kNever),
       // A struct, which Go's omitempty never leaves out.
       field("conditions", &Endpoint::conditions, Obj<EndpointConditions>{}, Omit::kNever),
       field("nodeName", &Endpoint::node_name, Opt<Str>{}),
   };
-  static constexpr Json Endpoint::*kUnknown = &Endpoint::unknown;
 };
 
 template <>
-struct Table<EndpointPort> {
-  using Owner = EndpointPort;
+struct Table<EndpointPort> : TableKeepingUnknown<EndpointPort> {
   static constexpr auto kFields = std::tuple{
       field("appProtocol", &EndpointPort::app_protocol, Str{}),
       field("name", &EndpointPort::name, Str{}),
       field("port", &EndpointPort::port, Opt<Int32>{}),
       field("protocol", &EndpointPort::protocol, Str{}),
   };
-  static constexpr Json EndpointPort::*kUnknown = &EndpointPort::unknown;
 };
 
 // endpoints and ports are written even when empty, as Go writes them (no
 // omitempty); addressType is required.
 template <>
-struct Table<EndpointSlice> {
-  using Owner = EndpointSlice;
+struct Table<EndpointSlice> : TableKeepingUnknown<EndpointSlice> {
   static constexpr std::string_view kApiVersion = "discovery.k8s.io/v1";
   static constexpr std::string_view kKind = "EndpointSlice";
   static constexpr auto kFields = std::tuple{
@@ -358,7 +321,6 @@ struct Table<EndpointSlice> {
       field("metadata", &EndpointSlice::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("ports", &EndpointSlice::ports, ListOf<Obj<EndpointPort>>{}, Omit::kNever),
   };
-  static constexpr Json EndpointSlice::*kUnknown = &EndpointSlice::unknown;
 };
 
 }  // namespace codec

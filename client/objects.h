@@ -287,8 +287,7 @@ StatusOr<EndpointSlice> endpointSliceFromJson(const Json& j);
 namespace codec {
 
 template <>
-struct Table<OwnerReference> {
-  using Owner = OwnerReference;
+struct Table<OwnerReference> : TableKeepingUnknown<OwnerReference> {
   static constexpr auto kFields = std::tuple{
       field("apiVersion", &OwnerReference::api_version, Str{}, Omit::kNever),
       field("blockOwnerDeletion", &OwnerReference::block_owner_deletion, Opt<Bool>{}),
@@ -297,12 +296,10 @@ struct Table<OwnerReference> {
       field("name", &OwnerReference::name, Str{}, Omit::kNever),
       field("uid", &OwnerReference::uid, Str{}, Omit::kNever),
   };
-  static constexpr Json OwnerReference::*kUnknown = &OwnerReference::unknown;
 };
 
 template <>
-struct Table<ObjectMeta> {
-  using Owner = ObjectMeta;
+struct Table<ObjectMeta> : TableKeepingUnknown<ObjectMeta> {
   static constexpr auto kFields = std::tuple{
       field("annotations", &ObjectMeta::annotations, StringMap{}),
       field("creationTimestamp", &ObjectMeta::creation_timestamp, Str{}),
@@ -317,7 +314,6 @@ struct Table<ObjectMeta> {
       field("resourceVersion", &ObjectMeta::resource_version, Str{}),
       field("uid", &ObjectMeta::uid, Str{}),
   };
-  static constexpr Json ObjectMeta::*kUnknown = &ObjectMeta::unknown;
 };
 
 }  // namespace codec

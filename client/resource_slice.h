@@ -210,8 +210,7 @@ std::optional<int64_t> rfc3339Seconds(std::string_view s);
 namespace codec {
 
 template <>
-struct Table<NodeSelectorRequirement> {
-  using Owner = NodeSelectorRequirement;
+struct Table<NodeSelectorRequirement> : TableOf<NodeSelectorRequirement> {
   static constexpr auto kFields = std::tuple{
       field("key", &NodeSelectorRequirement::key, Str{}, Omit::kNever),
       field("operator", &NodeSelectorRequirement::operator_, Str{}, Omit::kNever),
@@ -220,8 +219,7 @@ struct Table<NodeSelectorRequirement> {
 };
 
 template <>
-struct Table<NodeSelectorTerm> {
-  using Owner = NodeSelectorTerm;
+struct Table<NodeSelectorTerm> : TableOf<NodeSelectorTerm> {
   static constexpr auto kFields = std::tuple{
       field("matchExpressions", &NodeSelectorTerm::match_expressions,
             ListOf<Obj<NodeSelectorRequirement>>{}),
@@ -230,8 +228,7 @@ struct Table<NodeSelectorTerm> {
 };
 
 template <>
-struct Table<NodeSelectorShape> {
-  using Owner = NodeSelectorShape;
+struct Table<NodeSelectorShape> : TableOf<NodeSelectorShape> {
   static constexpr auto kFields = std::tuple{
       field("nodeSelectorTerms", &NodeSelectorShape::node_selector_terms,
             Opt<ListOf<Obj<NodeSelectorTerm>>>{}),
@@ -250,8 +247,7 @@ struct Selector : RawObject<NodeSelector> {
 };
 
 template <>
-struct Table<DeviceAttribute> {
-  using Owner = DeviceAttribute;
+struct Table<DeviceAttribute> : TableKeepingUnknown<DeviceAttribute> {
   static constexpr auto kFields = std::tuple{
       field("bool", &DeviceAttribute::bool_value, Opt<Bool>{}),
       field("bools", &DeviceAttribute::bools, Opt<ListOf<Bool>>{}, Feature::kListTypeAttributes),
@@ -263,24 +259,19 @@ struct Table<DeviceAttribute> {
       field("versions", &DeviceAttribute::versions, Opt<ListOf<Str>>{},
             Feature::kListTypeAttributes),
   };
-  static constexpr Json DeviceAttribute::*kUnknown = &DeviceAttribute::unknown;
 };
 
 template <>
-struct Table<CapacityRequestPolicyRange> {
-  using Owner = CapacityRequestPolicyRange;
+struct Table<CapacityRequestPolicyRange> : TableKeepingUnknown<CapacityRequestPolicyRange> {
   static constexpr auto kFields = std::tuple{
       field("max", &CapacityRequestPolicyRange::max, Opt<Qty>{}),
       field("min", &CapacityRequestPolicyRange::min, Opt<Qty>{}),
       field("step", &CapacityRequestPolicyRange::step, Opt<Qty>{}),
   };
-  static constexpr Json CapacityRequestPolicyRange::*kUnknown =
-      &CapacityRequestPolicyRange::unknown;
 };
 
 template <>
-struct Table<CapacityRequestPolicy> {
-  using Owner = CapacityRequestPolicy;
+struct Table<CapacityRequestPolicy> : TableKeepingUnknown<CapacityRequestPolicy> {
   static constexpr auto kFields = std::tuple{
       // No omitempty in the Go type: unset is written as null.
       field("default", &CapacityRequestPolicy::default_value, Opt<Qty>{}, Omit::kNever),
@@ -288,63 +279,52 @@ struct Table<CapacityRequestPolicy> {
             Opt<Obj<CapacityRequestPolicyRange>>{}),
       field("validValues", &CapacityRequestPolicy::valid_values, ListOf<Qty>{}),
   };
-  static constexpr Json CapacityRequestPolicy::*kUnknown = &CapacityRequestPolicy::unknown;
 };
 
 template <>
-struct Table<DeviceCapacity> {
-  using Owner = DeviceCapacity;
+struct Table<DeviceCapacity> : TableKeepingUnknown<DeviceCapacity> {
   static constexpr auto kFields = std::tuple{
       field("requestPolicy", &DeviceCapacity::request_policy, Opt<Obj<CapacityRequestPolicy>>{},
             Feature::kConsumableCapacity),
       field("value", &DeviceCapacity::value, Qty{}, Omit::kNever),
   };
-  static constexpr Json DeviceCapacity::*kUnknown = &DeviceCapacity::unknown;
 };
 
 template <>
-struct Table<Counter> {
-  using Owner = Counter;
+struct Table<Counter> : TableOf<Counter> {
   static constexpr auto kFields = std::tuple{
       field("value", &Counter::value, Qty{}, Omit::kNever),
   };
 };
 
 template <>
-struct Table<CounterSet> {
-  using Owner = CounterSet;
+struct Table<CounterSet> : TableKeepingUnknown<CounterSet> {
   static constexpr auto kFields = std::tuple{
       field("counters", &CounterSet::counters, MapOf<Obj<Counter>>{}),
       field("name", &CounterSet::name, Str{}, Omit::kNever),
   };
-  static constexpr Json CounterSet::*kUnknown = &CounterSet::unknown;
 };
 
 template <>
-struct Table<DeviceCounterConsumption> {
-  using Owner = DeviceCounterConsumption;
+struct Table<DeviceCounterConsumption> : TableKeepingUnknown<DeviceCounterConsumption> {
   static constexpr auto kFields = std::tuple{
       field("counterSet", &DeviceCounterConsumption::counter_set, Str{}, Omit::kNever),
       field("counters", &DeviceCounterConsumption::counters, MapOf<Obj<Counter>>{}),
   };
-  static constexpr Json DeviceCounterConsumption::*kUnknown = &DeviceCounterConsumption::unknown;
 };
 
 template <>
-struct Table<DeviceTaint> {
-  using Owner = DeviceTaint;
+struct Table<DeviceTaint> : TableKeepingUnknown<DeviceTaint> {
   static constexpr auto kFields = std::tuple{
       field("effect", &DeviceTaint::effect, Str{}, Omit::kNever),
       field("key", &DeviceTaint::key, Str{}, Omit::kNever),
       field("timeAdded", &DeviceTaint::time_added, Opt<Str>{}),
       field("value", &DeviceTaint::value, Str{}),
   };
-  static constexpr Json DeviceTaint::*kUnknown = &DeviceTaint::unknown;
 };
 
 template <>
-struct Table<Device> {
-  using Owner = Device;
+struct Table<Device> : TableKeepingUnknown<Device> {
   static constexpr auto kFields = std::tuple{
       field("allNodes", &Device::all_nodes, Opt<Bool>{}, Feature::kPartitionableDevices),
       field("allowMultipleAllocations", &Device::allow_multiple_allocations, Opt<Bool>{},
@@ -364,7 +344,6 @@ struct Table<Device> {
             Feature::kPartitionableDevices),
       field("taints", &Device::taints, ListOf<Obj<DeviceTaint>>{}, Feature::kDeviceTaints),
   };
-  static constexpr Json Device::*kUnknown = &Device::unknown;
 };
 
 // A device held as a DeviceRef: decoded by the Device table, and made into its shared form only
@@ -392,19 +371,16 @@ struct Children<Form> {
 }  // namespace detail
 
 template <>
-struct Table<ResourcePool> {
-  using Owner = ResourcePool;
+struct Table<ResourcePool> : TableKeepingUnknown<ResourcePool> {
   static constexpr auto kFields = std::tuple{
       field("generation", &ResourcePool::generation, Int64{}, Omit::kNever),
       field("name", &ResourcePool::name, Str{}, Omit::kNever),
       field("resourceSliceCount", &ResourcePool::resource_slice_count, Int64{}, Omit::kNever),
   };
-  static constexpr Json ResourcePool::*kUnknown = &ResourcePool::unknown;
 };
 
 template <>
-struct Table<ResourceSliceSpec> {
-  using Owner = ResourceSliceSpec;
+struct Table<ResourceSliceSpec> : TableKeepingUnknown<ResourceSliceSpec> {
   static constexpr auto kFields = std::tuple{
       field("allNodes", &ResourceSliceSpec::all_nodes, Opt<Bool>{}),
       field("devices", &ResourceSliceSpec::devices, ListOf<Form>{}),
@@ -417,19 +393,16 @@ struct Table<ResourceSliceSpec> {
       field("sharedCounters", &ResourceSliceSpec::shared_counters, ListOf<Obj<CounterSet>>{},
             Feature::kPartitionableDevices),
   };
-  static constexpr Json ResourceSliceSpec::*kUnknown = &ResourceSliceSpec::unknown;
 };
 
 template <>
-struct Table<ResourceSlice> {
-  using Owner = ResourceSlice;
+struct Table<ResourceSlice> : TableKeepingUnknown<ResourceSlice> {
   static constexpr std::string_view kApiVersion = kResourceApiVersion;
   static constexpr std::string_view kKind = "ResourceSlice";
   static constexpr auto kFields = std::tuple{
       field("metadata", &ResourceSlice::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("spec", &ResourceSlice::spec, Obj<ResourceSliceSpec>{}, Omit::kNever),
   };
-  static constexpr Json ResourceSlice::*kUnknown = &ResourceSlice::unknown;
 };
 
 }  // namespace codec

@@ -88,8 +88,7 @@ struct WirePool {
 namespace rsc::client::codec {
 
 template <>
-struct Table<controller::inventory::WireSlice> {
-  using Owner = controller::inventory::WireSlice;
+struct Table<controller::inventory::WireSlice> : TableOf<controller::inventory::WireSlice> {
   static constexpr std::string_view kUnknownHint =
       "a slice has devices, sharedCounters and perDeviceNodeSelection";
   static constexpr auto kFields = std::tuple{
@@ -100,8 +99,7 @@ struct Table<controller::inventory::WireSlice> {
 };
 
 template <>
-struct Table<controller::inventory::WirePool> {
-  using Owner = controller::inventory::WirePool;
+struct Table<controller::inventory::WirePool> : TableOf<controller::inventory::WirePool> {
   static constexpr std::string_view kUnknownHint =
       "a Pool has nodeName, nodeSelector, allNodes, perDeviceNodeSelection, devices, "
       "sharedCounters, slices, generation and leaseSeconds";
