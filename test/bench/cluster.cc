@@ -288,7 +288,7 @@ Status Cluster::deleteSlices(const std::string& managed_by) {
   return deadlineExceeded("ResourceSlices labelled " + managed_by + " are still there");
 }
 
-StatusOr<double> Cluster::sliceWrites() {
+StatusOr<Cluster::SliceWrites> Cluster::sliceWrites() {
   client::HttpRequest req;
   req.path_and_query = "/metrics";
   StatusOr<client::HttpResponse> resp = transport_->send(req);
@@ -298,9 +298,14 @@ StatusOr<double> Cluster::sliceWrites() {
   if (resp->code != 200) {
     return unavailable("GET /metrics of the API server: HTTP " + std::to_string(resp->code));
   }
-  return sumSamples(
-      resp->body, "apiserver_request_total",
-      {{"resource", {"resourceslices"}}, {"verb", {"POST", "PUT", "PATCH", "DELETE"}}});
+  const std::map<std::string, std::vector<std::string>> writes = {
+      {"resource", {"resourceslices"}}, {"verb", {"POST", "PUT", "PATCH", "DELETE"}}};
+  std::map<std::string, std::vector<std::string>> accepted = writes;
+  accepted["code"] = {"200", "201", "202", "204"};
+  SliceWrites counted;
+  counted.accepted = sumSamples(resp->body, "apiserver_request_total", accepted);
+  counted.refused = sumSamples(resp->body, "apiserver_request_total", writes) - counted.accepted;
+  return counted;
 }
 
 }  // namespace rsc::bench

@@ -50,9 +50,15 @@ class Cluster {
   // Deletes them (one delete-collection call) and waits until they are gone.
   Status deleteSlices(const std::string& managed_by);
 
-  // The API server's count of ResourceSlice writes (POST, PUT, PATCH, DELETE,
-  // any answer), from apiserver_request_total.
-  StatusOr<double> sliceWrites();
+  // The API server's count of ResourceSlice writes (POST, PUT, PATCH, DELETE),
+  // from apiserver_request_total: those it accepted (2xx), and those it
+  // refused (429 of its priority and fairness, 409, 5xx...), which the client
+  // retries or reports and which change nothing.
+  struct SliceWrites {
+    double accepted = 0;
+    double refused = 0;
+  };
+  StatusOr<SliceWrites> sliceWrites();
 
  private:
   Cluster(std::filesystem::path source_root, std::filesystem::path dir, Clock& clock)
