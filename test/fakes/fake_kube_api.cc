@@ -386,6 +386,9 @@ struct FakeKubeApi::NodeWatcher {
   bool closed = false;
   bool delivering = false;
   bool waiting = false;
+
+  // Node watches do not select: every change is an event.
+  void offer(const NodeHistoryEntry& entry) { pending.push_back({entry.type, entry.object, {}}); }
 };
 
 FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
@@ -475,40 +478,32 @@ std::string FakeKubeApi::newUidLocked() {
   return uid;
 }
 
-void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
-                                const ResourceSlice& object) {
-  HistoryEntry entry;
+template <typename T, typename W>
+void FakeKubeApi::publishLocked(std::deque<ObjectHistoryEntry<T>>& history, uint64_t& floor,
+                                const std::vector<std::shared_ptr<W>>& watchers,
+                                WatchEventType type, const std::type_identity_t<T>* old,
+                                const T& object) {
+  ObjectHistoryEntry<T> entry;
   entry.resource_version = resource_version_;
   entry.type = type;
   if (old != nullptr) {
     entry.old = *old;
   }
   entry.object = object;
-  for (const auto& watcher : watchers_) {
+  for (const auto& watcher : watchers) {
     watcher->offer(entry);
   }
-  history_.push_back(std::move(entry));
-  while (history_.size() > options_.watch_history) {
-    history_floor_ = history_.front().resource_version;
-    history_.pop_front();
+  history.push_back(std::move(entry));
+  while (history.size() > options_.watch_history) {
+    floor = history.front().resource_version;
+    history.pop_front();
   }
   notifyLocked();
 }
 
 void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
-  NodeHistoryEntry entry;
-  entry.resource_version = resource_version_;
-  entry.type = type;
-  entry.object.metadata = node.metadata;
-  for (const auto& watcher : node_watchers_) {
-    watcher->pending.push_back({type, entry.object, {}});
-  }
-  node_history_.push_back(std::move(entry));
-  while (node_history_.size() > options_.watch_history) {
-    node_history_floor_ = node_history_.front().resource_version;
-    node_history_.pop_front();
-  }
-  notifyLocked();
+  const client::PartialObjectMetadata metadata{node.metadata, nullptr};
+  publishLocked(node_history_, node_history_floor_, node_watchers_, type, nullptr, metadata);
 }
 
 template <typename W, typename T>
@@ -585,7 +580,7 @@ StatusOr<ResourceSlice> FakeKubeApi::createSliceLocked(ResourceSlice slice) {
   slice.metadata.deletion_timestamp.reset();
   slice.metadata.resource_version = nextResourceVersionLocked();
   slices_[slice.metadata.name] = slice;
-  publishLocked(WatchEventType::kAdded, nullptr, slice);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kAdded, nullptr, slice);
   return slice;
 }
 
@@ -638,7 +633,7 @@ StatusOr<ResourceSlice> FakeKubeApi::updateSliceLocked(ResourceSlice slice,
   slice.metadata.resource_version = nextResourceVersionLocked();
   const ResourceSlice old = stored;
   it->second = slice;
-  publishLocked(WatchEventType::kModified, &old, slice);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kModified, &old, slice);
   return slice;
 }
 
@@ -667,7 +662,7 @@ Status FakeKubeApi::deleteSliceLocked(const std::string& name, const Preconditio
   slices_.erase(it);
   // A DELETED event carries the last state at the deletion's resourceVersion.
   last.metadata.resource_version = nextResourceVersionLocked();
-  publishLocked(WatchEventType::kDeleted, nullptr, last);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kDeleted, nullptr, last);
   return okStatus();
 }
 
@@ -1002,9 +997,7 @@ Status FakeKubeApi::watchNodeMetadata(
           watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
         }
       },
-      [&](const NodeHistoryEntry& entry) {
-        watcher->pending.push_back({entry.type, entry.object, {}});
-      }));
+      [&](const NodeHistoryEntry& entry) { watcher->offer(entry); }));
   ++node_watches_started_;
   return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
@@ -1068,7 +1061,8 @@ StatusOr<T> FakeKubeApi::putWatched(WatchedObjects<T>& store, T object) {
     object.metadata.creation_timestamp = formatTime(clock_.systemNow());
     object.metadata.resource_version = nextResourceVersionLocked();
     store.objects.emplace(key, object);
-    publishWatchedLocked<T>(store, WatchEventType::kAdded, nullptr, object);
+    publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kAdded,
+                  nullptr, object);
     return object;
   }
   T& stored = it->second;
@@ -1080,7 +1074,8 @@ StatusOr<T> FakeKubeApi::putWatched(WatchedObjects<T>& store, T object) {
   }
   object.metadata.resource_version = nextResourceVersionLocked();
   T old = std::exchange(stored, object);
-  publishWatchedLocked<T>(store, WatchEventType::kModified, &old, object);
+  publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kModified, &old,
+                object);
   return object;
 }
 
@@ -1095,29 +1090,9 @@ Status FakeKubeApi::removeWatched(WatchedObjects<T>& store, const std::string& n
   T last = std::move(it->second);
   store.objects.erase(it);
   last.metadata.resource_version = nextResourceVersionLocked();
-  publishWatchedLocked<T>(store, WatchEventType::kDeleted, nullptr, last);
+  publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kDeleted,
+                nullptr, last);
   return okStatus();
-}
-
-template <typename T>
-void FakeKubeApi::publishWatchedLocked(WatchedObjects<T>& store, WatchEventType type, const T* old,
-                                       const T& object) {
-  ObjectHistoryEntry<T> entry;
-  entry.resource_version = resource_version_;
-  entry.type = type;
-  if (old != nullptr) {
-    entry.old = *old;
-  }
-  entry.object = object;
-  for (const auto& watcher : store.watchers) {
-    watcher->offer(entry);
-  }
-  store.history.push_back(std::move(entry));
-  while (store.history.size() > options_.watch_history) {
-    store.history_floor = store.history.front().resource_version;
-    store.history.pop_front();
-  }
-  notifyLocked();
 }
 
 StatusOr<client::ServiceList> FakeKubeApi::listServices(const ListOptions& options) {
