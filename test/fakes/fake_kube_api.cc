@@ -1131,39 +1131,40 @@ Status FakeKubeApi::removeEndpointSlice(const std::string& ns, const std::string
   return removeWatched(endpoint_slices_, ns, name);
 }
 
-StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
-  Request request = newRequest("create", "tokenreviews", "", "");
+template <typename T>
+StatusOr<T> FakeKubeApi::answerReview(std::string resource,
+                                      std::function<T(const T&)> FakeKubeApi::*reviewer,
+                                      const T& review, std::type_identity_t<void (*)(T&)> refuse) {
+  Request request = newRequest("create", std::move(resource), "", "");
   RETURN_IF_ERROR(invoke(request));
-  std::function<client::TokenReview(const client::TokenReview&)> reviewer;
+  std::function<T(const T&)> answer_with;
   {
     std::lock_guard lock(mu_);
-    reviewer = token_reviewer_;
+    answer_with = this->*reviewer;
   }
-  if (reviewer) {
-    return reviewer(review);
+  if (answer_with) {
+    return answer_with(review);
   }
-  client::TokenReview answer = review;
-  answer.authenticated = false;
-  answer.error = "fake: no token reviewer set";
+  T answer = review;
+  refuse(answer);
   return answer;
+}
+
+StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
+  return answerReview("tokenreviews", &FakeKubeApi::token_reviewer_, review,
+                      [](client::TokenReview& answer) {
+                        answer.authenticated = false;
+                        answer.error = "fake: no token reviewer set";
+                      });
 }
 
 StatusOr<client::SubjectAccessReview> FakeKubeApi::createSubjectAccessReview(
     const client::SubjectAccessReview& review) {
-  Request request = newRequest("create", "subjectaccessreviews", "", "");
-  RETURN_IF_ERROR(invoke(request));
-  std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer;
-  {
-    std::lock_guard lock(mu_);
-    reviewer = access_reviewer_;
-  }
-  if (reviewer) {
-    return reviewer(review);
-  }
-  client::SubjectAccessReview answer = review;
-  answer.allowed = false;
-  answer.reason = "fake: no access reviewer set";
-  return answer;
+  return answerReview("subjectaccessreviews", &FakeKubeApi::access_reviewer_, review,
+                      [](client::SubjectAccessReview& answer) {
+                        answer.allowed = false;
+                        answer.reason = "fake: no access reviewer set";
+                      });
 }
 
 StatusOr<client::Event> FakeKubeApi::createEvent(const client::Event& event) {

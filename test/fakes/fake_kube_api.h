@@ -353,6 +353,11 @@ class FakeKubeApi final : public client::KubeApi {
                      const std::vector<std::shared_ptr<W>>& watchers, client::WatchEventType type,
                      const std::type_identity_t<T>* old, const T& object);
   void publishNodeLocked(client::WatchEventType type, const client::Node& node);
+  // Create of a review: the call is recorded and its reactors run, then
+  // `reviewer` answers; without one, `review` comes back with `refuse` applied.
+  template <typename T>
+  StatusOr<T> answerReview(std::string resource, std::function<T(const T&)> FakeKubeApi::*reviewer,
+                           const T& review, std::type_identity_t<void (*)(T&)> refuse);
   // Wakes every waiter after a change, and reports the blocked watches.
   void notifyLocked();
   // Tells options_.blocked how many watches wait with nothing to deliver.
