@@ -226,6 +226,18 @@ Status notFoundError(std::string_view kind, const std::string& name) {
   return {StatusCode::kNotFound, std::string(kind) + " \"" + name + "\" not found", {}, "NotFound"};
 }
 
+// The object stored at `key`, or the API server's NotFound for `name`.
+template <typename Map>
+StatusOr<typename Map::mapped_type> findStored(const Map& objects,
+                                               const typename Map::key_type& key,
+                                               std::string_view kind, const std::string& name) {
+  const auto it = objects.find(key);
+  if (it == objects.end()) {
+    return notFoundError(kind, name);
+  }
+  return it->second;
+}
+
 Status alreadyExistsError(std::string_view kind, const std::string& name) {
   return {StatusCode::kAlreadyExists,
           std::string(kind) + " \"" + name + "\" already exists",
@@ -670,11 +682,7 @@ StatusOr<ResourceSlice> FakeKubeApi::getResourceSlice(const std::string& name) {
   Request request = newRequest("get", "resourceslices", "", name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = slices_.find(request.name);
-  if (it == slices_.end()) {
-    return notFoundError(kSlices, request.name);
-  }
-  return it->second;
+  return findStored(slices_, request.name, kSlices, request.name);
 }
 
 StatusOr<ResourceSliceList> FakeKubeApi::listResourceSlices(const ListOptions& options) {
@@ -847,11 +855,7 @@ StatusOr<T> FakeKubeApi::getNamespaced(NamespacedObjects<T>& store, const std::s
   Request request = newRequest("get", std::string(store.resource), ns, name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = store.objects.find({request.namespace_, request.name});
-  if (it == store.objects.end()) {
-    return notFoundError(store.kind, request.name);
-  }
-  return it->second;
+  return findStored(store.objects, {request.namespace_, request.name}, store.kind, request.name);
 }
 
 template <typename T>
@@ -958,11 +962,7 @@ StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {
   Request request = newRequest("get", "nodes", "", name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = nodes_.find(request.name);
-  if (it == nodes_.end()) {
-    return notFoundError("nodes", request.name);
-  }
-  return it->second;
+  return findStored(nodes_, request.name, "nodes", request.name);
 }
 
 StatusOr<client::PartialObjectMetadataList> FakeKubeApi::listNodeMetadata(
@@ -1252,11 +1252,7 @@ StatusOr<ResourceSlice> FakeKubeApi::addResourceSlice(const ResourceSlice& slice
 StatusOr<ResourceSlice> FakeKubeApi::editResourceSlice(
     const std::string& name, const std::function<void(ResourceSlice&)>& edit) {
   std::lock_guard lock(mu_);
-  const auto it = slices_.find(name);
-  if (it == slices_.end()) {
-    return notFoundError(kSlices, name);
-  }
-  ResourceSlice edited = it->second;
+  ASSIGN_OR_RETURN(ResourceSlice edited, findStored(slices_, name, kSlices, name));
   edit(edited);
   return updateSliceLocked(std::move(edited), /*require_resource_version=*/false);
 }
