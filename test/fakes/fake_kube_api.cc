@@ -265,16 +265,15 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
 
-// Queues the first events of a watch as the API server does: from "" or "0",
-// every current object (`add_current`); from a resourceVersion, the events of
-// `history` (which holds every event after `floor`) after it, each through
-// `replay`; from before `floor`, an ERROR 410 event, as the watch cache sends
-// it.
-template <typename T, typename Entry>
-Status queueFirstEvents(const ListOptions& options, uint64_t floor,
-                        const std::deque<Entry>& history, std::deque<WatchEvent<T>>& pending,
-                        const std::function<void()>& add_current,
-                        const std::type_identity_t<std::function<void(const Entry&)>>& replay) {
+// Queues the first events of `watcher` as the API server does: from "" or
+// "0", every current object (`add_current`); from a resourceVersion, the
+// events of `history` (which holds every event after `floor`) after it, each
+// offered to the watch; from before `floor`, an ERROR 410 event, as the watch
+// cache sends it.
+template <typename W, typename Entry>
+Status queueFirstEvents(W& watcher, uint64_t floor, const std::deque<Entry>& history,
+                        const std::function<void()>& add_current) {
+  const ListOptions& options = watcher.options;
   const std::string rv = options.resource_version.value_or("");
   if (rv.empty() || rv == "0") {
     add_current();
@@ -285,17 +284,17 @@ Status queueFirstEvents(const ListOptions& options, uint64_t floor,
     return invalidArgument("invalid resource version: " + rv);
   }
   if (*from < floor) {
-    WatchEvent<T> gone;
+    typename decltype(watcher.pending)::value_type gone;
     gone.type = WatchEventType::kError;
     gone.error = Status(StatusCode::kGone,
                         "too old resource version: " + rv + " (" + std::to_string(floor + 1) + ")",
                         {}, "Expired");
-    pending.push_back(std::move(gone));
+    watcher.pending.push_back(std::move(gone));
     return okStatus();
   }
   for (const auto& entry : history) {
     if (entry.resource_version > *from) {
-      replay(entry);
+      watcher.offer(entry);
     }
   }
   return okStatus();
@@ -758,16 +757,13 @@ Status FakeKubeApi::watchResourceSlices(const ListOptions& options,
   watcher->options = opts;
   { ASSIGN_OR_RETURN(watcher->selector, parseSelector(opts)); }
 
-  RETURN_IF_ERROR(queueFirstEvents(
-      opts, history_floor_, history_, watcher->pending,
-      [&] {
-        for (const auto& [name, slice] : slices_) {
-          if (watcher->selector.matches(slice)) {
-            watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
-          }
-        }
-      },
-      [&](const HistoryEntry& entry) { watcher->offer(entry); }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, history_floor_, history_, [&] {
+    for (const auto& [name, slice] : slices_) {
+      if (watcher->selector.matches(slice)) {
+        watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
+      }
+    }
+  }));
   ++watches_started_;
   return serveWatchLocked(lock, watchers_, watcher, handler, stop, "ResourceSlices");
 }
@@ -990,14 +986,11 @@ Status FakeKubeApi::watchNodeMetadata(
   auto watcher = std::make_shared<NodeWatcher>();
   watcher->options = opts;
 
-  RETURN_IF_ERROR(queueFirstEvents(
-      opts, node_history_floor_, node_history_, watcher->pending,
-      [&] {
-        for (const auto& [name, node] : nodes_) {
-          watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
-        }
-      },
-      [&](const NodeHistoryEntry& entry) { watcher->offer(entry); }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, node_history_floor_, node_history_, [&] {
+    for (const auto& [name, node] : nodes_) {
+      watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
+    }
+  }));
   ++node_watches_started_;
   return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
@@ -1034,16 +1027,13 @@ Status FakeKubeApi::watchWatched(WatchedObjects<T>& store, const ListOptions& op
   watcher->options = request.options;
   ASSIGN_OR_RETURN(watcher->selector, parseLabelSelector(store.what, request.options));
   std::unique_lock lock(mu_);
-  RETURN_IF_ERROR(queueFirstEvents(
-      watcher->options, store.history_floor, store.history, watcher->pending,
-      [&] {
-        for (const auto& [key, object] : store.objects) {
-          if (watcher->selects(object)) {
-            watcher->pending.push_back({WatchEventType::kAdded, object, {}});
-          }
-        }
-      },
-      [&](const ObjectHistoryEntry<T>& entry) { watcher->offer(entry); }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, store.history_floor, store.history, [&] {
+    for (const auto& [key, object] : store.objects) {
+      if (watcher->selects(object)) {
+        watcher->pending.push_back({WatchEventType::kAdded, object, {}});
+      }
+    }
+  }));
   ++store.watches_started;
   return serveWatchLocked(lock, store.watchers, watcher, handler, stop, store.what);
 }
