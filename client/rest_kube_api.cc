@@ -60,14 +60,22 @@ Json withTypeMeta(Json j, const char* api_version, const char* kind) {
   return j;
 }
 
-// An answer the client cannot decode is the server's or our model's fault,
-// never the caller's input: kInternal, whatever code the decoder chose.
+// The object `decode` makes of a call's answer; a failed call and an answer
+// that does not decode both gain `context`. An answer the client cannot
+// decode is the server's or our model's fault, never the caller's input:
+// kInternal, whatever code the decoder chose.
 template <typename T>
-StatusOr<T> decoded(StatusOr<T> result) {
-  if (result.ok()) {
-    return result;
+StatusOr<T> decodedAnswer(const StatusOr<Json>& answer, StatusOr<T> (*decode)(const Json&),
+                          const std::string& context) {
+  if (!answer.ok()) {
+    return answer.status().withContext(context);
   }
-  return internalError("cannot decode the answer: " + result.status().message());
+  StatusOr<T> object = decode(*answer);
+  if (!object.ok()) {
+    return internalError("cannot decode the answer: " + object.status().message())
+        .withContext(context);
+  }
+  return object;
 }
 
 Status requireSet(const std::string& value, const std::string& context, const char* field) {
@@ -362,15 +370,8 @@ StatusOr<Json> RestKubeApi::send(const HttpRequest& req, RetryPolicy policy) {
 StatusOr<ResourceSlice> RestKubeApi::getResourceSlice(const std::string& name) {
   const std::string context = "get ResourceSlice " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  auto j = call("GET", itemPath(kResourceSlicesPath, name), nullptr);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto slice = decoded(resourceSliceFromJson(*j));
-  if (!slice.ok()) {
-    return slice.status().withContext(context);
-  }
-  return slice;
+  return decodedAnswer(call("GET", itemPath(kResourceSlicesPath, name), nullptr),
+                       &resourceSliceFromJson, context);
 }
 
 template <typename T>
@@ -548,17 +549,11 @@ StatusOr<ResourceSlice> RestKubeApi::postResourceSlice(const ResourceSlice& slic
     return invalidArgument(context + ": neither name nor generateName is set");
   }
   // A dry run stores nothing, so repeating it after a lost answer is safe.
-  auto j = callWithText(
-      "POST", std::string(kResourceSlicesPath) + (dry_run ? "?dryRun=All" : ""), toJsonText(slice),
-      generated && !dry_run ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto created = decoded(resourceSliceFromJson(*j));
-  if (!created.ok()) {
-    return created.status().withContext(context);
-  }
-  return created;
+  return decodedAnswer(
+      callWithText("POST", std::string(kResourceSlicesPath) + (dry_run ? "?dryRun=All" : ""),
+                   toJsonText(slice),
+                   generated && !dry_run ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways),
+      &resourceSliceFromJson, context);
 }
 
 StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& slice) {
@@ -568,16 +563,9 @@ StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& sl
     // Without it the server overwrites unconditionally, hiding races.
     return invalidArgument(context + ": metadata.resourceVersion is required");
   }
-  auto j =
-      callWithText("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), toJsonText(slice));
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto updated = decoded(resourceSliceFromJson(*j));
-  if (!updated.ok()) {
-    return updated.status().withContext(context);
-  }
-  return updated;
+  return decodedAnswer(
+      callWithText("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), toJsonText(slice)),
+      &resourceSliceFromJson, context);
 }
 
 Status RestKubeApi::deleteResourceSlice(const std::string& name,
@@ -592,11 +580,7 @@ Status RestKubeApi::deleteResourceSlice(const std::string& name,
   if (preconditions.resource_version) {
     body["preconditions"]["resourceVersion"] = *preconditions.resource_version;
   }
-  auto j = call("DELETE", itemPath(kResourceSlicesPath, name), &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  return okStatus();
+  return call("DELETE", itemPath(kResourceSlicesPath, name), &body).status().withContext(context);
 }
 
 Status RestKubeApi::deleteResourceSlices(const ListOptions& options) {
@@ -608,12 +592,8 @@ Status RestKubeApi::deleteResourceSlices(const ListOptions& options) {
   ListOptions selectors;
   selectors.label_selector = options.label_selector;
   selectors.field_selector = options.field_selector;
-  auto j = call("DELETE", std::string(kResourceSlicesPath) + listQuery(selectors, /*watch=*/false),
-                nullptr);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  return okStatus();
+  const std::string path = std::string(kResourceSlicesPath) + listQuery(selectors, /*watch=*/false);
+  return call("DELETE", path, nullptr).status().withContext(context);
 }
 
 // ---------------------------------------------------------------------------
@@ -640,15 +620,8 @@ StatusOr<T> RestKubeApi::getNamespaced(const NamespacedKind& kind, const std::st
   const std::string context = "get " + std::string(kind.kind) + " " + ns + "/" + name;
   RETURN_IF_ERROR(requireSet(ns, context, "namespace"));
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  auto j = call("GET", itemPath(collectionPath(kind, ns), name), nullptr);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto object = decoded(decode(*j));
-  if (!object.ok()) {
-    return object.status().withContext(context);
-  }
-  return object;
+  return decodedAnswer(call("GET", itemPath(collectionPath(kind, ns), name), nullptr), decode,
+                       context);
 }
 
 template <typename T>
@@ -668,16 +641,9 @@ StatusOr<T> RestKubeApi::writeNamespaced(const NamespacedKind& kind, const T& ob
   const std::string kind_name(kind.kind);
   const Json body = withTypeMeta(toJson(object), api_version.c_str(), kind_name.c_str());
   const std::string collection = collectionPath(kind, meta.namespace_);
-  auto j = update ? call("PUT", itemPath(collection, meta.name), &body)
-                  : call("POST", collection, &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto written = decoded(decode(*j));
-  if (!written.ok()) {
-    return written.status().withContext(context);
-  }
-  return written;
+  return decodedAnswer(update ? call("PUT", itemPath(collection, meta.name), &body)
+                              : call("POST", collection, &body),
+                       decode, context);
 }
 
 StatusOr<Lease> RestKubeApi::getLease(const std::string& ns, const std::string& name) {
@@ -718,29 +684,13 @@ StatusOr<ConfigMap> RestKubeApi::updateConfigMap(const ConfigMap& config_map) {
 
 StatusOr<ServerVersion> RestKubeApi::getServerVersion() {
   const std::string context = "get the server version";
-  auto j = call("GET", "/version", nullptr);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto version = decoded(serverVersionFromJson(*j));
-  if (!version.ok()) {
-    return version.status().withContext(context);
-  }
-  return version;
+  return decodedAnswer(call("GET", "/version", nullptr), &serverVersionFromJson, context);
 }
 
 StatusOr<Node> RestKubeApi::getNode(const std::string& name) {
   const std::string context = "get Node " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  auto j = call("GET", itemPath(kNodesPath, name), nullptr);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto node = decoded(nodeFromJson(*j));
-  if (!node.ok()) {
-    return node.status().withContext(context);
-  }
-  return node;
+  return decodedAnswer(call("GET", itemPath(kNodesPath, name), nullptr), &nodeFromJson, context);
 }
 
 StatusOr<PartialObjectMetadataList> RestKubeApi::listNodeMetadata(const ListOptions& options) {
@@ -803,30 +753,16 @@ Status RestKubeApi::watchEndpointSlices(const ListOptions& options,
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {
   const std::string context = "create TokenReview";
   const Json body = withTypeMeta(toJson(review), "authentication.k8s.io/v1", "TokenReview");
-  auto j = call("POST", std::string(kTokenReviewsPath), &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto result = decoded(tokenReviewFromJson(*j));
-  if (!result.ok()) {
-    return result.status().withContext(context);
-  }
-  return result;
+  return decodedAnswer(call("POST", std::string(kTokenReviewsPath), &body), &tokenReviewFromJson,
+                       context);
 }
 
 StatusOr<SubjectAccessReview> RestKubeApi::createSubjectAccessReview(
     const SubjectAccessReview& review) {
   const std::string context = "create SubjectAccessReview";
   const Json body = withTypeMeta(toJson(review), "authorization.k8s.io/v1", "SubjectAccessReview");
-  auto j = call("POST", std::string(kSubjectAccessReviewsPath), &body);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto result = decoded(subjectAccessReviewFromJson(*j));
-  if (!result.ok()) {
-    return result.status().withContext(context);
-  }
-  return result;
+  return decodedAnswer(call("POST", std::string(kSubjectAccessReviewsPath), &body),
+                       &subjectAccessReviewFromJson, context);
 }
 
 StatusOr<Event> RestKubeApi::createEvent(const Event& event) {
@@ -844,16 +780,9 @@ StatusOr<Event> RestKubeApi::createEvent(const Event& event) {
       "create Event " + ns + "/" + (generated ? event.metadata.generate_name : event.metadata.name);
   Json body = withTypeMeta(toJson(event), "events.k8s.io/v1", "Event");
   body["metadata"]["namespace"] = ns;
-  auto j = call("POST", eventsPath(ns), &body,
-                generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto created = decoded(eventFromJson(*j));
-  if (!created.ok()) {
-    return created.status().withContext(context);
-  }
-  return created;
+  return decodedAnswer(call("POST", eventsPath(ns), &body,
+                            generated ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways),
+                       &eventFromJson, context);
 }
 
 StatusOr<Event> RestKubeApi::patchEventSeries(const std::string& ns, const std::string& name,
@@ -869,15 +798,7 @@ StatusOr<Event> RestKubeApi::patchEventSeries(const std::string& ns, const std::
     }
   }
   // Setting the same series twice is harmless: retried like any call.
-  auto j = send(req, RetryPolicy::kAlways);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-  auto patched = decoded(eventFromJson(*j));
-  if (!patched.ok()) {
-    return patched.status().withContext(context);
-  }
-  return patched;
+  return decodedAnswer(send(req, RetryPolicy::kAlways), &eventFromJson, context);
 }
 
 }  // namespace rsc::client

@@ -226,6 +226,35 @@ TEST_F(RestKubeApiTest, NotFoundGainsContext) {
   EXPECT_TRUE(clock_.sleeps().empty());
 }
 
+TEST_F(RestKubeApiTest, AnAnswerThatDoesNotDecodeIsInternalAndNamesTheCall) {
+  // Whatever code the decoder chose: the caller's input was fine.
+  transport_.reply(200, R"({"metadata":"not an object"})");
+  auto slice = api_->getResourceSlice("s1");
+  ASSERT_FALSE(slice.ok());
+  EXPECT_EQ(slice.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(slice.status().message(),
+              ::testing::StartsWith("get ResourceSlice s1: cannot decode the answer: "));
+
+  transport_.reply(200, R"({"metadata":"not an object"})");
+  auto lease = api_->getLease("kube-system", "leader");
+  ASSERT_FALSE(lease.ok());
+  EXPECT_EQ(lease.status().code(), StatusCode::kInternal);
+  EXPECT_THAT(lease.status().message(),
+              ::testing::StartsWith("get Lease kube-system/leader: cannot decode the answer: "));
+
+  transport_.reply(200, "not JSON");
+  auto node = api_->getNode("n1");
+  EXPECT_EQ(node.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(node.status().message(), "get Node n1: the API server's answer is not JSON");
+
+  transport_.reply(200, "not JSON");
+  Status deleted = api_->deleteResourceSlice("s1", {});
+  EXPECT_EQ(deleted.code(), StatusCode::kInternal);
+  EXPECT_EQ(deleted.message(), "delete ResourceSlice s1: the API server's answer is not JSON");
+  transport_.reply(200, "{}");
+  EXPECT_TRUE(api_->deleteResourceSlice("s1", {}).ok());
+}
+
 TEST_F(RestKubeApiTest, ListDecodesPageMetadata) {
   transport_.reply(200, R"({"kind":"ResourceSliceList","apiVersion":"resource.k8s.io/v1",
       "metadata":{"resourceVersion":"77","continue":"next-page","remainingItemCount":3},

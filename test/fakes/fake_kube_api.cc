@@ -226,6 +226,18 @@ Status notFoundError(std::string_view kind, const std::string& name) {
   return {StatusCode::kNotFound, std::string(kind) + " \"" + name + "\" not found", {}, "NotFound"};
 }
 
+// The object stored at `key`, or the API server's NotFound for `name`.
+template <typename Map>
+StatusOr<typename Map::mapped_type> findStored(const Map& objects,
+                                               const typename Map::key_type& key,
+                                               std::string_view kind, const std::string& name) {
+  const auto it = objects.find(key);
+  if (it == objects.end()) {
+    return notFoundError(kind, name);
+  }
+  return it->second;
+}
+
 Status alreadyExistsError(std::string_view kind, const std::string& name) {
   return {StatusCode::kAlreadyExists,
           std::string(kind) + " \"" + name + "\" already exists",
@@ -253,16 +265,15 @@ Status invalidError(std::string_view kind, const std::string& name, std::string 
 
 constexpr std::string_view kSlices = "resourceslices.resource.k8s.io";
 
-// Queues the first events of a watch as the API server does: from "" or "0",
-// every current object (`add_current`); from a resourceVersion, the events of
-// `history` (which holds every event after `floor`) after it, each through
-// `replay`; from before `floor`, an ERROR 410 event, as the watch cache sends
-// it.
-template <typename T, typename Entry>
-Status queueFirstEvents(const ListOptions& options, uint64_t floor,
-                        const std::deque<Entry>& history, std::deque<WatchEvent<T>>& pending,
-                        const std::function<void()>& add_current,
-                        const std::type_identity_t<std::function<void(const Entry&)>>& replay) {
+// Queues the first events of `watcher` as the API server does: from "" or
+// "0", every current object (`add_current`); from a resourceVersion, the
+// events of `history` (which holds every event after `floor`) after it, each
+// offered to the watch; from before `floor`, an ERROR 410 event, as the watch
+// cache sends it.
+template <typename W, typename Entry>
+Status queueFirstEvents(W& watcher, uint64_t floor, const std::deque<Entry>& history,
+                        const std::function<void()>& add_current) {
+  const ListOptions& options = watcher.options;
   const std::string rv = options.resource_version.value_or("");
   if (rv.empty() || rv == "0") {
     add_current();
@@ -273,17 +284,17 @@ Status queueFirstEvents(const ListOptions& options, uint64_t floor,
     return invalidArgument("invalid resource version: " + rv);
   }
   if (*from < floor) {
-    WatchEvent<T> gone;
+    typename decltype(watcher.pending)::value_type gone;
     gone.type = WatchEventType::kError;
     gone.error = Status(StatusCode::kGone,
                         "too old resource version: " + rv + " (" + std::to_string(floor + 1) + ")",
                         {}, "Expired");
-    pending.push_back(std::move(gone));
+    watcher.pending.push_back(std::move(gone));
     return okStatus();
   }
   for (const auto& entry : history) {
     if (entry.resource_version > *from) {
-      replay(entry);
+      watcher.offer(entry);
     }
   }
   return okStatus();
@@ -386,6 +397,9 @@ struct FakeKubeApi::NodeWatcher {
   bool closed = false;
   bool delivering = false;
   bool waiting = false;
+
+  // Node watches do not select: every change is an event.
+  void offer(const NodeHistoryEntry& entry) { pending.push_back({entry.type, entry.object, {}}); }
 };
 
 FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
@@ -475,40 +489,32 @@ std::string FakeKubeApi::newUidLocked() {
   return uid;
 }
 
-void FakeKubeApi::publishLocked(WatchEventType type, const ResourceSlice* old,
-                                const ResourceSlice& object) {
-  HistoryEntry entry;
+template <typename T, typename W>
+void FakeKubeApi::publishLocked(std::deque<ObjectHistoryEntry<T>>& history, uint64_t& floor,
+                                const std::vector<std::shared_ptr<W>>& watchers,
+                                WatchEventType type, const std::type_identity_t<T>* old,
+                                const T& object) {
+  ObjectHistoryEntry<T> entry;
   entry.resource_version = resource_version_;
   entry.type = type;
   if (old != nullptr) {
     entry.old = *old;
   }
   entry.object = object;
-  for (const auto& watcher : watchers_) {
+  for (const auto& watcher : watchers) {
     watcher->offer(entry);
   }
-  history_.push_back(std::move(entry));
-  while (history_.size() > options_.watch_history) {
-    history_floor_ = history_.front().resource_version;
-    history_.pop_front();
+  history.push_back(std::move(entry));
+  while (history.size() > options_.watch_history) {
+    floor = history.front().resource_version;
+    history.pop_front();
   }
   notifyLocked();
 }
 
 void FakeKubeApi::publishNodeLocked(WatchEventType type, const Node& node) {
-  NodeHistoryEntry entry;
-  entry.resource_version = resource_version_;
-  entry.type = type;
-  entry.object.metadata = node.metadata;
-  for (const auto& watcher : node_watchers_) {
-    watcher->pending.push_back({type, entry.object, {}});
-  }
-  node_history_.push_back(std::move(entry));
-  while (node_history_.size() > options_.watch_history) {
-    node_history_floor_ = node_history_.front().resource_version;
-    node_history_.pop_front();
-  }
-  notifyLocked();
+  const client::PartialObjectMetadata metadata{node.metadata, nullptr};
+  publishLocked(node_history_, node_history_floor_, node_watchers_, type, nullptr, metadata);
 }
 
 template <typename W, typename T>
@@ -585,7 +591,7 @@ StatusOr<ResourceSlice> FakeKubeApi::createSliceLocked(ResourceSlice slice) {
   slice.metadata.deletion_timestamp.reset();
   slice.metadata.resource_version = nextResourceVersionLocked();
   slices_[slice.metadata.name] = slice;
-  publishLocked(WatchEventType::kAdded, nullptr, slice);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kAdded, nullptr, slice);
   return slice;
 }
 
@@ -638,7 +644,7 @@ StatusOr<ResourceSlice> FakeKubeApi::updateSliceLocked(ResourceSlice slice,
   slice.metadata.resource_version = nextResourceVersionLocked();
   const ResourceSlice old = stored;
   it->second = slice;
-  publishLocked(WatchEventType::kModified, &old, slice);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kModified, &old, slice);
   return slice;
 }
 
@@ -667,7 +673,7 @@ Status FakeKubeApi::deleteSliceLocked(const std::string& name, const Preconditio
   slices_.erase(it);
   // A DELETED event carries the last state at the deletion's resourceVersion.
   last.metadata.resource_version = nextResourceVersionLocked();
-  publishLocked(WatchEventType::kDeleted, nullptr, last);
+  publishLocked(history_, history_floor_, watchers_, WatchEventType::kDeleted, nullptr, last);
   return okStatus();
 }
 
@@ -675,11 +681,7 @@ StatusOr<ResourceSlice> FakeKubeApi::getResourceSlice(const std::string& name) {
   Request request = newRequest("get", "resourceslices", "", name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = slices_.find(request.name);
-  if (it == slices_.end()) {
-    return notFoundError(kSlices, request.name);
-  }
-  return it->second;
+  return findStored(slices_, request.name, kSlices, request.name);
 }
 
 StatusOr<ResourceSliceList> FakeKubeApi::listResourceSlices(const ListOptions& options) {
@@ -755,16 +757,13 @@ Status FakeKubeApi::watchResourceSlices(const ListOptions& options,
   watcher->options = opts;
   { ASSIGN_OR_RETURN(watcher->selector, parseSelector(opts)); }
 
-  RETURN_IF_ERROR(queueFirstEvents(
-      opts, history_floor_, history_, watcher->pending,
-      [&] {
-        for (const auto& [name, slice] : slices_) {
-          if (watcher->selector.matches(slice)) {
-            watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
-          }
-        }
-      },
-      [&](const HistoryEntry& entry) { watcher->offer(entry); }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, history_floor_, history_, [&] {
+    for (const auto& [name, slice] : slices_) {
+      if (watcher->selector.matches(slice)) {
+        watcher->pending.push_back({WatchEventType::kAdded, slice, {}});
+      }
+    }
+  }));
   ++watches_started_;
   return serveWatchLocked(lock, watchers_, watcher, handler, stop, "ResourceSlices");
 }
@@ -852,11 +851,7 @@ StatusOr<T> FakeKubeApi::getNamespaced(NamespacedObjects<T>& store, const std::s
   Request request = newRequest("get", std::string(store.resource), ns, name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = store.objects.find({request.namespace_, request.name});
-  if (it == store.objects.end()) {
-    return notFoundError(store.kind, request.name);
-  }
-  return it->second;
+  return findStored(store.objects, {request.namespace_, request.name}, store.kind, request.name);
 }
 
 template <typename T>
@@ -963,11 +958,7 @@ StatusOr<Node> FakeKubeApi::getNode(const std::string& name) {
   Request request = newRequest("get", "nodes", "", name);
   RETURN_IF_ERROR(invoke(request));
   std::lock_guard lock(mu_);
-  const auto it = nodes_.find(request.name);
-  if (it == nodes_.end()) {
-    return notFoundError("nodes", request.name);
-  }
-  return it->second;
+  return findStored(nodes_, request.name, "nodes", request.name);
 }
 
 StatusOr<client::PartialObjectMetadataList> FakeKubeApi::listNodeMetadata(
@@ -995,16 +986,11 @@ Status FakeKubeApi::watchNodeMetadata(
   auto watcher = std::make_shared<NodeWatcher>();
   watcher->options = opts;
 
-  RETURN_IF_ERROR(queueFirstEvents(
-      opts, node_history_floor_, node_history_, watcher->pending,
-      [&] {
-        for (const auto& [name, node] : nodes_) {
-          watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
-        }
-      },
-      [&](const NodeHistoryEntry& entry) {
-        watcher->pending.push_back({entry.type, entry.object, {}});
-      }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, node_history_floor_, node_history_, [&] {
+    for (const auto& [name, node] : nodes_) {
+      watcher->pending.push_back({WatchEventType::kAdded, {node.metadata, nullptr}, {}});
+    }
+  }));
   ++node_watches_started_;
   return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
@@ -1041,16 +1027,13 @@ Status FakeKubeApi::watchWatched(WatchedObjects<T>& store, const ListOptions& op
   watcher->options = request.options;
   ASSIGN_OR_RETURN(watcher->selector, parseLabelSelector(store.what, request.options));
   std::unique_lock lock(mu_);
-  RETURN_IF_ERROR(queueFirstEvents(
-      watcher->options, store.history_floor, store.history, watcher->pending,
-      [&] {
-        for (const auto& [key, object] : store.objects) {
-          if (watcher->selects(object)) {
-            watcher->pending.push_back({WatchEventType::kAdded, object, {}});
-          }
-        }
-      },
-      [&](const ObjectHistoryEntry<T>& entry) { watcher->offer(entry); }));
+  RETURN_IF_ERROR(queueFirstEvents(*watcher, store.history_floor, store.history, [&] {
+    for (const auto& [key, object] : store.objects) {
+      if (watcher->selects(object)) {
+        watcher->pending.push_back({WatchEventType::kAdded, object, {}});
+      }
+    }
+  }));
   ++store.watches_started;
   return serveWatchLocked(lock, store.watchers, watcher, handler, stop, store.what);
 }
@@ -1068,7 +1051,8 @@ StatusOr<T> FakeKubeApi::putWatched(WatchedObjects<T>& store, T object) {
     object.metadata.creation_timestamp = formatTime(clock_.systemNow());
     object.metadata.resource_version = nextResourceVersionLocked();
     store.objects.emplace(key, object);
-    publishWatchedLocked<T>(store, WatchEventType::kAdded, nullptr, object);
+    publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kAdded,
+                  nullptr, object);
     return object;
   }
   T& stored = it->second;
@@ -1080,7 +1064,8 @@ StatusOr<T> FakeKubeApi::putWatched(WatchedObjects<T>& store, T object) {
   }
   object.metadata.resource_version = nextResourceVersionLocked();
   T old = std::exchange(stored, object);
-  publishWatchedLocked<T>(store, WatchEventType::kModified, &old, object);
+  publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kModified, &old,
+                object);
   return object;
 }
 
@@ -1095,29 +1080,9 @@ Status FakeKubeApi::removeWatched(WatchedObjects<T>& store, const std::string& n
   T last = std::move(it->second);
   store.objects.erase(it);
   last.metadata.resource_version = nextResourceVersionLocked();
-  publishWatchedLocked<T>(store, WatchEventType::kDeleted, nullptr, last);
+  publishLocked(store.history, store.history_floor, store.watchers, WatchEventType::kDeleted,
+                nullptr, last);
   return okStatus();
-}
-
-template <typename T>
-void FakeKubeApi::publishWatchedLocked(WatchedObjects<T>& store, WatchEventType type, const T* old,
-                                       const T& object) {
-  ObjectHistoryEntry<T> entry;
-  entry.resource_version = resource_version_;
-  entry.type = type;
-  if (old != nullptr) {
-    entry.old = *old;
-  }
-  entry.object = object;
-  for (const auto& watcher : store.watchers) {
-    watcher->offer(entry);
-  }
-  store.history.push_back(std::move(entry));
-  while (store.history.size() > options_.watch_history) {
-    store.history_floor = store.history.front().resource_version;
-    store.history.pop_front();
-  }
-  notifyLocked();
 }
 
 StatusOr<client::ServiceList> FakeKubeApi::listServices(const ListOptions& options) {
@@ -1156,39 +1121,40 @@ Status FakeKubeApi::removeEndpointSlice(const std::string& ns, const std::string
   return removeWatched(endpoint_slices_, ns, name);
 }
 
-StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
-  Request request = newRequest("create", "tokenreviews", "", "");
+template <typename T>
+StatusOr<T> FakeKubeApi::answerReview(std::string resource,
+                                      std::function<T(const T&)> FakeKubeApi::*reviewer,
+                                      const T& review, std::type_identity_t<void (*)(T&)> refuse) {
+  Request request = newRequest("create", std::move(resource), "", "");
   RETURN_IF_ERROR(invoke(request));
-  std::function<client::TokenReview(const client::TokenReview&)> reviewer;
+  std::function<T(const T&)> answer_with;
   {
     std::lock_guard lock(mu_);
-    reviewer = token_reviewer_;
+    answer_with = this->*reviewer;
   }
-  if (reviewer) {
-    return reviewer(review);
+  if (answer_with) {
+    return answer_with(review);
   }
-  client::TokenReview answer = review;
-  answer.authenticated = false;
-  answer.error = "fake: no token reviewer set";
+  T answer = review;
+  refuse(answer);
   return answer;
+}
+
+StatusOr<client::TokenReview> FakeKubeApi::createTokenReview(const client::TokenReview& review) {
+  return answerReview("tokenreviews", &FakeKubeApi::token_reviewer_, review,
+                      [](client::TokenReview& answer) {
+                        answer.authenticated = false;
+                        answer.error = "fake: no token reviewer set";
+                      });
 }
 
 StatusOr<client::SubjectAccessReview> FakeKubeApi::createSubjectAccessReview(
     const client::SubjectAccessReview& review) {
-  Request request = newRequest("create", "subjectaccessreviews", "", "");
-  RETURN_IF_ERROR(invoke(request));
-  std::function<client::SubjectAccessReview(const client::SubjectAccessReview&)> reviewer;
-  {
-    std::lock_guard lock(mu_);
-    reviewer = access_reviewer_;
-  }
-  if (reviewer) {
-    return reviewer(review);
-  }
-  client::SubjectAccessReview answer = review;
-  answer.allowed = false;
-  answer.reason = "fake: no access reviewer set";
-  return answer;
+  return answerReview("subjectaccessreviews", &FakeKubeApi::access_reviewer_, review,
+                      [](client::SubjectAccessReview& answer) {
+                        answer.allowed = false;
+                        answer.reason = "fake: no access reviewer set";
+                      });
 }
 
 StatusOr<client::Event> FakeKubeApi::createEvent(const client::Event& event) {
@@ -1276,11 +1242,7 @@ StatusOr<ResourceSlice> FakeKubeApi::addResourceSlice(const ResourceSlice& slice
 StatusOr<ResourceSlice> FakeKubeApi::editResourceSlice(
     const std::string& name, const std::function<void(ResourceSlice&)>& edit) {
   std::lock_guard lock(mu_);
-  const auto it = slices_.find(name);
-  if (it == slices_.end()) {
-    return notFoundError(kSlices, name);
-  }
-  ResourceSlice edited = it->second;
+  ASSIGN_OR_RETURN(ResourceSlice edited, findStored(slices_, name, kSlices, name));
   edit(edited);
   return updateSliceLocked(std::move(edited), /*require_resource_version=*/false);
 }

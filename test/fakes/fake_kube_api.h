@@ -20,6 +20,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -266,26 +267,17 @@ class FakeKubeApi final : public client::KubeApi {
  private:
   struct Watcher;
   struct NodeWatcher;
-  struct NodeHistoryEntry {
-    uint64_t resource_version = 0;
-    client::WatchEventType type = client::WatchEventType::kAdded;
-    client::PartialObjectMetadata object;
-  };
-  struct HistoryEntry {
-    uint64_t resource_version = 0;
-    client::WatchEventType type = client::WatchEventType::kAdded;
-    std::optional<client::ResourceSlice> old;  // MODIFIED: the previous state
-    client::ResourceSlice object;
-  };
-  // One change of a Service or an EndpointSlice, for watches that start
-  // from an older resourceVersion.
+  // One change of an object, for watches that start from an older
+  // resourceVersion.
   template <typename T>
   struct ObjectHistoryEntry {
     uint64_t resource_version = 0;
     client::WatchEventType type = client::WatchEventType::kAdded;
-    std::optional<T> old;  // MODIFIED: the previous state
+    std::optional<T> old;  // MODIFIED: the previous state (Node watches need none)
     T object;
   };
+  using HistoryEntry = ObjectHistoryEntry<client::ResourceSlice>;
+  using NodeHistoryEntry = ObjectHistoryEntry<client::PartialObjectMetadata>;
   template <typename T>
   struct ObjectWatcher;  // one open watch of a WatchedObjects; in the .cc
   // A namespaced kind that tests change and the code under test lists and
@@ -346,9 +338,6 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<T> putWatched(WatchedObjects<T>& store, T object);
   template <typename T>
   Status removeWatched(WatchedObjects<T>& store, const std::string& ns, const std::string& name);
-  template <typename T>
-  void publishWatchedLocked(WatchedObjects<T>& store, client::WatchEventType type, const T* old,
-                            const T& object);
   // The open watches of `resource`, and how many were started.
   size_t activeWatchesLocked(std::string_view resource) const;
   size_t watchesStartedLocked(std::string_view resource) const;
@@ -356,9 +345,19 @@ class FakeKubeApi final : public client::KubeApi {
   StatusOr<client::ResourceSlice> updateSliceLocked(client::ResourceSlice slice,
                                                     bool require_resource_version);
   Status deleteSliceLocked(const std::string& name, const client::Preconditions& preconditions);
-  void publishLocked(client::WatchEventType type, const client::ResourceSlice* old,
-                     const client::ResourceSlice& object);
+  // Records a change of `object` (from `old`, for a MODIFIED) at the current
+  // resourceVersion: offers it to `watchers` and appends it to `history`,
+  // which keeps options_.watch_history entries, all those after `floor`.
+  template <typename T, typename W>
+  void publishLocked(std::deque<ObjectHistoryEntry<T>>& history, uint64_t& floor,
+                     const std::vector<std::shared_ptr<W>>& watchers, client::WatchEventType type,
+                     const std::type_identity_t<T>* old, const T& object);
   void publishNodeLocked(client::WatchEventType type, const client::Node& node);
+  // Create of a review: the call is recorded and its reactors run, then
+  // `reviewer` answers; without one, `review` comes back with `refuse` applied.
+  template <typename T>
+  StatusOr<T> answerReview(std::string resource, std::function<T(const T&)> FakeKubeApi::*reviewer,
+                           const T& review, std::type_identity_t<void (*)(T&)> refuse);
   // Wakes every waiter after a change, and reports the blocked watches.
   void notifyLocked();
   // Tells options_.blocked how many watches wait with nothing to deliver.

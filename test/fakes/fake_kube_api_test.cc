@@ -893,6 +893,8 @@ TEST_F(FakeKubeApiTest, ReviewsAreAnsweredBySettableFunctions) {
   auto denied = api_.createTokenReview(review);
   ASSERT_TRUE(denied.ok());
   EXPECT_FALSE(denied->authenticated);
+  EXPECT_EQ(denied->error, "fake: no token reviewer set");
+  EXPECT_EQ(denied->token, "t0k3n") << "the review comes back";
 
   api_.setTokenReviewer([](const client::TokenReview& r) {
     client::TokenReview answer = r;
@@ -907,7 +909,11 @@ TEST_F(FakeKubeApiTest, ReviewsAreAnsweredBySettableFunctions) {
 
   client::SubjectAccessReview access;
   access.verb = "publish";
-  EXPECT_FALSE(api_.createSubjectAccessReview(access)->allowed);
+  auto refused = api_.createSubjectAccessReview(access);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->allowed);
+  EXPECT_EQ(refused->reason, "fake: no access reviewer set");
+  EXPECT_EQ(refused->verb, "publish");
   api_.setAccessReviewer([](const client::SubjectAccessReview& r) {
     client::SubjectAccessReview answer = r;
     answer.allowed = r.verb == "publish";
