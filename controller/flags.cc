@@ -285,7 +285,8 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
       "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
       &f.shutdown_timeout, std::chrono::seconds(1));
-  fs.add("log-format", "text (klog-like) or json.", "text",
+  fs.add("log-format", "text (klog-like) or json.",
+         f.log_format == log::Format::kJson ? "json" : "text",
          [&format = f.log_format](const std::string& v) -> std::optional<std::string> {
            if (v == "text") {
              format = log::Format::kText;
