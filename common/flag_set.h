@@ -1,10 +1,10 @@
 // FlagSet: a command line's flags, each bound to the variable it sets, as Go's
 // flag package and pflag bind them. The variable's value when its flag is added
 // is the flag's default, so a default is written once: in the struct that holds
-// the variable, usually a component's Options. parse() accepts --flag=value,
-// --flag value, -flag, and for booleans --flag and --flag=false; -h is --help.
-// Every error names the flag. Not thread-safe; the bound variables must outlive
-// the set.
+// the variable, usually a component's Options. Flags are given as --flag=value,
+// --flag value or -flag value; switches, and flags with an optional value, as
+// --flag alone; shorthands as -c value, -cvalue or -c=value. Every error names
+// the flag. Not thread-safe; the bound variables must outlive the set.
 #pragma once
 
 #include <chrono>
@@ -73,9 +73,33 @@ class FlagSet {
         });
   }
 
-  // Sets the flags in args (argv[1..]). Fails with InvalidArgument naming the
-  // flag; the variables of the flags before it are set.
+  // Lets `-letter` stand for --name, as pflag's shorthands.
+  void shorthand(const std::string& name, char letter);
+  // Lets --name stand alone, as if given `--name=bare` (pflag's NoOptDefVal);
+  // a value then needs the = form. Every switch is such a flag, with "true".
+  void optionalValue(const std::string& name, std::string bare);
+
+  // Sets the flags in args (argv[1..]), which hold nothing but flags. Fails
+  // with InvalidArgument naming the flag; the variables of the flags before
+  // it may be set.
   Status parse(const std::vector<std::string>& args) const;
+
+  // As parse(), for a command line of flags and arguments in any order: the
+  // arguments, in order. "--" ends the flags; "-" is an argument.
+  StatusOr<std::vector<std::string>> parseInterspersed(const std::vector<std::string>& args) const;
+
+  // Where the first argument of args stands, past the flags of this set and
+  // their values, without setting anything: finds a command among the flags
+  // every command takes. A flag the set does not know is taken to stand alone.
+  std::optional<size_t> firstArgument(const std::vector<std::string>& args) const;
+
+  // "true", "false" and Go's other spellings of them. The refusals of these
+  // two say why without naming a flag, as a Setter's do.
+  static StatusOr<bool> parseSwitch(const std::string& v);
+  static Status checkChoice(const std::string& v, const std::vector<std::string>& choices);
+
+  // Names what the set's flags are for in its refusals: "unknown flag --x for push".
+  void setScope(std::string scope) { scope_ = std::move(scope); }
 
   // One entry a flag, in the order they were added: "  --name value\n      help (default D)\n".
   std::string usage() const;
@@ -85,14 +109,29 @@ class FlagSet {
     std::string name;
     std::string help;
     std::string default_text;
-    bool boolean = false;
+    char shorthand = 0;
+    // The value of the flag given alone; none: the flag needs a value.
+    std::optional<std::string> bare;
     Setter set;
   };
+
+  // One flag on the command line, as args[i] gives it.
+  struct Given {
+    const Flag* flag = nullptr;  // null: unknown
+    std::string spelled;         // as typed, without "=value": "--wait", "-o"
+    std::optional<std::string> value;
+  };
+
+  Given lookUp(const std::string& arg) const;
+  Flag& find(const std::string& name);
+  // Sets the flag at args[i], moving i past its value when that is args[i+1].
+  Status apply(const std::vector<std::string>& args, size_t& i) const;
 
   static std::optional<long long> parseWholeNumber(const std::string& v);
   static StatusOr<Clock::Duration> parseFlagDuration(const std::string& v, Clock::Duration min);
 
   std::vector<Flag> flags_;
+  std::string scope_;
 };
 
 }  // namespace rsc

@@ -304,6 +304,7 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       &f.cleanup);
   fs.addSwitch("version", "Print the version and exit.", &f.version);
   fs.addSwitch("help", "Print this help and exit.", &f.help);
+  fs.shorthand("help", 'h');
 }
 
 }  // namespace

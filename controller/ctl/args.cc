@@ -2,106 +2,140 @@
 
 #include <algorithm>
 #include <array>
-#include <set>
 #include <string_view>
 
 #include "common/duration.h"
-#include "controller/flags.h"
+#include "common/flag_set.h"
 
 namespace rsc::ctl {
 namespace {
 
-enum class Takes { kValue, kBool, kOptionalValue };
-
-// One field table for every flag: which command takes it ("" for the global
-// ones) and what it takes.
-struct FlagSpec {
-  std::string_view name;
-  std::string_view shorthand;
-  Takes takes;
-  std::string_view command;
-  std::string_view help;
-};
+using G = GlobalFlags;
 
 constexpr std::array kFlags = {
-    FlagSpec{"server", "s", Takes::kValue, "",
-             "The controller's inventory API (https://host:port). Default: the URL in the leader "
-             "Lease's annotation, read through the kubeconfig."},
-    FlagSpec{"token", "", Takes::kValue, "",
-             "Bearer token for the inventory API. Default: the kubeconfig user's credentials."},
-    FlagSpec{"token-file", "", Takes::kValue, "", "File holding the bearer token."},
-    FlagSpec{"certificate-authority", "", Takes::kValue, "",
-             "PEM file of the CA that signed the inventory API's certificate."},
-    FlagSpec{"insecure-skip-tls-verify", "", Takes::kBool, "",
-             "Do not check the inventory API's certificate (testing only)."},
-    FlagSpec{"kubeconfig", "", Takes::kValue, "",
-             "Kubeconfig for the API server (slices, finding the controller, credentials)."},
-    FlagSpec{"context", "", Takes::kValue, "", "The kubeconfig context to use."},
-    FlagSpec{"lease-namespace", "", Takes::kValue, "",
-             "Namespace of the leader Lease. Default: the context's namespace."},
-    FlagSpec{"lease-name", "", Takes::kValue, "", "Name of the leader Lease."},
-    FlagSpec{"ca-configmap", "", Takes::kValue, "",
-             "ConfigMap (key ca.crt) with the inventory API's CA, next to the Lease."},
-    FlagSpec{"request-timeout", "", Takes::kValue, "",
-             "Longest wait for a byte of an answer (90s)."},
-    FlagSpec{"help", "h", Takes::kBool, "*", "Show help."},
-    FlagSpec{"wait", "", Takes::kOptionalValue, "push",
-             "Hold the answer until published, up to DURATION (60s, the API's longest)."},
-    FlagSpec{"driver", "", Takes::kValue, "push", "The driver of a pool file."},
-    FlagSpec{"driver", "", Takes::kValue, "diff", "The driver of a pool file."},
-    FlagSpec{"output", "o", Takes::kValue, "get", "Output format: wide, json or yaml."},
-    FlagSpec{"output", "o", Takes::kValue, "slices", "Output format: wide, json or yaml."},
-    FlagSpec{"all", "", Takes::kBool, "withdraw", "Withdraw every pool of DRIVER."},
-    FlagSpec{"wait", "", Takes::kOptionalValue, "withdraw",
-             "Hold the answer until the slices are deleted, up to DURATION (60s)."},
-    FlagSpec{"for", "", Takes::kValue, "wait", "The condition: published (the only one)."},
-    FlagSpec{"timeout", "", Takes::kValue, "wait", "How long to wait (60s)."},
+    FlagSpec{"server", 's', Takes::kValue, "", "URL", "",
+             "the controller's inventory API; default: the URL the leader Lease announces "
+             "(annotation resourceslice.dra.k8s.io/inventory-url), read through the kubeconfig",
+             &G::server},
+    FlagSpec{"token", 0, Takes::kValue, "", "TOKEN", "",
+             "bearer token; default: the kubeconfig user's credentials", &G::token},
+    FlagSpec{"token-file", 0, Takes::kValue, "", "FILE", "", "file holding the bearer token",
+             &G::token_file},
+    FlagSpec{"certificate-authority", 0, Takes::kValue, "", "FILE", "",
+             "PEM CA of the inventory API's certificate", &G::certificate_authority},
+    FlagSpec{"insecure-skip-tls-verify", 0, Takes::kSwitch, "", "", "",
+             "do not check the certificate (testing only)", &G::insecure_skip_tls_verify},
+    FlagSpec{"kubeconfig", 0, Takes::kValue, "", "FILE", "",
+             "kubeconfig (default: $KUBECONFIG, ~/.kube/config)", &G::kubeconfig},
+    FlagSpec{"context", 0, Takes::kValue, "", "NAME", "", "kubeconfig context", &G::context},
+    FlagSpec{"lease-namespace", 0, Takes::kValue, "", "NS", "",
+             "namespace of the leader Lease (default: the context's)", &G::lease_namespace},
+    FlagSpec{"lease-name", 0, Takes::kValue, "", "NAME", "", "name of the leader Lease",
+             &G::lease_name},
+    FlagSpec{"ca-configmap", 0, Takes::kValue, "", "NAME", "",
+             "without --server and --certificate-authority, an https URL of the Lease is "
+             "checked against this ConfigMap's ca.crt in the Lease's namespace, when it exists; "
+             "the chart publishes it",
+             &G::ca_configmap},
+    FlagSpec{"request-timeout", 0, Takes::kValue, "", "DURATION", "",
+             "longest wait for a byte of an answer", &G::request_timeout},
+    FlagSpec{"help", 'h', Takes::kSwitch, "", "", "", "show the help", {}},
+    FlagSpec{"wait",
+             0,
+             Takes::kOptionalValue,
+             "push",
+             "DURATION",
+             "",
+             "hold each answer until the pool is published, up to DURATION (default 60s, the "
+             "API's longest)",
+             {}},
+    FlagSpec{"driver", 0, Takes::kValue, "push diff", "DRIVER", "", "the driver of pool files", {}},
+    FlagSpec{"output",
+             'o',
+             Takes::kValue,
+             "get slices",
+             "FORMAT",
+             "wide json yaml",
+             "output format: wide, json or yaml",
+             {}},
+    FlagSpec{"all", 0, Takes::kSwitch, "withdraw", "", "", "withdraw every pool of DRIVER", {}},
+    FlagSpec{"wait",
+             0,
+             Takes::kOptionalValue,
+             "withdraw",
+             "DURATION",
+             "",
+             "hold the answer until the slices are deleted, up to DURATION (default 60s)",
+             {}},
+    FlagSpec{"for",
+             0,
+             Takes::kValue,
+             "wait",
+             "CONDITION",
+             "published",
+             "the condition: published (the only one)",
+             {}},
+    FlagSpec{
+        "timeout", 0, Takes::kValue, "wait", "DURATION", "", "how long to wait (default 60s)", {}},
 };
 
 constexpr std::array<std::string_view, 7> kCommands = {"push", "get",    "diff",      "withdraw",
                                                        "wait", "slices", "completion"};
 
-const FlagSpec* findFlag(std::string_view name, bool shorthand, const std::string& command) {
-  for (const FlagSpec& f : kFlags) {
-    if ((shorthand ? f.shorthand : f.name) != name) continue;
-    if (f.command.empty() || f.command == "*" || f.command == command) return &f;
+// The words of a space-separated list.
+std::vector<std::string> words(std::string_view list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < list.size();) {
+    const size_t space = std::min(list.find(' ', start), list.size());
+    out.emplace_back(list.substr(start, space - start));
+    start = space + 1;
   }
-  return nullptr;
+  return out;
 }
 
-StatusOr<bool> parseBool(const std::string& flag, const std::string& value) {
-  if (value == "true" || value.empty()) return true;
-  if (value == "false") return false;
-  return invalidArgument("flag --" + flag + ": want true or false, got \"" + value + "\"");
-}
-
-// Stores a global flag's value.
-Status setGlobal(GlobalFlags& g, std::string_view name, const std::string& value) {
-  const std::map<std::string_view, std::string*> strings = {
-      {"server", &g.server},
-      {"token", &g.token},
-      {"token-file", &g.token_file},
-      {"certificate-authority", &g.certificate_authority},
-      {"kubeconfig", &g.kubeconfig},
-      {"context", &g.context},
-      {"lease-namespace", &g.lease_namespace},
-      {"lease-name", &g.lease_name},
-      {"ca-configmap", &g.ca_configmap},
-  };
-  if (auto it = strings.find(name); it != strings.end()) {
-    if (value.empty()) return invalidArgument("flag --" + std::string(name) + " needs a value");
-    *it->second = value;
-    return okStatus();
-  }
-  if (name == "insecure-skip-tls-verify") {
-    ASSIGN_OR_RETURN(g.insecure_skip_tls_verify, parseBool(std::string(name), value));
-    return okStatus();
-  }
-  // request-timeout
-  auto d = parseDuration(value);
-  if (!d.ok()) return invalidArgument("flag --request-timeout: " + d.status().message());
-  g.request_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+// Checks a command flag's value against what the table says it takes.
+Status checkValue(const FlagSpec& spec, const std::string& value) {
+  if (!spec.choices.empty()) RETURN_IF_ERROR(FlagSet::checkChoice(value, words(spec.choices)));
+  if (spec.value == "DURATION" && !value.empty()) return parseDuration(value).status();
   return okStatus();
+}
+
+// Binds the flags `command` takes ("" for none) to inv.
+void addFlags(FlagSet& fs, std::string_view command, Invocation& inv) {
+  for (const FlagSpec& spec : kFlags) {
+    if (!spec.global() && !spec.takenBy(command)) continue;
+    const std::string name(spec.name);
+    const std::string help(spec.help);
+    if (auto* text = std::get_if<std::string G::*>(&spec.target)) {
+      fs.addText(name, help, &(inv.global.*(*text)));
+    } else if (auto* on = std::get_if<bool G::*>(&spec.target)) {
+      fs.addSwitch(name, help, &(inv.global.*(*on)));
+    } else if (auto* d = std::get_if<std::chrono::milliseconds G::*>(&spec.target)) {
+      fs.addDuration(name, help, &(inv.global.*(*d)));
+    } else if (name == "help") {
+      fs.addSwitch(name, help, &inv.help);
+    } else {
+      fs.add(name, help, "",
+             [&spec, &flags = inv.flags](const std::string& v) -> std::optional<std::string> {
+               const std::string key(spec.name);
+               if (spec.takes == Takes::kSwitch) {
+                 const StatusOr<bool> on = FlagSet::parseSwitch(v);
+                 if (!on.ok()) return on.status().message();
+                 if (*on) flags[key] = "";
+                 if (!*on) flags.erase(key);
+               } else if (Status refused = checkValue(spec, v); !refused.ok()) {
+                 return refused.message();
+               } else {
+                 flags[key] = v;
+               }
+               return std::nullopt;
+             });
+      if (spec.takes != Takes::kValue)
+        fs.optionalValue(name, spec.takes == Takes::kSwitch ? "true" : "");
+    }
+    if (spec.shorthand != 0) fs.shorthand(name, spec.shorthand);
+  }
+  fs.setScope(std::string(command));
 }
 
 // Checks the positional arguments of a parsed command.
@@ -127,34 +161,10 @@ Status checkArgs(const Invocation& inv) {
     if (n == 2 && inv.has("all")) return invalidArgument("withdraw: --all goes without POOL");
     return okStatus();
   }
-  if (c == "wait") {
-    RETURN_IF_ERROR(need(n == 2, "DRIVER POOL"));
-    const std::string cond = inv.flag("for", "published");
-    if (cond != "published") {
-      return invalidArgument(R"(flag --for: only "published" is known, got ")" + cond + "\"");
-    }
-    return okStatus();
-  }
+  if (c == "wait") return need(n == 2, "DRIVER POOL");
   if (c == "slices") return need(n == 1 || n == 2, "DRIVER [POOL]");
   // completion
   return need(n == 1, "bash or zsh");
-}
-
-// Checks the values of command flags that have a fixed set or a form.
-Status checkFlagValues(const Invocation& inv) {
-  if (inv.has("output")) {
-    const std::string o = inv.flag("output");
-    if (o != "wide" && o != "json" && o != "yaml" && o != "table") {
-      return invalidArgument("flag -o: want wide, json or yaml, got \"" + o + "\"");
-    }
-  }
-  for (const char* name : {"wait", "timeout"}) {
-    if (!inv.has(name) || inv.flag(name).empty()) continue;
-    auto d = parseDuration(inv.flag(name));
-    if (!d.ok())
-      return invalidArgument("flag --" + std::string(name) + ": " + d.status().message());
-  }
-  return okStatus();
 }
 
 }  // namespace
@@ -164,88 +174,43 @@ std::string Invocation::flag(const std::string& name, const std::string& fallbac
   return it == flags.end() ? fallback : it->second;
 }
 
+std::vector<std::string> FlagSpec::commandNames() const { return words(commands); }
+
+bool FlagSpec::takenBy(std::string_view command) const {
+  const std::vector<std::string> takers = commandNames();
+  return std::find(takers.begin(), takers.end(), command) != takers.end();
+}
+
+std::span<const FlagSpec> flagTable() { return kFlags; }
+
 StatusOr<Invocation> parseArgs(const std::vector<std::string>& args) {
   Invocation inv;
-  // The command is the first positional argument; flags may come before it,
-  // so the command flags are resolved once it is known (a second pass).
-  std::vector<std::string> positional;
-  bool only_positional = false;
-  for (size_t i = 0; i < args.size() && inv.command.empty(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || !a.starts_with("-")) {
-      inv.command = a;
-    } else if (a == "--") {
-      only_positional = true;
-    } else if (a.find('=') == std::string::npos) {
-      // Skips the value of a global flag given as "--server URL".
-      const bool shorthand = !a.starts_with("--");
-      const FlagSpec* spec = findFlag(a.substr(shorthand ? 1 : 2), shorthand, "");
-      if (spec != nullptr && spec->takes == Takes::kValue) ++i;
-    }
-  }
-  if (inv.command == "help") {
+  // The command is the first argument past the global flags; its own flags
+  // are known once it is. "help COMMAND" is COMMAND --help.
+  std::vector<std::string> rest = args;
+  FlagSet globals;
+  addFlags(globals, "", inv);
+  std::optional<size_t> at = globals.firstArgument(rest);
+  if (at && rest[*at] == "help") {
     inv.help = true;
-    inv.command.clear();
-    for (size_t i = 0; i + 1 < args.size(); ++i) {
-      if (args[i] == "help") inv.command = args[i + 1];
-    }
+    rest.erase(rest.begin() + static_cast<ptrdiff_t>(*at));
+    at = globals.firstArgument(rest);
   }
+  if (at) inv.command = rest[*at];
   if (!inv.command.empty() &&
       std::find(kCommands.begin(), kCommands.end(), inv.command) == kCommands.end()) {
     return invalidArgument("unknown command \"" + inv.command +
                            "\" (commands: push, get, diff, withdraw, wait, slices, completion)");
   }
-  only_positional = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (only_positional || a == "-" || !a.starts_with("-")) {
-      positional.push_back(a);
-      continue;
-    }
-    if (a == "--") {
-      only_positional = true;
-      continue;
-    }
-    // --name=value, --name value, -o value, -ovalue.
-    const bool shorthand = !a.starts_with("--");
-    std::string name = a.substr(shorthand ? 1 : 2);
-    std::optional<std::string> value;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (shorthand && name.size() > 1) {
-      value = name.substr(1);
-      name.resize(1);
-    }
-    const FlagSpec* spec = findFlag(name, shorthand, inv.command);
-    if (spec == nullptr) {
-      return invalidArgument("unknown flag " + a.substr(0, a.find('=')) +
-                             (inv.command.empty() ? "" : " for " + inv.command));
-    }
-    if (spec->takes == Takes::kValue && !value) {
-      if (i + 1 >= args.size())
-        return invalidArgument("flag --" + std::string(spec->name) + " needs a value");
-      value = args[++i];
-    }
-    if (spec->name == "help") {
-      inv.help = true;
-    } else if (spec->command.empty()) {
-      RETURN_IF_ERROR(setGlobal(inv.global, spec->name, value.value_or("")));
-    } else {
-      inv.flags[std::string(spec->name)] = value.value_or("");
-    }
-  }
-  if (!positional.empty() && positional.front() == "help") positional.erase(positional.begin());
-  if (!positional.empty() && positional.front() == inv.command) {
-    positional.erase(positional.begin());
-  }
-  inv.args = std::move(positional);
+  FlagSet fs;
+  addFlags(fs, inv.command, inv);
+  ASSIGN_OR_RETURN(inv.args, fs.parseInterspersed(rest));
+  if (!inv.args.empty()) inv.args.erase(inv.args.begin());  // the command
   if (inv.help || inv.command.empty()) {
     inv.help = true;
     return inv;
   }
   RETURN_IF_ERROR(checkArgs(inv));
-  RETURN_IF_ERROR(checkFlagValues(inv));
   return inv;
 }
 

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/status.h"
@@ -58,6 +61,41 @@ struct Invocation {
   bool has(const std::string& flag) const { return flags.contains(flag); }
   std::string flag(const std::string& name, const std::string& fallback = "") const;
 };
+
+// How a flag takes its value.
+enum class Takes {
+  kValue,          // --flag VALUE, --flag=VALUE
+  kSwitch,         // --flag, --flag=false
+  kOptionalValue,  // --flag, --flag=VALUE
+};
+
+// One flag: the one table that the parser, the help and the completion
+// scripts are made from, so that a flag is added in one line.
+struct FlagSpec {
+  // Where a global flag's value goes; command flags go to Invocation::flags.
+  using Target = std::variant<std::monostate, std::string GlobalFlags::*, bool GlobalFlags::*,
+                              std::chrono::milliseconds GlobalFlags::*>;
+
+  std::string_view name;
+  char shorthand;
+  Takes takes;
+  // The commands that take it, space-separated; "" for a global flag.
+  std::string_view commands;
+  // The value's name in the help; a FILE is completed as a file name, a
+  // DURATION is checked to be one.
+  std::string_view value;
+  // The only values taken, space-separated, which completion offers; "" for any.
+  std::string_view choices;
+  std::string_view help;
+  Target target;
+
+  bool global() const { return commands.empty(); }
+  bool takenBy(std::string_view command) const;
+  std::vector<std::string> commandNames() const;
+};
+
+// Every flag, global ones first, in the order the help lists them.
+std::span<const FlagSpec> flagTable();
 
 // Parses argv[1..]. Fails with a one-line message naming the flag or
 // argument ("unknown flag --foo for push", "get pool needs DRIVER POOL").

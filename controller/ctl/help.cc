@@ -1,31 +1,13 @@
 // The help texts and completion scripts of resourceslicectl (args.h).
+#include <algorithm>
 #include <map>
 #include <string>
 
+#include "common/flag_set.h"
 #include "controller/ctl/args.h"
 
 namespace rsc::ctl {
 namespace {
-
-constexpr char kGlobalFlags[] = R"(
-Global flags (before or after the command):
-  -s, --server URL                 the controller's inventory API; default: the URL the leader
-                                   Lease announces (annotation resourceslice.dra.k8s.io/inventory-url),
-                                   read through the kubeconfig
-      --token TOKEN                bearer token; default: the kubeconfig user's credentials
-      --token-file FILE            file holding the bearer token
-      --certificate-authority FILE PEM CA of the inventory API's certificate
-      --insecure-skip-tls-verify   do not check the certificate (testing only)
-      --kubeconfig FILE            kubeconfig (default: $KUBECONFIG, ~/.kube/config)
-      --context NAME               kubeconfig context
-      --lease-namespace NS         namespace of the leader Lease (default: the context's)
-      --lease-name NAME            name of the leader Lease (default: resourceslice-controller)
-      --ca-configmap NAME          without --server and --certificate-authority, an https URL of
-                                   the Lease is checked against this ConfigMap's ca.crt in the
-                                   Lease's namespace, when it exists (default:
-                                   resourceslice-controller-ca, the chart's)
-      --request-timeout DURATION   longest wait for a byte of an answer (default: 90s)
-)";
 
 const std::map<std::string, std::string>& usages() {
   static const auto* texts = new std::map<std::string, std::string>{
@@ -60,10 +42,6 @@ the file name: DRIVER-POOL.pool.json (DRIVER is a DNS name, POOL what follows
 its first "-" after the last ".") or DRIVER.driver.json; --driver DRIVER makes
 POOL the rest of the name. A DIR pushes its *.pool.json and *.driver.json in
 name order. Prints one line per request; stops at the first failure.
-
-Flags:
-      --wait[=DURATION]  hold each answer until the pool is published (default 60s)
-      --driver DRIVER    the driver of pool files
 
 Examples:
   resourceslicectl push gpu.example.com-node-a.pool.json --wait=10s
@@ -139,25 +117,19 @@ Examples:
   return *texts;
 }
 
-constexpr char kBash[] = R"(# bash completion for resourceslicectl
+// Before the flags, which bashFlags() lists.
+constexpr char kBashHead[] = R"(# bash completion for resourceslicectl
 _resourceslicectl() {
-  local cur prev cmd i
+  local cur prev cmd i flags
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
   cmd=""
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    case "${COMP_WORDS[i]}" in
-      -*) ;;
-      *) cmd="${COMP_WORDS[i]}"; break ;;
-    esac
-  done
-  case "$prev" in
-    --kubeconfig|--token-file|--certificate-authority)
-      COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    -o|--output) COMPREPLY=($(compgen -W "wide json yaml" -- "$cur")); return ;;
-  esac
+)";
+
+// After the flags and the cases that complete their values.
+constexpr char kBashTail[] = R"(  esac
   if [[ "$cur" == -* ]]; then
-    COMPREPLY=($(compgen -W "--server --token --token-file --certificate-authority --insecure-skip-tls-verify --kubeconfig --context --lease-namespace --lease-name --ca-configmap --request-timeout --help --wait --driver --output --all --for --timeout" -- "$cur"))
+    COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -170,7 +142,8 @@ _resourceslicectl() {
 complete -o default -F _resourceslicectl resourceslicectl
 )";
 
-constexpr char kZsh[] = R"(#compdef resourceslicectl
+// Before the flags' specs of _arguments.
+constexpr char kZshHead[] = R"(#compdef resourceslicectl
 # zsh completion for resourceslicectl
 _resourceslicectl() {
   local -a commands
@@ -184,24 +157,10 @@ _resourceslicectl() {
     'completion:print a completion script'
   )
   _arguments -C \
-    '(-s --server)'{-s,--server}'[inventory API URL]:url:' \
-    '--token[bearer token]:token:' \
-    '--token-file[file holding the token]:file:_files' \
-    '--certificate-authority[CA file]:file:_files' \
-    '--insecure-skip-tls-verify[do not check the certificate]' \
-    '--kubeconfig[kubeconfig file]:file:_files' \
-    '--context[kubeconfig context]:context:' \
-    '--lease-namespace[namespace of the leader Lease]:namespace:' \
-    '--lease-name[name of the leader Lease]:name:' \
-    '--ca-configmap[ConfigMap with the CA]:name:' \
-    '--request-timeout[idle timeout]:duration:' \
-    '(-o --output)'{-o,--output}'[output format]:format:(wide json yaml)' \
-    '--wait[wait until published]' \
-    '--driver[driver of pool files]:driver:' \
-    '--all[every pool of the driver]' \
-    '--for[condition]:condition:(published)' \
-    '--timeout[how long to wait]:duration:' \
-    '1:command:->command' \
+)";
+
+// After the flags' specs, which zshFlags() makes.
+constexpr char kZshTail[] = R"(    '1:command:->command' \
     '*::arg:->args'
   case $state in
     command) _describe 'command' commands ;;
@@ -216,17 +175,171 @@ _resourceslicectl() {
 _resourceslicectl "$@"
 )";
 
+// Where a flag's help starts, and how wide the help is.
+constexpr size_t kHelpColumn = 35;
+constexpr size_t kHelpWidth = 100;
+
+// What a global flag's variable holds before parsing, for the help; "" for
+// none or a command flag.
+std::string defaultOf(const FlagSpec& f) {
+  const GlobalFlags defaults;
+  if (auto* text = std::get_if<std::string GlobalFlags::*>(&f.target)) return defaults.**text;
+  if (auto* d = std::get_if<std::chrono::milliseconds GlobalFlags::*>(&f.target)) {
+    return formatFlagDuration(defaults.**d);
+  }
+  return "";
+}
+
+// "  -s, --server URL", padded to the help column, then the help, wrapped
+// under it.
+std::string helpLines(const FlagSpec& f) {
+  std::string line =
+      f.shorthand != 0 ? std::string{' ', ' ', '-', f.shorthand, ',', ' '} : std::string(6, ' ');
+  line.append("--").append(f.name);
+  if (f.takes == Takes::kValue) line.append(" ").append(f.value);
+  if (f.takes == Takes::kOptionalValue) line.append("[=").append(f.value).append("]");
+  std::string help(f.help);
+  if (const std::string d = defaultOf(f); !d.empty()) help += " (default: " + d + ")";
+  line.resize(std::max(line.size() + 1, kHelpColumn), ' ');
+  std::string out;
+  bool line_has_help = false;
+  for (size_t start = 0; start < help.size();) {
+    const size_t end = std::min(help.find(' ', start), help.size());
+    const std::string_view word(help.data() + start, end - start);
+    if (line_has_help && line.size() + 1 + word.size() > kHelpWidth) {
+      out.append(line).append("\n");
+      line = std::string(kHelpColumn, ' ');
+      line_has_help = false;
+    }
+    if (line_has_help) line += ' ';
+    line += word;
+    line_has_help = true;
+    start = end + 1;
+  }
+  return out.append(line).append("\n");
+}
+
+// The help lines of the flags `command` takes ("" for the global ones).
+std::string flagsHelp(std::string_view command) {
+  std::string out;
+  for (const FlagSpec& f : flagTable()) {
+    if (command.empty() ? f.global() : f.takenBy(command)) out += helpLines(f);
+  }
+  return out;
+}
+
+// Each flag once, in the table's order (a flag of several commands has
+// several rows).
+std::vector<const FlagSpec*> distinctFlags() {
+  std::vector<const FlagSpec*> out;
+  for (const FlagSpec& f : flagTable()) {
+    if (std::none_of(out.begin(), out.end(), [&f](const FlagSpec* o) { return o->name == f.name; }))
+      out.push_back(&f);
+  }
+  return out;
+}
+
+// "-o|--output" for a case pattern of bash.
+std::string bashPattern(const FlagSpec& f) {
+  std::string out = f.shorthand != 0 ? std::string{'-', f.shorthand, '|'} : "";
+  return out.append("--").append(f.name);
+}
+
+// The flags the command line's command takes, and the cases of
+// `case "$prev"` that complete a flag's value.
+std::string bashFlags() {
+  std::string globals;
+  std::string valued;
+  std::vector<std::pair<std::string, std::string>> by_command;
+  std::string files;
+  std::string cases;
+  for (const FlagSpec& f : flagTable()) {
+    const std::string name = "--" + std::string(f.name);
+    if (f.global()) globals += (globals.empty() ? "" : " ") + name;
+    if (f.global() && f.takes == Takes::kValue) {
+      valued.append(valued.empty() ? "" : "|").append(bashPattern(f));
+    }
+    for (const std::string& command : f.commandNames()) {
+      auto it = std::find_if(by_command.begin(), by_command.end(),
+                             [&command](const auto& c) { return c.first == command; });
+      if (it == by_command.end()) it = by_command.insert(it, {command, ""});
+      it->second += " " + name;
+    }
+  }
+  for (const FlagSpec* f : distinctFlags()) {
+    if (f->value == "FILE") files.append(files.empty() ? "" : "|").append(bashPattern(*f));
+    if (!f->choices.empty()) {
+      cases.append("    ").append(bashPattern(*f)).append(") COMPREPLY=($(compgen -W \"");
+      cases.append(f->choices).append("\" -- \"$cur\")); return ;;\n");
+    }
+  }
+  // The command is the first word that is neither a flag nor a global flag's value.
+  std::string out = "  for ((i = 1; i < COMP_CWORD; i++)); do\n    case \"${COMP_WORDS[i]}\" in\n";
+  out += "      " + valued + ") ((i++)) ;;\n";
+  out += "      -*) ;;\n      *) cmd=\"${COMP_WORDS[i]}\"; break ;;\n    esac\n  done\n";
+  out += "  flags=\"" + globals + "\"\n  case \"$cmd\" in\n";
+  for (const auto& [command, flags] : by_command) {
+    out.append("    ").append(command).append(") flags+=\"").append(flags).append("\" ;;\n");
+  }
+  out += "  esac\n  case \"$prev\" in\n" + cases;
+  if (!files.empty())
+    out += "    " + files + ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
+  return out;
+}
+
+// A help text as a description of zsh's _arguments, inside single quotes.
+std::string zshDescription(std::string_view help) {
+  std::string out;
+  for (const char c : help) {
+    if (c == '\'') {
+      out += R"('\'')";
+    } else {
+      if (c == '[' || c == ']') out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
+// One spec of _arguments a flag: '(-o --output)'{-o,--output}'[help]:FORMAT:(wide json yaml)'.
+std::string zshFlags() {
+  std::string out;
+  for (const FlagSpec* f : distinctFlags()) {
+    const std::string name = "--" + std::string(f->name);
+    out += "    ";
+    if (f->shorthand != 0) {
+      const std::string letter{'-', f->shorthand};
+      out.append("'(").append(letter).append(" ").append(name).append(")'{");
+      out.append(letter).append(",").append(name).append("}'");
+    } else {
+      out += "'" + name;
+    }
+    out += "[" + zshDescription(f->help) + "]";
+    if (f->takes == Takes::kValue) {
+      out.append(":").append(f->value).append(":");
+      if (f->value == "FILE") out += "_files";
+      if (!f->choices.empty()) out.append("(").append(f->choices).append(")");
+    }
+    out += "' \\\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string usage(const std::string& command) {
   auto it = usages().find(command);
-  const std::string& text = it == usages().end() ? usages().at("") : it->second;
-  return text + kGlobalFlags;
+  std::string text = it == usages().end() ? usages().at("") : it->second;
+  if (const std::string own = flagsHelp(it == usages().end() ? "" : command);
+      !command.empty() && !own.empty()) {
+    text += "\nFlags:\n" + own;
+  }
+  return text + "\nGlobal flags (before or after the command):\n" + flagsHelp("");
 }
 
 StatusOr<std::string> completionScript(const std::string& shell) {
-  if (shell == "bash") return std::string(kBash);
-  if (shell == "zsh") return std::string(kZsh);
+  if (shell == "bash") return kBashHead + bashFlags() + kBashTail;
+  if (shell == "zsh") return kZshHead + zshFlags() + kZshTail;
   return invalidArgument("completion: want bash or zsh, got \"" + shell + "\"");
 }
 

@@ -1,5 +1,6 @@
 #include "common/flag_set.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -108,6 +109,75 @@ TEST(FlagSet, RefusalsNameTheFlagAndWhy) {
   }
 }
 
+// A command line in kubectl's way: flags before and after the arguments,
+// shorthands, a flag whose value is optional.
+struct Command {
+  std::string output;
+  std::string wait = "none";
+  bool all = false;
+  std::string server;
+  FlagSet fs;
+
+  Command() {
+    fs.addString("output", "Output format.", &output);
+    fs.shorthand("output", 'o');
+    fs.addString("wait", "How long to wait.", &wait);
+    fs.optionalValue("wait", "60s");
+    fs.addSwitch("all", "Every pool.", &all);
+    fs.addText("server", "The server.", &server);
+    fs.shorthand("server", 's');
+    fs.setScope("get");
+  }
+};
+
+TEST(FlagSet, TakesShorthandsAndOptionalValuesBetweenArguments) {
+  Command c;
+  auto args = c.fs.parseInterspersed(
+      {"-s", "https://a", "get", "-ojson", "pools", "--wait", "d", "--all", "--", "--x", "-"});
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(*args, (std::vector<std::string>{"get", "pools", "d", "--x", "-"}));
+  EXPECT_EQ(c.server, "https://a");
+  EXPECT_EQ(c.output, "json");
+  EXPECT_EQ(c.wait, "60s") << "--wait alone takes its bare value, not the next argument";
+  EXPECT_TRUE(c.all);
+
+  Command d;
+  args = d.fs.parseInterspersed({"-o=yaml", "--wait=5s", "-s=https://b", "x"});
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(*args, std::vector<std::string>{"x"});
+  EXPECT_EQ(d.output, "yaml");
+  EXPECT_EQ(d.wait, "5s");
+  EXPECT_EQ(d.server, "https://b");
+}
+
+TEST(FlagSet, RefusalsOfACommandLineNameTheFlagAndTheScope) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"get", "--frob"}, "unknown flag --frob for get (see --help)"},
+      {{"-x", "get"}, "unknown flag -x for get (see --help)"},
+      {{"get", "-o"}, "flag --output needs a value"},
+      {{"-s="}, "flag --server: must not be empty"},
+      {{"--all=maybe"}, "flag --all: must be true or false, not \"maybe\""},
+  };
+  for (const auto& [args, want] : cases) {
+    Command c;
+    auto got = c.fs.parseInterspersed(args);
+    ASSERT_FALSE(got.ok()) << ::testing::PrintToString(args);
+    EXPECT_EQ(got.status().message(), want);
+  }
+}
+
+TEST(FlagSet, FindsTheFirstArgumentPastTheFlagsItKnows) {
+  const Command c;
+  using Args = std::vector<std::string>;
+  EXPECT_EQ(c.fs.firstArgument(Args{"-s", "https://a", "--all", "get", "pools"}), 3u);
+  EXPECT_EQ(c.fs.firstArgument(Args{"--wait", "push", "dir"}), 1u);
+  EXPECT_EQ(c.fs.firstArgument(Args{"--server=https://a", "-ojson", "slices"}), 2u);
+  EXPECT_EQ(c.fs.firstArgument(Args{"--frob", "get"}), 1u) << "unknown flags stand alone";
+  EXPECT_EQ(c.fs.firstArgument(Args{"--", "-s"}), 1u);
+  EXPECT_EQ(c.fs.firstArgument(Args{"-s", "https://a"}), std::nullopt);
+  EXPECT_EQ(c.server, "") << "sets nothing";
+}
+
 TEST(FlagSet, UsageShowsEachFlagWithItsDefaultUnlessZero) {
   Bound b;
   const std::string usage = b.fs.usage();
@@ -123,6 +193,12 @@ TEST(FlagSet, UsageShowsEachFlagWithItsDefaultUnlessZero) {
   EXPECT_NE(usage.find("  --note value\n      A note.\n"), std::string::npos);
   EXPECT_NE(usage.find("  --names value\n      Names.\n"), std::string::npos);
   EXPECT_LT(usage.find("--name "), usage.find("--mode ")) << "in the order they were added";
+
+  const std::string command = Command().fs.usage();
+  EXPECT_NE(command.find("  -o, --output value\n"), std::string::npos) << command;
+  EXPECT_NE(command.find("  --wait[=value]\n      How long to wait. (default none)\n"),
+            std::string::npos)
+      << command;
 }
 
 TEST(FlagSet, FormatsDurationsInTheirLargestWholeUnit) {

@@ -2,11 +2,28 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
 
 namespace rsc::ctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Whether `command` takes the flag: a flag of several commands has a row for
+// each help text.
+bool takes(std::string_view command, std::string_view flag) {
+  const auto table = flagTable();
+  return std::any_of(table.begin(), table.end(), [&](const FlagSpec& f) {
+    return f.name == flag && (f.global() || f.takenBy(command));
+  });
+}
 
 TEST(ParseArgs, GlobalFlagsBeforeAndAfterTheCommand) {
   auto inv = parseArgs({"--server", "https://rsc:8443", "--token=t", "get", "pools",
@@ -59,20 +76,24 @@ TEST(ParseArgs, EveryMistakeIsOneLineNamingWhatIsWrong) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"frob"}, "unknown command \"frob\""},
       {{"push", "--frob", "x"}, "unknown flag --frob for push"},
+      {{"-x", "get", "pools"}, "unknown flag -x for get"},
       {{"get", "pools", "--all"}, "unknown flag --all for get"},
       {{"push"}, "push needs one FILE or DIR"},
       {{"push", "a", "b"}, "push needs one FILE or DIR"},
       {{"get"}, "get needs pools [DRIVER] or pool DRIVER POOL"},
       {{"get", "pool", "d"}, "get needs DRIVER POOL after pool"},
-      {{"get", "pools", "-o", "xml"}, "flag -o: want wide, json or yaml"},
+      {{"get", "pools", "-o", "xml"}, "flag --output: must be wide, json or yaml, not \"xml\""},
       {{"withdraw", "d.example.com"}, "say so with --all"},
       {{"withdraw", "d.example.com", "p", "--all"}, "--all goes without POOL"},
-      {{"wait", "d", "p", "--for=deleted"}, "flag --for: only \"published\""},
+      {{"wait", "d", "p", "--for=deleted"}, "flag --for: must be published, not \"deleted\""},
       {{"wait", "d", "p", "--timeout=soon"}, "flag --timeout"},
       {{"push", "x", "--wait=1 hour"}, "flag --wait"},
       {{"--server"}, "flag --server needs a value"},
       {{"--request-timeout=x", "get", "pools"}, "flag --request-timeout"},
-      {{"--insecure-skip-tls-verify=maybe", "get", "pools"}, "want true or false"},
+      {{"--insecure-skip-tls-verify=maybe", "get", "pools"},
+       "flag --insecure-skip-tls-verify: must be true or false"},
+      {{"withdraw", "d", "--all=maybe"}, "flag --all: must be true or false"},
+      {{"--server=", "get", "pools"}, "flag --server: must not be empty"},
       {{"slices"}, "slices needs DRIVER [POOL]"},
       {{"completion"}, "completion needs bash or zsh"},
   };
@@ -89,16 +110,60 @@ TEST(ParseArgs, WithdrawOfAWholeDriverNeedsAll) {
   ASSERT_TRUE(inv.ok()) << inv.status().message();
   EXPECT_TRUE(inv->has("all"));
   EXPECT_EQ(inv->args, std::vector<std::string>{"nic.example.com"});
+
+  inv = parseArgs({"withdraw", "nic.example.com", "p", "--all=false"});
+  ASSERT_TRUE(inv.ok()) << inv.status().message();
+  EXPECT_FALSE(inv->has("all"));
 }
 
-TEST(Usage, EveryCommandHasExamplesAndTheGlobalFlags) {
+TEST(ParseArgs, ValuesOfGlobalFlagsAreNotTakenForTheCommand) {
+  auto inv = parseArgs({"--context", "help", "-s", "https://rsc", "--", "get", "pools"});
+  ASSERT_TRUE(inv.ok()) << inv.status().message();
+  EXPECT_EQ(inv->command, "get");
+  EXPECT_EQ(inv->global.context, "help");
+  EXPECT_EQ(inv->args, std::vector<std::string>{"pools"});
+  EXPECT_FALSE(inv->help);
+}
+
+TEST(ParseArgs, EveryFlagOfTheTableIsTakenByItsCommandsOnly) {
+  for (const FlagSpec& f : flagTable()) {
+    if (f.name == "help") continue;
+    const std::string flag =
+        "--" + std::string(f.name) + (f.takes == Takes::kValue ? "=" + std::string(f.value) : "");
+    for (const char* command : {"push", "get", "diff", "withdraw", "wait", "slices"}) {
+      auto inv = parseArgs({command, flag});
+      const bool known =
+          inv.ok() || inv.status().message().find("unknown flag") == std::string::npos;
+      EXPECT_EQ(known, takes(command, f.name)) << command << " " << flag;
+    }
+  }
+}
+
+TEST(Usage, EveryCommandHasExamplesItsFlagsAndTheGlobalFlags) {
   for (const char* command :
        {"", "push", "get", "diff", "withdraw", "wait", "slices", "completion"}) {
     const std::string text = usage(command);
     EXPECT_THAT(text, HasSubstr("Examples:")) << command;
     EXPECT_THAT(text, HasSubstr("resourceslicectl " + std::string(command))) << command;
-    EXPECT_THAT(text, HasSubstr("--server")) << command;
+    const size_t globals = text.find("\nGlobal flags (before or after the command):\n");
+    ASSERT_NE(globals, std::string::npos) << command;
+    const size_t own = text.find("\nFlags:\n");
+    const std::string own_flags = own == std::string::npos ? "" : text.substr(own, globals - own);
+    for (const FlagSpec& f : flagTable()) {
+      const std::string name = "--" + std::string(f.name);
+      if (f.global()) {
+        EXPECT_NE(text.find(name, globals), std::string::npos) << command << " " << name;
+      } else {
+        EXPECT_EQ(own_flags.find(name) != std::string::npos, takes(command, f.name))
+            << command << " " << name;
+      }
+    }
   }
+  EXPECT_THAT(usage(""), HasSubstr("--lease-name NAME            name of the leader Lease "
+                                   "(default: resourceslice-controller)\n"));
+  EXPECT_THAT(usage(""), HasSubstr("(default: 90s)\n"));
+  EXPECT_THAT(usage("push"), HasSubstr("\nFlags:\n      --wait[=DURATION]  "));
+  EXPECT_THAT(usage("get"), HasSubstr("\nFlags:\n  -o, --output FORMAT  "));
 }
 
 TEST(Completion, BashAndZshOnly) {
@@ -109,6 +174,42 @@ TEST(Completion, BashAndZshOnly) {
   ASSERT_TRUE(zsh.ok());
   EXPECT_THAT(*zsh, HasSubstr("#compdef resourceslicectl"));
   EXPECT_FALSE(completionScript("fish").ok());
+}
+
+// What the bash script completes for a command line whose last word is
+// being typed, run in a real bash.
+std::string bashCompletes(const std::string& script, const std::vector<std::string>& words) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("rsc-completion-" + std::to_string(getpid()));
+  std::ofstream run(file);
+  run << script << "COMP_WORDS=(";
+  for (const std::string& w : words) run << "'" << w << "' ";
+  run << ")\nCOMP_CWORD=" << words.size() - 1 << "\n_resourceslicectl\necho \"${COMPREPLY[*]}\"\n";
+  run.close();
+  std::string out;
+  if (FILE* bash = popen(("bash " + file.string()).c_str(), "r")) {
+    char buf[4096];
+    while (const size_t n = fread(buf, 1, sizeof buf, bash)) out.append(buf, n);
+    pclose(bash);
+  }
+  std::filesystem::remove(file);
+  return out;
+}
+
+TEST(Completion, BashCompletesTheFlagsOfTheCommandAndTheirValues) {
+  auto bash = completionScript("bash");
+  ASSERT_TRUE(bash.ok());
+  const std::string withdraw =
+      bashCompletes(*bash, {"resourceslicectl", "--server", "https://rsc", "withdraw", "--"});
+  EXPECT_THAT(withdraw, HasSubstr("--all"));
+  EXPECT_THAT(withdraw, HasSubstr("--wait"));
+  EXPECT_THAT(withdraw, HasSubstr("--request-timeout"));
+  EXPECT_THAT(withdraw, Not(HasSubstr("--output")));
+  EXPECT_EQ(bashCompletes(*bash, {"resourceslicectl", "get", "pools", "-o", ""}),
+            "wide json yaml\n");
+  EXPECT_EQ(bashCompletes(*bash, {"resourceslicectl", "wait", "--for", "p"}), "published\n");
+  EXPECT_EQ(bashCompletes(*bash, {"resourceslicectl", "--context", "help", "w"}), "withdraw wait\n")
+      << "a global flag's value is not the command";
 }
 
 }  // namespace
