@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <regex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,11 +36,25 @@ Json plainScalar(const std::string& s) {
     double d = 0;
     if (auto [p, ec] = std::from_chars(begin, end, d); ec == std::errc() && p == end) return d;
   }
-  if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf") {
+  if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf" || s == "+.Inf" || s == "+.INF") {
     return std::numeric_limits<double>::infinity();
   }
   if (s == "-.inf" || s == "-.Inf" || s == "-.INF") return -std::numeric_limits<double>::infinity();
   return s;
+}
+
+// Plain scalars that plainScalar() reads as strings and YAML 1.1 as
+// something else; NaN too, which JSON cannot hold.
+bool yaml11NonString(std::string_view s) {
+  static const std::set<std::string_view> words = {"y",   "Y",   "yes",  "Yes",  "YES", "n",  "N",
+                                                   "no",  "No",  "NO",   "on",   "On",  "ON", "off",
+                                                   "Off", "OFF", ".nan", ".NaN", ".NAN"};
+  if (words.contains(s)) return true;
+  // Integers of base 2, 8 and 16, numbers with _ between digits, and base 60.
+  static const std::regex number(
+      "[-+]?(0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(\\.[0-9_]*)?([eE][-+]?[0-9]+)?|"
+      "[1-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?)");
+  return std::regex_match(s.begin(), s.end(), number);
 }
 
 class Converter {
@@ -159,6 +175,10 @@ class Converter {
 };
 
 }  // namespace
+
+bool readsAsOtherThanString(std::string_view plain) {
+  return !plainScalar(std::string(plain)).is_string() || yaml11NonString(plain);
+}
 
 StatusOr<Json> yamlToJson(std::string_view text) {
   std::vector<YAML::Node> documents;

@@ -24,4 +24,10 @@ inline constexpr int kMaxYamlDepth = 64;
 // duplicate key \"a\"", "more than one YAML document".
 StatusOr<Json> yamlToJson(std::string_view text);
 
+// Whether a string must be quoted to read back as a string: written plain, it
+// is something else under the YAML 1.2 core schema (yamlToJson's reading:
+// null, true, 12, 1e5, +.inf) or under YAML 1.1, which go-yaml v2, and so
+// kubectl and many tools, read (yes, off, 0x1F, 0b101, 1_000, 1:20, .nan).
+bool readsAsOtherThanString(std::string_view plain);
+
 }  // namespace rsc::client

@@ -3,12 +3,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "client/yaml.h"
 
 namespace rsc::ctl {
 namespace {
@@ -55,16 +56,9 @@ void emit(YAML::Emitter& out, const Json& v) {
     out << YAML::EndSeq;
   } else if (v.is_string()) {
     // yaml-cpp quotes what is no valid plain scalar; a string that reads
-    // back as a number, bool or null (YAML 1.2 core schema) is quoted too.
+    // back as another value is quoted too.
     const auto& s = v.get_ref<const std::string&>();
-    std::string lower = s;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (s.empty() || s.find_first_not_of("0123456789.+-eE") == std::string::npos ||
-        lower == "true" || lower == "false" || lower == "null" || s == "~" || lower == ".inf" ||
-        lower == "-.inf" || lower == ".nan") {
-      out << YAML::DoubleQuoted;
-    }
+    if (client::readsAsOtherThanString(s)) out << YAML::DoubleQuoted;
     out << s;
   } else if (v.is_null()) {
     out << YAML::Null;

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ no_bool: False
 number: -42
 big: 12345678901234567890
 float: 1.5
+inf: +.Inf
+minus_inf: -.INF
+one_one_bool: yes
 quoted_true: "true"
 quoted_number: '123'
 str_tag: !!str 12
@@ -49,6 +53,9 @@ str_tag: !!str 12
   EXPECT_EQ(j["number"], -42);
   EXPECT_TRUE(j["big"].is_number_float()) << "past int64: a float, as in JSON";
   EXPECT_EQ(j["float"], 1.5);
+  EXPECT_EQ(j["inf"], std::numeric_limits<double>::infinity());
+  EXPECT_EQ(j["minus_inf"], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(j["one_one_bool"], "yes") << "a YAML 1.1 bool, a string under the 1.2 core schema";
   EXPECT_EQ(j["quoted_true"], "true");
   EXPECT_EQ(j["quoted_number"], "123");
   EXPECT_EQ(j["str_tag"], "12");

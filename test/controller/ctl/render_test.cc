@@ -136,5 +136,26 @@ TEST(ToYaml, ReadsBackAsTheSameJson) {
   EXPECT_EQ(*back, value) << text;
 }
 
+// Strings that a YAML reader takes for something else when written plain:
+// under the 1.2 core schema (the client's reader), or under YAML 1.1, which
+// go-yaml v2 and so kubectl and many tools read.
+TEST(ToYaml, QuotesStringsThatReadAsOtherValues) {
+  for (const std::string s :
+       {"",    "~",  "null", "NULL",  "true",  "TRUE", "False", "12",   "+12",       "-3", "1.5",
+        "1e5", ".5", ".inf", "+.inf", "-.Inf", ".nan", ".NaN",  "yes",  "No",        "on", "OFF",
+        "y",   "N",  "0x1F", "0o17",  "0b101", "017",  "1_000", "1:20", "-1:20:30.5"}) {
+    const Json value = {{"k", s}};
+    const std::string text = toYaml(value);
+    EXPECT_EQ(text, "k: \"" + s + "\"\n") << s;
+    auto back = client::yamlToJson(text);
+    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << text;
+    EXPECT_EQ(*back, value) << text;
+  }
+  for (const std::string s : {"gpu.example.com", "1.2.3", "570.124.6", "node-a", "v1", "0xZ",
+                              "yesterday", "a:b", "12:60", "e"}) {
+    EXPECT_EQ(toYaml(Json{{"k", s}}), "k: " + s + "\n") << s;
+  }
+}
+
 }  // namespace
 }  // namespace rsc::ctl
