@@ -21,13 +21,6 @@ bool fileExists(const fs::path& path) {
 
 }  // namespace
 
-std::string trimBlanks(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return "";
-  const size_t end = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(begin, end - begin + 1));
-}
-
 StatusOr<std::string> readConfigFile(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {

@@ -157,7 +157,4 @@ StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
 // to prefix with the field that named it.
 StatusOr<std::string> readConfigFile(const std::filesystem::path& path);
 
-// `s` without leading and trailing blanks and line ends.
-std::string trimBlanks(std::string_view s);
-
 }  // namespace rsc::client

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 

@@ -18,6 +18,7 @@
 
 #include "client/base64.h"
 #include "client/resource_slice.h"
+#include "common/strings.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX names it nowhere else
 
@@ -46,13 +47,9 @@ StatusOr<std::string> findExecutable(const ExecConfig& exec) {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): PATH is not changed after startup.
     const char* path_env = std::getenv("PATH");
     searched = path_env != nullptr && *path_env != '\0' ? path_env : kDefaultPath;
-    size_t start = 0;
-    while (start <= searched.size()) {
-      const size_t colon = std::min(searched.find(':', start), searched.size());
-      const std::string dir = colon == start ? "." : searched.substr(start, colon - start);
-      const std::string candidate = dir + "/" + exec.command;
+    for (const std::string_view dir : split(searched, ':')) {
+      const std::string candidate = (dir.empty() ? "." : std::string(dir)) + "/" + exec.command;
       if (isExecutable(candidate)) return candidate;
-      start = colon + 1;
     }
   }
   std::string message = "command: executable \"" + exec.command + "\" not found";

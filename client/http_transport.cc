@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
@@ -20,6 +19,7 @@
 #include "client/credentials.h"
 #include "client/openssl_ptr.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 namespace {
@@ -260,12 +260,6 @@ void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& cont
   }
 }
 
-std::string lowerCase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // "host:port" of a URL such as https://10.0.0.1:6443/prefix.
 std::string hostOf(const std::string& server) {
   size_t start = server.find("://");
@@ -291,7 +285,7 @@ HttpResponse headOf(const http_response& response) {
   HttpResponse head;
   head.code = response.status_code();
   for (const auto& [name, value] : response.headers()) {
-    head.headers[lowerCase(name)] = value;
+    head.headers[asciiLower(name)] = value;
   }
   return head;
 }
@@ -404,7 +398,7 @@ struct CpprestTransport::Impl {
     std::string content_type = "application/json";
     bool has_accept = false;
     for (const auto& [name, value] : request.headers) {
-      std::string lower = lowerCase(name);
+      std::string lower = asciiLower(name);
       if (lower == "content-type") {
         content_type = value;
         continue;

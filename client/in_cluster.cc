@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/strings.h"
+
 namespace rsc::client {
 
 StatusOr<ClientConfig> loadInClusterConfig(const ConfigEnvironment& env) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/duration.h"
+#include "common/strings.h"
 
 namespace rsc {
 
@@ -69,12 +70,9 @@ void FlagSet::addList(std::string name, std::string help, std::vector<std::strin
   add(std::move(name), std::move(help), shown,
       [value](const std::string& v) -> std::optional<std::string> {
         std::vector<std::string> items;
-        size_t start = 0;
-        while (start <= v.size()) {
-          const size_t comma = std::min(v.find(',', start), v.size());
-          if (comma == start) return "must be a comma-separated list without empty items";
-          items.push_back(v.substr(start, comma - start));
-          start = comma + 1;
+        for (const std::string_view item : split(v, ',')) {
+          if (item.empty()) return "must be a comma-separated list without empty items";
+          items.emplace_back(item);
         }
         *value = std::move(items);
         return std::nullopt;

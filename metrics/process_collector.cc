@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace rsc::metrics {
 
@@ -67,24 +68,6 @@ StatusOr<T> parseNumber(std::string_view text, std::string_view what) {
   return value;
 }
 
-std::vector<std::string_view> splitFields(std::string_view text) {
-  std::vector<std::string_view> fields;
-  std::size_t pos = 0;
-  while (true) {
-    pos = text.find_first_not_of(" \t\n", pos);
-    if (pos == std::string_view::npos) {
-      break;
-    }
-    const auto end = text.find_first_of(" \t\n", pos);
-    fields.push_back(text.substr(pos, end == std::string_view::npos ? end : end - pos));
-    if (end == std::string_view::npos) {
-      break;
-    }
-    pos = end;
-  }
-  return fields;
-}
-
 // <root>/self/stat is "pid (comm) state ppid ..."; comm may itself contain
 // spaces and parentheses, so the fields are counted from the last ')'.
 StatusOr<ProcStat> parseStat(std::string_view text) {
@@ -92,20 +75,20 @@ StatusOr<ProcStat> parseStat(std::string_view text) {
   if (close == std::string_view::npos) {
     return invalidArgument("stat: no \")\" after the command");
   }
-  const auto fields = splitFields(text.substr(close + 1));
-  // fields[0] is field 3 of proc(5) (state), so field N is fields[N - 3].
+  const auto values = fields(text.substr(close + 1));
+  // values[0] is field 3 of proc(5) (state), so field N is values[N - 3].
   constexpr std::size_t kUtime = 14 - 3, kStime = 15 - 3, kStartTime = 22 - 3, kVsize = 23 - 3,
                         kRss = 24 - 3;
-  if (fields.size() <= kRss) {
+  if (values.size() <= kRss) {
     return invalidArgument("stat: too few fields");
   }
   ProcStat stat;
-  ASSIGN_OR_RETURN(stat.utime_ticks, parseNumber<std::uint64_t>(fields[kUtime], "stat utime"));
-  ASSIGN_OR_RETURN(stat.stime_ticks, parseNumber<std::uint64_t>(fields[kStime], "stat stime"));
+  ASSIGN_OR_RETURN(stat.utime_ticks, parseNumber<std::uint64_t>(values[kUtime], "stat utime"));
+  ASSIGN_OR_RETURN(stat.stime_ticks, parseNumber<std::uint64_t>(values[kStime], "stat stime"));
   ASSIGN_OR_RETURN(stat.start_ticks,
-                   parseNumber<std::uint64_t>(fields[kStartTime], "stat starttime"));
-  ASSIGN_OR_RETURN(stat.vsize_bytes, parseNumber<std::uint64_t>(fields[kVsize], "stat vsize"));
-  ASSIGN_OR_RETURN(stat.rss_pages, parseNumber<std::int64_t>(fields[kRss], "stat rss"));
+                   parseNumber<std::uint64_t>(values[kStartTime], "stat starttime"));
+  ASSIGN_OR_RETURN(stat.vsize_bytes, parseNumber<std::uint64_t>(values[kVsize], "stat vsize"));
+  ASSIGN_OR_RETURN(stat.rss_pages, parseNumber<std::int64_t>(values[kRss], "stat rss"));
   return stat;
 }
 
@@ -117,9 +100,9 @@ StatusOr<double> parseBootTime(std::string_view text) {
     if (end == std::string_view::npos) {
       end = text.size();
     }
-    const auto fields = splitFields(text.substr(pos, end - pos));
-    if (fields.size() == 2 && fields[0] == "btime") {
-      ASSIGN_OR_RETURN(const auto btime, parseNumber<std::uint64_t>(fields[1], "stat btime"));
+    const auto words = fields(text.substr(pos, end - pos));
+    if (words.size() == 2 && words[0] == "btime") {
+      ASSIGN_OR_RETURN(const auto btime, parseNumber<std::uint64_t>(words[1], "stat btime"));
       return static_cast<double>(btime);
     }
     pos = end + 1;
@@ -155,11 +138,11 @@ StatusOr<ProcLimits> parseLimits(std::string_view text) {
       if (!line.starts_with(name)) {
         continue;
       }
-      const auto fields = splitFields(line.substr(name.size()));
-      if (fields.empty()) {
+      const auto words = fields(line.substr(name.size()));
+      if (words.empty()) {
         return invalidArgument("limits: no value for " + std::string(name));
       }
-      ASSIGN_OR_RETURN(*slot, parseLimit(fields[0], name));
+      ASSIGN_OR_RETURN(*slot, parseLimit(words[0], name));
     }
   }
   if (!open_files || !address_space) {

@@ -6,6 +6,7 @@
 
 #include "common/duration.h"
 #include "common/flag_set.h"
+#include "common/strings.h"
 
 namespace rsc::ctl {
 namespace {
@@ -84,13 +85,8 @@ constexpr std::array<std::string_view, 7> kCommands = {"push", "get",    "diff",
 
 // The words of a space-separated list.
 std::vector<std::string> words(std::string_view list) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start < list.size();) {
-    const size_t space = std::min(list.find(' ', start), list.size());
-    out.emplace_back(list.substr(start, space - start));
-    start = space + 1;
-  }
-  return out;
+  const std::vector<std::string_view> found = fields(list);
+  return {found.begin(), found.end()};
 }
 
 // Checks a command flag's value against what the table says it takes.

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/flag_set.h"
+#include "common/strings.h"
 #include "controller/ctl/args.h"
 
 namespace rsc::ctl {
@@ -203,9 +204,7 @@ std::string helpLines(const FlagSpec& f) {
   line.resize(std::max(line.size() + 1, kHelpColumn), ' ');
   std::string out;
   bool line_has_help = false;
-  for (size_t start = 0; start < help.size();) {
-    const size_t end = std::min(help.find(' ', start), help.size());
-    const std::string_view word(help.data() + start, end - start);
+  for (const std::string_view word : fields(help)) {
     if (line_has_help && line.size() + 1 + word.size() > kHelpWidth) {
       out.append(line).append("\n");
       line = std::string(kHelpColumn, ' ');
@@ -214,7 +213,6 @@ std::string helpLines(const FlagSpec& f) {
     if (line_has_help) line += ' ';
     line += word;
     line_has_help = true;
-    start = end + 1;
   }
   return out.append(line).append("\n");
 }

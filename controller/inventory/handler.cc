@@ -8,6 +8,7 @@
 
 #include "client/http_status.h"
 #include "common/duration.h"
+#include "common/strings.h"
 #include "controller/inventory/names.h"
 #include "controller/inventory/node_restriction.h"
 #include "controller/inventory/openapi.h"
@@ -22,15 +23,8 @@ constexpr std::string_view kJson = "application/json";
 enum RouteIndex : size_t { kOpenApi, kDrivers, kDriver, kPoolRoute, kRenew };
 
 std::vector<std::string_view> splitPath(std::string_view path) {
-  std::vector<std::string_view> out;
-  if (path.empty() || path.front() != '/') return out;
-  path.remove_prefix(1);
-  while (true) {
-    const size_t slash = path.find('/');
-    out.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos) return out;
-    path.remove_prefix(slash + 1);
-  }
+  if (path.empty() || path.front() != '/') return {};
+  return split(path.substr(1), '/');
 }
 
 // Matches `segments` against a template. Returns false when it does not

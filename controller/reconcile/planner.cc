@@ -1,12 +1,13 @@
 #include "controller/reconcile/planner.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
+
+#include "common/strings.h"
 
 namespace rsc::controller::reconcile {
 namespace {
@@ -490,12 +491,11 @@ std::string sliceGenerateName(int64_t index, const PoolKey& key) {
   char prefix[24];
   std::snprintf(prefix, sizeof(prefix), "%05llx-", static_cast<unsigned long long>(index));
   std::string name = prefix;
-  for (const char c : key.driver)
-    name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  name += asciiLower(key.driver);
   name += '-';
-  for (const char c : key.pool) {
-    name += c == '/' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  std::string pool = asciiLower(key.pool);
+  std::replace(pool.begin(), pool.end(), '/', '-');
+  name += pool;
   name += '-';
   if (name.size() > kMaxGenerateNamePrefix) name.resize(kMaxGenerateNamePrefix);
   return name;
