@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "common/clock.h"
+
 namespace rsc::client {
 namespace {
 
@@ -498,61 +500,6 @@ bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& li
     }
   }
   return true;
-}
-
-// Seconds since the epoch of an RFC 3339 time, fractions dropped (the API
-// server stores metav1.Time to the second, in UTC).
-std::optional<int64_t> rfc3339Seconds(std::string_view s) {
-  auto number = [&](size_t pos, size_t len) -> std::optional<int> {
-    if (pos + len > s.size()) {
-      return std::nullopt;
-    }
-    int value = 0;
-    for (size_t i = pos; i < pos + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') {
-        return std::nullopt;
-      }
-      value = value * 10 + (s[i] - '0');
-    }
-    return value;
-  };
-  auto year = number(0, 4), month = number(5, 2), day = number(8, 2);
-  auto hour = number(11, 2), minute = number(14, 2), second = number(17, 2);
-  if (!year || !month || !day || !hour || !minute || !second || s[4] != '-' || s[7] != '-' ||
-      (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':') {
-    return std::nullopt;
-  }
-  size_t pos = 19;
-  if (pos < s.size() && s[pos] == '.') {
-    ++pos;
-    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      ++pos;
-    }
-  }
-  int64_t offset = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
-    ++pos;
-  } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
-    auto off_hour = number(pos + 1, 2), off_minute = number(pos + 4, 2);
-    if (!off_hour || !off_minute || s[pos + 3] != ':') {
-      return std::nullopt;
-    }
-    offset = (s[pos] == '-' ? -1 : 1) * (int64_t{*off_hour} * 3600 + int64_t{*off_minute} * 60);
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != s.size()) {
-    return std::nullopt;
-  }
-  std::chrono::year_month_day date{std::chrono::year(*year),
-                                   std::chrono::month(static_cast<unsigned>(*month)),
-                                   std::chrono::day(static_cast<unsigned>(*day))};
-  if (!date.ok()) {
-    return std::nullopt;
-  }
-  int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
-  return days * 86400 + int64_t{*hour} * 3600 + int64_t{*minute} * 60 + *second - offset;
 }
 
 }  // namespace rsc::client

@@ -199,11 +199,6 @@ bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& li
 FeatureSet featuresOf(const ResourceSliceSpec& spec);
 FeatureSet featuresOf(const Device& device);
 
-// Seconds since the epoch of an RFC 3339 time ("2026-12-01T10:00:00Z",
-// fractions and offsets allowed, as metav1.Time parses it), fractions dropped;
-// nullopt when `s` is not one.
-std::optional<int64_t> rfc3339Seconds(std::string_view s);
-
 // ---- Field tables -----------------------------------------------------------
 // One row per field of resource.k8s.io/v1, in byte order of the JSON names.
 // A Feature tag marks a field that a supported server may drop (api_features.h).

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace rsc {
 
@@ -40,5 +43,9 @@ class RealClock final : public Clock {
 std::string formatMicroTime(Clock::SystemTime t);
 // Formats `t` as an RFC 3339 UTC timestamp with seconds (metav1.Time).
 std::string formatTime(Clock::SystemTime t);
+// Seconds since the epoch of an RFC 3339 time ("2026-12-01T10:00:00Z",
+// fractions and offsets allowed, as metav1.Time parses it), fractions dropped
+// (the API server stores metav1.Time to the second); nullopt when `s` is not one.
+std::optional<int64_t> rfc3339Seconds(std::string_view s);
 
 }  // namespace rsc

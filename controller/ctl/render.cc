@@ -3,13 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "client/yaml.h"
+#include "common/clock.h"
 
 namespace rsc::ctl {
 namespace {
@@ -70,16 +69,9 @@ void emit(YAML::Emitter& out, const Json& v) {
 }  // namespace
 
 std::string age(const std::string& rfc3339, std::chrono::system_clock::time_point now) {
-  std::tm tm{};
-  char sep = 0;
-  if (std::sscanf(rfc3339.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &sep, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 7 ||
-      (sep != 'T' && sep != 't')) {
-    return "<unknown>";
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  const auto then = std::chrono::system_clock::from_time_t(timegm(&tm));
+  const std::optional<int64_t> seconds = rfc3339Seconds(rfc3339);
+  if (!seconds) return "<unknown>";
+  const auto then = std::chrono::system_clock::time_point(std::chrono::seconds(*seconds));
   const int64_t s =
       std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(now - then).count());
   if (s < 120) return std::to_string(s) + "s";

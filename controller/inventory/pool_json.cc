@@ -449,7 +449,7 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     const std::string at = indexPath(taints_path, i);
     bad.check(fieldPath(at, "key"), labelKeyError(taint.key));
     bad.check(fieldPath(at, "value"), labelValueError(taint.value));
-    if (taint.time_added && !client::rfc3339Seconds(*taint.time_added)) {
+    if (taint.time_added && !rfc3339Seconds(*taint.time_added)) {
       bad.add(fieldPath(at, "timeAdded"),
               "must be an RFC 3339 time such as 2026-12-01T10:00:00Z, not " +
                   inQuotes(*taint.time_added));

@@ -16,6 +16,20 @@ TEST(FormatTime, WritesRfc3339Utc) {
   EXPECT_EQ(formatMicroTime(t), "2026-01-01T00:00:00.000042Z");
 }
 
+TEST(Rfc3339Seconds, ReadsWhatMetav1TimeReads) {
+  const int64_t t = 1'764'583'200;  // 2025-12-01T10:00:00Z
+  EXPECT_EQ(rfc3339Seconds("2025-12-01T10:00:00Z"), t);
+  EXPECT_EQ(rfc3339Seconds("2025-12-01t10:00:00.999999z"), t) << "fractions dropped";
+  EXPECT_EQ(rfc3339Seconds("2025-12-01T12:30:00+02:30"), t);
+  EXPECT_EQ(rfc3339Seconds("2025-12-01T09:00:00-01:00"), t);
+  EXPECT_EQ(rfc3339Seconds(formatTime(Clock::SystemTime(std::chrono::seconds(t)))), t);
+  for (const char* bad :
+       {"", "2025-12-01", "2025-12-01T10:00:00", "2025-12-01 10:00:00Z", "2025-02-30T10:00:00Z",
+        "2025-12-01T10:00:00+0200", "yesterday", "2025-12-01T10:00:00Zjunk"}) {
+    EXPECT_EQ(rfc3339Seconds(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(FakeClock, SleepAdvancesBothClocksAndIsRecorded) {
   testing::FakeClock clock;
   const auto start = clock.now();

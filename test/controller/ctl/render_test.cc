@@ -55,7 +55,9 @@ TEST(Age, KubectlUnits) {
   EXPECT_EQ(age("2026-12-02T05:00:00Z", now), "5h");
   EXPECT_EQ(age("2026-11-28T10:00:00Z", now), "4d");
   EXPECT_EQ(age("2026-12-02T10:00:05Z", now), "0s");  // clock skew is not negative
+  EXPECT_EQ(age("2026-12-02T11:59:01.5+02:00", now), "59s") << "an offset and a fraction";
   EXPECT_EQ(age("yesterday", now), "<unknown>");
+  EXPECT_EQ(age("2026-02-30T10:00:00Z", now), "<unknown>");
 }
 
 TEST(RenderDryRun, CreatesUpdatesWithFieldsDeletesAndTheGeneration) {
