@@ -18,6 +18,7 @@
 
 #include "client/credentials.h"
 #include "client/openssl_ptr.h"
+#include "client/url.h"
 #include "common/log.h"
 #include "common/strings.h"
 
@@ -260,25 +261,11 @@ void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& cont
   }
 }
 
-// "host:port" of a URL such as https://10.0.0.1:6443/prefix.
-std::string hostOf(const std::string& server) {
-  size_t start = server.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  size_t end = server.find('/', start);
-  std::string host =
-      server.substr(start, end == std::string::npos ? std::string::npos : end - start);
-  if (host.find(':') == std::string::npos || (host.front() == '[' && host.back() == ']')) {
-    host += server.starts_with("https://") ? ":443" : ":80";
-  }
-  return host;
-}
-
 // The server URL with its port written out: cpprest's CONNECT to a proxy
 // names the port of the URL, and has none to name otherwise.
-std::string withExplicitPort(const std::string& server) {
-  const size_t start = server.find("://") + 3;
-  const size_t end = std::min(server.find('/', start), server.size());
-  return server.substr(0, start) + hostOf(server) + server.substr(end);
+std::string withExplicitPort(const Url& server) {
+  return server.scheme + "://" + (server.userinfo ? *server.userinfo + "@" : "") +
+         server.hostPort() + server.rest;
 }
 
 HttpResponse headOf(const http_response& response) {
@@ -335,9 +322,10 @@ Status transportError(const std::string& host, const std::error_code& ec, const 
 }  // namespace
 
 struct CpprestTransport::Impl {
-  Impl(const ClientConfig& config, std::shared_ptr<const TlsMaterial> tls_material, Clock& clock)
-      : server(config.proxy_url.empty() ? config.server : withExplicitPort(config.server)),
-        host_label(hostOf(config.server)),
+  Impl(const ClientConfig& config, const Url& server_url,
+       std::shared_ptr<const TlsMaterial> tls_material, Clock& clock)
+      : server(config.proxy_url.empty() ? config.server : withExplicitPort(server_url)),
+        host_label(server_url.hostPort()),
         tls(std::make_shared<TlsState>(std::move(tls_material))),
         insecure(config.insecure_skip_tls_verify),
         follow_redirects(config.follow_redirects),
@@ -441,13 +429,12 @@ struct CpprestTransport::Impl {
 
 StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::create(const ClientConfig& config,
                                                                      Clock& clock) {
-  if (!config.server.starts_with("https://") && !config.server.starts_with("http://")) {
-    return invalidArgument("server \"" + config.server + "\" is not an http:// or https:// URL");
-  }
+  const StatusOr<Url> server = parseHttpUrl(config.server);
+  if (!server.ok()) return invalidArgument("server " + server.status().message());
   defaultTrustPaths();
   ASSIGN_OR_RETURN(auto tls, parseTls(config));
   initThreadPoolOnce();
-  auto impl = std::make_unique<Impl>(config, std::move(tls), clock);
+  auto impl = std::make_unique<Impl>(config, *server, std::move(tls), clock);
   try {
     impl->pooledClient(kDefaultRequestTimeout);
   } catch (const std::exception& e) {

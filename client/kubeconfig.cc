@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "client/base64.h"
+#include "client/url.h"
 #include "client/yaml.h"
 
 namespace rsc::client {
@@ -144,14 +145,13 @@ Status collectEntries(const KubeconfigFile& file, const char* list_key, const ch
 Status applyProxy(const NamedEntry& cluster, ClientConfig& config) {
   ASSIGN_OR_RETURN(config.proxy_url, stringAt(cluster, "proxy-url"));
   if (config.proxy_url.empty()) return okStatus();
-  if (!config.proxy_url.starts_with("http://")) {
+  const StatusOr<Url> url = parseUrl(config.proxy_url);
+  if (!url.ok() || url->scheme != "http") {
     return entryError(cluster, "proxy-url",
                       "\"" + config.proxy_url +
                           "\": only http:// proxies are supported (no https:// or socks5://)");
   }
-  const std::string rest = config.proxy_url.substr(7);
-  const std::string authority = rest.substr(0, rest.find('/'));
-  if (authority.empty() || authority.substr(authority.find('@') + 1).empty()) {
+  if (url->host.empty()) {
     return entryError(cluster, "proxy-url", "\"" + config.proxy_url + "\" names no host");
   }
   return okStatus();
@@ -174,9 +174,8 @@ StatusOr<Json> execExtension(const NamedEntry& cluster) {
 Status applyCluster(const NamedEntry& cluster, ClientConfig& config, Json& exec_extension) {
   ASSIGN_OR_RETURN(config.server, stringAt(cluster, "server"));
   if (config.server.empty()) return entryError(cluster, "server", "missing");
-  if (!config.server.starts_with("https://") && !config.server.starts_with("http://")) {
-    return entryError(cluster, "server",
-                      "\"" + config.server + "\" is not an http:// or https:// URL");
+  if (StatusOr<Url> url = parseHttpUrl(config.server); !url.ok()) {
+    return entryError(cluster, "server", url.status().message());
   }
   while (config.server.size() > 8 && config.server.back() == '/') {
     config.server.pop_back();

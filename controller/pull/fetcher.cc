@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "client/codec.h"
+#include "client/url.h"
 #include "controller/inventory/node_restriction.h"
 
 namespace rsc::controller::pull {
@@ -136,21 +137,17 @@ StatusOr<SourceUrl> parseSourceUrl(std::string_view url) {
   const auto bad = [&](std::string_view why) {
     return invalidArgument(client::inQuotes(url) + " " + std::string(why));
   };
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return bad("is not a URL (http://host:port/path)");
-  const std::string_view scheme = url.substr(0, scheme_end);
-  if (scheme != "http" && scheme != "https") return bad("must start with http:// or https://");
-  const size_t host_start = scheme_end + 3;
-  const size_t path_start = std::min(url.find_first_of("/?#", host_start), url.size());
-  const std::string_view authority = url.substr(host_start, path_start - host_start);
-  if (authority.empty()) return bad("has no host");
-  if (authority.find('@') != std::string_view::npos) {
-    return bad("must not carry user information");
+  const StatusOr<client::Url> parsed = client::parseUrl(url);
+  if (!parsed.ok()) return bad("is not a URL (http://host:port/path)");
+  if (parsed->scheme != "http" && parsed->scheme != "https") {
+    return bad("must start with http:// or https://");
   }
-  if (url.find('#') != std::string_view::npos) return bad("must not have a fragment");
+  if (parsed->userinfo) return bad("must not carry user information");
+  if (parsed->host.empty()) return bad("has no host");
+  if (parsed->rest.find('#') != std::string::npos) return bad("must not have a fragment");
   SourceUrl out;
-  out.server = std::string(url.substr(0, path_start));
-  out.path_and_query = std::string(url.substr(path_start));
+  out.server = parsed->origin();
+  out.path_and_query = parsed->rest;
   if (out.path_and_query.empty() || out.path_and_query.front() == '?') {
     out.path_and_query = kDefaultInventoryPath + out.path_and_query;
   }
