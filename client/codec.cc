@@ -27,15 +27,6 @@ std::string keyPath(std::string_view base, std::string_view key) {
   return out;
 }
 
-std::string inQuotes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.push_back('"');
-  out.append(text);
-  out.push_back('"');
-  return out;
-}
-
 void FieldPath::appendTo(std::string& out) const {
   if (parent_ != nullptr) {
     parent_->appendTo(out);

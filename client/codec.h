@@ -59,8 +59,6 @@ class FieldPath {
 // Returns `base` followed by `["key"]`, with quotes and backslashes in the
 // key escaped: the one spelling of a map key in a field path.
 std::string keyPath(std::string_view base, std::string_view key);
-// Returns `"text"`: how messages quote a name or a value.
-std::string inQuotes(std::string_view text);
 
 // InvalidArgument "<path>: <message>", with the same pair as its one detail.
 Status fieldError(const FieldPath& at, std::string_view message);

@@ -281,23 +281,23 @@ StatusOr<ExecCredential> runAndParse(const ExecConfig& exec, const ClientConfig&
   ASSIGN_OR_RETURN(ChildOutput child, runChild(file, exec, cluster, options));
   if (child.timed_out) {
     call = {-1, "plugin_timeout_error"};
-    return execError(exec, "\"" + exec.command + "\" gave no answer within " +
+    return execError(exec, inQuotes(exec.command) + " gave no answer within " +
                                std::to_string(options.timeout.count()) + " ms; killed");
   }
   if (child.too_large) {
     call = {-1, "plugin_output_limit_error"};
-    return execError(exec, "\"" + exec.command + "\" printed more than " +
+    return execError(exec, inQuotes(exec.command) + " printed more than " +
                                std::to_string(options.max_output_bytes) + " bytes; killed");
   }
   call = {-1, "plugin_execution_error"};
   if (WIFSIGNALED(child.wait_status)) {
-    return execError(exec, "\"" + exec.command + "\" was killed by signal " +
+    return execError(exec, inQuotes(exec.command) + " was killed by signal " +
                                std::to_string(WTERMSIG(child.wait_status)) +
                                stderrSuffix(child.err));
   }
   if (!WIFEXITED(child.wait_status) || WEXITSTATUS(child.wait_status) != 0) {
     call.code = WIFEXITED(child.wait_status) ? WEXITSTATUS(child.wait_status) : -1;
-    return execError(exec, "\"" + exec.command + "\" failed with exit code " +
+    return execError(exec, inQuotes(exec.command) + " failed with exit code " +
                                std::to_string(WEXITSTATUS(child.wait_status)) +
                                stderrSuffix(child.err));
   }

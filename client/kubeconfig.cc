@@ -8,6 +8,7 @@
 #include "client/base64.h"
 #include "client/url.h"
 #include "client/yaml.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 namespace {
@@ -148,11 +149,11 @@ Status applyProxy(const NamedEntry& cluster, ClientConfig& config) {
   const StatusOr<Url> url = parseUrl(config.proxy_url);
   if (!url.ok() || url->scheme != "http") {
     return entryError(cluster, "proxy-url",
-                      "\"" + config.proxy_url +
-                          "\": only http:// proxies are supported (no https:// or socks5://)");
+                      inQuotes(config.proxy_url) +
+                          ": only http:// proxies are supported (no https:// or socks5://)");
   }
   if (url->host.empty()) {
-    return entryError(cluster, "proxy-url", "\"" + config.proxy_url + "\" names no host");
+    return entryError(cluster, "proxy-url", inQuotes(config.proxy_url) + " names no host");
   }
   return okStatus();
 }
@@ -220,7 +221,7 @@ StatusOr<ExecConfig> parseExec(const NamedEntry& user) {
   }
   if (out.api_version != kExecApiV1 && out.api_version != kExecApiV1beta1) {
     return entryError(exec, "apiVersion",
-                      "\"" + out.api_version + "\" is not supported; use " + kExecApiV1 + " or " +
+                      inQuotes(out.api_version) + " is not supported; use " + kExecApiV1 + " or " +
                           kExecApiV1beta1);
   }
   ASSIGN_OR_RETURN(out.command, stringAt(exec, "command"));
@@ -262,7 +263,7 @@ StatusOr<ExecConfig> parseExec(const NamedEntry& user) {
   }
   if (out.interactive_mode != "Never" && out.interactive_mode != "IfAvailable") {
     return entryError(exec, "interactiveMode",
-                      "\"" + out.interactive_mode + "\" is not Never, IfAvailable or Always");
+                      inQuotes(out.interactive_mode) + " is not Never, IfAvailable or Always");
   }
   return out;
 }

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
+
 namespace rsc::client {
-namespace {
-
-std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
-
-}  // namespace
 
 std::string Url::hostPort() const {
   // A port follows the last ':', and outside the brackets of an IPv6 address.
@@ -22,7 +19,8 @@ std::string Url::origin() const {
 
 StatusOr<Url> parseUrl(std::string_view text) {
   const size_t scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) return invalidArgument(quoted(text) + " is not a URL");
+  if (scheme_end == std::string_view::npos)
+    return invalidArgument(inQuotes(text) + " is not a URL");
   Url url;
   url.scheme = std::string(text.substr(0, scheme_end));
   const size_t start = scheme_end + 3;
@@ -40,9 +38,9 @@ StatusOr<Url> parseUrl(std::string_view text) {
 StatusOr<Url> parseHttpUrl(std::string_view text) {
   StatusOr<Url> url = parseUrl(text);
   if (!url.ok() || (url->scheme != "http" && url->scheme != "https")) {
-    return invalidArgument(quoted(text) + " is not an http:// or https:// URL");
+    return invalidArgument(inQuotes(text) + " is not an http:// or https:// URL");
   }
-  if (url->host.empty()) return invalidArgument(quoted(text) + " names no host");
+  if (url->host.empty()) return invalidArgument(inQuotes(text) + " names no host");
   return url;
 }
 

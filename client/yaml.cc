@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace rsc::client {
 namespace {
 
@@ -116,7 +118,7 @@ class Converter {
         (kind == "null" && value.is_null()) || (kind == "bool" && value.is_boolean()) ||
         (kind == "int" && value.is_number_integer()) || (kind == "float" && value.is_number());
     if (!fits) {
-      return invalidArgument(at(node.Mark()) + "\"" + text + "\" is not a !!" + std::string(kind));
+      return invalidArgument(at(node.Mark()) + inQuotes(text) + " is not a !!" + std::string(kind));
     }
     return kind == "float" ? Json(value.get<double>()) : value;
   }

@@ -45,4 +45,13 @@ std::string asciiLower(std::string_view text) {
   return out;
 }
 
+std::string inQuotes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  out.append(text);
+  out.push_back('"');
+  return out;
+}
+
 }  // namespace rsc

@@ -23,4 +23,7 @@ std::string trimBlanks(std::string_view text);
 // `text` with A-Z as a-z.
 std::string asciiLower(std::string_view text);
 
+// `"text"`: how messages quote a name or a value.
+std::string inQuotes(std::string_view text);
+
 }  // namespace rsc

@@ -72,8 +72,6 @@ bool isJsonContentType(std::optional<std::string_view> header) {
 
 bool isWrite(const std::string& method) { return method != "GET"; }
 
-using client::inQuotes;
-
 // The node restriction of a PUT of one pool, for the pool as pushed and the
 // pool it replaces (null when new): the 403 answer, or nullopt. `existing`
 // may be `pushed` itself (a body recognised by its digest).

@@ -5,10 +5,9 @@
 #include <vector>
 
 #include "client/codec.h"
+#include "common/strings.h"
 
 namespace rsc::controller::inventory {
-
-using client::inQuotes;
 
 // Returns why `caller` may not publish devices placed at `node` (nullopt: by
 // a node selector or on all nodes), or nullopt.

@@ -9,6 +9,7 @@
 #include "client/json_nesting.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
+#include "common/strings.h"
 #include "controller/inventory/names.h"
 #include "controller/reconcile/planner.h"
 
@@ -30,7 +31,6 @@ std::string indexPath(const std::string& base, size_t i) {
   return base + "[" + std::to_string(i) + "]";
 }
 
-using client::inQuotes;
 using client::keyPath;
 
 // Collects problems of one kind.

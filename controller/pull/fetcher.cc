@@ -4,6 +4,7 @@
 
 #include "client/codec.h"
 #include "client/url.h"
+#include "common/strings.h"
 #include "controller/inventory/node_restriction.h"
 
 namespace rsc::controller::pull {
@@ -97,7 +98,7 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
     const std::string location = head->header("location");
     return fetchError(kReasonRedirect,
                       what + ": answered " + std::to_string(code) + " (redirect" +
-                          (location.empty() ? "" : " to " + client::inQuotes(location)) +
+                          (location.empty() ? "" : " to " + inQuotes(location)) +
                           "), and redirects are not followed: name the final URL in the source");
   }
   if (code != 200) {
@@ -135,7 +136,7 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
 
 StatusOr<SourceUrl> parseSourceUrl(std::string_view url) {
   const auto bad = [&](std::string_view why) {
-    return invalidArgument(client::inQuotes(url) + " " + std::string(why));
+    return invalidArgument(inQuotes(url) + " " + std::string(why));
   };
   const StatusOr<client::Url> parsed = client::parseUrl(url);
   if (!parsed.ok()) return bad("is not a URL (http://host:port/path)");

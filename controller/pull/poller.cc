@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "client/codec.h"
+#include "common/strings.h"
 #include "controller/inventory/names.h"
 
 namespace rsc::controller::pull {
@@ -113,7 +114,7 @@ StatusOr<std::unique_ptr<Poller>> Poller::create(PollerOptions options) {
   }
   std::set<std::string, std::less<>> drivers;
   for (const SourceSpec& spec : options.sources) {
-    const std::string where = "flag --inventory-source " + client::inQuotes(spec.driver);
+    const std::string where = "flag --inventory-source " + inQuotes(spec.driver);
     if (!drivers.insert(spec.driver).second) {
       return invalidArgument(where + ": the driver has a source already (one per driver)");
     }
@@ -123,7 +124,7 @@ StatusOr<std::unique_ptr<Poller>> Poller::create(PollerOptions options) {
   for (const SourceSpec& spec : poller->options_.sources) {
     StatusOr<std::unique_ptr<Source>> source = poller->makeSource(spec);
     if (!source.ok()) {
-      return invalidArgument("flag --inventory-source " + client::inQuotes(spec.driver) + ": " +
+      return invalidArgument("flag --inventory-source " + inQuotes(spec.driver) + ": " +
                              source.status().message());
     }
     (*source)->configured = true;
@@ -387,7 +388,7 @@ Clock::Duration Poller::step(Source& source, std::stop_token stop) {
   Driver& state = *drivers_.at(driver);
   if (fetched.ok() && conflictLocked(state)) {
     fetched = Status(StatusCode::kAlreadyExists,
-                     "driver " + client::inQuotes(driver) +
+                     "driver " + inQuotes(driver) +
                          " has pools that were pushed to the inventory API, and a driver has one "
                          "source of truth: withdraw them (DELETE /v1/drivers/" +
                          driver + ") or stop serving the driver's inventory here",
