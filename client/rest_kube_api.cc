@@ -1,13 +1,13 @@
 #include "client/rest_kube_api.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
 #include <vector>
 
 #include "client/api_error.h"
 #include "client/watch_decoder.h"
 #include "common/log.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 namespace {
@@ -87,19 +87,8 @@ Status requireSet(const std::string& value, const std::string& context, const ch
 
 // Retry-After in seconds; the HTTP-date form is not used by the API server.
 std::optional<int64_t> parseRetryAfter(const std::string& value) {
-  int64_t seconds = 0;
-  const char* begin = value.data();
-  const char* end = value.data() + value.size();
-  while (begin < end && *begin == ' ') {
-    ++begin;
-  }
-  while (end > begin && end[-1] == ' ') {
-    --end;
-  }
-  auto [ptr, ec] = std::from_chars(begin, end, seconds);
-  if (ec != std::errc() || ptr != end || seconds < 0 || begin == end) {
-    return std::nullopt;
-  }
+  const std::optional<int64_t> seconds = parseWhole<int64_t>(trimBlanks(value));
+  if (!seconds || *seconds < 0) return std::nullopt;
   return seconds;
 }
 

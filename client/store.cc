@@ -1,19 +1,15 @@
 #include "client/store.h"
 
 #include <algorithm>
-#include <charconv>
 #include <utility>
+
+#include "common/strings.h"
 
 namespace rsc::client {
 
 std::optional<int64_t> resourceVersionAsInt(const std::string& resource_version) {
-  int64_t value = 0;
-  const char* begin = resource_version.data();
-  const char* end = begin + resource_version.size();
-  const auto [ptr, error] = std::from_chars(begin, end, value);
-  if (resource_version.empty() || error != std::errc() || ptr != end || value < 0) {
-    return std::nullopt;
-  }
+  const std::optional<int64_t> value = parseWhole<int64_t>(resource_version);
+  if (!value || *value < 0) return std::nullopt;
   return value;
 }
 

@@ -31,8 +31,7 @@ Json plainScalar(const std::string& s) {
   if (s == "false" || s == "False" || s == "FALSE") return false;
   const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
   const char* end = s.data() + s.size();
-  int64_t i = 0;
-  if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end) return i;
+  if (const auto i = parseWhole<int64_t>(std::string_view(begin, end))) return *i;
   if (s.find_first_of("0123456789") != std::string::npos &&
       s.find_first_not_of("0123456789+-.eE") == std::string::npos) {
     double d = 0;

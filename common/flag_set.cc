@@ -110,13 +110,6 @@ Status FlagSet::checkChoice(const std::string& v, const std::vector<std::string>
   return invalidArgument("must be " + want + ", not \"" + v + "\"");
 }
 
-std::optional<long long> FlagSet::parseWholeNumber(const std::string& v) {
-  long long n = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
-  return n;
-}
-
 StatusOr<Clock::Duration> FlagSet::parseFlagDuration(const std::string& v, Clock::Duration min) {
   ASSIGN_OR_RETURN(Clock::Duration d, parseDuration(v));
   if (d < min) return invalidArgument("must be at least " + formatFlagDuration(min));

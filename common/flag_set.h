@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/strings.h"
 
 namespace rsc {
 
@@ -49,7 +50,7 @@ class FlagSet {
   void addNumber(std::string name, std::string help, T* value, T min) {
     add(std::move(name), std::move(help), *value == 0 ? "" : std::to_string(*value),
         [value, min](const std::string& v) -> std::optional<std::string> {
-          std::optional<long long> n = parseWholeNumber(v);
+          std::optional<long long> n = parseWhole<long long>(v);
           if (!n) return "must be a number, not \"" + v + "\"";
           if (*n < static_cast<long long>(min)) return "must be at least " + std::to_string(min);
           *value = static_cast<T>(*n);
@@ -127,7 +128,6 @@ class FlagSet {
   // Sets the flag at args[i], moving i past its value when that is args[i+1].
   Status apply(const std::vector<std::string>& args, size_t& i) const;
 
-  static std::optional<long long> parseWholeNumber(const std::string& v);
   static StatusOr<Clock::Duration> parseFlagDuration(const std::string& v, Clock::Duration min);
 
   std::vector<Flag> flags_;

@@ -4,6 +4,9 @@
 // the text given.
 #pragma once
 
+#include <charconv>
+#include <concepts>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +25,17 @@ std::string trimBlanks(std::string_view text);
 
 // `text` with A-Z as a-z.
 std::string asciiLower(std::string_view text);
+
+// The whole of `text` as a decimal integer of type T: none when it is empty,
+// has anything but digits after an optional '-', or does not fit in T.
+template <std::integral T>
+std::optional<T> parseWhole(std::string_view text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
 
 // `"text"`: how messages quote a name or a value.
 std::string inQuotes(std::string_view text);

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -59,13 +58,9 @@ StatusOr<std::string> readFile(const fs::path& path) {
 
 template <typename T>
 StatusOr<T> parseNumber(std::string_view text, std::string_view what) {
-  T value{};
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end) {
-    return invalidArgument(std::string(what) + ": not a number: \"" + std::string(text) + "\"");
-  }
-  return value;
+  const std::optional<T> value = parseWhole<T>(text);
+  if (!value) return invalidArgument(std::string(what) + ": not a number: " + inQuotes(text));
+  return *value;
 }
 
 // <root>/self/stat is "pid (comm) state ppid ..."; comm may itself contain

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,17 @@ TEST(Strings, TrimBlanksAndAsciiLower) {
   EXPECT_EQ(trimBlanks(" \n "), "");
   EXPECT_EQ(asciiLower("Content-Type: GPU.Example.COM/x_1"), "content-type: gpu.example.com/x_1");
   EXPECT_EQ(asciiLower("\xC3\x89"), "\xC3\x89") << "bytes past ASCII are left as they are";
+}
+
+TEST(Strings, ParseWholeTakesTheWholeTextOrNothing) {
+  EXPECT_EQ(parseWhole<int64_t>("12345"), 12345);
+  EXPECT_EQ(parseWhole<int64_t>("-7"), -7);
+  EXPECT_EQ(parseWhole<uint64_t>("18446744073709551615"), UINT64_MAX);
+  for (const char* bad : {"", "+1", " 1", "1 ", "1x", "0x10", "1.0", "-"}) {
+    EXPECT_EQ(parseWhole<int64_t>(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(parseWhole<int>("2147483648"), std::nullopt) << "does not fit";
+  EXPECT_EQ(parseWhole<uint64_t>("-1"), std::nullopt);
 }
 
 }  // namespace
