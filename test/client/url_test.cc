@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
+#include <utility>
+#include <vector>
+
 namespace rsc::client {
 namespace {
 
@@ -28,13 +32,15 @@ TEST(Url, SplitsSchemeAuthorityAndRest) {
 }
 
 TEST(Url, HostPortWritesTheSchemesPort) {
-  const auto host_port = [](std::string_view text) { return parseUrl(text)->hostPort(); };
-  EXPECT_EQ(host_port("https://kubernetes.default.svc"), "kubernetes.default.svc:443");
-  EXPECT_EQ(host_port("http://proxy/x"), "proxy:80");
-  EXPECT_EQ(host_port("https://10.0.0.1:6443/prefix"), "10.0.0.1:6443");
-  EXPECT_EQ(host_port("https://[fd00::1]"), "[fd00::1]:443");
-  EXPECT_EQ(host_port("https://[fd00::1]:6443"), "[fd00::1]:6443");
-  EXPECT_EQ(host_port("https://user@host"), "host:443") << "no user information";
+  const std::vector<std::pair<std::string_view, std::string_view>> cases = {
+      {"https://kubernetes.default.svc", "kubernetes.default.svc:443"},
+      {"http://proxy/x", "proxy:80"},
+      {"https://10.0.0.1:6443/prefix", "10.0.0.1:6443"},
+      {"https://[fd00::1]", "[fd00::1]:443"},
+      {"https://[fd00::1]:6443", "[fd00::1]:6443"},
+      {"https://user@host", "host:443"},  // no user information
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(parseUrl(text)->hostPort(), want) << text;
 }
 
 TEST(Url, RefusalsQuoteTheText) {
