@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "client/http_status.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 namespace {
@@ -20,23 +21,6 @@ std::string stringField(const Json& object, const char* key) {
     return {};
   }
   return it->get<std::string>();
-}
-
-// Cuts `body` to a one-line message of bounded size.
-std::string plainMessage(std::string_view body) {
-  std::string message(body.substr(0, kMaxPlainBodyBytes));
-  for (char& c : message) {
-    if (c == '\n' || c == '\r' || c == '\t') {
-      c = ' ';
-    }
-  }
-  while (!message.empty() && message.back() == ' ') {
-    message.pop_back();
-  }
-  if (body.size() > kMaxPlainBodyBytes) {
-    message += "...";
-  }
-  return message;
 }
 
 }  // namespace
@@ -100,7 +84,7 @@ Status statusFromHttpResponse(int http_code, std::string_view body) {
     return okStatus();
   }
   std::string message = "HTTP " + std::to_string(http_code);
-  std::string text = plainMessage(body);
+  std::string text = excerpt(body, kMaxPlainBodyBytes);
   if (!text.empty()) {
     message += ": " + text;
   }

@@ -202,7 +202,7 @@ StatusOr<ChildOutput> runChild(const std::string& file, const ExecConfig& exec,
 }
 
 std::string stderrSuffix(const std::string& err) {
-  std::string text = trimBlanks(err.substr(0, kMaxExecStderrInError));
+  std::string text = excerpt(err, kMaxExecStderrInError);
   return text.empty() ? "" : ": " + text;
 }
 
@@ -225,8 +225,8 @@ std::string execInfo(const ExecConfig& exec, const ClientConfig& cluster) {
 StatusOr<ExecCredential> parseExecCredential(std::string_view output, const ExecConfig& exec) {
   const Json j = Json::parse(output, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return execError(exec, "the plugin's output is not an ExecCredential JSON object: \"" +
-                               trimBlanks(output.substr(0, 200)) + "\"");
+    return execError(exec, "the plugin's output is not an ExecCredential JSON object: " +
+                               inQuotes(excerpt(output, 200)));
   }
   const std::string api_version = j.value("apiVersion", "");
   if (api_version != exec.api_version) {

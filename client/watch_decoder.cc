@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "client/api_error.h"
+#include "common/strings.h"
 
 namespace rsc::client {
 namespace {
@@ -185,7 +186,7 @@ StatusOr<WatchEvent<T>> watchEventFromJson(const Json& event,
         // An ERROR event always ends the stream; never let it read as success.
         result.error = internalError(
             "watch ERROR event without a failure status: " +
-            object->dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 256));
+            excerpt(object->dump(-1, ' ', false, Json::error_handler_t::replace), 256));
       }
       break;
   }

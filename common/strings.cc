@@ -54,4 +54,13 @@ std::string inQuotes(std::string_view text) {
   return out;
 }
 
+std::string excerpt(std::string_view text, size_t max) {
+  std::string line(text.substr(0, max));
+  std::replace_if(
+      line.begin(), line.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  line = trimBlanks(line);
+  if (text.size() > max) line += "...";
+  return line;
+}
+
 }  // namespace rsc

@@ -40,4 +40,9 @@ std::optional<T> parseWhole(std::string_view text) {
 // `"text"`: how messages quote a name or a value.
 std::string inQuotes(std::string_view text);
 
+// Text the project did not write (an answer's body, a plugin's output) as
+// messages show it: on one line (line ends and tabs as spaces), without
+// surrounding blanks, cut to `max` bytes with "..." when cut.
+std::string excerpt(std::string_view text, size_t max);
+
 }  // namespace rsc

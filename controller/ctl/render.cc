@@ -9,6 +9,7 @@
 
 #include "client/yaml.h"
 #include "common/clock.h"
+#include "common/strings.h"
 
 namespace rsc::ctl {
 namespace {
@@ -218,8 +219,7 @@ std::string renderSlices(const std::vector<client::ResourceSlice>& slices, bool 
 std::string errorLine(int code, const std::string& body) {
   const Json j = Json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("message")) {
-    std::string text = body.substr(0, 256);
-    std::replace(text.begin(), text.end(), '\n', ' ');
+    const std::string text = excerpt(body, 256);
     return std::to_string(code) + (text.empty() ? "" : ": " + text);
   }
   std::string line = std::to_string(code) + " " + str(j, "reason") + ": " + str(j, "message");

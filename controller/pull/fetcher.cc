@@ -26,9 +26,7 @@ Status fetchError(std::string_view reason, std::string message) {
 // endpoint's own message without copying a large body into logs and statuses.
 std::string bodyExcerpt(const std::string& body) {
   constexpr size_t kMaxExcerpt = 200;
-  std::string line = body.substr(0, body.find('\n'));
-  if (line.size() > kMaxExcerpt) line = line.substr(0, kMaxExcerpt) + "...";
-  return line;
+  return excerpt(std::string_view(body).substr(0, body.find('\n')), kMaxExcerpt);
 }
 
 }  // namespace

@@ -45,5 +45,12 @@ TEST(Strings, ParseWholeTakesTheWholeTextOrNothing) {
   EXPECT_EQ(parseWhole<uint64_t>("-1"), std::nullopt);
 }
 
+TEST(Strings, ExcerptIsOneBoundedLine) {
+  EXPECT_EQ(excerpt("  Bad\r\n\tgateway\n", 100), "Bad   gateway") << "each byte a space";
+  EXPECT_EQ(excerpt("abcdef", 6), "abcdef");
+  EXPECT_EQ(excerpt("abcdefg", 6), "abcdef...");
+  EXPECT_EQ(excerpt("", 6), "");
+}
+
 }  // namespace
 }  // namespace rsc
