@@ -264,8 +264,9 @@ void configureSslContext(const TlsMaterial& tls, boost::asio::ssl::context& cont
 // The server URL with its port written out: cpprest's CONNECT to a proxy
 // names the port of the URL, and has none to name otherwise.
 std::string withExplicitPort(const Url& server) {
-  return server.scheme + "://" + (server.userinfo ? *server.userinfo + "@" : "") +
-         server.hostPort() + server.rest;
+  Url explicit_port = server;
+  explicit_port.host = server.hostPort();
+  return explicit_port.origin() + explicit_port.rest;
 }
 
 HttpResponse headOf(const http_response& response) {

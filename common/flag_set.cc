@@ -88,7 +88,7 @@ void FlagSet::addRate(std::string name, std::string help, double* value, bool ze
         const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), q);
         if (ec != std::errc() || end != v.data() + v.size() || !(q > 0 || (zero_ok && q == 0))) {
           return std::string(zero_ok ? "must be a number >= 0" : "must be a positive number") +
-                 ", not \"" + v + "\"";
+                 ", not " + inQuotes(v);
         }
         *value = q;
         return std::nullopt;
@@ -98,7 +98,7 @@ void FlagSet::addRate(std::string name, std::string help, double* value, bool ze
 StatusOr<bool> FlagSet::parseSwitch(const std::string& v) {
   if (v == "true" || v == "1" || v == "t" || v == "TRUE" || v == "True") return true;
   if (v == "false" || v == "0" || v == "f" || v == "FALSE" || v == "False") return false;
-  return invalidArgument("must be true or false, not \"" + v + "\"");
+  return invalidArgument("must be true or false, not " + inQuotes(v));
 }
 
 Status FlagSet::checkChoice(const std::string& v, const std::vector<std::string>& choices) {
@@ -107,7 +107,7 @@ Status FlagSet::checkChoice(const std::string& v, const std::vector<std::string>
   for (size_t i = 0; i < choices.size(); ++i) {
     want += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
   }
-  return invalidArgument("must be " + want + ", not \"" + v + "\"");
+  return invalidArgument("must be " + want + ", not " + inQuotes(v));
 }
 
 StatusOr<Clock::Duration> FlagSet::parseFlagDuration(const std::string& v, Clock::Duration min) {
@@ -197,8 +197,8 @@ StatusOr<std::vector<std::string>> FlagSet::parseInterspersed(
 Status FlagSet::parse(const std::vector<std::string>& args) const {
   ASSIGN_OR_RETURN(const std::vector<std::string> arguments, parseInterspersed(args));
   if (!arguments.empty()) {
-    return invalidArgument("unexpected argument \"" + arguments.front() +
-                           "\" (flags start with --)");
+    return invalidArgument("unexpected argument " + inQuotes(arguments.front()) +
+                           " (flags start with --)");
   }
   return okStatus();
 }

@@ -51,7 +51,7 @@ class FlagSet {
     add(std::move(name), std::move(help), *value == 0 ? "" : std::to_string(*value),
         [value, min](const std::string& v) -> std::optional<std::string> {
           std::optional<long long> n = parseWhole<long long>(v);
-          if (!n) return "must be a number, not \"" + v + "\"";
+          if (!n) return "must be a number, not " + inQuotes(v);
           if (*n < static_cast<long long>(min)) return "must be at least " + std::to_string(min);
           *value = static_cast<T>(*n);
           return std::nullopt;

@@ -1,7 +1,8 @@
 // Text helpers the libraries share, written once: Go's strings.Split, Fields,
-// TrimSpace and ToLower, for the ASCII text of names, headers, paths and
-// command lines. Pure functions; safe from any thread. The views point into
-// the text given.
+// TrimSpace, ToLower and a whole-text integer parse, for the ASCII text of
+// names, headers, paths and command lines; and how messages quote a value or
+// show an excerpt of foreign text. Pure functions; safe from any thread. The
+// views point into the text given.
 #pragma once
 
 #include <charconv>

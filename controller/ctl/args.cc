@@ -173,7 +173,7 @@ std::string Invocation::flag(const std::string& name, const std::string& fallbac
 std::vector<std::string> FlagSpec::commandNames() const { return words(commands); }
 
 bool FlagSpec::takenBy(std::string_view command) const {
-  const std::vector<std::string> takers = commandNames();
+  const std::vector<std::string_view> takers = fields(commands);
   return std::find(takers.begin(), takers.end(), command) != takers.end();
 }
 
@@ -195,8 +195,10 @@ StatusOr<Invocation> parseArgs(const std::vector<std::string>& args) {
   if (at) inv.command = rest[*at];
   if (!inv.command.empty() &&
       std::find(kCommands.begin(), kCommands.end(), inv.command) == kCommands.end()) {
-    return invalidArgument("unknown command \"" + inv.command +
-                           "\" (commands: push, get, diff, withdraw, wait, slices, completion)");
+    std::string known;
+    for (const std::string_view c : kCommands) known.append(known.empty() ? "" : ", ").append(c);
+    return invalidArgument("unknown command " + inQuotes(inv.command) + " (commands: " + known +
+                           ")");
   }
   FlagSet fs;
   addFlags(fs, inv.command, inv);

@@ -327,9 +327,10 @@ std::string zshFlags() {
 
 std::string usage(const std::string& command) {
   auto it = usages().find(command);
-  std::string text = it == usages().end() ? usages().at("") : it->second;
-  if (const std::string own = flagsHelp(it == usages().end() ? "" : command);
-      !command.empty() && !own.empty()) {
+  if (it == usages().end()) it = usages().find("");
+  std::string text = it->second;
+  // A command's own flags; flagsHelp("") is the global ones.
+  if (const std::string own = it->first.empty() ? "" : flagsHelp(it->first); !own.empty()) {
     text += "\nFlags:\n" + own;
   }
   return text + "\nGlobal flags (before or after the command):\n" + flagsHelp("");
