@@ -55,7 +55,13 @@ bool yaml11NonString(std::string_view s) {
   static const std::regex number(
       "[-+]?(0b[01_]+|0o?[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*(\\.[0-9_]*)?([eE][-+]?[0-9]+)?|"
       "[1-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?)");
-  return std::regex_match(s.begin(), s.end(), number);
+  // Timestamps (PyYAML reads them as datetimes; kubectl quotes them).
+  static const std::regex timestamp(
+      "[0-9]{4}-[0-9]{2}-[0-9]{2}|"
+      "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\\.[0-9]*)?"
+      "([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?");
+  return std::regex_match(s.begin(), s.end(), number) ||
+         std::regex_match(s.begin(), s.end(), timestamp);
 }
 
 class Converter {

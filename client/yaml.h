@@ -27,7 +27,8 @@ StatusOr<Json> yamlToJson(std::string_view text);
 // Whether a string must be quoted to read back as a string: written plain, it
 // is something else under the YAML 1.2 core schema (yamlToJson's reading:
 // null, true, 12, 1e5, +.inf) or under YAML 1.1, which go-yaml v2, and so
-// kubectl and many tools, read (yes, off, 0x1F, 0b101, 1_000, 1:20, .nan).
+// kubectl and many tools, read (yes, off, 0x1F, 0b101, 1_000, 1:20, .nan,
+// 2026-12-01T10:00:00Z).
 bool readsAsOtherThanString(std::string_view plain);
 
 }  // namespace rsc::client

@@ -142,10 +142,40 @@ TEST(ToYaml, ReadsBackAsTheSameJson) {
 // under the 1.2 core schema (the client's reader), or under YAML 1.1, which
 // go-yaml v2 and so kubectl and many tools read.
 TEST(ToYaml, QuotesStringsThatReadAsOtherValues) {
-  for (const std::string s :
-       {"",    "~",  "null", "NULL",  "true",  "TRUE", "False", "12",   "+12",       "-3", "1.5",
-        "1e5", ".5", ".inf", "+.inf", "-.Inf", ".nan", ".NaN",  "yes",  "No",        "on", "OFF",
-        "y",   "N",  "0x1F", "0o17",  "0b101", "017",  "1_000", "1:20", "-1:20:30.5"}) {
+  for (const std::string s : {"",
+                              "~",
+                              "null",
+                              "NULL",
+                              "true",
+                              "TRUE",
+                              "False",
+                              "12",
+                              "+12",
+                              "-3",
+                              "1.5",
+                              "1e5",
+                              ".5",
+                              ".inf",
+                              "+.inf",
+                              "-.Inf",
+                              ".nan",
+                              ".NaN",
+                              "yes",
+                              "No",
+                              "on",
+                              "OFF",
+                              "y",
+                              "N",
+                              "0x1F",
+                              "0o17",
+                              "0b101",
+                              "017",
+                              "1_000",
+                              "1:20",
+                              "-1:20:30.5",
+                              "2026-12-03",
+                              "2026-12-03T17:01:28.129223Z",
+                              "2026-12-03 17:01:28 +02:00"}) {
     const Json value = {{"k", s}};
     const std::string text = toYaml(value);
     EXPECT_EQ(text, "k: \"" + s + "\"\n") << s;
