@@ -348,5 +348,6 @@ template class Informer<ResourceSlices>;
 template class Informer<NodeMetadata>;
 template class Informer<Services>;
 template class Informer<EndpointSlices>;
+template class Informer<Pods>;
 
 }  // namespace rsc::client

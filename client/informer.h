@@ -73,6 +73,8 @@ using Services =
     ApiResource<Service, "services", "Services", &KubeApi::listServices, &KubeApi::watchServices>;
 using EndpointSlices = ApiResource<EndpointSlice, "endpointslices", "EndpointSlices",
                                    &KubeApi::listEndpointSlices, &KubeApi::watchEndpointSlices>;
+// v1 Pods, their identity alone: whom pull-mode discovery's endpoints name.
+using Pods = ApiResource<Pod, "pods", "Pods", &KubeApi::listPods, &KubeApi::watchPods>;
 
 template <typename R>
 struct InformerOptions {
@@ -208,5 +210,6 @@ extern template class Informer<ResourceSlices>;
 extern template class Informer<NodeMetadata>;
 extern template class Informer<Services>;
 extern template class Informer<EndpointSlices>;
+extern template class Informer<Pods>;
 
 }  // namespace rsc::client

@@ -20,7 +20,7 @@ namespace rsc::client {
 
 // Query parameters of list, watch and delete-collection calls.
 struct ListOptions {
-  // Namespaced resources (Services, EndpointSlices): the namespace to list
+  // Namespaced resources (Services, EndpointSlices, Pods): the namespace to list
   // or watch; empty: every namespace. Cluster-scoped resources ignore it.
   std::string namespace_;
   std::string label_selector;
@@ -55,6 +55,7 @@ using ResourceSliceList = ObjectList<ResourceSlice>;
 using PartialObjectMetadataList = ObjectList<PartialObjectMetadata>;
 using ServiceList = ObjectList<Service>;
 using EndpointSliceList = ObjectList<EndpointSlice>;
+using PodList = ObjectList<Pod>;
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
@@ -141,6 +142,11 @@ class KubeApi {
   virtual Status watchEndpointSlices(const ListOptions& options,
                                      const WatchHandler<EndpointSlice>& handler,
                                      std::stop_token stop) = 0;
+  // v1 Pods of options.namespace_, trimmed to their identity (client::Pod):
+  // whom an endpoint's targetRef names, for pull-mode discovery.
+  virtual StatusOr<PodList> listPods(const ListOptions& options) = 0;
+  virtual Status watchPods(const ListOptions& options, const WatchHandler<Pod>& handler,
+                           std::stop_token stop) = 0;
 
   // Reviews: the returned object carries the status the server filled in.
   virtual StatusOr<TokenReview> createTokenReview(const TokenReview& review) = 0;

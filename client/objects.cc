@@ -1,5 +1,6 @@
 #include "client/objects.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -290,12 +291,23 @@ struct Table<EndpointConditions> : TableKeepingUnknown<EndpointConditions> {
 };
 
 template <>
+struct Table<EndpointTargetRef> : TableKeepingUnknown<EndpointTargetRef> {
+  static constexpr auto kFields = std::tuple{
+      field("kind", &EndpointTargetRef::kind, Str{}),
+      field("name", &EndpointTargetRef::name, Str{}),
+      field("namespace", &EndpointTargetRef::namespace_, Str{}),
+      field("uid", &EndpointTargetRef::uid, Str{}),
+  };
+};
+
+template <>
 struct Table<Endpoint> : TableKeepingUnknown<Endpoint> {
   static constexpr auto kFields = std::tuple{
       field("addresses", &Endpoint::addresses, Strings{}, Omit::kNever),
       // A struct, which Go's omitempty never leaves out.
       field("conditions", &Endpoint::conditions, Obj<EndpointConditions>{}, Omit::kNever),
       field("nodeName", &Endpoint::node_name, Opt<Str>{}),
+      field("targetRef", &Endpoint::target_ref, Opt<Obj<EndpointTargetRef>>{}),
   };
 };
 
@@ -320,6 +332,41 @@ struct Table<EndpointSlice> : TableKeepingUnknown<EndpointSlice> {
       field("endpoints", &EndpointSlice::endpoints, ListOf<Obj<Endpoint>>{}, Omit::kNever),
       field("metadata", &EndpointSlice::metadata, Obj<ObjectMeta>{}, Omit::kNever),
       field("ports", &EndpointSlice::ports, ListOf<Obj<EndpointPort>>{}, Omit::kNever),
+  };
+};
+
+template <>
+struct Table<PodSpec> : TableOf<PodSpec> {
+  static constexpr auto kFields = std::tuple{
+      field("nodeName", &PodSpec::node_name, Str{}),
+      field("serviceAccountName", &PodSpec::service_account_name, Str{}),
+  };
+};
+
+template <>
+struct Table<PodIp> : TableOf<PodIp> {
+  static constexpr auto kFields = std::tuple{
+      field("ip", &PodIp::ip, Str{}),
+  };
+};
+
+template <>
+struct Table<PodStatus> : TableOf<PodStatus> {
+  static constexpr auto kFields = std::tuple{
+      field("phase", &PodStatus::phase, Str{}),
+      field("podIP", &PodStatus::pod_ip, Str{}),
+      field("podIPs", &PodStatus::pod_ips, ListOf<Obj<PodIp>>{}),
+  };
+};
+
+template <>
+struct Table<Pod> : TableOf<Pod> {
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "Pod";
+  static constexpr auto kFields = std::tuple{
+      field("metadata", &Pod::metadata, Obj<ObjectMeta>{}, Omit::kNever),
+      field("spec", &Pod::spec, Obj<PodSpec>{}),
+      field("status", &Pod::status, Obj<PodStatus>{}),
   };
 };
 
@@ -395,6 +442,30 @@ Json toJson(const EndpointSlice& slice) { return codec::toJson<EndpointSlice>(sl
 
 StatusOr<EndpointSlice> endpointSliceFromJson(const Json& j) {
   return codec::decode<EndpointSlice>(j, "");
+}
+
+bool Pod::hasIp(std::string_view address) const {
+  if (address.empty()) return false;
+  if (status.pod_ip == address) return true;
+  return std::ranges::any_of(status.pod_ips, [&](const PodIp& p) { return p.ip == address; });
+}
+
+Json toJson(const Pod& pod) { return codec::toJson<Pod>(pod); }
+
+StatusOr<Pod> podFromJson(const Json& j) {
+  codec::DecodeOptions options;
+  options.unknown = codec::Unknown::kSkip;
+  StatusOr<Pod> pod = codec::decode<Pod>(j, "", options);
+  if (pod.ok()) {
+    // Who the Pod is, and nothing a cache of every Pod of a namespace need hold.
+    client::ObjectMeta& meta = pod->metadata;
+    meta.labels.clear();
+    meta.annotations.clear();
+    meta.owner_references.clear();
+    meta.finalizers.clear();
+    meta.unknown = nullptr;
+  }
+  return pod;
 }
 
 }  // namespace rsc::client

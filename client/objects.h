@@ -1,7 +1,7 @@
 // Typed Kubernetes objects the controller reads and writes, other than
 // ResourceSlice (resource_slice.h): object metadata, Lease, Node,
-// PartialObjectMetadata, TokenReview, SubjectAccessReview, Event, Service and
-// EndpointSlice, with their
+// PartialObjectMetadata, TokenReview, SubjectAccessReview, Event, Service,
+// EndpointSlice and Pod (its identity alone), with their
 // JSON conversions. Every struct keeps the fields it does not model in
 // `unknown`, so a read-modify-write never drops what a newer API server added.
 // Plain values: not synchronised.
@@ -222,7 +222,7 @@ struct Service {
 
 // discovery.k8s.io/v1 EndpointSlice: the addresses behind a Service. Unset
 // conditions mean what Kubernetes says they mean (ready: unset is ready).
-// Endpoints keep targetRef, hostname, zone and hints in `unknown`.
+// Endpoints keep hostname, zone and hints in `unknown`.
 struct EndpointConditions {
   std::optional<bool> ready;
   std::optional<bool> serving;
@@ -231,10 +231,23 @@ struct EndpointConditions {
   friend bool operator==(const EndpointConditions&, const EndpointConditions&) = default;
 };
 
+// An endpoint's targetRef: the object (a Pod, for the EndpointSlice
+// controller's slices) that serves its addresses. Written by whoever writes
+// the EndpointSlice, so it names a Pod without proving anything about it.
+struct EndpointTargetRef {
+  std::string kind;
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+  Json unknown = nullptr;  // apiVersion, resourceVersion, fieldPath
+  friend bool operator==(const EndpointTargetRef&, const EndpointTargetRef&) = default;
+};
+
 struct Endpoint {
   std::vector<std::string> addresses;
   EndpointConditions conditions;
   std::optional<std::string> node_name;
+  std::optional<EndpointTargetRef> target_ref;
   Json unknown = nullptr;
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
@@ -255,6 +268,40 @@ struct EndpointSlice {
   std::vector<EndpointPort> ports;
   Json unknown = nullptr;
   friend bool operator==(const EndpointSlice&, const EndpointSlice&) = default;
+};
+
+// v1 Pod, trimmed to who it is and where it runs: what pull-mode discovery
+// checks an endpoint's targetRef against (its node, addresses, ServiceAccount,
+// whether it is being deleted). Decoding keeps nothing else (podFromJson
+// also drops labels, annotations, owners and finalizers), so a cache of a
+// namespace's Pods costs a few hundred bytes per Pod. Read-only: never
+// written back.
+struct PodSpec {
+  std::string node_name;
+  std::string service_account_name;
+  friend bool operator==(const PodSpec&, const PodSpec&) = default;
+};
+
+struct PodIp {
+  std::string ip;
+  friend bool operator==(const PodIp&, const PodIp&) = default;
+};
+
+struct PodStatus {
+  std::string phase;
+  std::string pod_ip;
+  std::vector<PodIp> pod_ips;
+  friend bool operator==(const PodStatus&, const PodStatus&) = default;
+};
+
+struct Pod {
+  ObjectMeta metadata;
+  PodSpec spec;
+  PodStatus status;
+  friend bool operator==(const Pod&, const Pod&) = default;
+
+  // True when `address` is one of the Pod's IPs (status.podIPs, or podIP).
+  bool hasIp(std::string_view address) const;
 };
 
 // JSON conversions, by the field tables below and in objects.cc. Decoding fails
@@ -282,6 +329,9 @@ Json toJson(const Service& service);
 StatusOr<Service> serviceFromJson(const Json& j);
 Json toJson(const EndpointSlice& slice);
 StatusOr<EndpointSlice> endpointSliceFromJson(const Json& j);
+// Unknown fields are skipped and the metadata trimmed (see Pod).
+Json toJson(const Pod& pod);
+StatusOr<Pod> podFromJson(const Json& j);
 
 // The tables of the types other files nest in theirs.
 namespace codec {

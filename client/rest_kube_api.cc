@@ -700,6 +700,7 @@ namespace {
 constexpr NamespacedKind kServiceKind{"Service", "v1", "services"};
 constexpr NamespacedKind kEndpointSliceKind{"EndpointSlice", "discovery.k8s.io/v1",
                                             "endpointslices"};
+constexpr NamespacedKind kPodKind{"Pod", "v1", "pods"};
 
 // The collection to list or watch: of one namespace, or of every namespace
 // when `ns` is empty.
@@ -737,6 +738,17 @@ Status RestKubeApi::watchEndpointSlices(const ListOptions& options,
   return watchObjects<EndpointSlice>(listPath(kEndpointSliceKind, options.namespace_),
                                      "EndpointSlices", options, kJsonMediaType,
                                      endpointSliceWatchEventFromJson, handler, std::move(stop));
+}
+
+StatusOr<PodList> RestKubeApi::listPods(const ListOptions& options) {
+  return listObjects<Pod>(listPath(kPodKind, options.namespace_), "Pods", options, kJsonMediaType,
+                          podFromJson);
+}
+
+Status RestKubeApi::watchPods(const ListOptions& options, const WatchHandler<Pod>& handler,
+                              std::stop_token stop) {
+  return watchObjects<Pod>(listPath(kPodKind, options.namespace_), "Pods", options, kJsonMediaType,
+                           podWatchEventFromJson, handler, std::move(stop));
 }
 
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {

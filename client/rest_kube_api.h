@@ -136,6 +136,10 @@ class RestKubeApi final : public KubeApi {
   StatusOr<EndpointSliceList> listEndpointSlices(const ListOptions& options) override;
   Status watchEndpointSlices(const ListOptions& options, const WatchHandler<EndpointSlice>& handler,
                              std::stop_token stop) override;
+  // /api/v1/namespaces/NS/pods.
+  StatusOr<PodList> listPods(const ListOptions& options) override;
+  Status watchPods(const ListOptions& options, const WatchHandler<Pod>& handler,
+                   std::stop_token stop) override;
 
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override;
   StatusOr<SubjectAccessReview> createSubjectAccessReview(

@@ -252,5 +252,6 @@ template class Store<ResourceSlice>;
 template class Store<PartialObjectMetadata>;
 template class Store<Service>;
 template class Store<EndpointSlice>;
+template class Store<Pod>;
 
 }  // namespace rsc::client

@@ -111,6 +111,7 @@ extern template class Store<ResourceSlice>;
 extern template class Store<PartialObjectMetadata>;
 extern template class Store<Service>;
 extern template class Store<EndpointSlice>;
+extern template class Store<Pod>;
 
 using ResourceSliceStore = Store<ResourceSlice>;
 using SlicePtr = ResourceSliceStore::Ptr;

@@ -212,4 +212,8 @@ StatusOr<WatchEvent<EndpointSlice>> endpointSliceWatchEventFromJson(const Json& 
   return watchEventFromJson<EndpointSlice>(event, endpointSliceFromJson);
 }
 
+StatusOr<WatchEvent<Pod>> podWatchEventFromJson(const Json& event) {
+  return watchEventFromJson<Pod>(event, podFromJson);
+}
+
 }  // namespace rsc::client

@@ -51,5 +51,6 @@ StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJ
     const Json& event);
 StatusOr<WatchEvent<Service>> serviceWatchEventFromJson(const Json& event);
 StatusOr<WatchEvent<EndpointSlice>> endpointSliceWatchEventFromJson(const Json& event);
+StatusOr<WatchEvent<Pod>> podWatchEventFromJson(const Json& event);
 
 }  // namespace rsc::client

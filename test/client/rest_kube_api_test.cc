@@ -1022,5 +1022,67 @@ TEST_F(RestKubeApiTest, ServicesAndEndpointSlicesOfOneNamespaceOrAll) {
   EXPECT_EQ(seen.size(), 1u);
 }
 
+// Pods are read for their identity alone: where they run, as whom, at which addresses, and
+// whether they are going. Everything else of a real Pod is dropped, unknown fields included.
+TEST_F(RestKubeApiTest, PodsOfOneNamespaceTrimmedToTheirIdentity) {
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"60"},"items":[{"metadata":
+      {"name":"nic-a","namespace":"nic-system","uid":"u-1","resourceVersion":"59",
+       "deletionTimestamp":"2026-12-04T10:00:00Z","labels":{"app":"nic"},
+       "annotations":{"big":"xxxxxxxxxxxxxxxx"},"managedFields":[{"manager":"kubelet"}],
+       "ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":"nic","uid":"d"}]},
+      "spec":{"nodeName":"node-a","serviceAccountName":"nic-driver",
+              "containers":[{"name":"driver","image":"example.com/nic:1"}],"futureField":1},
+      "status":{"phase":"Running","podIP":"10.0.0.7",
+                "podIPs":[{"ip":"10.0.0.7"},{"ip":"fd00::7"}],"conditions":[]}}]})");
+  ListOptions o;
+  o.namespace_ = "nic-system";
+  auto pods = api_->listPods(o);
+  ASSERT_TRUE(pods.ok()) << pods.status().toString();
+  EXPECT_EQ(transport_.last().path_and_query, "/api/v1/namespaces/nic-system/pods");
+  ASSERT_EQ(pods->items.size(), 1u);
+  Pod expected;
+  expected.metadata.name = "nic-a";
+  expected.metadata.namespace_ = "nic-system";
+  expected.metadata.uid = "u-1";
+  expected.metadata.resource_version = "59";
+  expected.metadata.deletion_timestamp = "2026-12-04T10:00:00Z";
+  expected.spec = {"node-a", "nic-driver"};
+  expected.status = {"Running", "10.0.0.7", {{"10.0.0.7"}, {"fd00::7"}}};
+  EXPECT_EQ(pods->items[0], expected);
+  EXPECT_TRUE(pods->items[0].hasIp("fd00::7"));
+  EXPECT_FALSE(pods->items[0].hasIp("10.0.0.8"));
+  EXPECT_FALSE(pods->items[0].hasIp(""));
+
+  FakeTransport::StreamScript s;
+  s.chunks = {event("MODIFIED", R"({"metadata":{"name":"nic-a","namespace":"nic-system",)"
+                                R"("resourceVersion":"61"},"spec":{"nodeName":"node-a"}})")};
+  transport_.script(s);
+  o.resource_version = "60";
+  std::vector<Seen> seen;
+  ASSERT_TRUE(api_->watchPods(o, recordInto<Pod>(seen), {}).ok());
+  EXPECT_EQ(transport_.last().path_and_query,
+            "/api/v1/namespaces/nic-system/pods?watch=1&resourceVersion=60");
+  EXPECT_EQ(seen, (std::vector<Seen>{{WatchEventType::kModified, "nic-a", "61"}}));
+}
+
+TEST_F(RestKubeApiTest, AnEndpointsTargetRefIsDecoded) {
+  transport_.reply(200, R"({"metadata":{"resourceVersion":"70"},"items":[{"metadata":
+      {"name":"s-1","namespace":"nic-system"},"addressType":"IPv4","ports":[],
+      "endpoints":[{"addresses":["10.0.0.7"],"nodeName":"node-a","targetRef":{"kind":"Pod",
+        "namespace":"nic-system","name":"nic-a","uid":"u-1","resourceVersion":"5"}}]}]})");
+  auto slices = api_->listEndpointSlices({});
+  ASSERT_TRUE(slices.ok()) << slices.status().toString();
+  ASSERT_EQ(slices->items.size(), 1u);
+  ASSERT_EQ(slices->items[0].endpoints.size(), 1u);
+  const auto& ref = slices->items[0].endpoints[0].target_ref;
+  ASSERT_TRUE(ref.has_value());
+  EXPECT_EQ(ref->kind, "Pod");
+  EXPECT_EQ(ref->namespace_, "nic-system");
+  EXPECT_EQ(ref->name, "nic-a");
+  EXPECT_EQ(ref->uid, "u-1");
+  // What it does not model is kept, as for every object read from the server.
+  EXPECT_EQ(ref->unknown, Json::parse(R"({"resourceVersion":"5"})"));
+}
+
 }  // namespace
 }  // namespace rsc::client

@@ -411,6 +411,7 @@ FakeKubeApi::FakeKubeApi(Clock& clock, FakeKubeApiOptions options)
       node_history_floor_(kInitialResourceVersion) {
   services_.history_floor = kInitialResourceVersion;
   endpoint_slices_.history_floor = kInitialResourceVersion;
+  pods_.history_floor = kInitialResourceVersion;
 }
 
 FakeKubeApi::~FakeKubeApi() = default;
@@ -995,7 +996,7 @@ Status FakeKubeApi::watchNodeMetadata(
   return serveWatchLocked(lock, node_watchers_, watcher, handler, stop, "Node metadata");
 }
 
-// ---- Services and EndpointSlices ----------------------------------------------
+// ---- Services, EndpointSlices and Pods ----------------------------------------------
 
 template <typename T>
 StatusOr<client::ObjectList<T>> FakeKubeApi::listWatched(WatchedObjects<T>& store,
@@ -1119,6 +1120,24 @@ StatusOr<client::EndpointSlice> FakeKubeApi::putEndpointSlice(client::EndpointSl
 
 Status FakeKubeApi::removeEndpointSlice(const std::string& ns, const std::string& name) {
   return removeWatched(endpoint_slices_, ns, name);
+}
+
+StatusOr<client::PodList> FakeKubeApi::listPods(const ListOptions& options) {
+  return listWatched(pods_, options);
+}
+
+Status FakeKubeApi::watchPods(const ListOptions& options,
+                              const client::WatchHandler<client::Pod>& handler,
+                              std::stop_token stop) {
+  return watchWatched(pods_, options, handler, std::move(stop));
+}
+
+StatusOr<client::Pod> FakeKubeApi::putPod(client::Pod pod) {
+  return putWatched(pods_, std::move(pod));
+}
+
+Status FakeKubeApi::removePod(const std::string& ns, const std::string& name) {
+  return removeWatched(pods_, ns, name);
 }
 
 template <typename T>
@@ -1317,6 +1336,9 @@ void FakeKubeApi::forEachWatcherLocked(F f) const {
   for (const auto& watcher : endpoint_slices_.watchers) {
     f(*watcher);
   }
+  for (const auto& watcher : pods_.watchers) {
+    f(*watcher);
+  }
 }
 
 void FakeKubeApi::resetWatches() {
@@ -1360,18 +1382,22 @@ void FakeKubeApi::compact() {
   services_.history_floor = resource_version_;
   endpoint_slices_.history.clear();
   endpoint_slices_.history_floor = resource_version_;
+  pods_.history.clear();
+  pods_.history_floor = resource_version_;
   snapshots_.clear();
 }
 
 size_t FakeKubeApi::activeWatchesLocked(std::string_view resource) const {
   if (resource == services_.resource) return services_.watchers.size();
   if (resource == endpoint_slices_.resource) return endpoint_slices_.watchers.size();
+  if (resource == pods_.resource) return pods_.watchers.size();
   return resource == "nodes" ? node_watchers_.size() : watchers_.size();
 }
 
 size_t FakeKubeApi::watchesStartedLocked(std::string_view resource) const {
   if (resource == services_.resource) return services_.watches_started;
   if (resource == endpoint_slices_.resource) return endpoint_slices_.watches_started;
+  if (resource == pods_.resource) return pods_.watches_started;
   return resource == "nodes" ? node_watches_started_ : watches_started_;
 }
 

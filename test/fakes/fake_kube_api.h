@@ -57,11 +57,11 @@ struct FakeKubeApiOptions {
 // resourceVersion (replayed from history), with selector-aware ADDED/DELETED
 // when an object enters or leaves the selection.
 //
-// For Services and EndpointSlices: lists and watches of one namespace
+// For Services, EndpointSlices and Pods: lists and watches of one namespace
 // (ListOptions::namespace_) or of all, with label selectors (a field selector
 // is refused) and the same resourceVersions, history, 410, selector-aware
 // events and watch controls as ResourceSlices, of the objects tests put and
-// remove (putService, removeService, ...). One page, no paging.
+// remove (putService, removeService, putPod, ...). One page, no paging.
 //
 // For Nodes: getNode, and listNodeMetadata and watchNodeMetadata with the same
 // resourceVersions, history, 410 and watch controls as ResourceSlices
@@ -156,6 +156,9 @@ class FakeKubeApi final : public client::KubeApi {
   Status watchEndpointSlices(const client::ListOptions& options,
                              const client::WatchHandler<client::EndpointSlice>& handler,
                              std::stop_token stop) override;
+  StatusOr<client::PodList> listPods(const client::ListOptions& options) override;
+  Status watchPods(const client::ListOptions& options,
+                   const client::WatchHandler<client::Pod>& handler, std::stop_token stop) override;
   StatusOr<client::TokenReview> createTokenReview(const client::TokenReview& review) override;
   StatusOr<client::SubjectAccessReview> createSubjectAccessReview(
       const client::SubjectAccessReview& review) override;
@@ -244,8 +247,8 @@ class FakeKubeApi final : public client::KubeApi {
                                   const std::function<void(client::Node&)>& edit);
   void removeNode(const std::string& name);
 
-  // Services and EndpointSlices, as another writer (the EndpointSlice
-  // controller, a user) changes them: not recorded, no reactors. put creates
+  // Services, EndpointSlices and Pods, as another writer (the EndpointSlice
+  // controller, a user, the kubelet) changes them: not recorded, no reactors. put creates
   // the object (metadata.namespace_ and name required; uid, creationTimestamp
   // and resourceVersion are set) or replaces the stored one unconditionally;
   // a put that changes nothing is a no-op (same resourceVersion, no event).
@@ -254,6 +257,8 @@ class FakeKubeApi final : public client::KubeApi {
   Status removeService(const std::string& ns, const std::string& name);
   StatusOr<client::EndpointSlice> putEndpointSlice(client::EndpointSlice slice);
   Status removeEndpointSlice(const std::string& ns, const std::string& name);
+  StatusOr<client::Pod> putPod(client::Pod pod);
+  Status removePod(const std::string& ns, const std::string& name);
 
   // Reviews are answered by these functions; by default tokens are not
   // authenticated and access is not allowed.
@@ -281,7 +286,7 @@ class FakeKubeApi final : public client::KubeApi {
   template <typename T>
   struct ObjectWatcher;  // one open watch of a WatchedObjects; in the .cc
   // A namespaced kind that tests change and the code under test lists and
-  // watches (Services, EndpointSlices). `resource` names it in requests and
+  // watches (Services, EndpointSlices, Pods). `resource` names it in requests and
   // activeWatches(), `what` in errors.
   template <typename T>
   struct WatchedObjects {
@@ -391,6 +396,7 @@ class FakeKubeApi final : public client::KubeApi {
   WatchedObjects<client::Service> services_{"services", "Services", {}, {}, 0, {}, 0};
   WatchedObjects<client::EndpointSlice> endpoint_slices_{
       "endpointslices", "EndpointSlices", {}, {}, 0, {}, 0};
+  WatchedObjects<client::Pod> pods_{"pods", "Pods", {}, {}, 0, {}, 0};
   std::vector<client::Event> events_;
   std::deque<HistoryEntry> history_;
   // Every event after this resourceVersion is in history_.

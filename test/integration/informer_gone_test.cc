@@ -158,6 +158,13 @@ class WatchGate final : public KubeApi {
                              std::stop_token stop) override {
     return server_.watchEndpointSlices(options, handler, std::move(stop));
   }
+  StatusOr<PodList> listPods(const ListOptions& options) override {
+    return server_.listPods(options);
+  }
+  Status watchPods(const ListOptions& options, const WatchHandler<Pod>& handler,
+                   std::stop_token stop) override {
+    return server_.watchPods(options, handler, std::move(stop));
+  }
   StatusOr<TokenReview> createTokenReview(const TokenReview& review) override {
     return server_.createTokenReview(review);
   }
