@@ -26,13 +26,17 @@ std::optional<std::string> addSource(std::vector<pull::SourceSpec>& sources, con
   return std::nullopt;
 }
 
-// --pull-namespace, once per namespace; a repeated one counts once.
-std::optional<std::string> addNamespace(std::vector<std::string>& namespaces,
-                                        const std::string& v) {
-  if (auto why = inventory::dnsLabelError(v)) return "namespace \"" + v + "\" " + *why;
-  if (std::find(namespaces.begin(), namespaces.end(), v) == namespaces.end()) {
-    namespaces.push_back(v);
+// --pull-driver DRIVER=NAMESPACE[/SERVICEACCOUNT],..., once per driver.
+std::optional<std::string> addBinding(std::vector<pull::PullBinding>& bindings,
+                                      const std::string& v) {
+  StatusOr<std::vector<pull::PullBinding>> parsed = pull::parsePullDriver(v);
+  if (!parsed.ok()) return parsed.status().message();
+  const std::string& driver = parsed->front().driver;
+  if (std::ranges::any_of(bindings,
+                          [&](const pull::PullBinding& b) { return b.driver == driver; })) {
+    return "driver \"" + driver + "\" is bound already: list all its namespaces in one flag";
   }
+  bindings.insert(bindings.end(), parsed->begin(), parsed->end());
   return std::nullopt;
 }
 
@@ -255,14 +259,26 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       &f.pull.grace, std::chrono::seconds(1));
   fs.addSwitch(
       "pull-discovery",
-      "Discover inventory endpoints (pull mode): every ready endpoint of a Service labelled "
-      "resourceslice.dra.k8s.io/driver=DRIVER, on its port named inventory, is one source of "
-      "DRIVER's inventory. Needs list and watch on Services and EndpointSlices.",
+      "Discover inventory endpoints (pull mode) of the drivers bound by --pull-driver: every "
+      "ready endpoint of a Service labelled resourceslice.dra.k8s.io/driver=DRIVER in one of "
+      "DRIVER's namespaces, on its port named inventory, whose targetRef Pod vouches for it, is "
+      "one source of DRIVER's inventory. Needs list and watch on Services, EndpointSlices and "
+      "Pods in those namespaces.",
       &f.pull_discovery);
+  fs.add("pull-driver",
+         "DRIVER=NAMESPACE[/SERVICEACCOUNT][,NAMESPACE[/SERVICEACCOUNT]...]: DRIVER's inventory "
+         "is pulled from endpoints that --pull-discovery finds in these namespaces (served by "
+         "Pods of that ServiceAccount, when given), and its pushes are refused with 409. Once per "
+         "driver. A driver bound nowhere is push-only, whoever labels a Service with its name.",
+         "", [&bindings = f.discovery.bindings](const std::string& v) {
+           return addBinding(bindings, v);
+         });
   fs.add("pull-namespace",
-         "A namespace --pull-discovery looks in; repeat the flag for more. Unset: every namespace.",
-         "", [&namespaces = f.discovery.namespaces](const std::string& v) {
-           return addNamespace(namespaces, v);
+         "Replaced by --pull-driver=DRIVER=NAMESPACE: discovery reads only the namespaces each "
+         "driver is bound to.",
+         "", [](const std::string&) -> std::optional<std::string> {
+           return "was replaced by --pull-driver=DRIVER=NAMESPACE[/SERVICEACCOUNT]: bind each "
+                  "pulled driver to the namespaces that serve it";
          });
   fs.addNumber(
       "pull-max-sources",
@@ -346,8 +362,21 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   if (!flags.metrics_secure && !flags.metrics_tls_cert_file.empty()) {
     return invalidArgument("flags --metrics-tls-cert-file and -key-file need --metrics-secure");
   }
-  if (!flags.discovery.namespaces.empty() && !flags.pull_discovery) {
-    return invalidArgument("flag --pull-namespace needs --pull-discovery");
+  if (!flags.discovery.bindings.empty() && !flags.pull_discovery) {
+    return invalidArgument("flag --pull-driver needs --pull-discovery");
+  }
+  if (flags.pull_discovery && flags.discovery.bindings.empty()) {
+    return invalidArgument(
+        "flag --pull-discovery needs at least one --pull-driver=DRIVER=NAMESPACE[/SERVICEACCOUNT]: "
+        "discovery trusts a Service only in the namespaces its driver is bound to");
+  }
+  for (const pull::PullBinding& binding : flags.discovery.bindings) {
+    if (std::ranges::any_of(flags.pull.sources, [&](const pull::SourceSpec& source) {
+          return source.driver == binding.driver;
+        })) {
+      return invalidArgument("flag --pull-driver: driver \"" + binding.driver +
+                             "\" has an --inventory-source already (one source of truth)");
+    }
   }
   const pull::PollerOptions& pull = flags.pull;
   if (pull.fetch.timeout > pull.interval) {

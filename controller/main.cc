@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -387,8 +388,10 @@ int run(const controller::ServiceFlags& flags) {
   // their list changes.
   std::unique_ptr<controller::pull::SourceDiscovery> discovery;
   if (flags.pull_discovery) {
+    controller::pull::DiscoveryOptions dopts = flags.discovery;
+    dopts.on_refused = [&pull_metrics](std::string_view reason) { pull_metrics.ignored(reason); };
     discovery = std::make_unique<controller::pull::SourceDiscovery>(
-        **api, clock, flags.discovery,
+        **api, clock, std::move(dopts),
         [p = poller->get()](const std::vector<controller::pull::SourceSpec>& sources) {
           p->setDiscovered(sources);
         });
@@ -417,7 +420,15 @@ int run(const controller::ServiceFlags& flags) {
   hopts.authenticator = authenticator.get();
   hopts.clock = &clock;
   hopts.previewer = controller->get();
-  hopts.is_pulled = [p = poller->get()](std::string_view driver) { return p->pulls(driver); };
+  // A driver is pulled by configuration (--inventory-source, --pull-driver), never because a
+  // Service claims it: a bound driver's pushes are refused before any endpoint answers.
+  hopts.is_pulled = [p = poller->get(),
+                     &bindings = flags.discovery.bindings](std::string_view driver) {
+    return p->pulls(driver) ||
+           std::ranges::any_of(bindings, [&](const controller::pull::PullBinding& b) {
+             return b.driver == driver;
+           });
+  };
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);
   };

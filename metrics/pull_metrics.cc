@@ -27,8 +27,10 @@ PullMetrics::PullMetrics(prometheus::Registry& registry)
                                  "endpoints) the driver's inventory is pulled from.")),
       ignored_(counterFamily(registry, "resourceslice_controller_pull_sources_ignored_total",
                              "Discovered inventory sources ignored, by reason: OverLimit "
-                             "(--pull-max-sources reached) or Invalid (a URL or TLS setting that "
-                             "cannot work).")) {
+                             "(--pull-max-sources reached), Invalid (a URL or TLS setting that "
+                             "cannot work), Unbound (a Service naming a driver not bound to its "
+                             "namespace by --pull-driver) or Unverified (an endpoint no Pod "
+                             "vouches for).")) {
   for (std::string_view reason : kIgnoredReasons) {
     ignored_by_reason_[reason] = &ignored_.Add({{"reason", std::string(reason)}});
   }

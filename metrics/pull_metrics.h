@@ -30,7 +30,8 @@ class PullMetrics {
       "ok",       "unchanged", "Unreachable", "Timeout",   "HttpError",
       "Redirect", "TooLarge",  "Invalid",     "Forbidden", "Conflict"};
   // The `reason` label of resourceslice_controller_pull_sources_ignored_total.
-  static constexpr std::array<std::string_view, 2> kIgnoredReasons = {"OverLimit", "Invalid"};
+  static constexpr std::array<std::string_view, 4> kIgnoredReasons = {"OverLimit", "Invalid",
+                                                                      "Unbound", "Unverified"};
 
   // Registers the families in `registry`, which must outlive this object.
   explicit PullMetrics(prometheus::Registry& registry);

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/strings.h"
 #include "controller/inventory/names.h"
 #include "controller/pull/fetcher.h"
 
@@ -15,6 +16,7 @@ namespace {
 // How a labelled Service is served, from its port and annotations.
 struct ServiceSettings {
   std::string driver;
+  const PullBinding* binding = nullptr;
   std::string app_protocol;  // of the Service's inventory port
   std::string path;
   std::string ca_pem;
@@ -72,20 +74,57 @@ std::optional<ServiceSettings> settingsOf(const client::Service& service,
   return settings;
 }
 
-bool allowed(const DiscoveryOptions& options, const std::string& ns) {
-  return options.namespaces.empty() ||
-         std::ranges::find(options.namespaces, ns) != options.namespaces.end();
-}
-
 // Kubernetes: an unset ready condition means ready.
 bool usable(const client::Endpoint& endpoint) {
   return endpoint.conditions.ready.value_or(true) &&
          !endpoint.conditions.terminating.value_or(false);
 }
 
-// Adds the sources of one EndpointSlice of `service` to `sources` (by id; the first stays).
+// The Pods of the bound namespaces by (namespace, name).
+using PodIndex = std::map<std::pair<std::string_view, std::string_view>, const client::Pod*>;
+
+// Why no Pod vouches for `address` of `endpoint` in namespace `ns`, or nullopt when its
+// targetRef Pod does; `node` is then the Pod's node.
+std::optional<std::string> unverified(const client::Endpoint& endpoint, const std::string& address,
+                                      const std::string& ns, const PullBinding& binding,
+                                      const PodIndex& pods, std::string& node) {
+  if (!endpoint.target_ref || endpoint.target_ref->kind != "Pod" ||
+      endpoint.target_ref->name.empty()) {
+    return "the endpoint names no Pod (targetRef)";
+  }
+  const client::EndpointTargetRef& ref = *endpoint.target_ref;
+  if (!ref.namespace_.empty() && ref.namespace_ != ns) {
+    return "its targetRef names a Pod of another namespace (" + ref.namespace_ + ")";
+  }
+  const auto it = pods.find({ns, ref.name});
+  if (it == pods.end() || (!ref.uid.empty() && ref.uid != it->second->metadata.uid)) {
+    return "its targetRef Pod " + inQuotes(ref.name) + " does not exist";
+  }
+  const client::Pod& pod = *it->second;
+  const std::string what = "its Pod " + inQuotes(ref.name);
+  if (pod.metadata.deletion_timestamp) return what + " is being deleted";
+  if (!pod.hasIp(address)) return what + " does not have the address " + address;
+  if (pod.spec.node_name.empty()) return what + " runs on no node";
+  if (endpoint.node_name && !endpoint.node_name->empty() &&
+      *endpoint.node_name != pod.spec.node_name) {
+    return what + " runs on node " + inQuotes(pod.spec.node_name) +
+           ", not on the EndpointSlice's " + inQuotes(*endpoint.node_name);
+  }
+  if (!binding.service_account.empty() &&
+      pod.spec.service_account_name != binding.service_account) {
+    return what + " runs as ServiceAccount " + inQuotes(pod.spec.service_account_name) +
+           ", not as " + inQuotes(binding.service_account) + " (--pull-driver)";
+  }
+  node = pod.spec.node_name;
+  return std::nullopt;
+}
+
+// Adds the sources of one EndpointSlice of `service` to `sources`, and its refused addresses
+// to `refused` (by id; the first stays).
 void addSources(const client::Service& service, const ServiceSettings& settings,
-                const client::EndpointSlice& slice, std::map<std::string, SourceSpec>& sources) {
+                const client::EndpointSlice& slice, const PodIndex& pods,
+                std::map<std::string, SourceSpec>& sources,
+                std::map<std::string, DiscoveryRefusal>& refused) {
   const bool ipv6 = slice.address_type == "IPv6";
   if (!ipv6 && slice.address_type != "IPv4") {
     return;  // FQDN, or a type newer than this code
@@ -110,16 +149,21 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
       host_port += ":" + std::to_string(number);
       std::string id;
       id.append(ns).append("/").append(name).append("/").append(host_port);
-      const auto [it, added] = sources.try_emplace(id);
-      if (!added) {
+      if (sources.contains(id) || refused.contains(id)) {
         continue;  // listed by an earlier slice too
       }
-      SourceSpec& spec = it->second;
+      std::string node;
+      if (auto why = unverified(endpoint, address, ns, *settings.binding, pods, node)) {
+        refused.emplace(id,
+                        DiscoveryRefusal{id, settings.driver, kRefusedUnverified, std::move(*why)});
+        continue;
+      }
+      SourceSpec& spec = sources[id];
       spec.driver = settings.driver;
       spec.id = std::move(id);
       spec.url.append(https ? "https://" : "http://").append(host_port).append(settings.path);
-      if (settings.node_scope && endpoint.node_name && !endpoint.node_name->empty()) {
-        spec.caller.node_name = endpoint.node_name;
+      if (settings.node_scope) {
+        spec.caller.node_name = std::move(node);
       }
       if (https) {
         spec.ca_pem = settings.ca_pem;
@@ -129,16 +173,17 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
   }
 }
 
-// An informer of the objects of `ns` ("" for all) that carry kDriverLabel, calling `changed`
-// for every add, update and delete.
+// An informer of the objects of `ns` that match `label_selector`, calling `changed` for every
+// add, update and delete.
 template <typename R>
 std::unique_ptr<client::Informer<R>> informerOf(client::KubeApi& api, Clock& clock,
                                                 const std::string& ns,
+                                                const std::string& label_selector,
                                                 const std::function<void()>& changed) {
   using Object = typename R::Object;
   client::InformerOptions<R> options;
   options.namespace_ = ns;
-  options.label_selector = kDriverLabel;
+  options.label_selector = label_selector;
   client::InformerHandlers<R> handlers;
   handlers.on_add = [changed](const Object&) { changed(); };
   handlers.on_update = [changed](const Object&, const Object&) { changed(); };
@@ -148,10 +193,60 @@ std::unique_ptr<client::Informer<R>> informerOf(client::KubeApi& api, Clock& clo
 
 }  // namespace
 
+StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value) {
+  const size_t eq = value.find('=');
+  if (eq == std::string_view::npos) {
+    return invalidArgument(inQuotes(value) +
+                           ": must be DRIVER=NAMESPACE[/SERVICEACCOUNT][,NAMESPACE[/SA]...]");
+  }
+  const std::string driver(value.substr(0, eq));
+  if (auto why = inventory::driverNameError(driver)) {
+    return invalidArgument("the driver name " + inQuotes(driver) + " " + *why);
+  }
+  std::vector<PullBinding> bindings;
+  for (const std::string_view item : split(value.substr(eq + 1), ',')) {
+    PullBinding binding;
+    binding.driver = driver;
+    const size_t slash = item.find('/');
+    binding.namespace_ = std::string(item.substr(0, slash));
+    if (slash != std::string_view::npos) {
+      binding.service_account = std::string(item.substr(slash + 1));
+      if (auto why = inventory::dnsSubdomainError(binding.service_account)) {
+        return invalidArgument("driver " + inQuotes(driver) + ": the ServiceAccount name " +
+                               inQuotes(binding.service_account) + " " + *why);
+      }
+    }
+    if (auto why = inventory::dnsLabelError(binding.namespace_)) {
+      return invalidArgument("driver " + inQuotes(driver) + ": the namespace name " +
+                             inQuotes(binding.namespace_) + " " + *why);
+    }
+    if (std::ranges::any_of(
+            bindings, [&](const PullBinding& b) { return b.namespace_ == binding.namespace_; })) {
+      return invalidArgument("driver " + inQuotes(driver) + ": the namespace " +
+                             inQuotes(binding.namespace_) + " is listed twice");
+    }
+    bindings.push_back(std::move(binding));
+  }
+  return bindings;
+}
+
+std::vector<std::string> DiscoveryOptions::namespaces() const {
+  std::set<std::string> distinct;
+  for (const PullBinding& b : bindings) distinct.insert(b.namespace_);
+  return {distinct.begin(), distinct.end()};
+}
+
+const PullBinding* DiscoveryOptions::binding(std::string_view driver, std::string_view ns) const {
+  const auto it = std::ranges::find_if(
+      bindings, [&](const PullBinding& b) { return b.driver == driver && b.namespace_ == ns; });
+  return it == bindings.end() ? nullptr : &*it;
+}
+
 DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
                                   const std::vector<client::EndpointSlice>& endpoint_slices,
+                                  const std::vector<client::Pod>& pods,
                                   const DiscoveryOptions& options) {
-  // Index the slices by (namespace, service), each Service's in name order.
+  // Index the slices by (namespace, service), each Service's in name order, and the Pods.
   std::map<std::pair<std::string, std::string>, std::vector<const client::EndpointSlice*>>
       slices_of;
   for (const client::EndpointSlice& slice : endpoint_slices) {
@@ -163,34 +258,54 @@ DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
   for (auto& [key, slices] : slices_of) {
     std::ranges::sort(slices, {}, [](const client::EndpointSlice* s) { return s->metadata.name; });
   }
+  PodIndex pod_index;
+  for (const client::Pod& pod : pods) {
+    pod_index.emplace(
+        std::pair<std::string_view, std::string_view>(pod.metadata.namespace_, pod.metadata.name),
+        &pod);
+  }
 
-  // Walk the Services that count.
+  // Walk the Services of bound namespaces; of those, the ones their driver's binding allows.
+  const std::vector<std::string> namespaces = options.namespaces();
   DiscoveryResult result;
   std::map<std::string, SourceSpec> sources;
+  std::map<std::string, DiscoveryRefusal> refused;
   for (const client::Service& service : services) {
-    if (!allowed(options, service.metadata.namespace_)) {
+    const std::string& ns = service.metadata.namespace_;
+    if (!std::ranges::binary_search(namespaces, ns)) {
       continue;
     }
     std::optional<std::string> problem;
-    const std::optional<ServiceSettings> settings = settingsOf(service, problem);
+    std::optional<ServiceSettings> settings = settingsOf(service, problem);
     if (!settings) {
       if (problem) {
-        result.problems.push_back(
-            {service.metadata.namespace_, service.metadata.name, std::move(*problem)});
+        result.problems.push_back({ns, service.metadata.name, std::move(*problem)});
       }
       continue;
     }
-    const auto slices = slices_of.find({service.metadata.namespace_, service.metadata.name});
+    settings->binding = options.binding(settings->driver, ns);
+    if (settings->binding == nullptr) {
+      const std::string id = ns + "/" + service.metadata.name;
+      refused.emplace(id, DiscoveryRefusal{id, settings->driver, kRefusedUnbound,
+                                           "driver " + inQuotes(settings->driver) +
+                                               " is not bound to namespace " + inQuotes(ns) +
+                                               " (--pull-driver)"});
+      continue;
+    }
+    const auto slices = slices_of.find({ns, service.metadata.name});
     if (slices == slices_of.end()) {
       continue;
     }
     for (const client::EndpointSlice* slice : slices->second) {
-      addSources(service, *settings, *slice, sources);
+      addSources(service, *settings, *slice, pod_index, sources, refused);
     }
   }
 
   for (auto& [id, spec] : sources) {
     result.sources.push_back(std::move(spec));
+  }
+  for (auto& [id, refusal] : refused) {
+    result.refused.push_back(std::move(refusal));
   }
   std::ranges::sort(result.problems, {}, [](const DiscoveryProblem& p) {
     return std::tie(p.namespace_, p.service, p.message);
@@ -200,12 +315,11 @@ DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
 
 SourceDiscovery::SourceDiscovery(client::KubeApi& api, Clock& clock, DiscoveryOptions options,
                                  OnChange on_change)
-    : options_(std::move(options)), on_change_(std::move(on_change)), problem_log_(clock) {
-  // One pair of informers per allowed namespace, or one pair for all.
-  std::vector<std::string> namespaces = options_.namespaces;
-  if (namespaces.empty()) {
-    namespaces.emplace_back();
-  }
+    : options_(std::move(options)),
+      on_change_(std::move(on_change)),
+      problem_log_(clock),
+      refusal_log_(clock) {
+  // Three informers per bound namespace; nothing cluster-wide.
   const std::function<void()> changed = [this] {
     bool synced = false;
     {
@@ -216,10 +330,13 @@ SourceDiscovery::SourceDiscovery(client::KubeApi& api, Clock& clock, DiscoveryOp
       refresh();
     }
   };
-  for (const std::string& ns : namespaces) {
+  for (const std::string& ns : options_.namespaces()) {
     Watch watch;
-    watch.services = informerOf<client::Services>(api, clock, ns, changed);
-    watch.endpoint_slices = informerOf<client::EndpointSlices>(api, clock, ns, changed);
+    watch.services = informerOf<client::Services>(api, clock, ns, kDriverLabel, changed);
+    watch.endpoint_slices =
+        informerOf<client::EndpointSlices>(api, clock, ns, kDriverLabel, changed);
+    // Every Pod: an endpoint's Pod need carry no label of ours.
+    watch.pods = informerOf<client::Pods>(api, clock, ns, "", changed);
     watches_.push_back(std::move(watch));
   }
 }
@@ -230,12 +347,14 @@ void SourceDiscovery::start() {
   for (Watch& watch : watches_) {
     watch.services->start();
     watch.endpoint_slices->start();
+    watch.pods->start();
   }
   // The informers call their handlers before they count as synced, so the first list is
   // computed here, once all of them have synced; events after that refresh on their own.
   sync_waiter_ = std::jthread([this](const std::stop_token& stop) {
     for (Watch& watch : watches_) {
-      if (!watch.services->waitForSync(stop) || !watch.endpoint_slices->waitForSync(stop)) {
+      if (!watch.services->waitForSync(stop) || !watch.endpoint_slices->waitForSync(stop) ||
+          !watch.pods->waitForSync(stop)) {
         return;
       }
     }
@@ -260,6 +379,7 @@ void SourceDiscovery::stop() {
   for (Watch& watch : watches_) {
     watch.services->stop();
     watch.endpoint_slices->stop();
+    watch.pods->stop();
   }
 }
 
@@ -289,14 +409,17 @@ void SourceDiscovery::refresh() {
   // Compute from a copy of the stores: the objects are few and small.
   std::vector<client::Service> services;
   std::vector<client::EndpointSlice> endpoint_slices;
+  std::vector<client::Pod> pods;
   for (const Watch& watch : watches_) {
     for (const auto& service : watch.services->store().list()) services.push_back(*service);
     for (const auto& slice : watch.endpoint_slices->store().list()) {
       endpoint_slices.push_back(*slice);
     }
+    for (const auto& pod : watch.pods->store().list()) pods.push_back(*pod);
   }
-  DiscoveryResult result = discoveredSources(services, endpoint_slices, options_);
+  DiscoveryResult result = discoveredSources(services, endpoint_slices, pods, options_);
   logProblems(result.problems);
+  reportRefusals(result.refused);
 
   // Report a change (and the first list, whatever it is).
   {
@@ -332,6 +455,25 @@ void SourceDiscovery::logProblems(const std::vector<DiscoveryProblem>& problems)
     }
   }
   logged_problems_ = std::move(now);
+}
+
+void SourceDiscovery::reportRefusals(const std::vector<DiscoveryRefusal>& refused) {
+  std::set<std::pair<std::string, std::string>> now;
+  for (const DiscoveryRefusal& refusal : refused) {
+    std::pair key(refusal.id, refusal.reason);
+    if (!refused_.contains(key)) {
+      if (options_.on_refused) options_.on_refused(refusal.reason);
+      if (const auto held = refusal_log_.allow(refusal.reason)) {
+        log::warning("pull: inventory endpoint refused", {{"endpoint", refusal.id},
+                                                          {"driver", refusal.driver},
+                                                          {"reason", refusal.reason},
+                                                          {"problem", refusal.message},
+                                                          {"linesHeldBack", *held}});
+      }
+    }
+    now.insert(std::move(key));
+  }
+  refused_ = std::move(now);
 }
 
 }  // namespace rsc::controller::pull

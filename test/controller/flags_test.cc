@@ -1,5 +1,6 @@
 #include "controller/flags.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -222,18 +223,23 @@ TEST(PullFlags, BadValuesNameTheFlag) {
             std::string::npos);
 }
 
-TEST(PullFlags, DiscoveryNamespacesAndEndpointCredentials) {
+TEST(PullFlags, DiscoveryBindingsAndEndpointCredentials) {
   StatusOr<ServiceFlags> f = parseFlags({});
   ASSERT_TRUE(f.ok());
   EXPECT_FALSE(f->pull_discovery);
-  EXPECT_TRUE(f->discovery.namespaces.empty()) << "every namespace";
+  EXPECT_TRUE(f->discovery.bindings.empty());
   EXPECT_EQ(f->pull.max_sources, 10000u);
-  f = parseFlags({"--pull-discovery", "--pull-namespace=nic-system", "--pull-namespace",
-                  "gpu-system", "--pull-namespace=nic-system", "--pull-max-sources=50",
+  f = parseFlags({"--pull-discovery", "--pull-driver=nic.example.com=nic-system/nic-driver,edge",
+                  "--pull-driver", "gpu.example.com=gpu-system", "--pull-max-sources=50",
                   "--pull-ca-file=/etc/pull/ca.crt", "--pull-token-file=/var/run/pull/token"});
   ASSERT_TRUE(f.ok()) << f.status().toString();
   EXPECT_TRUE(f->pull_discovery);
-  EXPECT_EQ(f->discovery.namespaces, (std::vector<std::string>{"nic-system", "gpu-system"}));
+  EXPECT_EQ(f->discovery.bindings,
+            (std::vector<pull::PullBinding>{{"nic.example.com", "nic-system", "nic-driver"},
+                                            {"nic.example.com", "edge", ""},
+                                            {"gpu.example.com", "gpu-system", ""}}));
+  EXPECT_EQ(f->discovery.namespaces(),
+            (std::vector<std::string>{"edge", "gpu-system", "nic-system"}));
   EXPECT_EQ(f->pull.max_sources, 50u);
   EXPECT_EQ(f->pull_ca_file, "/etc/pull/ca.crt");
   EXPECT_EQ(f->pull.credentials.token_file, "/var/run/pull/token");
@@ -242,12 +248,21 @@ TEST(PullFlags, DiscoveryNamespacesAndEndpointCredentials) {
     StatusOr<ServiceFlags> f = parseFlags(args);
     return f.ok() ? std::string("accepted") : f.status().message();
   };
-  EXPECT_NE(error({"--pull-namespace=nic-system"}).find("needs --pull-discovery"),
-            std::string::npos);
-  EXPECT_NE(error({"--pull-discovery", "--pull-namespace=Not_A_Namespace"})
-                .find("--pull-namespace: namespace \"Not_A_Namespace\""),
-            std::string::npos)
-      << error({"--pull-discovery", "--pull-namespace=Not_A_Namespace"});
+  // Discovery is declared per driver: never every namespace, never a Service's say-so.
+  EXPECT_THAT(error({"--pull-discovery"}),
+              ::testing::HasSubstr("--pull-discovery needs at least one --pull-driver"));
+  EXPECT_THAT(error({"--pull-driver=nic.example.com=nic-system"}),
+              ::testing::HasSubstr("--pull-driver needs --pull-discovery"));
+  EXPECT_THAT(error({"--pull-discovery", "--pull-driver=nic.example.com=Not_A_Namespace"}),
+              ::testing::HasSubstr("the namespace name \"Not_A_Namespace\""));
+  EXPECT_THAT(error({"--pull-discovery", "--pull-driver=nic.example.com=a",
+                     "--pull-driver=nic.example.com=b"}),
+              ::testing::HasSubstr("is bound already"));
+  EXPECT_THAT(error({"--pull-discovery", "--pull-driver=nic.example.com=a",
+                     "--inventory-source=nic.example.com=https://nic.example.com"}),
+              ::testing::HasSubstr("has an --inventory-source already"));
+  EXPECT_THAT(error({"--pull-discovery", "--pull-namespace=nic-system"}),
+              ::testing::HasSubstr("was replaced by --pull-driver"));
   EXPECT_NE(error({"--pull-max-sources=0"}).find("--pull-max-sources"), std::string::npos);
   EXPECT_NE(error({"--pull-token-file="}).find("--pull-token-file"), std::string::npos);
 }

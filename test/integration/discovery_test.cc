@@ -1,9 +1,10 @@
-// Pull-mode discovery against the real API server: a labelled Service and a hand-made
+// Pull-mode discovery against the real API server: a labelled Service, a hand-made
 // EndpointSlice (there is no EndpointSlice controller in the test cluster; loopback addresses
-// are refused, so it names a TEST-NET-1 address) become the source
-// SourceDiscovery reports, over RestKubeApi, in one namespace and cluster-wide; the endpoint
-// made not ready takes it away. Proves the Service and EndpointSlice codecs, paths and label
-// selection against the server; the controller's use of it is pull_test's.
+// are refused, so it names a TEST-NET-1 address) and the Pod it names (its status written as a
+// kubelet would) become the source SourceDiscovery reports, over RestKubeApi, for the driver's
+// bound namespace; the Pod missing, the endpoint made not ready, or the driver bound elsewhere
+// takes it away. Proves the Service, EndpointSlice and Pod codecs, paths and label selection
+// against the server; the controller's use of it is pull_test's.
 #include "controller/pull/discovery.h"
 
 #include <gmock/gmock.h>
@@ -110,15 +111,23 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
   const auto created_slice = env.kube("POST", slices, endpointSlice(/*ready=*/true));
   ASSERT_EQ(created_slice.code, 201) << created_slice.body;
 
-  // One discovery restricted to the namespace, one cluster-wide.
+  // One discovery with the driver bound to the namespace, one with it bound elsewhere.
   Lists in_namespace;
-  Lists cluster_wide;
-  SourceDiscovery namespaced(env.api(), RealClock::instance(), {{kNs}},
+  Lists elsewhere;
+  DiscoveryOptions bound;
+  bound.bindings.push_back({kDriver, kNs, "gpu-driver"});
+  DiscoveryOptions unbound;
+  unbound.bindings.push_back({kDriver, "default", ""});
+  unbound.bindings.push_back({"nic.example.com", kNs, ""});
+  SourceDiscovery namespaced(env.api(), RealClock::instance(), bound,
                              [&](std::vector<SourceSpec> s) { in_namespace.add(std::move(s)); });
-  SourceDiscovery everywhere(env.api(), RealClock::instance(), {},
-                             [&](std::vector<SourceSpec> s) { cluster_wide.add(std::move(s)); });
+  SourceDiscovery other(env.api(), RealClock::instance(), unbound,
+                        [&](std::vector<SourceSpec> s) { elsewhere.add(std::move(s)); });
   namespaced.start();
-  everywhere.start();
+  other.start();
+  // No Pod yet: the hand-made slice alone proves nothing.
+  EXPECT_TRUE(in_namespace.waitFor({}));
+  env.runningPod(kNs, "gpu-driver-0", "node-a", kAddress, "gpu-driver");
 
   SourceSpec expected;
   expected.driver = kDriver;
@@ -128,7 +137,7 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
   expected.ca_pem = "PEM";
   expected.tls_server_name = std::string(kService) + "." + kNs + ".svc";
   EXPECT_TRUE(in_namespace.waitFor({expected})) << in_namespace.last().size();
-  EXPECT_TRUE(cluster_wide.waitFor({expected})) << cluster_wide.last().size();
+  EXPECT_TRUE(elsewhere.waitFor({})) << elsewhere.last().size();
 
   // The endpoint no longer ready: no source.
   const std::string slice_path = slices + "/" + kService + "-manual";
@@ -138,7 +147,6 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
   const auto put = env.kube("PUT", slice_path, updated);
   ASSERT_EQ(put.code, 200) << put.body;
   EXPECT_TRUE(in_namespace.waitFor({}));
-  EXPECT_TRUE(cluster_wide.waitFor({}));
 
   // Ready again, then the Service deleted: the source comes and goes.
   updated = endpointSlice(/*ready=*/true);
@@ -147,10 +155,10 @@ TEST(DiscoveryIntegration, ALabelledServiceAndItsEndpointSliceAreOneSource) {
   EXPECT_TRUE(in_namespace.waitFor({expected}));
   ASSERT_EQ(env.kube("DELETE", base + "/services/" + kService).code, 200);
   EXPECT_TRUE(in_namespace.waitFor({}));
-  EXPECT_TRUE(cluster_wide.waitFor({}));
+  EXPECT_THAT(elsewhere.last(), ::testing::IsEmpty());
 
   namespaced.stop();
-  everywhere.stop();
+  other.stop();
   env.kube("DELETE", slice_path);
 }
 

@@ -145,6 +145,27 @@ std::string ServiceEnv::podToken(const std::string& ns, const std::string& sa,
   return token.json()["status"]["token"].get<std::string>();
 }
 
+std::string ServiceEnv::runningPod(const std::string& ns, const std::string& name,
+                                   const std::string& node, const std::string& ip,
+                                   const std::string& sa) {
+  ensureServiceAccount(ns, sa);  // no controller-manager makes "default" here
+  const std::string path = "/api/v1/namespaces/" + ns + "/pods/" + name;
+  Json container = {{"name", "driver"}, {"image", "example.com/driver:1"}};
+  ensure("/api/v1/namespaces/" + ns + "/pods", {{"apiVersion", "v1"},
+                                                {"kind", "Pod"},
+                                                {"metadata", {{"name", name}}},
+                                                {"spec",
+                                                 {{"nodeName", node},
+                                                  {"serviceAccountName", sa},
+                                                  {"automountServiceAccountToken", false},
+                                                  {"containers", Json::array({container})}}}});
+  Json pod = kube("GET", path).json();
+  pod["status"] = {{"phase", "Running"}, {"podIP", ip}, {"podIPs", {{{"ip", ip}}}}};
+  const HttpAnswer put = kube("PUT", path + "/status", pod);
+  EXPECT_EQ(put.code, 200) << put.body;
+  return pod["metadata"]["uid"].get<std::string>();
+}
+
 std::string ServiceEnv::serviceAccountToken(const std::string& ns, const std::string& sa) {
   ensureServiceAccount(ns, sa);
   const HttpAnswer token =

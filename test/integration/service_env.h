@@ -96,6 +96,10 @@ class ServiceEnv {
   // with `audience`, as a projected service-account token would be.
   std::string podToken(const std::string& ns, const std::string& sa, const std::string& pod,
                        const std::string& node, const std::string& audience);
+  // A Pod on `node` as ServiceAccount `sa`, with the status a kubelet would give it once
+  // running at `ip` (there is no kubelet: the status is written as admin). Returns its uid.
+  std::string runningPod(const std::string& ns, const std::string& name, const std::string& node,
+                         const std::string& ip, const std::string& sa = "default");
   // A token of the ServiceAccount for the API server's own audience, as a
   // scraper's mounted token is (TokenRequest, one hour).
   std::string serviceAccountToken(const std::string& ns, const std::string& sa);

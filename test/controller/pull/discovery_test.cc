@@ -22,6 +22,9 @@ using ::testing::IsEmpty;
 constexpr char kDriver[] = "gpu.example.com";
 constexpr char kNs[] = "drivers";
 constexpr char kSvc[] = "gpu-inventory";
+// The node of a test Pod whose endpoint names none.
+constexpr char kPodNode[] = "node-p";
+constexpr char kPodSa[] = "gpu-driver";
 
 // A TCP port of a Service (ServicePort) or of an EndpointSlice (EndpointPort).
 template <typename Port>
@@ -48,15 +51,56 @@ client::Service service(std::string ns = kNs, std::string name = kSvc,
   return s;
 }
 
+// The name of the test Pod that serves `address`.
+std::string podName(std::string address) {
+  std::ranges::replace_if(
+      address, [](char c) { return c == '.' || c == ':'; }, '-');
+  return "pod-" + address;
+}
+
+// An endpoint whose targetRef names the Pod of its first address.
 client::Endpoint endpoint(std::vector<std::string> addresses, std::optional<std::string> node = {},
                           std::optional<bool> ready = true,
                           std::optional<bool> terminating = std::nullopt) {
   client::Endpoint e;
+  e.target_ref = client::EndpointTargetRef{"Pod", "", podName(addresses.at(0)), "", nullptr};
   e.addresses = std::move(addresses);
   e.node_name = std::move(node);
   e.conditions.ready = ready;
   e.conditions.terminating = terminating;
   return e;
+}
+
+// The Pods that vouch for the endpoints of `slices`, as the kubelet and the EndpointSlice
+// controller would make them: a Pod per targetRef with the endpoint's addresses, on its node
+// (kPodNode when it names none), as kPodSa. Slices are read in name order and the first Pod of
+// a name stays, so any order of `slices` gives the same Pods.
+std::vector<client::Pod> podsFor(std::vector<client::EndpointSlice> slices) {
+  std::ranges::sort(slices, {}, [](const client::EndpointSlice& s) { return s.metadata.name; });
+  std::map<std::pair<std::string, std::string>, client::Pod> pods;
+  for (const client::EndpointSlice& slice : slices) {
+    for (const client::Endpoint& e : slice.endpoints) {
+      if (!e.target_ref) continue;
+      client::Pod pod;
+      pod.metadata.namespace_ = slice.metadata.namespace_;
+      pod.metadata.name = e.target_ref->name;
+      pod.spec.node_name = e.node_name.value_or(kPodNode);
+      pod.spec.service_account_name = kPodSa;
+      for (const std::string& address : e.addresses) pod.status.pod_ips.push_back({address});
+      pods.try_emplace({pod.metadata.namespace_, pod.metadata.name}, std::move(pod));
+    }
+  }
+  std::vector<client::Pod> out;
+  for (auto& [key, pod] : pods) out.push_back(std::move(pod));
+  return out;
+}
+
+// kDriver bound to each of `namespaces`.
+DiscoveryOptions bound(const std::vector<std::string>& namespaces = {kNs, "a", "b", "c",
+                                                                     "elsewhere"}) {
+  DiscoveryOptions options;
+  for (const std::string& ns : namespaces) options.bindings.push_back({kDriver, ns, ""});
+  return options;
 }
 
 client::EndpointPort slicePort(std::string name, std::optional<int32_t> number,
@@ -97,8 +141,8 @@ std::vector<std::string> ids(const std::vector<SourceSpec>& sources) {
 
 DiscoveryResult discover(const std::vector<client::Service>& services,
                          const std::vector<client::EndpointSlice>& slices,
-                         DiscoveryOptions options = {}) {
-  return discoveredSources(services, slices, options);
+                         const DiscoveryOptions& options = bound()) {
+  return discoveredSources(services, slices, podsFor(slices), options);
 }
 
 // ---- the rule ----------------------------------------------------------------
@@ -107,9 +151,11 @@ TEST(DiscoveredSources, EveryReadyAddressOfTheInventoryPortIsOneSource) {
   const auto result = discover(
       {service()},
       {slice("a", {endpoint({"10.0.0.2", "10.0.0.1"}, "node-a"), endpoint({"10.0.0.3"})})});
-  EXPECT_THAT(result.sources, ElementsAre(spec("10.0.0.1:8080", "node-a"),
-                                          spec("10.0.0.2:8080", "node-a"), spec("10.0.0.3:8080")));
+  EXPECT_THAT(result.sources,
+              ElementsAre(spec("10.0.0.1:8080", "node-a"), spec("10.0.0.2:8080", "node-a"),
+                          spec("10.0.0.3:8080", kPodNode)));
   EXPECT_THAT(result.problems, IsEmpty());
+  EXPECT_THAT(result.refused, IsEmpty());
 }
 
 TEST(DiscoveredSources, NotReadyAndTerminatingEndpointsAreLeftOut) {
@@ -213,14 +259,138 @@ TEST(DiscoveredSources, BadDriverLabelIsAProblemAndNoLabelIsNone) {
               ::testing::StartsWith("label " + std::string(kDriverLabel)));
 }
 
-TEST(DiscoveredSources, NamespaceFilter) {
+TEST(DiscoveredSources, OnlyTheNamespacesADriverIsBoundTo) {
   const auto services = std::vector{service("a"), service("b")};
   const auto slices = std::vector{slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a"),
                                   slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b")};
   EXPECT_THAT(ids(discover(services, slices).sources),
               ElementsAre("a/gpu-inventory/10.0.0.1:8080", "b/gpu-inventory/10.0.0.2:8080"));
-  EXPECT_THAT(ids(discover(services, slices, {{"b", "c"}}).sources),
+  EXPECT_THAT(ids(discover(services, slices, bound({"b", "c"})).sources),
               ElementsAre("b/gpu-inventory/10.0.0.2:8080"));
+  // No binding: nothing at all is discovered.
+  const auto none = discover(services, slices, DiscoveryOptions{});
+  EXPECT_THAT(none.sources, IsEmpty());
+  EXPECT_THAT(none.refused, IsEmpty());
+}
+
+TEST(DiscoveredSources, AServiceOfADriverNotBoundToItsNamespaceIsRefused) {
+  // The namespace is bound for kDriver; a Service there claims another driver, which is bound
+  // elsewhere, and one claims a driver bound nowhere (a pushing driver).
+  DiscoveryOptions options = bound({kNs});
+  options.bindings.push_back({"nic.example.com", "nic-system", ""});
+  const auto nic = service(kNs, "nic", "nic.example.com");
+  const auto pushed = service(kNs, "pushed", "pushed.example.com");
+  const auto result = discover({service(), nic, pushed},
+                               {slice("a", {endpoint({"10.0.0.1"}, "node-a")}),
+                                slice("b", {endpoint({"10.0.0.2"}, "node-a")}, "nic"),
+                                slice("c", {endpoint({"10.0.0.3"}, "node-a")}, "pushed")},
+                               options);
+  EXPECT_THAT(result.sources, ElementsAre(spec("10.0.0.1:8080", "node-a")));
+  ASSERT_EQ(result.refused.size(), 2u);
+  EXPECT_EQ(result.refused[0].id, "drivers/nic");
+  EXPECT_EQ(result.refused[0].driver, "nic.example.com");
+  EXPECT_EQ(result.refused[0].reason, kRefusedUnbound);
+  EXPECT_EQ(result.refused[0].message,
+            "driver \"nic.example.com\" is not bound to namespace \"drivers\" (--pull-driver)");
+  EXPECT_EQ(result.refused[1].id, "drivers/pushed");
+  EXPECT_EQ(result.refused[1].reason, kRefusedUnbound);
+}
+
+// An endpoint is as good as the Pod its targetRef names: every way a hand-written
+// EndpointSlice can lie is refused, and the node always comes from the Pod.
+TEST(DiscoveredSources, AnEndpointCountsOnlyWhenItsPodVouchesForIt) {
+  struct Case {
+    std::string name;
+    std::function<void(client::Endpoint&, client::Pod&)> edit;
+    std::string problem;  // empty: accepted
+  };
+  const std::vector<Case> cases = {
+      {"genuine", [](client::Endpoint&, client::Pod&) {}, ""},
+      {"no targetRef", [](client::Endpoint& e, client::Pod&) { e.target_ref.reset(); },
+       "the endpoint names no Pod (targetRef)"},
+      {"targetRef to a Node",
+       [](client::Endpoint& e, client::Pod&) { e.target_ref->kind = "Node"; },
+       "the endpoint names no Pod (targetRef)"},
+      {"Pod of another namespace",
+       [](client::Endpoint& e, client::Pod&) { e.target_ref->namespace_ = "kube-system"; },
+       "its targetRef names a Pod of another namespace (kube-system)"},
+      {"no such Pod", [](client::Endpoint& e, client::Pod&) { e.target_ref->name = "ghost"; },
+       "its targetRef Pod \"ghost\" does not exist"},
+      {"another Pod of that name",
+       [](client::Endpoint& e, client::Pod& p) {
+         e.target_ref->uid = "old-uid";
+         p.metadata.uid = "new-uid";
+       },
+       "its targetRef Pod \"pod-10-0-0-1\" does not exist"},
+      {"terminating",
+       [](client::Endpoint&, client::Pod& p) {
+         p.metadata.deletion_timestamp = "2026-12-04T00:00:00Z";
+       },
+       "its Pod \"pod-10-0-0-1\" is being deleted"},
+      {"another address",
+       [](client::Endpoint&, client::Pod& p) { p.status.pod_ips = {{"10.9.9.9"}}; },
+       "its Pod \"pod-10-0-0-1\" does not have the address 10.0.0.1"},
+      {"not scheduled", [](client::Endpoint&, client::Pod& p) { p.spec.node_name.clear(); },
+       "its Pod \"pod-10-0-0-1\" runs on no node"},
+      {"the slice names another node",
+       [](client::Endpoint& e, client::Pod&) { e.node_name = "node-b"; },
+       "its Pod \"pod-10-0-0-1\" runs on node \"node-a\", not on the EndpointSlice's \"node-b\""},
+      {"another ServiceAccount",
+       [](client::Endpoint&, client::Pod& p) { p.spec.service_account_name = "intruder"; },
+       "its Pod \"pod-10-0-0-1\" runs as ServiceAccount \"intruder\", not as \"gpu-driver\" "
+       "(--pull-driver)"},
+  };
+  DiscoveryOptions options;
+  options.bindings.push_back({kDriver, kNs, kPodSa});
+  for (const Case& c : cases) {
+    auto s = slice("a", {endpoint({"10.0.0.1"}, "node-a")});
+    auto pods = podsFor({s});
+    c.edit(s.endpoints[0], pods[0]);
+    const auto result = discoveredSources({service()}, {s}, pods, options);
+    if (c.problem.empty()) {
+      EXPECT_THAT(result.sources, ElementsAre(spec("10.0.0.1:8080", "node-a"))) << c.name;
+      EXPECT_THAT(result.refused, IsEmpty()) << c.name;
+      continue;
+    }
+    EXPECT_THAT(result.sources, IsEmpty()) << c.name;
+    EXPECT_THAT(result.refused,
+                ElementsAre(DiscoveryRefusal{"drivers/gpu-inventory/10.0.0.1:8080", kDriver,
+                                             kRefusedUnverified, c.problem}))
+        << c.name;
+  }
+}
+
+TEST(DiscoveredSources, TheNodeIsThePodsWhateverTheSliceLeavesOut) {
+  auto s = slice("a", {endpoint({"10.0.0.1"})});  // no nodeName in the slice
+  auto pods = podsFor({s});
+  pods[0].spec.node_name = "node-z";
+  EXPECT_THAT(discoveredSources({service()}, {s}, pods, bound()).sources,
+              ElementsAre(spec("10.0.0.1:8080", "node-z")));
+  // podIP alone (no podIPs) counts too.
+  pods[0].status.pod_ips.clear();
+  pods[0].status.pod_ip = "10.0.0.1";
+  EXPECT_THAT(discoveredSources({service()}, {s}, pods, bound()).sources,
+              ElementsAre(spec("10.0.0.1:8080", "node-z")));
+}
+
+TEST(ParsePullDriver, BindingsPerNamespaceAndErrorsThatNameThePart) {
+  auto parsed = parsePullDriver("nic.example.com=nic-system/nic-driver,edge");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_THAT(*parsed, ElementsAre(PullBinding{"nic.example.com", "nic-system", "nic-driver"},
+                                   PullBinding{"nic.example.com", "edge", ""}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"nic.example.com", "must be DRIVER=NAMESPACE"},
+      {"Nic=ns", "the driver name \"Nic\""},
+      {"nic.example.com=", "the namespace name \"\""},
+      {"nic.example.com=Bad_NS", "the namespace name \"Bad_NS\""},
+      {"nic.example.com=ns/", "the ServiceAccount name \"\""},
+      {"nic.example.com=ns,ns/sa", "the namespace \"ns\" is listed twice"},
+  };
+  for (const auto& [value, message] : bad) {
+    const auto result = parsePullDriver(value);
+    ASSERT_FALSE(result.ok()) << value;
+    EXPECT_THAT(result.status().message(), ::testing::HasSubstr(message)) << value;
+  }
 }
 
 TEST(DiscoveredSources, SlicesBelongToTheServiceOfTheirNamespaceAndLabel) {
@@ -251,8 +421,10 @@ TEST(DiscoveredSources, AnAddressInTwoSlicesIsOneSourceAndOrderDoesNotMatter) {
   const auto c = slice("c", {endpoint({"10.0.0.1"})}, "z-svc");
   const auto forward = discover({s1, s2}, {a, b, c});
   const auto backward = discover({s2, s1}, {c, b, a});
-  EXPECT_THAT(forward.sources, ElementsAre(spec("10.0.0.1:8080", "node-a"), spec("10.0.0.2:8080"),
-                                           spec("10.0.0.1:8080", std::nullopt, kNs, "z-svc")));
+  // One Pod serves 10.0.0.1 (on node-a): the slice that says node-b is not believed.
+  EXPECT_THAT(forward.sources,
+              ElementsAre(spec("10.0.0.1:8080", "node-a"), spec("10.0.0.2:8080", kPodNode),
+                          spec("10.0.0.1:8080", "node-a", kNs, "z-svc")));
   EXPECT_EQ(forward.sources, backward.sources);
 }
 
@@ -283,17 +455,31 @@ class Recorder {
 
 class SourceDiscoveryTest : public ::testing::Test {
  protected:
-  void start(DiscoveryOptions options = {}) {
+  void start(DiscoveryOptions options = bound({kNs})) {
+    options.on_refused = [this](std::string_view reason) {
+      std::lock_guard lock(refused_mu_);
+      refused_.emplace_back(reason);
+    };
+    const size_t watches = options.namespaces().size();
     discovery_ = std::make_unique<SourceDiscovery>(
         api_, clock_, options,
         [this](std::vector<SourceSpec> sources) { recorder_(std::move(sources)); });
-    const size_t watches = std::max<size_t>(1, options.namespaces.size());
     discovery_->start();
     std::stop_source never;
     ASSERT_TRUE(discovery_->waitForSync(never.get_token()));
     // Every informer watches, so that settle() covers every event from now on.
     ASSERT_TRUE(api_.waitForActiveWatches(watches, "services"));
     ASSERT_TRUE(api_.waitForActiveWatches(watches, "endpointslices"));
+    ASSERT_TRUE(api_.waitForActiveWatches(watches, "pods"));
+  }
+  // Puts the slice and the Pods that vouch for its endpoints.
+  void putSlice(const client::EndpointSlice& s) {
+    for (const client::Pod& pod : podsFor({s})) ASSERT_TRUE(api_.putPod(pod).ok());
+    ASSERT_TRUE(api_.putEndpointSlice(s).ok());
+  }
+  std::vector<std::string> refused() {
+    std::lock_guard lock(refused_mu_);
+    return refused_;
   }
   // Waits until every watch has handled what the fake wrote (and so every refresh ran).
   void settle() { ASSERT_TRUE(api_.waitForWatchesDelivered()); }
@@ -301,12 +487,14 @@ class SourceDiscoveryTest : public ::testing::Test {
   FakeClock clock_;
   FakeKubeApi api_{clock_};
   Recorder recorder_;
+  std::mutex refused_mu_;
+  std::vector<std::string> refused_;  // guarded by refused_mu_
   std::unique_ptr<SourceDiscovery> discovery_;
 };
 
 TEST_F(SourceDiscoveryTest, ReportsAfterSyncAndAfterEachChangeButNotForANoOp) {
   ASSERT_TRUE(api_.putService(service()).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a")})).ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a")}));
   start();
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_THAT(recorder_.calls()[0], ElementsAre(spec("10.0.0.1:8080", "node-a")));
@@ -314,9 +502,7 @@ TEST_F(SourceDiscoveryTest, ReportsAfterSyncAndAfterEachChangeButNotForANoOp) {
   EXPECT_EQ(discovery_->sources(), recorder_.calls()[0]);
 
   // An endpoint added.
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a"),
-                                                endpoint({"10.0.0.2"}, "node-b")}))
-                  .ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a"), endpoint({"10.0.0.2"}, "node-b")}));
   ASSERT_TRUE(recorder_.waitForCalls(2));
   EXPECT_THAT(recorder_.calls()[1],
               ElementsAre(spec("10.0.0.1:8080", "node-a"), spec("10.0.0.2:8080", "node-b")));
@@ -325,17 +511,13 @@ TEST_F(SourceDiscoveryTest, ReportsAfterSyncAndAfterEachChangeButNotForANoOp) {
   auto svc = service();
   svc.metadata.annotations["example.com/note"] = "x";
   ASSERT_TRUE(api_.putService(svc).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a"),
-                                                endpoint({"10.0.0.2"}, "node-b"),
-                                                endpoint({"10.0.0.3"}, "node-c", false)}))
-                  .ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a"), endpoint({"10.0.0.2"}, "node-b"),
+                       endpoint({"10.0.0.3"}, "node-c", false)}));
   settle();
   EXPECT_EQ(recorder_.calls().size(), 2u);
 
   // An endpoint no longer ready, then the slice gone.
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a", false),
-                                                endpoint({"10.0.0.2"}, "node-b")}))
-                  .ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a", false), endpoint({"10.0.0.2"}, "node-b")}));
   ASSERT_TRUE(recorder_.waitForCalls(3));
   EXPECT_THAT(recorder_.calls()[2], ElementsAre(spec("10.0.0.2:8080", "node-b")));
   ASSERT_TRUE(api_.removeEndpointSlice(kNs, "a").ok());
@@ -346,58 +528,59 @@ TEST_F(SourceDiscoveryTest, ReportsAfterSyncAndAfterEachChangeButNotForANoOp) {
 }
 
 TEST_F(SourceDiscoveryTest, ReportsAnEmptyFirstListAndFollowsTheService) {
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"})})).ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"})}));
   start();
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_THAT(recorder_.calls()[0], IsEmpty());  // a slice without its Service
 
   ASSERT_TRUE(api_.putService(service()).ok());
   ASSERT_TRUE(recorder_.waitForCalls(2));
-  EXPECT_THAT(recorder_.calls()[1], ElementsAre(spec("10.0.0.1:8080")));
+  EXPECT_THAT(recorder_.calls()[1], ElementsAre(spec("10.0.0.1:8080", kPodNode)));
 
-  // The Service switched to cluster scope, then deleted.
+  // The Service switched to cluster scope (no node), then deleted.
   auto svc = service();
   svc.metadata.annotations[kScopeAnnotation] = "cluster";
   ASSERT_TRUE(api_.putService(svc).ok());
-  settle();
-  EXPECT_EQ(recorder_.calls().size(), 2u);  // no node either way: the same list
-  ASSERT_TRUE(api_.removeService(kNs, kSvc).ok());
   ASSERT_TRUE(recorder_.waitForCalls(3));
-  EXPECT_THAT(recorder_.calls()[2], IsEmpty());
+  EXPECT_THAT(recorder_.calls()[2], ElementsAre(spec("10.0.0.1:8080")));
+  ASSERT_TRUE(api_.removeService(kNs, kSvc).ok());
+  ASSERT_TRUE(recorder_.waitForCalls(4));
+  EXPECT_THAT(recorder_.calls()[3], IsEmpty());
 }
 
-TEST_F(SourceDiscoveryTest, WatchesOnlyTheAllowedNamespacesByTheDriverLabel) {
+TEST_F(SourceDiscoveryTest, WatchesOnlyTheBoundNamespaces) {
   ASSERT_TRUE(api_.putService(service("a")).ok());
   ASSERT_TRUE(api_.putService(service("b")).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a")).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b")).ok());
-  start({{"b", "c"}});
+  putSlice(slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a"));
+  putSlice(slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b"));
+  start(bound({"b", "c"}));
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_THAT(ids(recorder_.calls()[0]), ElementsAre("b/gpu-inventory/10.0.0.2:8080"));
 
-  // Two informers per namespace, each listing by the driver label in its namespace.
+  // Three informers per namespace, nothing cluster-wide: Services and EndpointSlices by the
+  // driver label, every Pod.
   std::vector<std::string> listed;
   for (const auto& action : api_.actions()) {
     if (action.verb != "list") continue;
-    EXPECT_EQ(action.options.label_selector, kDriverLabel);
+    EXPECT_EQ(action.options.label_selector, action.resource == "pods" ? "" : kDriverLabel);
     listed.push_back(action.resource + " " + action.namespace_);
   }
   std::sort(listed.begin(), listed.end());
-  EXPECT_THAT(listed,
-              ElementsAre("endpointslices b", "endpointslices c", "services b", "services c"));
+  EXPECT_THAT(listed, ElementsAre("endpointslices b", "endpointslices c", "pods b", "pods c",
+                                  "services b", "services c"));
 
   // Changes in a namespace not watched reach nobody.
-  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.9"})}, kSvc, "a")).ok());
+  putSlice(slice("s", {endpoint({"10.0.0.9"})}, kSvc, "a"));
   settle();
   EXPECT_EQ(recorder_.calls().size(), 1u);
 }
 
-TEST_F(SourceDiscoveryTest, ClusterWideKeepsEqualNamesOfTwoNamespacesApart) {
+TEST_F(SourceDiscoveryTest, EqualNamesOfTwoNamespacesStayApart) {
   ASSERT_TRUE(api_.putService(service("a")).ok());
   ASSERT_TRUE(api_.putService(service("b")).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a")).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b")).ok());
-  start();
+  putSlice(slice("s", {endpoint({"10.0.0.1"})}, kSvc, "a"));
+  putSlice(slice("s", {endpoint({"10.0.0.2"})}, kSvc, "b"));
+  start(bound({"a", "b"}));
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_THAT(ids(recorder_.calls()[0]),
               ElementsAre("a/gpu-inventory/10.0.0.1:8080", "b/gpu-inventory/10.0.0.2:8080"));
@@ -413,12 +596,44 @@ TEST_F(SourceDiscoveryTest, StopEndsTheWatches) {
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_EQ(api_.activeWatches("services"), 1u);
   EXPECT_EQ(api_.activeWatches("endpointslices"), 1u);
+  EXPECT_EQ(api_.activeWatches("pods"), 1u);
   discovery_->stop();
   EXPECT_EQ(api_.activeWatches("services"), 0u);
   EXPECT_EQ(api_.activeWatches("endpointslices"), 0u);
+  EXPECT_EQ(api_.activeWatches("pods"), 0u);
   ASSERT_TRUE(api_.putService(service()).ok());
-  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"})})).ok());
+  putSlice(slice("a", {endpoint({"10.0.0.1"})}));
   EXPECT_EQ(recorder_.calls().size(), 1u);
+}
+
+TEST_F(SourceDiscoveryTest, AnEndpointFollowsItsPodAndARefusalIsCountedOnce) {
+  ASSERT_TRUE(api_.putService(service()).ok());
+  // A hand-made slice whose Pod does not exist (yet).
+  ASSERT_TRUE(api_.putEndpointSlice(slice("a", {endpoint({"10.0.0.1"}, "node-a")})).ok());
+  start();
+  ASSERT_TRUE(recorder_.waitForCalls(1));
+  EXPECT_THAT(recorder_.calls()[0], IsEmpty());
+  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified));
+
+  // Other events recompute the list; the same refusal is not counted again.
+  auto svc = service();
+  svc.metadata.annotations["example.com/note"] = "x";
+  ASSERT_TRUE(api_.putService(svc).ok());
+  settle();
+  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified));
+
+  // The Pod appears (scheduled, its IP set): the endpoint is a source on the Pod's node.
+  client::Pod pod = podsFor({slice("a", {endpoint({"10.0.0.1"}, "node-a")})}).at(0);
+  ASSERT_TRUE(api_.putPod(pod).ok());
+  ASSERT_TRUE(recorder_.waitForCalls(2));
+  EXPECT_THAT(recorder_.calls()[1], ElementsAre(spec("10.0.0.1:8080", "node-a")));
+
+  // The Pod starts terminating: the endpoint goes at once, before its slice says so.
+  pod.metadata.deletion_timestamp = "2026-12-04T00:00:00Z";
+  ASSERT_TRUE(api_.putPod(pod).ok());
+  ASSERT_TRUE(recorder_.waitForCalls(3));
+  EXPECT_THAT(recorder_.calls()[2], IsEmpty());
+  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified, kRefusedUnverified));
 }
 
 }  // namespace
