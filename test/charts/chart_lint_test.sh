@@ -119,8 +119,9 @@ check "pull off: no pull flag, volume, RBAC, ConfigMap or egress rule" 0 \
 # Two drivers, one bound with a ServiceAccount in two namespaces, sharing a namespace with the
 # other: one flag per driver, a Role and a RoleBinding per namespace (once each), nothing
 # cluster-wide, the token for its audience, egress to those namespaces only.
-out="$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true \
-  --set-json 'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system","gpu-canary"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]' 2>&1)"
+two_drivers=(--set pull.enabled=true --set networkPolicy.enabled=true --set-json
+  'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system","gpu-canary"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]')
+out="$(helm template rsc "$chart" "${two_drivers[@]}" 2>&1)"
 check "pull, two drivers: discovery on, one --pull-driver per driver, NAMESPACE/SERVICEACCOUNT" \
   "--pull-discovery=true,--pull-driver=gpu.example.com=gpu-system/gpu-driver,gpu-canary/gpu-driver,--pull-driver=nic.example.com=nic-system,gpu-system," \
   "$(grep -o -e '--pull-discovery.*' -e '--pull-driver.*' <<<"$out" | tr '\n' ',')"
@@ -136,9 +137,8 @@ check "pull: no --pull-namespace any more" 0 "$(grep -c -- '--pull-namespace' <<
 check_contains "pull: the token file" "- --pull-token-file=/var/run/secrets/resourceslice-controller/pull/token" "$out"
 check_contains "pull: the token is projected for the pull audience" 'audience: "resourceslice-controller-pull"' "$out"
 check "pull, two drivers: egress to the pods of their namespaces only" "gpu-canary,gpu-system,nic-system," \
-  "$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true \
-    --set-json 'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system","gpu-canary"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]' \
-    --show-only templates/networkpolicy.yaml | sed -n 's/^ *kubernetes.io\/metadata.name: //p' | tr '\n' ',')"
+  "$(helm template rsc "$chart" "${two_drivers[@]}" --show-only templates/networkpolicy.yaml |
+    sed -n 's/^ *kubernetes.io\/metadata.name: //p' | tr '\n' ',')"
 check "pull: never egress to every namespace" 0 "$(grep -c 'namespaceSelector: {}' <<<"$out" || true)"
 # Sources by URL only: no discovery, no RBAC, no egress rule; no token when switched off; the CA bundle.
 out="$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true \
