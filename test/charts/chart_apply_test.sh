@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 start_cluster
 
 # Namespaces the renders use, each enforcing the restricted profile.
-for ns in rsc-system rsc-all rsc-leases monitoring gpu-system nic-system; do
+for ns in rsc-system rsc-all rsc-leases monitoring gpu-system nic-system tpu-system tpu-canary; do
   kubectl create namespace "$ns" >/dev/null
   kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted \
     pod-security.kubernetes.io/warn=restricted >/dev/null
@@ -134,7 +134,7 @@ container="$pod | .containers[0]"
 check "all: namespaceOverride places the Deployment" '"rsc-all"' "$(q all "$deploy | .metadata.namespace")"
 check "all: image by tag and digest" "\"$image\"" "$(q all "$container | .image")"
 check "all: the controller's flags" \
-  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--metrics-secure=true","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--metrics-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--metrics-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--events=false","--event-qps=2.5","--pull-discovery=true","--pull-namespace=gpu-system","--pull-namespace=nic-system","--inventory-source=fpga.example.com=https://fpga-inventory.example.com:9443/v1/inventory","--inventory-source=legacy.example.com=http://legacy-inventory.legacy-system:9000","--pull-interval=45s","--pull-timeout=5s","--pull-grace=3m","--pull-ca-file=/etc/resourceslice-controller/pull-ca/ca.crt","--pull-token-file=/var/run/secrets/resourceslice-controller/pull/token","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
+  '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--metrics-secure=true","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--metrics-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--metrics-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--events=false","--event-qps=2.5","--pull-discovery=true","--pull-driver=tpu.example.com=tpu-system/tpu-driver,tpu-canary/tpu-driver","--pull-driver=smartnic.example.com=nic-system,tpu-system","--inventory-source=fpga.example.com=https://fpga-inventory.example.com:9443/v1/inventory","--inventory-source=legacy.example.com=http://legacy-inventory.legacy-system:9000","--pull-interval=45s","--pull-timeout=5s","--pull-grace=3m","--pull-ca-file=/etc/resourceslice-controller/pull-ca/ca.crt","--pull-token-file=/var/run/secrets/resourceslice-controller/pull/token","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
   "$(q all "$container | .args")"
 check "all: TLS Secret mounted read-only" \
   '[{"name":"inventory-tls","secret":{"defaultMode":420,"secretName":"rsc-inventory-tls"}},{"mountPath":"/etc/resourceslice-controller/tls","name":"inventory-tls","readOnly":true}]' \
@@ -187,19 +187,23 @@ check "all: egress to the API server addresses" '[[443,6443],["10.0.0.1/32","192
   "$(q all "$np | .spec.egress[0] | [[.ports[].port], [.to[].ipBlock.cidr]]")"
 check "all: egress to the other replicas, DNS, the pull endpoints and extra" '[[9443],[53,53],[9443,"inventory"],[4317]]' \
   "$(q all "[$np | .spec.egress[1:][] | [.ports[].port]]")"
-check "all: egress to the pull endpoints: pods of the pull namespaces" '["gpu-system","nic-system"]' \
+check "all: egress to the pull endpoints: pods of the pull drivers' namespaces" '["nic-system","tpu-canary","tpu-system"]' \
   "$(q all "[$np | .spec.egress[3].to[] | .namespaceSelector.matchLabels[\"kubernetes.io/metadata.name\"]]")"
 
 # Pull mode.
-check "all: pull discovery RBAC, a Role and a RoleBinding in each pull namespace" \
-  '["Role/gpu-system","Role/nic-system","RoleBinding/gpu-system","RoleBinding/nic-system"]' \
+check "all: pull discovery RBAC, a Role and a RoleBinding in each pull driver's namespace, once" \
+  '["Role/nic-system","Role/tpu-canary","Role/tpu-system","RoleBinding/nic-system","RoleBinding/tpu-canary","RoleBinding/tpu-system"]' \
   "$(q all '[.items[] | select(.metadata.name == "rsc-all-pull-discovery") | "\(.kind)/\(.metadata.namespace)"] | sort')"
-check "all: pull discovery Roles: list and watch Services and EndpointSlices" \
-  '[[{"apiGroups":[""],"resources":["services"],"verbs":["list","watch"]},{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]}]]' \
+check "all: pull discovery Roles: list and watch Services, EndpointSlices and Pods" \
+  '[[{"apiGroups":[""],"resources":["services"],"verbs":["list","watch"]},{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]},{"apiGroups":[""],"resources":["pods"],"verbs":["list","watch"]}]]' \
   "$(q all '[.items[] | select(.kind == "Role" and .metadata.name == "rsc-all-pull-discovery") | .rules] | unique')"
 check "all: the controller's pull token, projected for the pull audience, mounted read-only" \
   '[[{"serviceAccountToken":{"audience":"drivers.example.com","expirationSeconds":3600,"path":"token"}}],{"mountPath":"/var/run/secrets/resourceslice-controller/pull","name":"pull-token","readOnly":true}]' \
   "$(q all "[($pod | .volumes[] | select(.name == \"pull-token\") | .projected.sources), ($container | .volumeMounts[] | select(.name == \"pull-token\"))]")"
+check "all: nothing cluster-wide for pull discovery" '[]' \
+  "$(q all '[.items[] | select(.kind | startswith("Cluster")) | select(.metadata.name | contains("pull")) | .metadata.name]')"
+check "all: pull discovery RoleBindings name the controller's ServiceAccount" '[[{"kind":"ServiceAccount","name":"rsc-controller","namespace":"rsc-all"}]]' \
+  "$(q all '[.items[] | select(.kind == "RoleBinding" and .metadata.name == "rsc-all-pull-discovery") | .subjects] | unique')"
 check "all: the pull CA bundle's ConfigMap, mounted read-only" \
   '["rsc-all-pull-ca",{"mountPath":"/etc/resourceslice-controller/pull-ca","name":"pull-ca","readOnly":true},true]' \
   "$(q all "[($pod | .volumes[] | select(.name == \"pull-ca\") | .configMap.name), ($container | .volumeMounts[] | select(.name == \"pull-ca\")), ($(obj ConfigMap rsc-all-pull-ca) | .data[\"ca.crt\"] | startswith(\"-----BEGIN CERTIFICATE-----\"))]")"
@@ -263,14 +267,16 @@ check "one replica: no PodDisruptionBudget, no Lease Role, no hook" \
 check "one replica without leader election: the flag says so, no anti-affinity" '[["--leader-elect=false"],null]' \
   "$(q single '.items[] | select(.kind == "Deployment") | [[.spec.template.spec.containers[0].args[] | select(startswith("--leader-elect"))], .spec.template.spec.affinity]')"
 
-dry_run pull-cluster --set pull.enabled=true --set networkPolicy.enabled=true
-check "pull in every namespace: a ClusterRole and a ClusterRoleBinding" \
-  '["ClusterRole","ClusterRoleBinding"]' \
-  "$(q pull-cluster '[.items[] | select(.metadata.name == "rsc-resourceslice-controller-pull-discovery") | .kind] | sort')"
-check "pull in every namespace: egress to every pod on every port" '[{"to":[{"namespaceSelector":{}}]}]' \
-  "$(q pull-cluster '[.items[] | select(.kind == "NetworkPolicy") | .spec.egress[] | select(.to[0].namespaceSelector)]')"
-check "pull: the flags" '["--pull-discovery=true","--pull-token-file=/var/run/secrets/resourceslice-controller/pull/token"]' \
-  "$(q pull-cluster '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args[] | select(startswith("--pull") or startswith("--inventory-source"))]')"
+dry_run pull-drivers --set pull.enabled=true --set networkPolicy.enabled=true \
+  --set-json 'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]'
+check "pull drivers: a Role and a RoleBinding in each of their namespaces, nothing cluster-wide" \
+  '["Role/gpu-system","Role/nic-system","RoleBinding/gpu-system","RoleBinding/nic-system"]' \
+  "$(q pull-drivers '[.items[] | select(.metadata.name == "rsc-resourceslice-controller-pull-discovery") | "\(.kind)/\(.metadata.namespace)"] | sort')"
+check "pull drivers: egress to the pods of their namespaces on every port" \
+  '[{"to":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"gpu-system"}}},{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"nic-system"}}}]}]' \
+  "$(q pull-drivers '[.items[] | select(.kind == "NetworkPolicy") | .spec.egress[] | select(.to[0].namespaceSelector)]')"
+check "pull: the flags" '["--pull-discovery=true","--pull-driver=gpu.example.com=gpu-system/gpu-driver","--pull-driver=nic.example.com=nic-system,gpu-system","--pull-token-file=/var/run/secrets/resourceslice-controller/pull/token"]' \
+  "$(q pull-drivers '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args[] | select(startswith("--pull") or startswith("--inventory-source"))]')"
 
 dry_run pdb-percent --set podDisruptionBudget.minAvailable=50% --set auth.mode=none
 check "PodDisruptionBudget minAvailable as a percentage" '"50%"' \

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The chart's life cycle with helm against a real kube-apiserver: install
 # (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, then to
-# pull mode, and uninstall through the pre-delete hook. The test cluster runs
-# no kube-controller-manager, so no pod ever starts: while `helm uninstall`
-# waits for the cleanup Job, this script does the Job's work with the Job's own
-# ServiceAccount token (delete the managed ResourceSlices) and marks the Job
-# complete, as the Job controller would. Then nothing of the release may be
-# left. Starts its own cluster and always stops it.
+# pull mode (refusing the values of an earlier chart), and uninstall through the
+# pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
+# ever starts: while `helm uninstall` waits for the cleanup Job, this script
+# does the Job's work with the Job's own ServiceAccount token (delete the
+# managed ResourceSlices) and marks the Job complete, as the Job controller
+# would. Then nothing of the release may be left. Starts its own cluster and
+# always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -48,16 +49,33 @@ notes="$(helm get notes "$release" -n "$ns")"
 check_contains "notes: http after the upgrade" "PUT http://$name.$ns.svc:8082/v1/drivers/" "$notes"
 check_contains "notes: warn about plain HTTP" "plain HTTP" "$notes"
 
-# --- Upgrade: pull mode on, discovering in every namespace.
+# --- Upgrade: pull mode on. A values file of an earlier chart (discovery in
+# every namespace) is refused with a message naming pull.drivers, and the
+# release stays as it was.
+out="$(helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
+  --set pull.enabled=true --set pull.discovery=true 2>&1)" && rc=0 || rc=$?
+check "helm upgrade refuses the removed pull.discovery" 1 "$rc"
+check_contains "the refusal names pull.drivers" "pull.discovery was removed: discovery is on exactly when pull.drivers lists a driver" "$out"
+check "the refused upgrade left the release deployed" deployed "$(helm status "$release" -n "$ns" -o json | jq -r .info.status)"
+# Then nic.example.com, bound to the nic-driver pods of nic-system.
+kubectl create namespace nic-system >/dev/null
 check_ok "helm upgrade to pull mode" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
-  --set pull.enabled=true
-check "pull mode: the discovery ClusterRole" '[{"apiGroups":[""],"resources":["services"],"verbs":["list","watch"]},{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]}]' \
-  "$(kubectl get clusterrole "$name-pull-discovery" -o json | jq -c .rules)"
+  --set pull.enabled=true \
+  --set-json 'pull.drivers=[{"name":"nic.example.com","namespaces":["nic-system"],"serviceAccount":"nic-driver"}]'
+check "pull mode: the discovery Role in the bound namespace" '[{"apiGroups":[""],"resources":["services"],"verbs":["list","watch"]},{"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["list","watch"]},{"apiGroups":[""],"resources":["pods"],"verbs":["list","watch"]}]' \
+  "$(kubectl get role "$name-pull-discovery" -n nic-system -o json | jq -c .rules)"
+check "pull mode: no discovery ClusterRole" NotFound \
+  "$(kubectl get clusterrole "$name-pull-discovery" 2>&1 | grep -o NotFound || true)"
+check "pull mode: the binding in the flags" '["--pull-discovery=true","--pull-driver=nic.example.com=nic-system/nic-driver"]' \
+  "$(kubectl get deployment "$name" -n "$ns" -o json |
+    jq -c '[.spec.template.spec.containers[0].args[] | select(startswith("--pull-d"))]')"
 check "pull mode: the Deployment mounts the controller's pull token" '"resourceslice-controller-pull"' \
   "$(kubectl get deployment "$name" -n "$ns" -o json |
     jq -c '.spec.template.spec.volumes[] | select(.name == "pull-token") | .projected.sources[0].serviceAccountToken.audience')"
 notes="$(helm get notes "$release" -n "$ns")"
 check_contains "notes: pull mode and the Service label" "resourceslice.dra.k8s.io/driver: <driver name>" "$notes"
+check_contains "notes: who may serve the pulled driver" "nic.example.com: pods of ServiceAccount nic-driver in nic-system" "$notes"
+check_contains "notes: every other Service is ignored" "Every other Service naming a" "$notes"
 check_contains "notes: the audience of the controller's token" 'for the audience "resourceslice-controller-pull"' "$notes"
 
 # Slices as the controller would have published them, and one that is not its.
@@ -116,6 +134,7 @@ check "helm uninstall succeeds once the Job completes" 0 "$rc"
 # Nothing of the release is left, hooks included; only the foreign slice stays.
 left="$(kubectl get deployments,services,serviceaccounts,roles,rolebindings,jobs,poddisruptionbudgets,secrets \
   -n "$ns" -l app.kubernetes.io/instance="$release" -o name)"
+left+="$(kubectl get roles,rolebindings -n nic-system -l app.kubernetes.io/instance="$release" -o name)"
 left+="$(kubectl get clusterroles,clusterrolebindings -l app.kubernetes.io/instance="$release" -o name)"
 check "no object of the release is left" "" "$left"
 check "no release record is left" "" "$(kubectl get secrets -n "$ns" -l owner=helm -o name)"

@@ -3,7 +3,8 @@
 # default values and with test/charts/values-all.yaml (every option on); bad
 # values fail `helm lint` and `helm template` with an error naming the key;
 # combinations the schema cannot express fail with the chart's own message;
-# pull mode renders its flags, volumes and discovery RBAC only when enabled;
+# pull mode renders its flags, volumes and discovery RBAC only when enabled,
+# and discovery only for the drivers pull.drivers binds, in their namespaces;
 # values.yaml, values-all.yaml and the README's table cover every parameter.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -51,7 +52,13 @@ bad_cases=(
   'tolerations: [{key: a, operator: Maybe}]'$'\t'"at '/tolerations/0/operator'"
   'pull: {sources: [{driver: nic.example.com}]}'$'\t'"at '/pull/sources/0': missing property 'url'"
   'pull: {sources: [{driver: nic.example.com, url: "ftp://nic"}]}'$'\t'"at '/pull/sources/0/url'"
-  'pull: {namespaces: [Bad_NS]}'$'\t'"at '/pull/namespaces/0'"
+  'pull: {drivers: [{name: a.example.com, namespaces: [Bad_NS]}]}'$'\t'"at '/pull/drivers/0/namespaces/0'"
+  'pull: {drivers: [{name: a.example.com}]}'$'\t'"at '/pull/drivers/0': missing property 'namespaces'"
+  'pull: {drivers: [{name: a.example.com, namespaces: []}]}'$'\t'"at '/pull/drivers/0/namespaces': minItems"
+  'pull: {drivers: [{name: a.example.com, namespaces: [a, a]}]}'$'\t'"at '/pull/drivers/0/namespaces': items at"
+  'pull: {drivers: [{name: Bad_Driver, namespaces: [a]}]}'$'\t'"at '/pull/drivers/0/name'"
+  'pull: {drivers: [{name: a.example.com, namespaces: [a], serviceAccount: Bad_SA}]}'$'\t'"at '/pull/drivers/0/serviceAccount'"
+  'pull: {drivers: [{name: a.example.com, namespaces: [a], serviceAccounts: [b]}]}'$'\t'"at '/pull/drivers/0': additional properties 'serviceAccounts' not allowed"
   'pull: {interval: soon}'$'\t'"at '/pull/interval'"
   'pull: {token: {audiences: [x]}}'$'\t'"at '/pull/token': additional properties 'audiences' not allowed"
   'pull: {endpointPorts: [70000]}'$'\t'"at '/pull/endpointPorts/0'"
@@ -68,12 +75,25 @@ fail_cases=(
   'podDisruptionBudget: {minAvailable: 1, maxUnavailable: 1}'$'\t'"set minAvailable or maxUnavailable, not both"
   'serviceAccount: {create: false}'$'\t'"serviceAccount.name is required when serviceAccount.create is false"
   'drivers: [{name: d, namespace: ns1}, {name: d, namespace: ns1}]'$'\t'"ServiceAccount ns1/d is listed twice"
-  'pull: {enabled: true, discovery: false}'$'\t'"pull.enabled needs pull.discovery or at least one entry in pull.sources"
+  'pull: {enabled: true}'$'\t'"pull.enabled needs at least one entry in pull.drivers or in pull.sources"
   'pull: {enabled: true, sources: [{driver: a.example.com, url: "http://a"}, {driver: a.example.com, url: "http://b"}]}'$'\t'"pull.sources: driver a.example.com is listed twice"
+  'pull: {enabled: true, drivers: [{name: a.example.com, namespaces: [a]}, {name: a.example.com, namespaces: [b]}]}'$'\t'"pull.drivers: driver a.example.com is listed twice (one entry per driver: list all its namespaces in it)"
+  'pull: {enabled: true, drivers: [{name: a.example.com, namespaces: [a]}], sources: [{driver: a.example.com, url: "http://a"}]}'$'\t'"pull.sources: driver a.example.com is in pull.drivers too (one source of truth per driver)"
+  # Values of earlier versions: refused, naming the replacement, even with pull mode off.
+  'pull: {enabled: true, namespaces: [gpu-system]}'$'\t'"pull.namespaces was removed: bind each pulled driver to the namespaces that serve it in pull.drivers"
+  'pull: {namespaces: []}'$'\t'"pull.namespaces was removed"
+  'pull: {enabled: true, discovery: true, drivers: [{name: a.example.com, namespaces: [a]}]}'$'\t'"pull.discovery was removed: discovery is on exactly when pull.drivers lists a driver"
+  'pull: {discovery: false}'$'\t'"pull.discovery was removed"
 )
 for case in "${fail_cases[@]}"; do
   fails template refuses explains "$case"
 done
+# What the schema already refuses, the chart refuses too where the schema is skipped.
+out="$(helm template rsc "$chart" --skip-schema-validation \
+  --set-json 'pull.drivers=[{"name":"a.example.com","namespaces":[]}]' 2>&1)" && rc=0 || rc=$?
+check "without the schema: a driver without namespaces is refused" 1 "$rc"
+check_contains "without the schema: the message says what is missing" \
+  "pull.drivers: driver a.example.com has no namespaces" "$out"
 
 # Each certificate mode renders what it needs, and plain HTTP only when asked.
 out="$(helm template rsc "$chart" --set inventory.tls.mode=cert-manager 2>&1)"
@@ -92,33 +112,42 @@ check "plain HTTP only when asked: no TLS flag" 0 "$(grep -c -- '--inventory-tls
 
 # Pull mode: nothing of it unless pull.enabled, even with its other values set.
 out="$(helm template rsc "$chart" --set-json 'pull.sources=[{"driver":"a.example.com","url":"http://a"}]' \
+  --set-json 'pull.drivers=[{"name":"b.example.com","namespaces":["b-system"]}]' \
   --set pull.caBundle='-----BEGIN CERTIFICATE-----' --set networkPolicy.enabled=true 2>&1)"
 check "pull off: no pull flag, volume, RBAC, ConfigMap or egress rule" 0 \
-  "$(grep -c -e '--pull' -e '--inventory-source' -e 'pull-token' -e 'pull-ca' -e 'pull-discovery' -e 'Pull mode' <<<"$out" || true)"
-# Discovery in every namespace: a ClusterRole, the token for its audience, every pod as a peer.
-out="$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true 2>&1)"
-check "pull, every namespace: a ClusterRole and a ClusterRoleBinding, no Role" \
-  "ClusterRole ClusterRoleBinding" \
-  "$(grep -B3 'name: rsc-resourceslice-controller-pull-discovery$' <<<"$out" | sed -n 's/^kind: //p' | sort -u | tr '\n' ' ' | sed 's/ $//')"
-check_contains "pull: discovery on" "- --pull-discovery=true" "$out"
-check "pull, every namespace: no --pull-namespace" 0 "$(grep -c -- '--pull-namespace' <<<"$out" || true)"
-check_contains "pull: the token file" "- --pull-token-file=/var/run/secrets/resourceslice-controller/pull/token" "$out"
-check_contains "pull: the token is projected for the pull audience" 'audience: "resourceslice-controller-pull"' "$out"
-check_contains "pull, every namespace: egress to pods of every namespace" "- namespaceSelector: {}" "$out"
-# Discovery in listed namespaces: a Role and a RoleBinding in each, and their flags.
-out="$(helm template rsc "$chart" --set pull.enabled=true --set-json 'pull.namespaces=["gpu-system","nic-system"]' 2>&1)"
-check "pull, two namespaces: a Role and a RoleBinding in each, no ClusterRole" \
-  "Role gpu-system,Role nic-system,RoleBinding gpu-system,RoleBinding nic-system," \
+  "$(grep -c -e '--pull' -e '--inventory-source' -e 'pull-token' -e 'pull-ca' -e 'pull-discovery' -e 'Pull mode' -e 'b-system' <<<"$out" || true)"
+# Two drivers, one bound with a ServiceAccount in two namespaces, sharing a namespace with the
+# other: one flag per driver, a Role and a RoleBinding per namespace (once each), nothing
+# cluster-wide, the token for its audience, egress to those namespaces only.
+two_drivers=(--set pull.enabled=true --set networkPolicy.enabled=true --set-json
+  'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system","gpu-canary"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]')
+out="$(helm template rsc "$chart" "${two_drivers[@]}" 2>&1)"
+check "pull, two drivers: discovery on, one --pull-driver per driver, NAMESPACE/SERVICEACCOUNT" \
+  "--pull-discovery=true,--pull-driver=gpu.example.com=gpu-system/gpu-driver,gpu-canary/gpu-driver,--pull-driver=nic.example.com=nic-system,gpu-system," \
+  "$(grep -o -e '--pull-discovery.*' -e '--pull-driver.*' <<<"$out" | tr '\n' ',')"
+check "pull, two drivers: a Role and a RoleBinding in each of their namespaces, once" \
+  "Role gpu-canary,Role gpu-system,Role nic-system,RoleBinding gpu-canary,RoleBinding gpu-system,RoleBinding nic-system," \
   "$(grep -B3 -A1 'name: rsc-resourceslice-controller-pull-discovery$' <<<"$out" |
     awk '/^kind:/ {k = $2} /^  namespace:/ {print k, $2}' | sort | tr '\n' ',')"
-check_contains "pull, two namespaces: the flags name them" \
-  $'- --pull-namespace=gpu-system\n            - --pull-namespace=nic-system' "$out"
-# Sources by URL only: no discovery, no RBAC; no token when switched off; the CA bundle.
-out="$(helm template rsc "$chart" --set pull.enabled=true --set pull.discovery=false \
+check "pull, two drivers: no ClusterRole or ClusterRoleBinding for discovery" 0 \
+  "$(grep -B3 'name: rsc-resourceslice-controller-pull-discovery$' <<<"$out" | grep -c '^kind: Cluster' || true)"
+check_contains "pull, two drivers: the Roles list and watch Pods too" \
+  $'  - apiGroups: [""]\n    resources: ["pods"]\n    verbs: ["list", "watch"]' "$out"
+check "pull: no --pull-namespace any more" 0 "$(grep -c -- '--pull-namespace' <<<"$out" || true)"
+check_contains "pull: the token file" "- --pull-token-file=/var/run/secrets/resourceslice-controller/pull/token" "$out"
+check_contains "pull: the token is projected for the pull audience" 'audience: "resourceslice-controller-pull"' "$out"
+check "pull, two drivers: egress to the pods of their namespaces only" "gpu-canary,gpu-system,nic-system," \
+  "$(helm template rsc "$chart" "${two_drivers[@]}" --show-only templates/networkpolicy.yaml |
+    sed -n 's/^ *kubernetes.io\/metadata.name: //p' | tr '\n' ',')"
+check "pull: never egress to every namespace" 0 "$(grep -c 'namespaceSelector: {}' <<<"$out" || true)"
+# Sources by URL only: no discovery, no RBAC, no egress rule; no token when switched off; the CA bundle.
+out="$(helm template rsc "$chart" --set pull.enabled=true --set networkPolicy.enabled=true \
   --set-json 'pull.sources=[{"driver":"nic.example.com","url":"https://nic.example.com/v1/inventory"}]' \
   --set pull.token.enabled=false --set pull.caBundle='-----BEGIN CERTIFICATE-----' \
   --set pull.interval=1m --set pull.timeout=5s --set pull.grace=5m 2>&1)"
-check "pull by URL only: no discovery RBAC or flag" 0 "$(grep -c -e 'pull-discovery' <<<"$out" || true)"
+check "pull by URL only: no discovery RBAC or flag" 0 "$(grep -c -e 'pull-discovery' -e '--pull-driver' <<<"$out" || true)"
+check "pull by URL only: no egress rule to pods (extraEgress's job)" 0 \
+  "$(grep -c -e 'namespaceSelector' -e 'Pull mode' <<<"$out" || true)"
 check_contains "pull by URL: the source" "- --inventory-source=nic.example.com=https://nic.example.com/v1/inventory" "$out"
 check_contains "pull: timings" \
   $'- --pull-interval=1m\n            - --pull-timeout=5s\n            - --pull-grace=5m' "$out"

@@ -9,9 +9,9 @@
 #   TokenReview + SubjectAccessReview that authenticate and authorize a driver;
 #   for the self-signed inventory TLS: its one Secret and the CA ConfigMaps (in
 #   its namespace and the drivers'), by name, and no other Secret;
-#   Services and EndpointSlices not at all by default, and with pull discovery
-#   list and watch only: cluster-wide with pull.namespaces empty, else in the
-#   listed namespaces only (then the lists and watches themselves);
+#   Services, EndpointSlices and Pods not at all by default, and with pull
+#   discovery list and watch only, in the namespaces pull.drivers binds and
+#   nowhere else, never cluster-wide (then the lists and watches themselves);
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
 # - the pre-delete hook's ServiceAccount: list, delete and deletecollection on
@@ -145,11 +145,13 @@ can controller no delete leases.coordination.k8s.io -n "$ns"
 can controller no create events -n default
 can controller no publish "drivers.$group/gpu.example.com"
 can controller no impersonate users
-# Pull mode is off by default: no discovery of drivers' Services and EndpointSlices.
+# Pull mode is off by default: no discovery of drivers' Services, EndpointSlices and Pods.
 for verb in list watch; do
   can controller no "$verb" services --all-namespaces
   can controller no "$verb" endpointslices.discovery.k8s.io --all-namespaces
+  can controller no "$verb" pods --all-namespaces
   can controller no "$verb" services -n gpu-system
+  can controller no "$verb" pods -n gpu-system
 done
 can controller no bind clusterroles.rbac.authorization.k8s.io
 can controller no '*' '*'
@@ -316,9 +318,11 @@ check "the scraper may get no other non-resource URL (/debug/pprof/)" no \
 check "the scraper may not read secrets" no \
   "$(kubectl auth can-i get secrets -n "$ns" --as=system:serviceaccount:monitoring:prometheus 2>/dev/null || true)"
 
-# --- Pull mode with discovery: list and watch Services and EndpointSlices, only
-# where pull.namespaces says. A driver's labelled Service and a hand-made
-# EndpointSlice for it (the test cluster runs no EndpointSlice controller).
+# --- Pull mode with discovery: list and watch Services, EndpointSlices and
+# Pods, only in the namespaces pull.drivers binds. In each of gpu-system and
+# kube-system, a driver's labelled Service, a hand-made EndpointSlice for it
+# (the test cluster runs no EndpointSlice controller) and the Pod it names.
+kubectl create serviceaccount gpu-driver -n kube-system >/dev/null
 for n in gpu-system kube-system; do
   kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -330,6 +334,17 @@ metadata:
 spec:
   ports: [{name: inventory, port: 9443, appProtocol: https}]
 ---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: gpu-driver-1
+  namespace: $n
+spec:
+  serviceAccountName: gpu-driver
+  automountServiceAccountToken: false
+  nodeName: node-a
+  containers: [{name: driver, image: registry.example.com/gpu-driver:1}]
+---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
 metadata:
@@ -338,7 +353,11 @@ metadata:
   labels: {resourceslice.dra.k8s.io/driver: gpu.example.com, kubernetes.io/service-name: inventory}
 addressType: IPv4
 ports: [{name: inventory, port: 9443, appProtocol: https}]
-endpoints: [{addresses: [10.1.2.3], nodeName: node-a, conditions: {ready: true}}]
+endpoints:
+  - addresses: [10.1.2.3]
+    nodeName: node-a
+    conditions: {ready: true}
+    targetRef: {kind: Pod, name: gpu-driver-1, namespace: $n}
 EOF
 done
 driver_selector="labelSelector=resourceslice.dra.k8s.io%2Fdriver"
@@ -348,52 +367,68 @@ listed() {
   code="$(call "$controller_token" GET "$1")"
   echo "$code $(jq -r '[.items[]? | "\(.metadata.namespace)/\(.metadata.name)"] | join(" ")' "$work/response")"
 }
-pull_rbac() {  # pull_rbac HELM_ARGS...: the pull discovery RBAC objects as rendered
-  helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" --set pull.enabled=true \
-    "$@" --show-only templates/pull-rbac.yaml
-}
 
-pull_rbac >"$work/pull-cluster.yaml"
-check_ok "pull discovery RBAC for every namespace applies" kubectl apply -f "$work/pull-cluster.yaml"
-for verb in list watch; do
-  can controller yes "$verb" services --all-namespaces
-  can controller yes "$verb" endpointslices.discovery.k8s.io --all-namespaces
-done
-for verb in get create update patch delete; do
-  can controller no "$verb" services -n gpu-system
-  can controller no "$verb" endpointslices.discovery.k8s.io -n gpu-system
-done
-can controller no list endpoints --all-namespaces
-can controller no list pods --all-namespaces
-check "list the labelled Services of every namespace" "200 gpu-system/inventory kube-system/inventory" \
-  "$(listed "/api/v1/services?$driver_selector")"
-check "list their EndpointSlices in every namespace" "200 gpu-system/inventory-1 kube-system/inventory-1" \
-  "$(listed "/apis/discovery.k8s.io/v1/endpointslices?$driver_selector")"
-check "watch EndpointSlices in every namespace" 200 \
-  "$(call "$controller_token" GET "/apis/discovery.k8s.io/v1/endpointslices?watch=1&timeoutSeconds=1&$driver_selector")"
-kubectl delete -f "$work/pull-cluster.yaml" >/dev/null
-
-pull_rbac --set-json 'pull.namespaces=["gpu-system","nic-system"]' >"$work/pull-namespaced.yaml"
-check_ok "pull discovery RBAC for two namespaces applies" kubectl apply -f "$work/pull-namespaced.yaml"
-check "two namespaces: a Role and a RoleBinding in each, nothing cluster-wide" \
+# Two drivers: gpu.example.com served by gpu-driver pods in gpu-system,
+# nic.example.com by any pod of nic-system or gpu-system. kube-system and
+# default are bound to no driver.
+helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" --set pull.enabled=true \
+  --set-json 'pull.drivers=[{"name":"gpu.example.com","namespaces":["gpu-system"],"serviceAccount":"gpu-driver"},{"name":"nic.example.com","namespaces":["nic-system","gpu-system"]}]' \
+  --show-only templates/pull-rbac.yaml >"$work/pull-rbac.yaml"
+check_ok "pull discovery RBAC for two drivers applies" kubectl apply -f "$work/pull-rbac.yaml"
+check "a Role and a RoleBinding in each bound namespace, once, nothing cluster-wide" \
   '["Role/gpu-system","Role/nic-system","RoleBinding/gpu-system","RoleBinding/nic-system"]' \
-  "$(kubectl apply --dry-run=server -o json -f "$work/pull-namespaced.yaml" | jq -c '[.items[] | "\(.kind)/\(.metadata.namespace)"] | sort')"
+  "$(kubectl apply --dry-run=server -o json -f "$work/pull-rbac.yaml" | jq -c '[.items[] | "\(.kind)/\(.metadata.namespace)"] | sort')"
+check "no ClusterRole or ClusterRoleBinding for pull discovery exists" '[]' \
+  "$( { kubectl get clusterroles -o json; kubectl get clusterrolebindings -o json; } |
+    jq -sc '[.[].items[] | select(.metadata.name | contains("pull")) | .metadata.name]')"
 for verb in list watch; do
   for n in gpu-system nic-system; do
     can controller yes "$verb" services -n "$n"
     can controller yes "$verb" endpointslices.discovery.k8s.io -n "$n"
+    can controller yes "$verb" pods -n "$n"
   done
-  can controller no "$verb" services -n kube-system
-  can controller no "$verb" endpointslices.discovery.k8s.io -n kube-system
+  # Namespaces bound to no driver: no access at all.
+  for n in kube-system default; do
+    can controller no "$verb" services -n "$n"
+    can controller no "$verb" endpointslices.discovery.k8s.io -n "$n"
+    can controller no "$verb" pods -n "$n"
+  done
   can controller no "$verb" services --all-namespaces
   can controller no "$verb" endpointslices.discovery.k8s.io --all-namespaces
+  can controller no "$verb" pods --all-namespaces
 done
-check "list EndpointSlices in a listed namespace" "200 gpu-system/inventory-1" \
+# List and watch only: nothing that reads one object by name, writes, or reaches
+# into a pod.
+for verb in get create update patch delete; do
+  can controller no "$verb" services -n gpu-system
+  can controller no "$verb" endpointslices.discovery.k8s.io -n gpu-system
+  can controller no "$verb" pods -n gpu-system
+done
+can controller no create pods --subresource=exec -n gpu-system
+can controller no get pods --subresource=log -n gpu-system
+can controller no list endpoints -n gpu-system
+can controller no list secrets -n gpu-system
+can controller no list serviceaccounts -n gpu-system
+
+# The calls themselves, made with the controller's token.
+check "list the labelled Services of a bound namespace" "200 gpu-system/inventory" \
+  "$(listed "/api/v1/namespaces/gpu-system/services?$driver_selector")"
+check "list its EndpointSlices" "200 gpu-system/inventory-1" \
   "$(listed "/apis/discovery.k8s.io/v1/namespaces/gpu-system/endpointslices?$driver_selector")"
-check "watch Services in a listed namespace" 200 \
-  "$(call "$controller_token" GET "/api/v1/namespaces/gpu-system/services?watch=1&timeoutSeconds=1&$driver_selector")"
-check "not in another namespace" "403 " \
+check "list its Pods (an endpoint's node, address and ServiceAccount)" "200 gpu-system/gpu-driver-1" \
+  "$(listed "/api/v1/namespaces/gpu-system/pods")"
+for path in /api/v1/namespaces/gpu-system/services /apis/discovery.k8s.io/v1/namespaces/gpu-system/endpointslices \
+  /api/v1/namespaces/nic-system/pods; do
+  check "watch $path" 200 "$(call "$controller_token" GET "$path?watch=1&timeoutSeconds=1")"
+done
+check "no Services of a namespace bound to no driver" "403 " \
+  "$(listed "/api/v1/namespaces/kube-system/services?$driver_selector")"
+check "no EndpointSlices there" "403 " \
   "$(listed "/apis/discovery.k8s.io/v1/namespaces/kube-system/endpointslices?$driver_selector")"
-check "nor in every namespace" "403 " "$(listed "/apis/discovery.k8s.io/v1/endpointslices?$driver_selector")"
+check "no Pods there" "403 " "$(listed "/api/v1/namespaces/kube-system/pods")"
+check "no Services of every namespace" "403 " "$(listed "/api/v1/services?$driver_selector")"
+check "no EndpointSlices of every namespace" "403 " "$(listed "/apis/discovery.k8s.io/v1/endpointslices?$driver_selector")"
+check "no Pods of every namespace" "403 " "$(listed "/api/v1/pods")"
+check "no single Pod by name" 403 "$(call "$controller_token" GET /api/v1/namespaces/gpu-system/pods/gpu-driver-1)"
 
 finish

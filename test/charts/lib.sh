@@ -16,9 +16,11 @@ helm() { "$helm_bin" "$@"; }
 
 # The chart's parameters: the schema's properties, descending into inline
 # objects but not into $ref'd Kubernetes-like types (securityContext, resources,
-# ...), which are documented as one value.
+# ...), which are documented as one value. Properties marked "deprecated" are
+# removed values that the schema still accepts only so that the chart can refuse
+# them with a message naming their replacement: they are no parameters.
 chart_params() {
-  jq -r 'def params(p): (.properties // {}) | to_entries[]
+  jq -r 'def params(p): (.properties // {}) | to_entries[] | select(.value.deprecated != true)
            | (p + [.key]) as $k
            | if (.value.properties and (.value["$ref"] | not)) then (.value | params($k))
              else ($k | join(".")) end;

@@ -159,14 +159,34 @@ before anything is installed.
 {{- end }}
 {{- $_ := set $seen $key true }}
 {{- end }}
+{{- /* Values of earlier versions, refused even with pull mode off: they no longer do anything. */}}
+{{- if hasKey .Values.pull "namespaces" }}
+{{- fail "pull.namespaces was removed: bind each pulled driver to the namespaces that serve it in pull.drivers ([{name: <driver>, namespaces: [...], serviceAccount: <optional>}]), then delete pull.namespaces" }}
+{{- end }}
+{{- if hasKey .Values.pull "discovery" }}
+{{- fail "pull.discovery was removed: discovery is on exactly when pull.drivers lists a driver ([{name: <driver>, namespaces: [...], serviceAccount: <optional>}]); delete pull.discovery" }}
+{{- end }}
+{{- $bound := dict }}
+{{- range .Values.pull.drivers }}
+{{- if hasKey $bound .name }}
+{{- fail (printf "pull.drivers: driver %s is listed twice (one entry per driver: list all its namespaces in it)" .name) }}
+{{- end }}
+{{- if not .namespaces }}
+{{- fail (printf "pull.drivers: driver %s has no namespaces (the namespaces whose Services may serve its inventory)" .name) }}
+{{- end }}
+{{- $_ := set $bound .name true }}
+{{- end }}
 {{- if .Values.pull.enabled }}
-{{- if not (or .Values.pull.discovery .Values.pull.sources) }}
-{{- fail "pull.enabled needs pull.discovery or at least one entry in pull.sources" }}
+{{- if not (or .Values.pull.drivers .Values.pull.sources) }}
+{{- fail "pull.enabled needs at least one entry in pull.drivers or in pull.sources" }}
 {{- end }}
 {{- $pulled := dict }}
 {{- range .Values.pull.sources }}
 {{- if hasKey $pulled .driver }}
 {{- fail (printf "pull.sources: driver %s is listed twice (one URL per driver)" .driver) }}
+{{- end }}
+{{- if hasKey $bound .driver }}
+{{- fail (printf "pull.sources: driver %s is in pull.drivers too (one source of truth per driver)" .driver) }}
 {{- end }}
 {{- $_ := set $pulled .driver true }}
 {{- end }}
@@ -233,5 +253,29 @@ insecureSkipVerify: true
 
 {{/* Whether the controller discovers inventory endpoints (and so needs the discovery RBAC). */}}
 {{- define "resourceslice-controller.pullDiscovery" -}}
-{{- if and .Values.pull.enabled .Values.pull.discovery }}true{{ end }}
+{{- if and .Values.pull.enabled .Values.pull.drivers }}true{{ end }}
+{{- end }}
+
+{{/*
+The namespaces pull.drivers binds, each once and sorted: where discovery reads Services,
+EndpointSlices and Pods, and so where the chart grants that and opens egress.
+*/}}
+{{- define "resourceslice-controller.pullNamespaces" -}}
+{{- $namespaces := list }}
+{{- range .Values.pull.drivers }}
+{{- $namespaces = concat $namespaces (.namespaces | default list) }}
+{{- end }}
+{{- toYaml ($namespaces | uniq | sortAlpha) }}
+{{- end }}
+
+{{/*
+The --pull-driver value of one pull.drivers entry: DRIVER=NAMESPACE[/SERVICEACCOUNT],...
+*/}}
+{{- define "resourceslice-controller.pullDriverFlag" -}}
+{{- $sa := .serviceAccount }}
+{{- $bindings := list }}
+{{- range .namespaces }}
+{{- $bindings = append $bindings (ternary (printf "%s/%s" . $sa) . (not (empty $sa))) }}
+{{- end }}
+{{- printf "%s=%s" .name (join "," $bindings) }}
 {{- end }}
