@@ -189,35 +189,47 @@ TEST_F(CredentialsTest, CtlSendsNothingToAnUnverifiedHttpsUrlOfTheLease) {
 
 // (c) A follower replica (inventory TLS on, as the chart deploys it) whose
 // Lease was rewritten to the listener: ten pushes, each answered 503 naming
-// the leader; not one reaches the listener, and each is counted.
+// the leader; not one reaches the listener, and each is counted. The same for
+// an https listener whose certificate is of another CA.
 TEST_F(CredentialsTest, FollowerForwardsNothingToAUrlOfTheLeaseThatIsNotVerifiedHttps) {
   env_.ensureNode("node-a");
-  Listener listener;
-  lease("creds-fwd", "creds-leader", listener.url());
   inv::TempDir dir;
   const auto cert = inv::TestCertificate::make("replicas");
   cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
-  std::vector<std::string> args = leaderFlags("creds-follower", "creds-fwd");
-  std::erase(args, "--forward-insecure");
-  args.insert(args.end(), {"--inventory-tls-cert-file=" + (dir.path() / "tls.crt").string(),
-                           "--inventory-tls-key-file=" + (dir.path() / "tls.key").string(),
-                           "--inventory-server-name=localhost"});
-  ControllerProcess follower = env_.startController("creds-follower", args);
-  const std::string push = "https://127.0.0.1:" + std::to_string(follower.inventory_port) +
-                           "/v1/drivers/creds.example.com/pools/node-a";
-  for (int i = 0; i < 10; ++i) {
-    const HttpAnswer a = env_.http("PUT", push, gpuPool("node-a", 1).dump(), "driver-secret",
-                                   HttpTls{.ca_pem = cert.cert_pem});
-    EXPECT_EQ(a.code, 503) << a.body;
-    EXPECT_THAT(a.body, HasSubstr("leader creds-leader (" + listener.url() + ")")) << a.body;
+  const auto other_ca = inv::TestCertificate::make("someone-else");
+  struct Case {
+    std::string name;
+    const inv::TestCertificate* listener_cert;
+    int pushes;
+    std::string reason;
+  };
+  for (const Case& k : {Case{"creds-fwd", nullptr, 10, "forward_insecure"},
+                        Case{"creds-fwd-tls", &other_ca, 3, "forward_failed"}}) {
+    SCOPED_TRACE(k.name);
+    Listener listener(k.listener_cert);
+    lease(k.name, "creds-leader", listener.url());
+    std::vector<std::string> args = leaderFlags(k.name + "-follower", k.name);
+    std::erase(args, "--forward-insecure");
+    args.insert(args.end(), {"--inventory-tls-cert-file=" + (dir.path() / "tls.crt").string(),
+                             "--inventory-tls-key-file=" + (dir.path() / "tls.key").string(),
+                             "--inventory-server-name=localhost"});
+    ControllerProcess follower = env_.startController(k.name + "-follower", args);
+    const std::string push = "https://127.0.0.1:" + std::to_string(follower.inventory_port) +
+                             "/v1/drivers/creds.example.com/pools/node-a";
+    for (int i = 0; i < k.pushes; ++i) {
+      const HttpAnswer a = env_.http("PUT", push, gpuPool("node-a", 1).dump(), "driver-secret",
+                                     HttpTls{.ca_pem = cert.cert_pem});
+      EXPECT_EQ(a.code, 503) << a.body;
+      EXPECT_THAT(a.body, HasSubstr("leader creds-leader (" + listener.url() + ")")) << a.body;
+    }
+    EXPECT_THAT(listener.seen(), ::testing::IsEmpty())
+        << "pushes and tokens went to the Lease's URL";
+    EXPECT_EQ(env_.metric(follower, "resourceslice_controller_inventory_refusals_total{reason=\"" +
+                                        k.reason + "\"}"),
+              k.pushes);
+    EXPECT_THAT(follower.process->log(), HasSubstr("Not forwarding a push to the leader"));
+    expectCleanStop(follower);
   }
-  EXPECT_THAT(listener.seen(), ::testing::IsEmpty()) << "pushes and tokens went to the Lease's URL";
-  EXPECT_EQ(env_.metric(
-                follower,
-                R"(resourceslice_controller_inventory_refusals_total{reason="forward_insecure"})"),
-            10.0);
-  EXPECT_THAT(follower.process->log(), HasSubstr("Not forwarding a push to the leader"));
-  expectCleanStop(follower);
 }
 
 // (d) 100 pushes without credentials, each for a driver name of its own, then
