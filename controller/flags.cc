@@ -135,6 +135,13 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
              "Name the leader's inventory certificate is verified against when a push is forwarded "
              "(the Service's DNS name). Unset: the host of the leader's advertised URL.",
              &f.forwarding.tls_server_name);
+  fs.addSwitch(
+      "forward-insecure",
+      "Lets a follower forward pushes, drivers' tokens and all, to a plain-http leader URL "
+      "(local tests without inventory TLS). Off: a follower forwards only over https "
+      "verified against --inventory-ca-file (or the self-signed CA), and otherwise "
+      "answers 503 naming the leader. Whoever may patch the Lease chooses that URL.",
+      &f.forwarding.allow_insecure);
   fs.addNumber("max-request-bytes",
                "Largest body of PUT pool and PUT driver (413 past it; other requests take at most "
                "4 KiB).",

@@ -657,6 +657,18 @@ int run(const controller::ServiceFlags& flags) {
     // without one, against this replica's own certificate (shared by all).
     if (fopts.ca_file.empty()) fopts.ca_file = flags.inventory_server.tls_cert_file;
     if (certificates) fopts.ca_bundle = [c = certificates.get()] { return c->caBundle(); };
+    // The URL comes from the Lease: a follower sends nothing to it unless it
+    // is https and verifies (or --forward-insecure); else it answers 503
+    // naming the leader, counted here.
+    fopts.leader_identity = [e] { return e->leader(); };
+    fopts.on_refused = [&inventory_metrics](std::string_view reason) {
+      inventory_metrics.refused(reason);
+    };
+    if (!tls && !fopts.allow_insecure) {
+      log::warning(
+          "Inventory TLS is off: this replica does not forward pushes to the leader while it "
+          "follows (503 naming the leader); --forward-insecure forwards them over plain http");
+    }
     forwarder = std::make_unique<inv::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();

@@ -15,7 +15,9 @@ constexpr std::array kKnownPushCodes = {200, 202, 400, 401, 403, 404, 409, 413, 
 
 InventoryMetrics::InventoryMetrics(prometheus::Registry& registry, std::size_t max_drivers)
     : pushes_(counterFamily(registry, "resourceslice_controller_pushes_total",
-                            "Inventory push requests, by driver and HTTP status code.")),
+                            "Inventory push requests, by driver and HTTP status code. Pushes "
+                            "refused before the caller was authenticated and authorized for the "
+                            "driver are counted as driver=\"_refused\".")),
       bodies_(
           counterFamily(registry, "resourceslice_controller_push_bodies_total",
                         "Pool bodies pushed with PUT /v1/drivers/{driver}/pools/{pool}, by "
@@ -69,9 +71,9 @@ void InventoryMetrics::push(std::string_view driver, int http_code) {
   prometheus::Counter* counter = nullptr;
   {
     std::lock_guard lock(mu_);
-    std::string label(driver);
-    if (drivers_.find(label) == drivers_.end()) {
-      if (drivers_.size() >= max_drivers_) {
+    std::string label(driver.empty() ? kRefusedDriver : driver);
+    if (drivers_.find(label) == drivers_.end() && label != kRefusedDriver) {
+      if (drivers_.size() - drivers_.count(std::string(kRefusedDriver)) >= max_drivers_) {
         label = std::string(kOverflowDriver);
       } else {
         for (const int code : kKnownPushCodes) {

@@ -19,13 +19,18 @@ namespace rsc::metrics {
 
 class InventoryMetrics {
  public:
-  // The driver name in a push comes from the URL, before authentication, so a
-  // client could invent any number of them. Past this many distinct drivers,
-  // new ones are counted under kOverflowDriver. A cluster runs a handful of
-  // DRA drivers; 64 leaves room while bounding the series to 64 x the codes.
+  // The driver name of a push is a label only once its caller is
+  // authenticated and authorized for that driver; still, a caller allowed
+  // every driver could name many. Past this many distinct drivers, new ones
+  // are counted under kOverflowDriver. A cluster runs a handful of DRA
+  // drivers; 64 leaves room while bounding the series to 64 x the codes.
   static constexpr std::size_t kDefaultMaxDrivers = 64;
   // Not a valid DNS subdomain, so no real driver has this name.
   static constexpr std::string_view kOverflowDriver = "_other";
+  // The label of every push refused before its caller was authenticated and
+  // authorized (push() given driver ""): one series per code, whatever names
+  // unauthenticated callers put in their paths; outside the limit above.
+  static constexpr std::string_view kRefusedDriver = "_refused";
 
   // Registers the family in `registry`, which must outlive this object.
   explicit InventoryMetrics(prometheus::Registry& registry,
@@ -33,7 +38,8 @@ class InventoryMetrics {
   InventoryMetrics(const InventoryMetrics&) = delete;
   InventoryMetrics& operator=(const InventoryMetrics&) = delete;
 
-  // Counts one push request of `driver` answered with `http_code`. On a
+  // Counts one push request of `driver` (kRefusedDriver when "") answered
+  // with `http_code`. On a
   // driver's first push the codes the API answers with (DESIGN.md section 4)
   // are created at 0, so error-ratio alerts have a denominator from the start.
   void push(std::string_view driver, int http_code);
@@ -47,11 +53,15 @@ class InventoryMetrics {
 
   // The reasons the API refuses work before a handler sees it: the HTTP
   // server's limits (named as HttpServer's refusalName gives them) and the
-  // authenticator's. Created at 0 so that rate() alerts work from the start.
-  static constexpr std::array<std::string_view, 12> kRefusalReasons = {
-      "connections",  "client_connections", "evicted",          "header_timeout",
-      "body_timeout", "headers_too_large",  "body_too_large",   "inflight_bodies",
-      "malformed",    "auth_client_rate",   "auth_review_rate", "token_rejected"};
+  // authenticator's, and a follower's refusals to forward (LeaderForwarder:
+  // forward_insecure, a leader URL not https or no CA to verify it;
+  // forward_failed, a leader unreachable or not verified). Created at 0 so
+  // that rate() alerts work from the start.
+  static constexpr std::array<std::string_view, 14> kRefusalReasons = {
+      "connections",      "client_connections", "evicted",          "header_timeout",
+      "body_timeout",     "headers_too_large",  "body_too_large",   "inflight_bodies",
+      "malformed",        "auth_client_rate",   "auth_review_rate", "token_rejected",
+      "forward_insecure", "forward_failed"};
   // Counts one refusal; `reason` is one of kRefusalReasons (others are a
   // programmer error and counted as "other").
   void refused(std::string_view reason);

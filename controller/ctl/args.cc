@@ -16,7 +16,8 @@ using G = GlobalFlags;
 constexpr std::array kFlags = {
     FlagSpec{"server", 's', Takes::kValue, "", "URL", "",
              "the controller's inventory API; default: the URL the leader Lease announces "
-             "(annotation resourceslice.dra.k8s.io/inventory-url), read through the kubeconfig",
+             "(annotation resourceslice.dra.k8s.io/inventory-url), read through the kubeconfig, "
+             "used only if https and verified against --ca-configmap's CA",
              &G::server},
     FlagSpec{"token", 0, Takes::kValue, "", "TOKEN", "",
              "bearer token; default: the kubeconfig user's credentials", &G::token},
@@ -25,7 +26,12 @@ constexpr std::array kFlags = {
     FlagSpec{"certificate-authority", 0, Takes::kValue, "", "FILE", "",
              "PEM CA of the inventory API's certificate", &G::certificate_authority},
     FlagSpec{"insecure-skip-tls-verify", 0, Takes::kSwitch, "", "", "",
-             "do not check the certificate (testing only)", &G::insecure_skip_tls_verify},
+             "do not check the certificate of --server (testing only; never for the Lease's URL)",
+             &G::insecure_skip_tls_verify},
+    FlagSpec{"allow-insecure-lease-url", 0, Takes::kSwitch, "", "", "",
+             "send credentials to a plain-http URL of the leader Lease (local tests only: "
+             "whoever may patch the Lease could redirect them)",
+             &G::allow_insecure_lease_url},
     FlagSpec{"kubeconfig", 0, Takes::kValue, "", "FILE", "",
              "kubeconfig (default: $KUBECONFIG, ~/.kube/config)", &G::kubeconfig},
     FlagSpec{"context", 0, Takes::kValue, "", "NAME", "", "kubeconfig context", &G::context},
@@ -34,9 +40,9 @@ constexpr std::array kFlags = {
     FlagSpec{"lease-name", 0, Takes::kValue, "", "NAME", "", "name of the leader Lease",
              &G::lease_name},
     FlagSpec{"ca-configmap", 0, Takes::kValue, "", "NAME", "",
-             "without --server and --certificate-authority, an https URL of the Lease is "
-             "checked against this ConfigMap's ca.crt in the Lease's namespace, when it exists; "
-             "the chart publishes it",
+             "without --server and --certificate-authority, the https URL of the Lease is "
+             "verified against this ConfigMap's ca.crt in the Lease's namespace (never the "
+             "system store); the chart publishes it",
              &G::ca_configmap},
     FlagSpec{"request-timeout", 0, Takes::kValue, "", "DURATION", "",
              "longest wait for a byte of an answer", &G::request_timeout},

@@ -39,7 +39,10 @@ struct GlobalFlags {
   std::string token;
   std::string token_file;
   std::string certificate_authority;
-  bool insecure_skip_tls_verify = false;
+  bool insecure_skip_tls_verify = false;  // for --server only
+  // Lets a plain-http URL of the leader Lease be used, credentials and all
+  // (a local test without TLS); https URLs of the Lease are always verified.
+  bool allow_insecure_lease_url = false;
   std::string kubeconfig;
   std::string context;
   std::string lease_namespace;  // empty: the kubeconfig context's namespace

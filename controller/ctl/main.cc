@@ -50,8 +50,7 @@ Status connectKube(Connections& c) {
 }
 
 // The CA the controller publishes for its self-signed inventory certificate,
-// or "" when the ConfigMap does not exist (a CA of the system store, or of
-// cert-manager given with --certificate-authority).
+// or "" when the ConfigMap does not exist or holds no ca.crt.
 StatusOr<std::string> publishedCa(const GlobalFlags& g, Connections& c, const std::string& ns) {
   auto cm = c.kube->getConfigMap(ns, g.ca_configmap);
   if (!cm.ok() && cm.status().code() == StatusCode::kNotFound) return std::string();
@@ -61,10 +60,31 @@ StatusOr<std::string> publishedCa(const GlobalFlags& g, Connections& c, const st
   return it == cm->data.end() ? std::string() : it->second;
 }
 
-// The inventory API's URL: --server, or the leader Lease's annotation; then
-// `ca_pem` is the published CA when there is one and the URL is https.
-StatusOr<std::string> inventoryServer(const GlobalFlags& g, Connections& c, std::string* ca_pem) {
-  if (!g.server.empty()) return g.server;
+// Where the inventory API is, and whom its certificate must chain to.
+struct InventoryTarget {
+  std::string url = {};
+  // Set when the URL came from the leader Lease: "Lease NS/NAME announces
+  // URL", for messages.
+  std::string from_lease = {};
+  std::string ca_pem = {};  // the CA a URL of the Lease is verified against
+};
+
+// The refusal of a URL from the Lease: one line naming the Lease, the URL,
+// why, and what to do.
+Status leaseUrlRefused(const InventoryTarget& t, const std::string& why) {
+  return failedPrecondition("the leader " + t.from_lease + ": " + why +
+                            "; resourceslicectl sends credentials to a URL of the Lease only "
+                            "over https verified against the controller's published CA; give "
+                            "the controller's URL with --server");
+}
+
+// The inventory API's URL: --server, as given; or the leader Lease's
+// annotation, which anyone who may patch Leases can rewrite, so its URL must
+// be https and is verified against the CA the controller publishes
+// (--ca-configmap) or --certificate-authority, never the system store; plain
+// http only with --allow-insecure-lease-url.
+StatusOr<InventoryTarget> inventoryServer(const GlobalFlags& g, Connections& c) {
+  if (!g.server.empty()) return InventoryTarget{.url = g.server};
   if (Status s = connectKube(c); !s.ok()) {
     return s.withContext("no --server, and the kubeconfig cannot be used to find the controller");
   }
@@ -79,23 +99,64 @@ StatusOr<std::string> inventoryServer(const GlobalFlags& g, Connections& c, std:
     return unavailable("no --server, and the leader Lease " + ns + "/" + g.lease_name +
                        " has no annotation " + kInventoryUrlAnnotation + " (no leader yet?)");
   }
-  if (it->second.starts_with("https://") && g.certificate_authority.empty() &&
-      !g.insecure_skip_tls_verify) {
-    ASSIGN_OR_RETURN(*ca_pem, publishedCa(g, c, ns));
+  InventoryTarget t{.url = it->second,
+                    .from_lease = "Lease " + ns + "/" + g.lease_name + " announces " + it->second};
+  if (t.url.starts_with("http://") && g.allow_insecure_lease_url) return t;
+  if (!t.url.starts_with("https://")) {
+    return leaseUrlRefused(t,
+                           "not an https URL (--allow-insecure-lease-url allows plain http "
+                           "for a local test)");
   }
-  return it->second;
+  if (g.insecure_skip_tls_verify) {
+    return leaseUrlRefused(t, "--insecure-skip-tls-verify applies to --server only");
+  }
+  if (!g.certificate_authority.empty()) return t;  // the user's CA, read by the caller
+  ASSIGN_OR_RETURN(t.ca_pem, publishedCa(g, c, ns));
+  if (t.ca_pem.empty()) {
+    return leaseUrlRefused(t, "no CA to verify it: ConfigMap " + ns + "/" + g.ca_configmap +
+                                  " has no ca.crt (--ca-configmap, or --certificate-authority)");
+  }
+  return t;
+}
+
+// Before credentials go to a URL of the Lease, one request without them
+// (the public OpenAPI document) proves that the server's certificate
+// verifies against the CA: a server that fails the TLS handshake never sees
+// a byte of a request.
+Status verifyLeaseUrl(const InventoryTarget& t, const client::ClientConfig& config, Clock& clock) {
+  client::ClientConfig bare;
+  bare.server = config.server;
+  bare.ca_pem = config.ca_pem;
+  bare.user_agent = config.user_agent;
+  auto transport = client::CpprestTransport::create(bare, clock);
+  if (!transport.ok()) return leaseUrlRefused(t, transport.status().message());
+  client::HttpRequest probe;
+  probe.method = "GET";
+  probe.path_and_query = "/openapi.json";
+  probe.timeout = std::chrono::seconds(10);
+  auto answer = (*transport)->send(probe);
+  if (!answer.ok()) {
+    return leaseUrlRefused(
+        t, "its certificate cannot be verified (" + answer.status().message() + ")");
+  }
+  return okStatus();
 }
 
 Status connectInventory(const GlobalFlags& g, Connections& c) {
   client::ClientConfig config;
-  ASSIGN_OR_RETURN(config.server, inventoryServer(g, c, &config.ca_pem));
+  ASSIGN_OR_RETURN(InventoryTarget target, inventoryServer(g, c));
+  config.server = target.url;
+  config.ca_pem = target.ca_pem;
   while (config.server.ends_with("/")) config.server.pop_back();
   config.user_agent = kUserAgent;
-  config.insecure_skip_tls_verify = g.insecure_skip_tls_verify;
+  config.insecure_skip_tls_verify = g.insecure_skip_tls_verify && target.from_lease.empty();
   if (!g.certificate_authority.empty()) {
     auto ca = client::readConfigFile(g.certificate_authority);
     if (!ca.ok()) return ca.status().withContext("--certificate-authority");
     config.ca_pem = *ca;
+  }
+  if (!target.from_lease.empty() && config.server.starts_with("https://")) {
+    RETURN_IF_ERROR(verifyLeaseUrl(target, config, *c.clock));
   }
   if (!g.token.empty()) {
     config.bearer_token = g.token;

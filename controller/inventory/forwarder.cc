@@ -3,6 +3,7 @@
 #include "client/config.h"
 #include "common/log.h"
 #include "controller/inventory/certificates.h"
+#include "controller/inventory/handler.h"
 
 namespace rsc::controller::inventory {
 
@@ -42,30 +43,64 @@ void LeaderForwarder::refreshCaLocked() {
   transport_.reset();
 }
 
+HttpResponse LeaderForwarder::refuse(std::string_view reason, const std::string& url,
+                                     const std::string& why) {
+  std::string leader = options_.leader_identity ? options_.leader_identity() : std::string();
+  if (leader.empty()) leader = "(unknown)";
+  if (options_.on_refused) options_.on_refused(reason);
+  if (std::optional<uint64_t> held = throttle_.allow(reason)) {
+    log::warning("Not forwarding a push to the leader", {{"leader", leader},
+                                                         {"url", url},
+                                                         {"reason", std::string(reason)},
+                                                         {"why", why},
+                                                         {"held_back", std::to_string(*held)}});
+  }
+  HttpResponse response = errorResponse(
+      503, "this replica is not the leader and does not forward to the leader " + leader + " (" +
+               url + "): " + why + "; push to the leader directly, or retry");
+  response.headers.emplace_back("Retry-After", "10");
+  return response;
+}
+
 std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request) {
   if (request.header(kForwardedHeader)) return std::nullopt;
   const std::string url = options_.leader_url ? options_.leader_url() : "";
   if (url.empty() || url == options_.own_url) return std::nullopt;
+  const bool plain = url.starts_with("http://");
+  if (!url.starts_with("https://") && !(plain && options_.allow_insecure)) {
+    return refuse("forward_insecure", url,
+                  "its URL is not https, and the driver's credentials go only over verified TLS "
+                  "(--forward-insecure allows plain http for a local test)");
+  }
 
   std::shared_ptr<client::HttpTransport> transport;
+  Status made_status = okStatus();
+  std::string_view reason = "forward_failed";
   {
     std::lock_guard lock(mu_);
     refreshCaLocked();
-    if (url != url_ || transport_ == nullptr) {
+    if (!plain && ca_pem_.empty()) {
+      reason = "forward_insecure";
+      made_status = failedPrecondition(
+          "there is no CA bundle to verify its certificate with (--inventory-ca-file)");
+    } else if (url != url_ || transport_ == nullptr) {
       client::ClientConfig config;
       config.server = url;
       config.ca_pem = ca_pem_;
       config.tls_server_name = options_.tls_server_name;
       config.qps = 0;
       auto made = client::CpprestTransport::create(config, *options_.clock);
-      if (!made.ok()) {
-        log::error("Cannot forward to the leader", made.status(), {{"leader", url}});
-        return std::nullopt;
+      if (made.ok()) {
+        transport_ = std::shared_ptr<client::HttpTransport>(std::move(*made));
+        url_ = url;
+      } else {
+        made_status = made.status();
       }
-      transport_ = std::shared_ptr<client::HttpTransport>(std::move(*made));
-      url_ = url;
     }
-    transport = transport_;
+    if (made_status.ok()) transport = transport_;
+  }
+  if (!made_status.ok()) {
+    return refuse(reason, url, made_status.message());
   }
 
   client::HttpRequest out;
@@ -82,9 +117,9 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
   out.headers.emplace_back(kForwardedHeader, "1");
   StatusOr<client::HttpResponse> answer = transport->send(out);
   if (!answer.ok()) {
-    log::warning("Forwarding to the leader failed",
-                 {{"leader", url}, {"error", answer.status().toString()}});
-    return std::nullopt;
+    return refuse(
+        "forward_failed", url,
+        "it cannot be reached or its certificate does not verify: " + answer.status().message());
   }
   HttpResponse response;
   response.status = answer->code;

@@ -2,9 +2,13 @@
 // request on to the leader (whose URL the leader publishes in the Lease) and
 // returns the leader's answer, so that a driver may push to any replica.
 // The driver's own Authorization header goes along: the leader checks it.
-// Over https the leader's certificate must chain to the CA bundle in
-// `ca_file` (re-read as it rotates) and name `tls_server_name` (the Service's
-// DNS name) when that is set, else the host of the leader's URL.
+// The leader's URL comes from the Lease, which anyone who may patch Leases can
+// rewrite, so nothing is sent to it unless it is https, the leader's
+// certificate chains to the CA bundle in `ca_file` (re-read as it rotates)
+// or `ca_bundle`, never the system store, and names `tls_server_name` (the
+// Service's DNS name) when that is set, else the host of the leader's URL.
+// Plain http only with `allow_insecure` (--forward-insecure, local tests).
+// A refused or failed forward is answered 503 naming the leader and why.
 // Thread-safe; forward() blocks its caller (an inventory worker thread).
 #pragma once
 
@@ -17,6 +21,7 @@
 
 #include "client/http_transport.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "controller/inventory/http.h"
 
 namespace rsc::controller::inventory {
@@ -37,14 +42,26 @@ struct LeaderForwarderOptions {
   std::function<std::string()> ca_bundle = nullptr;
   // The name the leader's certificate is checked against, if not its host.
   std::string tls_server_name;
+  // Forwards to a plain-http leader URL too, the driver's token in clear
+  // text to whatever URL the Lease names (--forward-insecure). Default off.
+  bool allow_insecure = false;
+  // Returns the leader's identity (the Lease holder), for the 503's message.
+  std::function<std::string()> leader_identity = nullptr;
+  // Counts a forward that was refused ("forward_insecure": the URL is not
+  // https, or there is no CA bundle to verify it with) or failed
+  // ("forward_failed": the leader cannot be reached or its certificate does
+  // not verify). Optional.
+  std::function<void(std::string_view reason)> on_refused = nullptr;
 };
 
 class LeaderForwarder {
  public:
-  explicit LeaderForwarder(LeaderForwarderOptions options) : options_(std::move(options)) {}
+  explicit LeaderForwarder(LeaderForwarderOptions options)
+      : options_(std::move(options)), throttle_(*options_.clock) {}
 
-  // Returns the leader's answer, or nullopt when there is no leader to ask
-  // or it cannot be reached (the caller answers 503).
+  // Returns the leader's answer; a 503 naming the leader and why when its
+  // URL is refused or it cannot be reached or verified; nullopt when there is
+  // no other leader to ask (the caller answers 503).
   std::optional<HttpResponse> forward(const HttpRequest& request);
 
   // How many times the CA bundle was (re)loaded; for tests.
@@ -53,8 +70,11 @@ class LeaderForwarder {
  private:
   // Re-reads ca_file when due; drops the transport when the bundle changed.
   void refreshCaLocked();
+  // The 503 of a refused or failed forward, counted and logged (throttled).
+  HttpResponse refuse(std::string_view reason, const std::string& url, const std::string& why);
 
   LeaderForwarderOptions options_;
+  log::Throttle throttle_;  // of the refusals' log lines
   mutable std::mutex mu_;
   std::string url_;                                   // guarded by mu_
   std::shared_ptr<client::HttpTransport> transport_;  // guarded by mu_

@@ -195,6 +195,7 @@ HandlerResult InventoryHandler::handle(const HttpRequest& request) {
   if (const auto* admitted = std::any_cast<Admitted>(&request.admission)) {
     if (isWrite(request.method) && admitted->route != kDrivers && !admitted->dry_run) {
       push.driver = admitted->driver;
+      push.authorized = true;
     }
     result = serve(request, *admitted, push);
   } else {
@@ -227,15 +228,17 @@ std::optional<HandlerResult> InventoryHandler::handleNow(const HttpRequest& requ
   std::optional<HttpResponse> response = putUnchangedPool(ctx, *digest, /*may_block=*/false);
   if (!response) return std::nullopt;
   HandlerResult result{std::move(*response), std::move(ctx.pending)};
-  if (!result.wait) countPush({.driver = admitted->driver}, result.response);
+  if (!result.wait) countPush({.driver = admitted->driver, .authorized = true}, result.response);
   return result;
 }
 
 void InventoryHandler::countPush(const PushInfo& push, const HttpResponse& response) {
   // Every answered push is counted, refused ones too (their ratio is what
-  // alerts watch); a forwarded one is counted by the leader.
+  // alerts watch); a forwarded one is counted by the leader. One refused
+  // before its caller was authorized is counted without a driver name.
   if (push.driver && !push.forwarded && options_.on_push) {
-    options_.on_push(*push.driver, response.status);
+    options_.on_push(push.authorized ? std::string_view(*push.driver) : std::string_view(),
+                     response.status);
   }
 }
 
@@ -339,6 +342,7 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
                 : options_.authenticator->authorizeCached(ctx.caller, verb, ctx.driver);
   if (!allowed) return WouldBlock{};
   if (!allowed->ok()) return {errorResponse(*allowed)};
+  push.authorized = true;
 
   // One source of truth per driver: a pulled driver's pools come from its endpoint alone.
   if (isWrite(request.method) && options_.is_pulled && options_.is_pulled(ctx.driver)) {

@@ -92,7 +92,9 @@ struct InventoryHandlerOptions {
   // (--allow-unbound-node-pools); off: only that node's own token may.
   bool allow_unbound_node_pools = false;
   // Counts each answered push (PUT, DELETE, renew) by driver and HTTP code,
-  // for resourceslice_controller_pushes_total. Optional.
+  // for resourceslice_controller_pushes_total. `driver` is "" for a push
+  // refused before its caller was authenticated and authorized for the
+  // driver: the name in its path is anyone's to choose. Optional.
   std::function<void(std::string_view driver, int code)> on_push = nullptr;
   // Counts each body of PUT /v1/drivers/{driver}/pools/{pool} that got past
   // the Content-Type check, by how it was taken: decoded in full, or
@@ -160,6 +162,10 @@ class InventoryHandler {
   // What the push counter needs to know about a request.
   struct PushInfo {
     std::optional<std::string> driver;  // set for writes to a driver's path
+    // Set once the caller is authenticated and authorized for `driver`: only
+    // then is the driver's name a metric label (a name from anyone else
+    // could take the label slots of the real drivers).
+    bool authorized = false;
     bool forwarded = false;
   };
   // Routing, query, authentication and authorization: a refusal, or what

@@ -105,5 +105,18 @@ TEST(InventoryMetrics, DriversPastTheLimitShareOneSeries) {
   EXPECT_EQ(snap.seriesCount(kPushes), 2u * 12u + 1u);
 }
 
+TEST(InventoryMetrics, RefusedPushesShareOneSeriesOutsideTheLimit) {
+  auto registry = newRegistry();
+  InventoryMetrics metrics(*registry, /*max_drivers=*/1);
+  for (int i = 0; i < 50; ++i) metrics.push("", 401);
+  metrics.push("", 403);
+  metrics.push("a.example.com", 202);
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kPushes, {{"driver", "_refused"}, {"code", "401"}}), 50.0);
+  EXPECT_EQ(snap.value(kPushes, {{"driver", "_refused"}, {"code", "403"}}), 1.0);
+  // The refused series take no slot of a driver.
+  EXPECT_EQ(snap.value(kPushes, {{"driver", "a.example.com"}, {"code", "202"}}), 1.0);
+}
+
 }  // namespace
 }  // namespace rsc::metrics

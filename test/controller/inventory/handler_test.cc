@@ -634,6 +634,23 @@ TEST_F(InventoryHandlerTest, ReadsAndWritesNeedTheirVerbs) {
                           "list ", "publish gpu.example.com", "publish gpu.example.com"));
 }
 
+// The driver name of a push becomes a metric label only once its caller is
+// authenticated and authorized for that driver: anyone may put any name in
+// a path.
+TEST_F(InventoryHandlerTest, OnlyAuthorizedPushesNameTheirDriver) {
+  const size_t before = pushes_.size();
+  call("PUT", "/v1/drivers/invented-1.example.com/pools/p", allNodesPool(), "stolen");
+  auth_.deny("publish", "denied.example.com");
+  call("PUT", "/v1/drivers/denied.example.com/pools/p", allNodesPool());
+  call("PUT", "/v1/drivers/Not_A_Name/pools/p", allNodesPool());
+  call("PUT", "/v1/drivers/gpu.example.com/pools/p", allNodesPool());
+  ASSERT_EQ(pushes_.size(), before + 4);
+  EXPECT_THAT(
+      std::vector(pushes_.begin() + before, pushes_.end()),
+      ElementsAre(std::pair<std::string, int>("", 401), std::pair<std::string, int>("", 403),
+                  std::pair<std::string, int>("", 422), std::pair<std::string, int>(kGpu, 202)));
+}
+
 TEST_F(InventoryHandlerTest, LeaderIdentityIsReported) {
   handler_->setLeaderHooks({.is_leader = [] { return true; },
                             .leader_identity = [] { return std::string("replica-7"); },
@@ -712,6 +729,10 @@ TEST_P(InventoryHandlerErrors, AnswersWithTheCodeAndChangesNothing) {
     // Every answered push is counted with its code, refused ones too.
     ASSERT_EQ(pushes_.size(), pushes_before + 1);
     EXPECT_EQ(pushes_.back().second, c.code);
+    // A name is a label only once its caller is authorized for it.
+    if (c.code == 401) {
+      EXPECT_EQ(pushes_.back().first, "");
+    }
   }
 }
 
@@ -1032,7 +1053,8 @@ TEST_F(InventoryHandlerTest, AdmitDecidesFromTheHeadersAlone) {
   Admission refused = handler_->admit(head);
   ASSERT_TRUE(refused.refusal.has_value());
   EXPECT_EQ(refused.refusal->status, 401);
-  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(kGpu), 401));
+  // Not authenticated: counted without the name its path chose.
+  EXPECT_EQ(pushes_.back(), std::make_pair(std::string(), 401));
 
   Admission put = handler_->admit(request("PUT", kPoolA, "", "node-a"));
   ASSERT_FALSE(put.refusal.has_value());
