@@ -12,9 +12,9 @@
 // EndpointSlice: a slice has one inventory port, and a source is an address and a port.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -37,9 +37,11 @@ constexpr char kDriver[] = "scale.example.com";
 constexpr char kService[] = "scale-inventory";
 constexpr char kNode[] = "node-a";
 constexpr char kServiceAccount[] = "scale-driver";
-// The most threads the controller may run, however many sources: its own threads at rest (26
-// in this test) and a fixed pool of pull workers.
-constexpr int kMaxThreads = 32;
+// The most threads the controller may run, however many sources, over those it runs at rest
+// (pull workers included; 29 when this test was written): those the HTTP client library
+// (cpprestsdk, Boost.Asio) starts with the first fetches, once (3 then: 32 at 200 and at 2,000
+// sources). A thread per source is 200 more.
+constexpr int kFirstFetchThreads = 4;
 // The first port of the endpoints; endpoint i is on kFirstPort + i.
 constexpr int kFirstPort = 40000;
 // Parallel API requests while setting up (the API server answers each in milliseconds).
@@ -51,19 +53,27 @@ std::vector<std::string> pullFlags() {
           "--pull-timeout=2s"};
 }
 
-// An IPv4 address of this machine that is not loopback. Empty when there is none.
+// The IPv4 address this machine sends from on its default route (a connected UDP socket
+// sends nothing): not loopback, which the API server refuses in EndpointSlices. Empty when
+// there is no such route.
 std::string ownAddress() {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "";
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  inet_pton(AF_INET, "192.0.2.1", &to.sin_addr);  // TEST-NET-1: any off-host address will do
+  sockaddr_in from{};
+  socklen_t size = sizeof from;
   std::string found;
-  for (const ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-    if ((a->ifa_flags & IFF_LOOPBACK) != 0 || (a->ifa_flags & IFF_UP) == 0) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr) found = text;
+  char text[INET_ADDRSTRLEN] = {};
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&from), &size) == 0 &&
+      inet_ntop(AF_INET, &from.sin_addr, text, sizeof text) != nullptr &&
+      (ntohl(from.sin_addr.s_addr) >> 24) != 127) {
+    found = text;
   }
-  freeifaddrs(list);
+  close(fd);
   return found;
 }
 
@@ -172,8 +182,8 @@ class PullScaleTest : public ::testing::Test {
   int scaleTo(const ControllerProcess& c, int from, int n) {
     const auto setup_start = std::chrono::steady_clock::now();
     addEndpoints(from, n);
-    const double setup_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+    const auto setup_end = std::chrono::steady_clock::now();
+    const double setup_seconds = std::chrono::duration<double>(setup_end - setup_start).count();
     const pid_t pid = c.process->pid();
     int most = threadsOf(pid);
     const auto sample = [&] {
@@ -194,7 +204,9 @@ class PullScaleTest : public ::testing::Test {
         200);
     EXPECT_TRUE(c.process->running());
     std::cout << "[ figures ] " << n << " sources: at most " << most << " threads; " << fetches(c)
-              << " fetches so far; setup " << setup_seconds << " s\n";
+              << " fetches so far; setup " << setup_seconds << " s, then "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_end).count()
+              << " s until each was fetched\n";
     return most;
   }
 
@@ -210,10 +222,9 @@ TEST_F(PullScaleTest, ThousandsOfDiscoveredEndpointsCostNoThreadEach) {
   ControllerProcess c = env_.startController("pull-scale", args);
   const int at_rest = threadsOf(c.process->pid());
   std::cout << "[ figures ] 0 sources: " << at_rest << " threads\n";
-  EXPECT_LE(at_rest, kMaxThreads);
-
-  EXPECT_LE(scaleTo(c, 0, 200), kMaxThreads) << c.process->log();
-  EXPECT_LE(scaleTo(c, 200, 2000), kMaxThreads);
+  const int bound = at_rest + kFirstFetchThreads;
+  EXPECT_LE(scaleTo(c, 0, 200), bound) << c.process->log();
+  EXPECT_LE(scaleTo(c, 200, 2000), bound);
   expectCleanStop(c);
 }
 
