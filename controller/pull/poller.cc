@@ -53,7 +53,7 @@ struct Poller::Source {
   bool answered = false;  // the first answer is logged
   bool failing = false;
   bool expired = false;  // its pools were withdrawn after the grace
-  bool retired = false;  // out of its driver; the thread ends
+  bool retired = false;  // out of its driver and the schedule; destroyed once no step holds it
   std::string last_message;
   log::Throttle throttle;
   // Where the source is in the schedule: in no queue (not started, or retired), in the due

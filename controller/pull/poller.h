@@ -18,13 +18,14 @@
 // (through Clock::sleepUntil, woken early when an earlier due time arrives) for the earliest
 // due time, then moves the due sources, in due order, to the due list and goes back to work; a
 // worker fetches one source, applies the outcome and puts it back in the due queue at the end
-// of the fetch plus the interval. When more sources are due than workers are free, they wait in due
-// order (counted: on_fetch_delay, on_waiting). A source is in one place at a time (waiting, due, or
-// being fetched), so it is never fetched twice at once, pollOnce() included. stop() wakes the
-// timer, abandons the fetches under way (through their stop_token) and joins every worker.
-// pollOnce() is also the synchronous step for tests. One mutex guards the sources, the
-// drivers, the schedule and every change the Poller makes to the store; a fetch runs outside
-// it, on the source's own fetcher.
+// of the fetch plus the interval. When more sources are due than workers are free, they wait
+// in due order (counted: on_fetch_delay from each source's due time; on_waiting counts those
+// moved to the due list, which happens when a worker is free to time). A source is in one
+// place at a time (waiting, due, or being fetched), so it is never fetched twice at once,
+// pollOnce() included. stop() wakes the timer, abandons the fetches under way (through their
+// stop_token) and joins every worker. pollOnce() is also the synchronous step for tests. One
+// mutex guards the sources, the drivers, the schedule and every change the Poller makes to the
+// store; a fetch runs outside it, on the source's own fetcher.
 #pragma once
 
 #include <chrono>
@@ -66,7 +67,8 @@ inline constexpr char kReasonSourceFailed[] = "InventorySourceFailed";
 
 // The default of --pull-max-sources: discovery follows Services that anyone allowed to create
 // them may label; past this many sources, new ones are ignored (logged and counted) rather than
-// each costing a thread and a connection.
+// each costing memory, a connection and a share of the --pull-concurrency workers (never a
+// thread of its own).
 inline constexpr size_t kDefaultMaxSources = 10000;
 // The default of --pull-concurrency: a fetch is one small GET, mostly waiting on the network,
 // so a few workers keep up with thousands of sources that answer (4 workers at 10 ms a fetch

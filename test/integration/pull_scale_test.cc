@@ -77,14 +77,15 @@ std::string ownAddress() {
   return found;
 }
 
-// /proc/PID/status's "Threads:" (-1 when the process is gone).
-int threadsOf(pid_t pid) {
+// A field of /proc/PID/status ("Threads", "VmRSS" in kB), -1 when the process is gone.
+long statusField(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
   }
   return -1;
 }
+int threadsOf(pid_t pid) { return static_cast<int>(statusField(pid, "Threads")); }
 
 class PullScaleTest : public ::testing::Test {
  protected:
@@ -206,7 +207,8 @@ class PullScaleTest : public ::testing::Test {
     std::cout << "[ figures ] " << n << " sources: at most " << most << " threads; " << fetches(c)
               << " fetches so far; setup " << setup_seconds << " s, then "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_end).count()
-              << " s until each was fetched\n";
+              << " s until each was fetched; VmRSS " << statusField(pid, "VmRSS") / 1024
+              << " MiB\n";
     return most;
   }
 
@@ -221,7 +223,8 @@ TEST_F(PullScaleTest, ThousandsOfDiscoveredEndpointsCostNoThreadEach) {
   args.insert(args.end(), pull.begin(), pull.end());
   ControllerProcess c = env_.startController("pull-scale", args);
   const int at_rest = threadsOf(c.process->pid());
-  std::cout << "[ figures ] 0 sources: " << at_rest << " threads\n";
+  std::cout << "[ figures ] 0 sources: " << at_rest << " threads; VmRSS "
+            << statusField(c.process->pid(), "VmRSS") / 1024 << " MiB\n";
   const int bound = at_rest + kFirstFetchThreads;
   EXPECT_LE(scaleTo(c, 0, 200), bound) << c.process->log();
   EXPECT_LE(scaleTo(c, 200, 2000), bound);
