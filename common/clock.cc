@@ -1,6 +1,9 @@
 #include "common/clock.h"
 
+#include <algorithm>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 #include <thread>
 
 namespace rsc {
@@ -10,6 +13,22 @@ Clock::TimePoint RealClock::now() const { return std::chrono::steady_clock::now(
 Clock::SystemTime RealClock::systemNow() const { return std::chrono::system_clock::now(); }
 
 void RealClock::sleepFor(Duration d) { std::this_thread::sleep_for(d); }
+
+void Clock::sleepUntil(TimePoint deadline, std::stop_token wake) {
+  // How often a clock without a wait of its own looks at `wake`.
+  constexpr Duration kStep = std::chrono::milliseconds(100);
+  for (TimePoint now = this->now(); now < deadline && !wake.stop_requested(); now = this->now()) {
+    sleepFor(std::min(deadline - now, kStep));
+  }
+}
+
+void RealClock::sleepUntil(TimePoint deadline, std::stop_token wake) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  // Nothing but `wake` notifies cv; the predicate only ends the wait on a stop.
+  cv.wait_until(lock, wake, deadline, [] { return false; });
+}
 
 RealClock& RealClock::instance() {
   static RealClock clock;

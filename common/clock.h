@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,12 @@ class Clock {
   virtual SystemTime systemNow() const = 0;
   // Blocks the calling thread for `d` of this clock's time.
   virtual void sleepFor(Duration d) = 0;
+  // Blocks the calling thread until now() reaches `deadline` or a stop is requested on `wake`,
+  // whichever comes first: the one wait that can be cut short, for a thread that waits for the
+  // earliest of many due times and must wake when an earlier one arrives (a std::stop_source
+  // per wait, stopped under the waiter's lock, loses no wake-up). The caller reads now() again
+  // to tell which. This default sleeps in steps of sleepFor(), looking at `wake` between them.
+  virtual void sleepUntil(TimePoint deadline, std::stop_token wake);
 };
 
 class RealClock final : public Clock {
@@ -33,6 +40,7 @@ class RealClock final : public Clock {
   TimePoint now() const override;
   SystemTime systemNow() const override;
   void sleepFor(Duration d) override;
+  void sleepUntil(TimePoint deadline, std::stop_token wake) override;
 
   // Returns the process-wide real clock.
   static RealClock& instance();

@@ -292,6 +292,13 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "Most inventory sources pulled at once; discovered endpoints past it are ignored (logged, "
       "and counted in resourceslice_controller_pull_sources_ignored_total).",
       &f.pull.max_sources, size_t{1});
+  fs.addNumber(
+      "pull-concurrency",
+      "Most fetches of inventory sources at once: a fixed pool of this many worker threads "
+      "serves every source, however many there are. Due sources wait for a free worker in due "
+      "order (resourceslice_controller_pull_fetch_delay_seconds); a source that hangs holds one "
+      "for up to --pull-timeout.",
+      &f.pull.concurrency, size_t{1});
   fs.addText("pull-ca-file",
              "PEM bundle that signs the certificates of HTTPS inventory endpoints (a Service's "
              "resourceslice.dra.k8s.io/inventory-ca annotation wins for its endpoints). Unset: the "

@@ -382,6 +382,12 @@ int run(const controller::ServiceFlags& flags) {
   pull_options.observer.on_ignored = [&pull_metrics](std::string_view reason) {
     pull_metrics.ignored(reason);
   };
+  pull_options.observer.on_fetch_delay = [&pull_metrics](Clock::Duration late) {
+    pull_metrics.fetchDelayed(std::chrono::duration<double>(late).count());
+  };
+  pull_options.observer.on_waiting = [&pull_metrics](size_t waiting) {
+    pull_metrics.setWaiting(waiting);
+  };
   auto poller = controller::pull::Poller::create(std::move(pull_options));
   if (!poller.ok()) return usageError(poller.status().message());
   // Discovered sources: the endpoints of labelled Services, handed to the poller whenever

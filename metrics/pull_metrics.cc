@@ -8,6 +8,10 @@ std::vector<double> PullMetrics::fetchDurationBuckets() {
   return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 }
 
+std::vector<double> PullMetrics::fetchDelayBuckets() {
+  return {0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+}
+
 PullMetrics::PullMetrics(prometheus::Registry& registry)
     : fetches_(counterFamily(registry, "resourceslice_controller_pull_fetches_total",
                              "Fetches of drivers' inventory endpoints (pull mode), by driver and "
@@ -30,7 +34,16 @@ PullMetrics::PullMetrics(prometheus::Registry& registry)
                              "(--pull-max-sources reached), Invalid (a URL or TLS setting that "
                              "cannot work), Unbound (a Service naming a driver not bound to its "
                              "namespace by --pull-driver) or Unverified (an endpoint no Pod "
-                             "vouches for).")) {
+                             "vouches for).")),
+      delay_(histogramFamily(registry, "resourceslice_controller_pull_fetch_delay_seconds",
+                             "How late fetches of inventory sources started: from when a source "
+                             "was due to when a worker took it (all --pull-concurrency workers "
+                             "were busy).")
+                 .Add({}, fetchDelayBuckets())),
+      waiting_(gaugeFamily(registry, "resourceslice_controller_pull_fetches_waiting",
+                           "Inventory sources that are due for a fetch and wait for a free "
+                           "worker (--pull-concurrency).")
+                   .Add({})) {
   for (std::string_view reason : kIgnoredReasons) {
     ignored_by_reason_[reason] = &ignored_.Add({{"reason", std::string(reason)}});
   }
@@ -87,6 +100,10 @@ void PullMetrics::setExpired(const std::string& driver, size_t expired) {
   std::lock_guard lock(mu_);
   sourceLocked(driver).expired->Set(static_cast<double>(expired));
 }
+
+void PullMetrics::fetchDelayed(double seconds) { delay_.Observe(seconds); }
+
+void PullMetrics::setWaiting(size_t waiting) { waiting_.Set(static_cast<double>(waiting)); }
 
 void PullMetrics::ignored(std::string_view reason) {
   auto it = ignored_by_reason_.find(reason);

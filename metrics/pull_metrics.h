@@ -3,8 +3,10 @@
 // how many sources have failed (or been gone) for longer than --pull-grace (their pools
 // withdrawn). Series are per driver, not per source: a DaemonSet's thousand endpoints are one
 // driver. A driver's series exist from its first source, at 0, so rate() and absent-data
-// alerts work from the start, and go with its last source. Built once by main; the Poller's
-// observer calls it. Thread-safe: each source's poller thread calls it.
+// alerts work from the start, and go with its last source. Two series are for the Poller's
+// workers as a whole: how late fetches start (a source due while every --pull-concurrency
+// worker is busy waits) and how many due sources wait now. Built once by main; the Poller's
+// observer calls it. Thread-safe: the Poller's workers call it.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -51,8 +53,13 @@ class PullMetrics {
   void setExpired(const std::string& driver, size_t expired);
   // A discovered source was ignored, for one of kIgnoredReasons.
   void ignored(std::string_view reason);
+  // A worker started a source's fetch `seconds` after it was due.
+  void fetchDelayed(double seconds);
+  // `waiting` sources are due and wait for a free worker.
+  void setWaiting(size_t waiting);
 
   static std::vector<double> fetchDurationBuckets();
+  static std::vector<double> fetchDelayBuckets();
 
  private:
   struct Source {
@@ -70,6 +77,8 @@ class PullMetrics {
   prometheus::Family<prometheus::Gauge>& expired_;
   prometheus::Family<prometheus::Gauge>& sources_gauge_;
   prometheus::Family<prometheus::Counter>& ignored_;
+  prometheus::Histogram& delay_;
+  prometheus::Gauge& waiting_;
   std::map<std::string_view, prometheus::Counter*> ignored_by_reason_;
   std::mutex mu_;
   std::map<std::string, Source> sources_;  // guarded by mu_

@@ -13,9 +13,6 @@ namespace rsc::controller::pull {
 
 namespace {
 
-// The longest a sleeping thread goes without looking at its stop token: stop() must not wait
-// out a whole interval.
-constexpr Clock::Duration kStopCheckStep = std::chrono::seconds(1);
 // How often the same failure of a source is logged again while it lasts.
 constexpr Clock::Duration kFailureLogInterval = std::chrono::minutes(5);
 
@@ -39,7 +36,7 @@ struct Poller::Source {
   // Its key in sources_: the spec's id, or, once a changed spec replaced it, a key of its own.
   std::string key;
   const std::shared_ptr<client::HttpTransport> transport;
-  // Used by one fetch at a time: the source's thread (or a test's pollOnce).
+  // Used by the one step that claimed the source (state kStepping): a worker or pollOnce().
   InventoryFetcher fetcher;
   // The rest is guarded by the Poller's mutex.
   uint64_t seq = 0;  // the order sources became known: the older serves a shared pool
@@ -56,10 +53,14 @@ struct Poller::Source {
   bool answered = false;  // the first answer is logged
   bool failing = false;
   bool expired = false;  // its pools were withdrawn after the grace
-  bool retired = false;  // out of its driver; the thread ends
+  bool retired = false;  // out of its driver and the schedule; destroyed once no step holds it
   std::string last_message;
   log::Throttle throttle;
-  std::jthread thread;
+  // Where the source is in the schedule: in no queue (not started, or retired), in the due
+  // queue (waiting_), due and waiting for a worker (due_), or in a step.
+  enum class State { kIdle, kWaiting, kDue, kStepping };
+  State state = State::kIdle;
+  Clock::TimePoint due;  // kWaiting, kDue: when its step was due
 
   bool healthy() const { return !failing && !gone_since; }
   // Whether this source's copy of a pool beats `other`'s.
@@ -101,6 +102,9 @@ StatusOr<std::unique_ptr<Poller>> Poller::create(PollerOptions options) {
   if (options.grace == Clock::Duration::zero()) {
     options.grace = kDefaultGraceIntervals * options.interval;
   }
+  if (options.concurrency == 0) {
+    return invalidArgument("flag --pull-concurrency: must be at least 1");
+  }
   if (options.grace < options.interval) {
     return invalidArgument(
         "flag --pull-grace: must be at least --pull-interval (one failed fetch must not "
@@ -134,7 +138,9 @@ StatusOr<std::unique_ptr<Poller>> Poller::create(PollerOptions options) {
 }
 
 Poller::Poller(PollerOptions options)
-    : options_(std::move(options)), ignored_log_(*options_.clock, kFailureLogInterval) {
+    : options_(std::move(options)),
+      busy_log_(*options_.clock, kFailureLogInterval),
+      ignored_log_(*options_.clock, kFailureLogInterval) {
   random_ = options_.random;
   if (!random_) {
     random_ = [engine = std::mt19937_64(std::random_device{}()),
@@ -188,7 +194,64 @@ void Poller::startLocked(Source& source) {
                                   {"url", source.spec.url},
                                   {"intervalSeconds", wholeSeconds(options_.interval)},
                                   {"graceSeconds", wholeSeconds(options_.grace)}});
-  source.thread = std::jthread([this, &source](const std::stop_token& stop) { run(source, stop); });
+  // Due at once; one in a step (pollOnce) is put back in the queue when the step ends.
+  if (source.state == Source::State::kIdle) scheduleLocked(source, options_.clock->now());
+}
+
+void Poller::scheduleLocked(Source& source, Clock::TimePoint when) {
+  if (source.state != Source::State::kIdle) return;
+  source.state = Source::State::kWaiting;
+  source.due = when;
+  waiting_.insert(Due{when, source.seq, &source});
+  // An earlier due time than the timer waits for wakes it (awake from now on, for
+  // waitIdleForTest()).
+  if (when < timer_until_) {
+    wake_.request_stop();
+    timer_asleep_ = false;
+  }
+}
+
+void Poller::unscheduleLocked(Source& source) {
+  if (source.state == Source::State::kWaiting) {
+    waiting_.erase(Due{source.due, source.seq, &source});
+  } else if (source.state == Source::State::kDue) {
+    std::erase(due_, &source);
+    reportWaitingLocked();
+  } else {
+    return;
+  }
+  source.state = Source::State::kIdle;
+}
+
+std::unique_ptr<Poller::Source> Poller::finishedLocked(Source& source, Clock::Duration wait) {
+  source.state = Source::State::kIdle;
+  --fetching_;
+  changed_.notify_all();
+  if (source.retired) {
+    auto it = std::find_if(retired_.begin(), retired_.end(),
+                           [&](const auto& retired) { return retired.get() == &source; });
+    if (it == retired_.end()) return nullptr;
+    std::unique_ptr<Source> gone = std::move(*it);
+    retired_.erase(it);
+    return gone;
+  }
+  // The interval counts from the end of a fetch, so a slow endpoint is not asked back to back.
+  if (started_) scheduleLocked(source, options_.clock->now() + wait);
+  return nullptr;
+}
+
+std::vector<std::unique_ptr<Poller::Source>> Poller::takeRetiredLocked() {
+  std::vector<std::unique_ptr<Source>> gone;
+  std::erase_if(retired_, [&](std::unique_ptr<Source>& source) {
+    if (source->state == Source::State::kStepping) return false;
+    gone.push_back(std::move(source));
+    return true;
+  });
+  return gone;
+}
+
+void Poller::reportWaitingLocked() {
+  if (options_.observer.on_waiting) options_.observer.on_waiting(due_.size());
 }
 
 void Poller::start() {
@@ -196,29 +259,128 @@ void Poller::start() {
   if (started_) return;
   started_ = true;
   for (auto& [id, source] : sources_) startLocked(*source);
+  timer_until_ = Clock::TimePoint::max();
+  for (size_t i = 0; i < options_.concurrency; ++i) {
+    workers_.emplace_back([this](const std::stop_token& stop) { workLoop(stop); });
+  }
 }
 
 void Poller::stop() {
-  std::vector<std::jthread> threads;
-  std::vector<std::unique_ptr<Source>> retired;
+  std::vector<std::jthread> workers;
   {
     std::lock_guard lock(mu_);
     started_ = false;
-    for (auto& [id, source] : sources_) {
-      if (source->thread.joinable()) threads.push_back(std::move(source->thread));
-    }
-    retired = std::exchange(retired_, {});
+    wake_.request_stop();
+    changed_.notify_all();
+    workers = std::exchange(workers_, {});
   }
-  for (std::jthread& t : threads) t.request_stop();
-  for (std::jthread& t : threads) t.join();
-  retired.clear();  // joins their threads
+  // Outside mu_: a stop runs the fetches' stop callbacks, which abandon the answers under way.
+  for (std::jthread& t : workers) t.request_stop();
+  for (std::jthread& t : workers) t.join();
+  std::vector<std::unique_ptr<Source>> retired;
+  {
+    std::lock_guard lock(mu_);
+    // Out of the schedule, all at once (unscheduleLocked() one by one would cost a scan of the
+    // due list each).
+    for (auto& [id, source] : sources_) {
+      if (source->state != Source::State::kStepping) source->state = Source::State::kIdle;
+    }
+    waiting_.clear();
+    due_.clear();
+    reportWaitingLocked();
+    timer_until_ = Clock::TimePoint::max();
+    timer_asleep_ = false;
+    retired = takeRetiredLocked();
+  }
+}
+
+void Poller::timeLocked(std::unique_lock<std::mutex>& lock) {
+  Clock& clock = *options_.clock;
+  const Clock::TimePoint now = clock.now();
+  const size_t before = due_.size();
+  while (!waiting_.empty() && waiting_.begin()->when <= now) {
+    Source& source = *waiting_.begin()->source;
+    waiting_.erase(waiting_.begin());
+    source.state = Source::State::kDue;
+    due_.push_back(&source);
+  }
+  if (due_.size() != before) {
+    // The timer goes back to work; another idle worker (or this one, after its fetch) takes
+    // its place.
+    reportWaitingLocked();
+    const size_t free = options_.concurrency - std::min(options_.concurrency, fetching_);
+    if (due_.size() > free) {
+      if (auto held = busy_log_.allow("busy")) {
+        log::warning(
+            "Every pull worker is busy; due inventory sources wait for one (see "
+            "resourceslice_controller_pull_fetch_delay_seconds; raise --pull-concurrency if "
+            "they keep waiting)",
+            {{"waiting", due_.size() - free},
+             {"concurrency", options_.concurrency},
+             {"linesHeldBack", *held}});
+      }
+    }
+    return;
+  }
+  // With nothing queued, the timer still looks again within an interval.
+  timer_until_ = waiting_.empty() ? now + options_.interval : waiting_.begin()->when;
+  wake_ = std::stop_source();
+  const std::stop_token wake = wake_.get_token();
+  const Clock::TimePoint until = timer_until_;
+  timer_asleep_ = true;
+  changed_.notify_all();
+  lock.unlock();
+  clock.sleepUntil(until, wake);
+  lock.lock();
+  timer_asleep_ = false;
+  timer_until_ = Clock::TimePoint::max();
+}
+
+void Poller::workLoop(const std::stop_token& stop) {
+  Clock& clock = *options_.clock;
+  std::unique_lock lock(mu_);
+  while (started_ && !stop.stop_requested()) {
+    if (due_.empty()) {
+      if (timer_held_) {
+        // Another worker waits for the next due time.
+        changed_.wait(lock, stop, [&] { return !due_.empty() || !timer_held_ || !started_; });
+        continue;
+      }
+      timer_held_ = true;
+      timeLocked(lock);
+      timer_held_ = false;
+      changed_.notify_all();
+      continue;
+    }
+    Source& source = *due_.front();
+    due_.pop_front();
+    source.state = Source::State::kStepping;
+    ++fetching_;
+    reportWaitingLocked();
+    if (options_.observer.on_fetch_delay) {
+      options_.observer.on_fetch_delay(clock.now() - source.due);
+    }
+    lock.unlock();
+    const Clock::Duration wait = step(source, stop);
+    lock.lock();
+    if (std::unique_ptr<Source> gone = finishedLocked(source, wait)) {
+      lock.unlock();
+      gone.reset();
+      lock.lock();
+    }
+  }
+}
+
+bool Poller::waitIdleForTest(size_t stepping, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, timeout,
+                           [&] { return due_.empty() && fetching_ == stepping && timer_asleep_; });
 }
 
 void Poller::setDiscovered(const std::vector<SourceSpec>& specs) {
   std::vector<std::unique_ptr<Source>> retired;
   {
     std::lock_guard lock(mu_);
-    retired = std::exchange(retired_, {});
     // Departures first, so that the sources they free count for the limit below.
     std::map<std::string, const SourceSpec*, std::less<>> listed;
     for (const SourceSpec& spec : specs) listed.emplace(spec.id, &spec);
@@ -267,8 +429,8 @@ void Poller::setDiscovered(const std::vector<SourceSpec>& specs) {
       }
       addLocked(std::move(*source));
     }
+    retired = takeRetiredLocked();
   }
-  retired.clear();  // joins the threads of sources retired before this call
 }
 
 void Poller::ignoredLocked(std::string_view reason, const SourceSpec& spec,
@@ -319,23 +481,6 @@ std::vector<std::string> Poller::sourceIds() const {
   return ids;
 }
 
-void Poller::run(Source& source, const std::stop_token& stop) {
-  Clock& clock = *options_.clock;
-  while (!stop.stop_requested()) {
-    // The interval counts from the end of a fetch, so a slow endpoint is not asked back to back.
-    const Clock::Duration wait = step(source, stop);
-    {
-      std::lock_guard lock(mu_);
-      if (source.retired) return;
-    }
-    const Clock::TimePoint next = clock.now() + wait;
-    for (Clock::TimePoint now = clock.now(); now < next && !stop.stop_requested();
-         now = clock.now()) {
-      clock.sleepFor(std::min(next - now, kStopCheckStep));
-    }
-  }
-}
-
 Clock::Duration Poller::nextWait() {
   double r = 0;
   {
@@ -348,14 +493,25 @@ Clock::Duration Poller::nextWait() {
 }
 
 Clock::Duration Poller::pollOnce(const std::string& id, std::stop_token stop) {
+  std::unique_lock lock(mu_);
   Source* source = nullptr;
-  {
-    std::lock_guard lock(mu_);
+  while (true) {
     auto it = sources_.find(id);
     if (it == sources_.end()) return Clock::Duration::zero();
     source = it->second.get();
+    // Never two steps of one source at once: wait for a worker's to end.
+    if (source->state != Source::State::kStepping) break;
+    changed_.wait(lock);
   }
-  return step(*source, std::move(stop));
+  unscheduleLocked(*source);
+  source->state = Source::State::kStepping;
+  ++fetching_;
+  lock.unlock();
+  const Clock::Duration wait = step(*source, std::move(stop));
+  lock.lock();
+  std::unique_ptr<Source> gone = finishedLocked(*source, wait);
+  lock.unlock();
+  return wait;
 }
 
 Clock::Duration Poller::step(Source& source, std::stop_token stop) {
@@ -601,6 +757,7 @@ void Poller::retireLocked(Source& source) {
     reportExpiredLocked(driver);
     if (driver.sources.empty()) drivers_.erase(it);
   }
+  unscheduleLocked(source);
   auto owned = sources_.find(source.key);
   if (owned != sources_.end() && owned->second.get() == &source) {
     retired_.push_back(std::move(owned->second));

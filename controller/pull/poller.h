@@ -1,5 +1,7 @@
 // Poller: pull mode's schedule (issue 18). Each inventory source (--inventory-source, or an
-// endpoint that discovery found) is fetched on its own thread every --pull-interval, jittered.
+// endpoint that discovery found) is fetched every --pull-interval, jittered, by a fixed pool of
+// --pull-concurrency workers (issue 31: a thread per source let anyone who may create
+// EndpointSlices make the controller start threads until its pids limit killed it).
 // A 200 answer is what PUT /v1/drivers/{driver} would bring from that source (its pools in the
 // DesiredStore, pools it left out withdrawn), so planning, minimal writes, statuses and leases
 // downstream are shared with push mode; a 304 only renews its pools. A failing source marks its
@@ -11,11 +13,24 @@
 // new leader has the desired state at once, where pushed state must wait for drivers to
 // re-push. Followers forward pushes to the leader; nothing pulled is forwarded.
 //
-// Threading: one thread per source (start/stop); pollOnce() is also the synchronous step for
-// tests. One mutex guards the sources, the drivers and every change the Poller makes to the
+// Threading: start() starts --pull-concurrency worker threads, whatever the number of sources;
+// a source costs an entry in the due queue. One idle worker at a time is the timer: it waits
+// (through Clock::sleepUntil, woken early when an earlier due time arrives) for the earliest
+// due time, then moves the due sources, in due order, to the due list and goes back to work; a
+// worker fetches one source, applies the outcome and puts it back in the due queue at the end
+// of the fetch plus the interval. When more sources are due than workers are free, they wait
+// in due order (counted: on_fetch_delay from each source's due time; on_waiting counts those
+// moved to the due list, which happens when a worker is free to time). A source is in one
+// place at a time (waiting, due, or being fetched), so it is never fetched twice at once,
+// pollOnce() included. stop() wakes the timer, abandons the fetches under way (through their
+// stop_token) and joins every worker. pollOnce() is also the synchronous step for tests. One
+// mutex guards the sources, the drivers, the schedule and every change the Poller makes to the
 // store; a fetch runs outside it, on the source's own fetcher.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,8 +67,15 @@ inline constexpr char kReasonSourceFailed[] = "InventorySourceFailed";
 
 // The default of --pull-max-sources: discovery follows Services that anyone allowed to create
 // them may label; past this many sources, new ones are ignored (logged and counted) rather than
-// each costing a thread and a connection.
+// each costing memory, a connection and a share of the --pull-concurrency workers (never a
+// thread of its own).
 inline constexpr size_t kDefaultMaxSources = 10000;
+// The default of --pull-concurrency: a fetch is one small GET, mostly waiting on the network,
+// so a few workers keep up with thousands of sources that answer (4 workers at 10 ms a fetch
+// are 400 fetches a second; 10,000 sources every 30 s need 333). Sources that hang until
+// --pull-timeout hold a worker each for that long, so more workers serve more slow sources,
+// at a thread each; the fetch delay metric tells when they do not keep up.
+inline constexpr size_t kDefaultPullConcurrency = 4;
 // Status::reason() of a source refused because its driver pushes (one source of truth).
 inline constexpr char kReasonConflict[] = "Conflict";
 
@@ -70,6 +92,10 @@ struct PollerObserver {
   std::function<void(const std::string& driver, size_t expired)> on_expired;
   // A discovered source was ignored: over --pull-max-sources, or its URL or transport failed.
   std::function<void(std::string_view reason)> on_ignored;
+  // A worker started a source's step `late` after it was due (the workers were busy).
+  std::function<void(Clock::Duration late)> on_fetch_delay;
+  // The number of sources that are due and wait for a free worker changed.
+  std::function<void(size_t waiting)> on_waiting;
 };
 
 // Builds the transport of a source.
@@ -91,6 +117,8 @@ struct PollerOptions {
   SourceCredentials credentials;
   // At most this many sources at once (--pull-max-sources); configured ones always count.
   size_t max_sources = kDefaultMaxSources;
+  // How many fetches run at once (--pull-concurrency): the number of worker threads.
+  size_t concurrency = kDefaultPullConcurrency;
   // Unset: sourceTransport() with `credentials`.
   TransportFactory transport;
   // Returns a number in [0, 1) for the jitter. Unset: a random generator.
@@ -112,16 +140,17 @@ class Poller {
   // Fails with InvalidArgument naming the source or option that cannot work: a missing store
   // or clock, a driver name that is not valid, a driver with two configured sources, a URL or
   // transport that cannot work, a non-positive interval or timeout, a grace shorter than the
-  // interval.
+  // interval, no workers.
   static StatusOr<std::unique_ptr<Poller>> create(PollerOptions options);
   ~Poller();
 
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
 
-  // Starts one thread per source; each fetches at once, then every interval.
+  // Starts the workers; each source is fetched at once (in the order the sources became
+  // known, as workers free up), then every interval after its fetch ended.
   void start();
-  // Stops the threads (an answer under way is abandoned) and joins them.
+  // Stops the workers (answers under way are abandoned) and joins them.
   void stop();
 
   // Discovery's complete list of sources, replacing the previous one (configured sources stay).
@@ -135,8 +164,15 @@ class Poller {
 
   // One step of source `id`: fetches it once and applies the outcome, or, for a source no
   // longer listed, withdraws its pools once the grace since it went has passed. Returns how
-  // long to wait before the next step. For the threads and for tests; an unknown id: zero.
+  // long to wait before the next step. For tests; an unknown id: zero. Waits while a worker
+  // fetches the same source; when started, the source's next step is due after the wait.
   Clock::Duration pollOnce(const std::string& id, std::stop_token stop = {});
+
+  // For tests: waits until no source is due, `stepping` steps are under way (a fetch the test
+  // holds) and the timer waits for the next due time. The timeout is a safety net, never the
+  // synchronisation; false on timeout.
+  bool waitIdleForTest(size_t stepping = 0,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) const;
 
   // The ids of the sources known now, departed ones included until their pools are withdrawn.
   std::vector<std::string> sourceIds() const;
@@ -148,12 +184,27 @@ class Poller {
   explicit Poller(PollerOptions options);
   // Builds the state of `spec`, or fails naming what cannot work.
   StatusOr<std::unique_ptr<Source>> makeSource(const SourceSpec& spec);
-  // Adds `source` to its driver and, when started, starts its thread.
+  // Adds `source` to its driver and, when started, makes it due now.
   void addLocked(std::unique_ptr<Source> source);
   void startLocked(Source& source);
-  void run(Source& source, const std::stop_token& stop);
-  // pollOnce() of one source; the source outlives the call (retired sources are kept until
-  // their thread is joined).
+  // The schedule; all with mu_ held. A source not in it is put in the due queue at `when`.
+  void scheduleLocked(Source& source, Clock::TimePoint when);
+  // Takes `source` out of the due queue or the due list (not out of a fetch).
+  void unscheduleLocked(Source& source);
+  // The step of `source` that the caller claimed ended after `wait`: it is due again, or,
+  // retired, handed back to be destroyed outside mu_.
+  std::unique_ptr<Source> finishedLocked(Source& source, Clock::Duration wait);
+  // Retired sources no step holds, to be destroyed outside mu_.
+  std::vector<std::unique_ptr<Source>> takeRetiredLocked();
+  void reportWaitingLocked();
+  // A worker's loop: fetches the due sources, and, when none is due and no other worker does,
+  // waits for the next due time.
+  void workLoop(const std::stop_token& stop);
+  // The timer's turn, by the worker that holds it: moves the sources due now to the due list,
+  // or, when none is, waits (unlocking `lock`) until the earliest due time or a wake.
+  void timeLocked(std::unique_lock<std::mutex>& lock);
+  // One step of a source the caller claimed; the source outlives the call (a retired source
+  // is kept until the step that holds it ends).
   Clock::Duration step(Source& source, std::stop_token stop);
   Clock::Duration nextWait();
 
@@ -182,14 +233,42 @@ class Poller {
   void ignoredLocked(std::string_view reason, const SourceSpec& spec, const std::string& why);
   static std::vector<std::string> poolNames(const Source& source);
 
+  // An entry of the due queue: the source's next step is due `when`; ties in the order the
+  // sources became known.
+  struct Due {
+    Clock::TimePoint when;
+    uint64_t seq = 0;
+    Source* source = nullptr;
+    bool operator<(const Due& other) const {
+      return when != other.when ? when < other.when : seq < other.seq;
+    }
+  };
+
   const PollerOptions options_;
   mutable std::mutex mu_;
   bool started_ = false;   // guarded by mu_
   uint64_t next_seq_ = 0;  // guarded by mu_
-  // Every source by id; guarded by mu_ (a Source's fetcher belongs to its thread).
+  // Every source by id; guarded by mu_ (a Source's fetcher belongs to the step that claimed it).
   std::map<std::string, std::unique_ptr<Source>, std::less<>> sources_;
-  // Retired sources whose threads may still be finishing; joined outside mu_.
+  // Retired sources; destroyed outside mu_ once no step holds them.
   std::vector<std::unique_ptr<Source>> retired_;
+  // The schedule; guarded by mu_. Sources not due yet, earliest first.
+  std::set<Due> waiting_;
+  // Sources due, waiting for a worker, in due order.
+  std::deque<Source*> due_;
+  size_t fetching_ = 0;  // steps under way
+  // The timer is a role, not a thread: the worker that holds it waits for the earliest due
+  // time (timer_asleep_) until `timer_until_`, or until `wake_` is stopped (a new one for each
+  // wait).
+  bool timer_held_ = false;
+  std::stop_source wake_;
+  Clock::TimePoint timer_until_ = Clock::TimePoint::max();
+  bool timer_asleep_ = false;
+  // Workers wait for due_ or the timer; pollOnce() for a worker's step to end; tests for
+  // idleness.
+  mutable std::condition_variable_any changed_;
+  std::vector<std::jthread> workers_;
+  log::Throttle busy_log_;
   std::map<std::string, std::unique_ptr<Driver>, std::less<>> drivers_;  // guarded by mu_
   std::mutex random_mu_;
   std::function<double()> random_;  // guarded by random_mu_

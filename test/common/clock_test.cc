@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stop_token>
 #include <thread>
 
 #include "test/fakes/fake_clock.h"
@@ -81,6 +82,42 @@ TEST(FakeClock, StopBlockingReleasesSleepersAndLaterSleepsAdvance) {
   EXPECT_EQ(clock.now(), before);
   clock.sleepFor(std::chrono::seconds(2));
   EXPECT_EQ(clock.now(), before + std::chrono::seconds(2));
+}
+
+TEST(FakeClock, SleepUntilEndsAtTheDeadlineOrEarlierOnAWake) {
+  using std::chrono::seconds;
+  testing::BlockedThreads blocked;
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock, &blocked);
+  const auto start = clock.now();
+  std::stop_source wake;
+  std::jthread sleeper([&] { clock.sleepUntil(start + seconds(30), wake.get_token()); });
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  EXPECT_EQ(clock.nextWakeup(), start + seconds(30));
+  wake.request_stop();
+  sleeper.join();
+  EXPECT_EQ(clock.sleepers(), 0U) << "a woken sleeper stops counting";
+  EXPECT_EQ(blocked.count(), 0U);
+  EXPECT_EQ(clock.now(), start) << "a wake moves no time";
+  // Until the deadline, as sleepFor.
+  sleeper = std::jthread([&] { clock.sleepUntil(start + seconds(10), std::stop_token()); });
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  ASSERT_TRUE(clock.advanceToNextWakeup());
+  sleeper.join();
+  EXPECT_EQ(clock.now(), start + seconds(10));
+  // A deadline that has passed, or a wake already requested: no sleep at all.
+  clock.sleepUntil(start, std::stop_token());
+  clock.sleepUntil(start + seconds(60), wake.get_token());
+  EXPECT_EQ(clock.sleepers(), 0U);
+  EXPECT_EQ(clock.now(), start + seconds(10));
+}
+
+TEST(RealClock, SleepUntilWakesEarlyOnAStop) {
+  std::stop_source wake;
+  std::jthread waker([&] { wake.request_stop(); });
+  // An hour, unless the stop ends it: the test would time out.
+  RealClock::instance().sleepUntil(RealClock::instance().now() + std::chrono::hours(1),
+                                   wake.get_token());
+  EXPECT_TRUE(wake.stop_requested());
 }
 
 TEST(RealClock, IsMonotonic) {

@@ -1,5 +1,7 @@
 #include "test/fakes/fake_clock.h"
 
+#include <algorithm>
+
 namespace rsc::testing {
 
 // Starts at a fixed, recognisable wall time (2026-01-01T00:00:00Z) so that
@@ -34,6 +36,26 @@ void FakeClock::sleepFor(Duration d) {
   cv_.notify_all();
   // advance() and stopBlocking() take the deadline out of deadlines_.
   cv_.wait(lock, [&] { return now_ >= deadline || !blocking_; });
+}
+
+void FakeClock::sleepUntil(TimePoint deadline, std::stop_token wake) {
+  std::unique_lock lock(mu_);
+  sleeps_.push_back(std::max(deadline - now_, Duration::zero()));
+  if (wake.stop_requested() || deadline <= now_) return;
+  if (!blocking_) {
+    advanceLocked(deadline - now_);
+    return;
+  }
+  deadlines_.insert(deadline);
+  reportLocked();
+  cv_.notify_all();
+  cv_.wait(lock, wake, [&] { return now_ >= deadline || !blocking_; });
+  if (now_ < deadline && blocking_) {
+    // Woken early: advance() and stopBlocking() did not take the deadline out.
+    deadlines_.erase(deadlines_.find(deadline));
+    reportLocked();
+    cv_.notify_all();
+  }
 }
 
 void FakeClock::advance(Duration d) {

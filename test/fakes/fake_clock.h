@@ -32,6 +32,9 @@ class FakeClock final : public Clock {
   TimePoint now() const override;
   SystemTime systemNow() const override;
   void sleepFor(Duration d) override;
+  // As sleepFor(deadline - now()), and a stop on `wake` ends it early (Sleeps::kBlock: the
+  // sleeper stops counting then; Sleeps::kAdvance: the clock does not move).
+  void sleepUntil(TimePoint deadline, std::stop_token wake) override;
 
   // Moves both clocks forward by `d`, and wakes the sleepers whose deadline
   // has come.
@@ -65,7 +68,8 @@ class FakeClock final : public Clock {
 
   BlockedThreads* const blocked_;
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  // _any: sleepUntil() waits on a stop token too.
+  mutable std::condition_variable_any cv_;
   bool blocking_;
   TimePoint now_;
   SystemTime system_now_;

@@ -1,6 +1,10 @@
 #include "test/integration/service_env.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 
 #include <cmath>
 #include <csignal>
@@ -11,6 +15,23 @@
 #include "common/clock.h"
 
 namespace rsc::testing {
+
+// An IPv4 address of this machine that is not loopback: the API server refuses loopback
+// addresses in EndpointSlices, as a pod's address never is one. Empty when there is none.
+std::string ownAddress() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (const ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    if ((a->ifa_flags & IFF_LOOPBACK) != 0 || (a->ifa_flags & IFF_UP) == 0) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr) found = text;
+  }
+  freeifaddrs(list);
+  return found;
+}
 
 ServiceEnv::ServiceEnv() : cluster_(ClusterEnvironment::get()) {
   StatusOr<client::ClientConfig> config = client::loadKubeconfig({cluster_.kubeconfig()});

@@ -38,6 +38,10 @@ struct ControllerProcess {
   }
 };
 
+// An IPv4 address of this machine that is not loopback: the API server refuses loopback
+// addresses in EndpointSlices, as a pod's address never is one. Empty when there is none.
+std::string ownAddress();
+
 // Sends `c` SIGTERM and expects it to exit 0 within 20 s (its log otherwise):
 // how a test ends a controller that must shut down cleanly.
 void expectCleanStop(const ControllerProcess& c);

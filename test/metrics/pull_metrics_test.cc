@@ -14,6 +14,8 @@ constexpr char kExpired[] = "resourceslice_controller_pull_source_expired";
 constexpr char kDuration[] = "resourceslice_controller_pull_fetch_duration_seconds";
 constexpr char kSources[] = "resourceslice_controller_pull_sources";
 constexpr char kIgnored[] = "resourceslice_controller_pull_sources_ignored_total";
+constexpr char kDelay[] = "resourceslice_controller_pull_fetch_delay_seconds";
+constexpr char kWaiting[] = "resourceslice_controller_pull_fetches_waiting";
 
 TEST(PullMetrics, ASourceStartsWithEverySeriesAtZero) {
   auto registry = newRegistry();
@@ -83,6 +85,22 @@ TEST(PullMetrics, CountsIgnoredSourcesByReason) {
   const Snapshot snap(*registry);
   EXPECT_EQ(snap.value(kIgnored, {{"reason", "OverLimit"}}), 2.0);
   EXPECT_EQ(snap.value(kIgnored, {{"reason", "Invalid"}}), 1.0);
+}
+
+TEST(PullMetrics, HowLateFetchesStartAndHowManyWait) {
+  auto registry = newRegistry();
+  PullMetrics metrics(*registry);
+  EXPECT_EQ(Snapshot(*registry).value(kWaiting, {}), 0.0) << "from the start";
+  metrics.fetchDelayed(0);
+  metrics.fetchDelayed(7);
+  metrics.setWaiting(12);
+  const Snapshot snap(*registry);
+  EXPECT_EQ(snap.value(kWaiting, {}), 12.0);
+  const auto delay = snap.histogram(kDelay, {});
+  ASSERT_TRUE(delay.has_value());
+  EXPECT_EQ(delay->sample_count, 2u);
+  EXPECT_EQ(cumulativeCount(*delay, 0.01), 1u);
+  EXPECT_EQ(cumulativeCount(*delay, 10), 2u);
 }
 
 }  // namespace

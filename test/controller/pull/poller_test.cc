@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <fstream>
 #include <map>
+#include <thread>
 
+#include "common/strings.h"
 #include "test/controller/pull/scripted_transport.h"
 #include "test/fakes/fake_clock.h"
+#include "test/fakes/gate.h"
 
 namespace rsc::controller::pull {
 namespace {
@@ -204,39 +209,6 @@ TEST_F(PollerTest, KnowsWhichDriversItPulls) {
   auto poller = make(clock_);
   EXPECT_TRUE(poller->pulls(kDriver));
   EXPECT_FALSE(poller->pulls("gpu.example.com"));
-}
-
-TEST_F(PollerTest, ThreadFetchesAtOnceThenEveryInterval) {
-  FakeClock clock(FakeClock::Sleeps::kBlock);
-  reconcile::DesiredStore store(clock);
-  PollerOptions options;
-  options.store = &store;
-  options.clock = &clock;
-  options.interval = seconds(30);
-  options.random = [] { return 0.0; };
-  options.sources.push_back(configured(kDriver, "http://driver.test:8080"));
-  options.transport = [this](const SourceSpec&, const SourceUrl&) {
-    return StatusOr<std::shared_ptr<client::HttpTransport>>(transport_);
-  };
-  auto poller = Poller::create(std::move(options));
-  ASSERT_TRUE(poller.ok());
-  transport_->addBody(200, kOnePool, {{"etag", "\"v1\""}});
-  transport_->addBody(304, "");
-  (*poller)->start();
-  ASSERT_TRUE(clock.waitForSleepers(1));
-  EXPECT_EQ(transport_->requests().size(), 1u);
-  EXPECT_EQ(store.keys(kDriver).size(), 1u);
-  // Sleeping in steps; no fetch until the interval is over.
-  for (int i = 0; i < 29; ++i) {
-    ASSERT_TRUE(clock.advanceToNextWakeup());
-    ASSERT_TRUE(clock.waitForSleepers(1));
-  }
-  EXPECT_EQ(transport_->requests().size(), 1u);
-  ASSERT_TRUE(clock.advanceToNextWakeup());
-  ASSERT_TRUE(clock.waitForSleepers(1));
-  EXPECT_EQ(transport_->requests().size(), 2u);
-  clock.stopBlocking();
-  (*poller)->stop();
 }
 
 // Discovered sources: several per driver, each with its own transport.
@@ -469,6 +441,277 @@ TEST_F(DiscoveredSourcesTest, AChangedSpecReplacesTheSourceWithoutLosingItsPools
   EXPECT_EQ(poller_->sourceIds().size(), 2u) << "the old one until its grace is over";
 }
 
+// The schedule: start() and the workers, with a blocking FakeClock (time moves only when the
+// test says) and transports that record when each source's fetch runs.
+class SchedulerTest : public ::testing::Test {
+ protected:
+  // What the fetches did, over every source.
+  struct Record {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> started;  // source ids, in the order their fetches began
+    std::map<std::string, int> running;
+    size_t running_now = 0;
+    size_t most_at_once = 0;
+    bool twice_at_once = false;  // one source fetched twice at once
+    size_t ended = 0;
+    size_t abandoned = 0;  // ended by the stop token
+
+    bool waitEnded(size_t n) {
+      std::unique_lock lock(mu);
+      return cv.wait_for(lock, std::chrono::seconds(10), [&] { return ended >= n; });
+    }
+  };
+
+  // Answers every fetch with one pool at once, or, while the source's gate is closed, holds it
+  // there until the gate opens or the fetch is stopped.
+  class RecordingTransport final : public client::HttpTransport {
+   public:
+    RecordingTransport(std::string id, Record& record, testing::Gate* gate)
+        : id_(std::move(id)), record_(record), gate_(gate) {}
+
+    StatusOr<client::HttpResponse> send(const client::HttpRequest&) override {
+      return internalError("RecordingTransport: send() is not used");
+    }
+    StatusOr<client::HttpResponse> stream(
+        const client::HttpRequest&, const std::function<void(const client::HttpResponse&)>& on_head,
+        const std::function<bool(std::string_view)>& on_chunk, std::stop_token stop) override {
+      {
+        std::lock_guard lock(record_.mu);
+        record_.started.push_back(id_);
+        if (++record_.running[id_] > 1) record_.twice_at_once = true;
+        record_.most_at_once = std::max(record_.most_at_once, ++record_.running_now);
+      }
+      if (gate_ != nullptr) gate_->pass(stop);
+      const bool stopped = stop.stop_requested();
+      StatusOr<client::HttpResponse> result = cancelled("fetch stopped");
+      if (!stopped) {
+        client::HttpResponse head;
+        head.code = 200;
+        if (on_head) on_head(head);
+        on_chunk(R"({"pools": {"p": {"allNodes": true, "devices": [{"name": "d0"}]}}})");
+        result = head;
+      }
+      std::lock_guard lock(record_.mu);
+      --record_.running[id_];
+      --record_.running_now;
+      ++record_.ended;
+      if (stopped) ++record_.abandoned;
+      record_.cv.notify_all();
+      return result;
+    }
+    std::string host() const override { return id_; }
+
+   private:
+    const std::string id_;
+    Record& record_;
+    testing::Gate* const gate_;
+  };
+
+  // A source of its own driver, so that sources do not share pools.
+  static SourceSpec source(int i) {
+    SourceSpec spec;
+    spec.driver = "d" + std::to_string(i) + ".example.com";
+    spec.id = "ns/svc/10.0.0." + std::to_string(i) + ":9000";
+    spec.url = "http://10.0.0." + std::to_string(i) + ":9000/v1/inventory";
+    return spec;
+  }
+  static std::vector<SourceSpec> sources(int n) {
+    std::vector<SourceSpec> specs;
+    for (int i = 0; i < n; ++i) specs.push_back(source(i));
+    return specs;
+  }
+
+  void make(
+      size_t concurrency, std::function<double()> random = [] { return 0.0; }) {
+    PollerOptions options;
+    options.store = &store_;
+    options.clock = &clock_;
+    options.interval = seconds(30);
+    options.concurrency = concurrency;
+    options.random = std::move(random);
+    options.transport = [this](const SourceSpec& spec, const SourceUrl&) {
+      testing::Gate* gate = gates_.contains(spec.id) ? &gates_[spec.id] : nullptr;
+      return StatusOr<std::shared_ptr<client::HttpTransport>>(
+          std::make_shared<RecordingTransport>(spec.id, record_, gate));
+    };
+    options.observer.on_fetch_delay = [this](Clock::Duration late) { delays_.push_back(late); };
+    options.observer.on_waiting = [this](size_t waiting) { waiting_.push_back(waiting); };
+    auto made = Poller::create(std::move(options));
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    poller_ = std::move(*made);
+  }
+
+  // Waits until every due fetch has run and the timer waits for the next due time.
+  void settle() {
+    ASSERT_TRUE(clock_.waitForSleepers(1));
+    ASSERT_TRUE(poller_->waitIdleForTest());
+  }
+  size_t fetches() {
+    std::lock_guard lock(record_.mu);
+    return record_.started.size();
+  }
+  std::vector<std::string> started() {
+    std::lock_guard lock(record_.mu);
+    return record_.started;
+  }
+
+  // The threads of this process now (/proc/self/status), counted by the kernel.
+  static int threads() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+    }
+    return -1;
+  }
+
+  void TearDown() override {
+    for (auto& [id, gate] : gates_) gate.open();
+    if (poller_) poller_->stop();
+  }
+
+  FakeClock clock_{FakeClock::Sleeps::kBlock};
+  reconcile::DesiredStore store_{clock_};
+  Record record_;
+  std::map<std::string, testing::Gate> gates_;  // sources whose fetches a test holds
+  std::vector<Clock::Duration> delays_;         // under the Poller's lock
+  std::vector<size_t> waiting_;                 // under the Poller's lock
+  std::unique_ptr<Poller> poller_;
+};
+
+TEST_F(SchedulerTest, ManySourcesShareAFewThreadsAndAreFetchedAtOnceThenEveryInterval) {
+  make(3);
+  poller_->setDiscovered(sources(200));
+  poller_->start();
+  settle();
+  const int running = threads();
+  EXPECT_EQ(fetches(), 200u) << "each source at once";
+  EXPECT_EQ(store_.keys().size(), 200u);
+  // The interval counts from the end of each fetch; no fetch before it is over.
+  clock_.advance(seconds(29));
+  settle();
+  EXPECT_EQ(fetches(), 200u);
+  clock_.advance(seconds(1));
+  settle();
+  EXPECT_EQ(fetches(), 400u);
+  // A source that appears while started is fetched at once.
+  poller_->setDiscovered(sources(201));
+  settle();
+  EXPECT_EQ(started().back(), source(200).id);
+  EXPECT_EQ(fetches(), 401u);
+  // Counted as the workers end (a sanitizer may start a thread of its own with the first).
+  clock_.stopBlocking();
+  poller_->stop();
+  EXPECT_EQ(running - threads(), 3) << "three workers (one of them the timer), for 201 sources";
+  std::lock_guard lock(record_.mu);
+  EXPECT_LE(record_.most_at_once, 3u);
+  EXPECT_FALSE(record_.twice_at_once);
+}
+
+TEST_F(SchedulerTest, DueSourcesAreFetchedInDueOrder) {
+  // The jitter of each fetch's next wait, in turn: a, b, c are due again at +2.7 s, +0.3 s and
+  // +1.5 s past the interval.
+  auto next = std::make_shared<std::atomic<int>>(0);
+  make(1, [next] {
+    constexpr double kJitters[] = {0.9, 0.1, 0.5};
+    return kJitters[next->fetch_add(1) % 3];
+  });
+  poller_->setDiscovered(sources(3));
+  poller_->start();
+  settle();
+  EXPECT_EQ(started(), (std::vector<std::string>{source(0).id, source(1).id, source(2).id}))
+      << "at first in the order they became known";
+  clock_.advance(seconds(40));
+  settle();
+  EXPECT_EQ(started(), (std::vector<std::string>{source(0).id, source(1).id, source(2).id,
+                                                 source(1).id, source(2).id, source(0).id}));
+}
+
+TEST_F(SchedulerTest, ASlowSourceHoldsOneWorkerAndTheOthersGoOn) {
+  gates_[source(0).id].close();
+  make(2);
+  poller_->setDiscovered(sources(6));
+  poller_->start();
+  ASSERT_TRUE(gates_[source(0).id].waitHeld());
+  // The five others, on the other worker, while the slow one hangs.
+  ASSERT_TRUE(record_.waitEnded(5));
+  ASSERT_TRUE(poller_->waitIdleForTest(/*stepping=*/1));
+  clock_.advance(seconds(30));
+  ASSERT_TRUE(record_.waitEnded(10)) << "and again an interval later";
+  gates_[source(0).id].open();
+  settle();
+  EXPECT_EQ(fetches(), 11u);
+  std::lock_guard lock(record_.mu);
+  EXPECT_EQ(record_.most_at_once, 2u);
+  EXPECT_FALSE(record_.twice_at_once) << "the slow source is not fetched again meanwhile";
+}
+
+TEST_F(SchedulerTest, DueSourcesWaitForAFreeWorkerAndTheDelayIsCounted) {
+  gates_[source(0).id].close();
+  make(1);
+  poller_->setDiscovered(sources(3));
+  poller_->start();
+  ASSERT_TRUE(gates_[source(0).id].waitHeld());
+  clock_.advance(seconds(5));
+  gates_[source(0).id].open();
+  settle();
+  EXPECT_EQ(started(), (std::vector<std::string>{source(0).id, source(1).id, source(2).id}));
+  // Under the Poller's lock; it is idle now.
+  EXPECT_EQ(delays_,
+            (std::vector<Clock::Duration>{Clock::Duration::zero(), seconds(5), seconds(5)}));
+  ASSERT_FALSE(waiting_.empty());
+  EXPECT_EQ(*std::max_element(waiting_.begin(), waiting_.end()), 3u) << "all three due at start";
+  EXPECT_EQ(waiting_.back(), 0u);
+}
+
+TEST_F(SchedulerTest, PollOnceWaitsForAWorkersFetchOfTheSameSource) {
+  gates_[source(0).id].close();
+  make(4);
+  poller_->setDiscovered(sources(1));
+  poller_->start();
+  ASSERT_TRUE(gates_[source(0).id].waitHeld());
+  std::jthread test_step([&] { poller_->pollOnce(source(0).id); });
+  gates_[source(0).id].open();
+  test_step.join();
+  settle();
+  EXPECT_EQ(fetches(), 2u);
+  std::lock_guard lock(record_.mu);
+  EXPECT_FALSE(record_.twice_at_once);
+}
+
+TEST_F(SchedulerTest, StopAbandonsTheFetchesUnderWayAndJoinsEveryThread) {
+  gates_[source(0).id].close();
+  gates_[source(1).id].close();
+  make(2);
+  poller_->setDiscovered(sources(3));
+  poller_->start();
+  ASSERT_TRUE(gates_[source(0).id].waitArrived(1));
+  ASSERT_TRUE(gates_[source(1).id].waitArrived(1));
+  const int running = threads();
+  poller_->stop();  // the gates stay closed: only the stop token ends the fetches
+  EXPECT_EQ(running - threads(), 2) << "both workers joined";
+  std::lock_guard lock(record_.mu);
+  EXPECT_EQ(record_.abandoned, 2u);
+  EXPECT_EQ(record_.started.size(), 2u) << "the third waited for a worker and was not fetched";
+}
+
+TEST_F(SchedulerTest, ADepartedSourceIsWithdrawnAfterTheGraceAndLeavesTheSchedule) {
+  make(2);
+  poller_->setDiscovered(sources(2));
+  poller_->start();
+  settle();
+  ASSERT_EQ(store_.keys().size(), 2u);
+  poller_->setDiscovered({source(1)});
+  // Looked at every interval; withdrawn once the grace (3 intervals) is over.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(clock_.advanceToNextWakeup());
+    settle();
+  }
+  EXPECT_EQ(poller_->sourceIds(), std::vector<std::string>{source(1).id});
+  EXPECT_EQ(store_.keys().size(), 1u);
+  EXPECT_EQ(fetches(), 5u) << "the departed source is not fetched";
+}
+
 TEST(PollerOptionsTest, RefusesWhatCannotWork) {
   FakeClock clock;
   reconcile::DesiredStore store(clock);
@@ -494,6 +737,7 @@ TEST(PollerOptionsTest, RefusesWhatCannotWork) {
   check([](PollerOptions& o) { o.interval = Clock::Duration::zero(); }, "--pull-interval");
   check([](PollerOptions& o) { o.fetch.timeout = Clock::Duration::zero(); }, "--pull-timeout");
   check([](PollerOptions& o) { o.sources[0].url = "ftp://a"; }, "http://");
+  check([](PollerOptions& o) { o.concurrency = 0; }, "--pull-concurrency");
 }
 
 }  // namespace
