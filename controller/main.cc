@@ -355,8 +355,13 @@ int run(const controller::ServiceFlags& flags) {
 
   // Pull mode: the drivers whose inventory endpoints the controller fetches itself, each over a
   // transport of its own (the API server's credentials are never sent to an endpoint).
+  // One budget of bodies being decoded at once, for pushes and pulls alike.
+  inv::DecodeBudgetOptions decode_budget_options = flags.decode_budget;
+  decode_budget_options.clock = &clock;
+  inv::DecodeBudget decode_budget(decode_budget_options);
   metrics::PullMetrics pull_metrics(*registry);
   controller::pull::PollerOptions pull_options = flags.pull;
+  pull_options.fetch.decode_budget = &decode_budget;
   pull_options.store = &store;
   pull_options.clock = &clock;
   if (!flags.pull_ca_file.empty()) {
@@ -417,6 +422,8 @@ int run(const controller::ServiceFlags& flags) {
   hopts.authenticator = authenticator.get();
   hopts.clock = &clock;
   hopts.previewer = controller->get();
+  hopts.decode_budget = &decode_budget;
+  hopts.on_decode_refused = [&inventory_metrics] { inventory_metrics.refused("inflight_decoded"); };
   hopts.is_pulled = [p = poller->get()](std::string_view driver) { return p->pulls(driver); };
   hopts.on_push = [&inventory_metrics](std::string_view driver, int code) {
     inventory_metrics.push(driver, code);

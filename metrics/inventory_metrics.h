@@ -46,12 +46,14 @@ class InventoryMetrics {
   void poolBody(std::string_view driver, bool unchanged);
 
   // The reasons the API refuses work before a handler sees it: the HTTP
-  // server's limits (named as HttpServer's refusalName gives them) and the
-  // authenticator's. Created at 0 so that rate() alerts work from the start.
-  static constexpr std::array<std::string_view, 12> kRefusalReasons = {
-      "connections",  "client_connections", "evicted",          "header_timeout",
-      "body_timeout", "headers_too_large",  "body_too_large",   "inflight_bodies",
-      "malformed",    "auth_client_rate",   "auth_review_rate", "token_rejected"};
+  // server's limits (named as HttpServer's refusalName gives them), the
+  // authenticator's and the decode budget's ("inflight_decoded"). Created at 0 so that rate()
+  // alerts work from the start.
+  static constexpr std::array<std::string_view, 13> kRefusalReasons = {
+      "connections",     "client_connections", "evicted",          "header_timeout",
+      "body_timeout",    "headers_too_large",  "body_too_large",   "inflight_bodies",
+      "malformed",       "auth_client_rate",   "auth_review_rate", "token_rejected",
+      "inflight_decoded"};
   // Counts one refusal; `reason` is one of kRefusalReasons (others are a
   // programmer error and counted as "other").
   void refused(std::string_view reason);
