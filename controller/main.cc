@@ -3,6 +3,7 @@
 // stops them in the reverse order on SIGTERM: stop accepting pushes, let
 // in-flight writes finish, release the leader Lease, exit 0. Signals are taken
 // from the first instant, and shutdown is bounded by --shutdown-timeout.
+#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -701,6 +702,10 @@ int run(const controller::ServiceFlags& flags) {
 }  // namespace rsc
 
 int main(int argc, char** argv) {
+  // Two malloc arenas, before any thread starts: with one per thread, what large decodes freed
+  // stays resident in per-thread heaps that malloc_trim gives back poorly (8 pulled 762 KB
+  // bodies of empty devices: 104 MiB kept 20 s later, 21 MiB with two). MALLOC_ARENA_MAX wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   const std::vector<std::string> args(argv + 1, argv + argc);
   rsc::StatusOr<rsc::controller::ServiceFlags> flags = rsc::controller::parseFlags(args);
   if (!flags.ok()) return rsc::usageError(flags.status().message());
