@@ -31,7 +31,7 @@ DecodeBudget::Reservation::~Reservation() {
   if (budget_ != nullptr) budget_->release(bytes_);
 }
 
-DecodeBudget::DecodeBudget(DecodeBudgetOptions options) : options_(std::move(options)) {
+DecodeBudget::DecodeBudget(DecodeBudgetOptions options) : options_(options) {
   if (options_.clock == nullptr) {
     // A programmer error: crash loudly.
     std::abort();

@@ -11,7 +11,7 @@ namespace {
 
 using testing::FakeClock;
 
-constexpr size_t kMiB = 1024 * 1024;
+constexpr size_t kMiB = size_t{1024} * 1024;
 
 DecodeBudgetOptions options(FakeClock& clock, size_t max_bytes = 10 * kMiB) {
   DecodeBudgetOptions o;
@@ -30,12 +30,14 @@ TEST(DecodeBudgetTest, ReservationsAddUpToTheLimitAndAreReleasedWhenDestroyed) {
   std::optional<DecodeBudget::Reservation> b = budget.reserve(4 * kMiB, {});
   ASSERT_TRUE(b);
   EXPECT_EQ(budget.reserved(), 10 * kMiB);
-  // Moving a reservation keeps it held once.
-  DecodeBudget::Reservation moved = std::move(*b);
-  b.reset();
-  EXPECT_EQ(budget.reserved(), 10 * kMiB);
+  {
+    DecodeBudget::Reservation moved;
+    if (b) moved = std::move(*b);
+    EXPECT_EQ(budget.reserved(), 10 * kMiB) << "moved, and held once";
+  }
+  EXPECT_EQ(budget.reserved(), 6 * kMiB) << "released by the reservation it was moved to";
   a.reset();
-  EXPECT_EQ(budget.reserved(), 4 * kMiB);
+  EXPECT_EQ(budget.reserved(), 0u);
 }
 
 TEST(DecodeBudgetTest, MoreThanTheWholeBudgetNeverFits) {

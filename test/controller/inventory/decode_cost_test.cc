@@ -125,8 +125,9 @@ TEST(DecodeCostTest, LongStrings) {
 }
 
 TEST(DecodeCostTest, DeepArrays) {
-  std::string deep = "0";
-  for (int i = 0; i < 40; ++i) deep = "[" + deep + "]";
+  std::string deep = "0";  // 40 nested lists
+  deep.insert(0, 40, '[');
+  deep.append(40, ']');
   expectCharged("deep arrays", poolOf(deep, kCount / 40));
   expectCharged("empty arrays", poolOf("[]", kCount));
 }
@@ -163,13 +164,15 @@ TEST(DecodeCostTest, RealisticPool) {
   while (devices.size() < kDefaultMaxDecodedBytes / 32) {
     const std::string i = std::to_string(count++);
     if (!devices.empty()) devices += ',';
-    devices += R"({"name":"gpu-)" + i + R"(","attributes":{"uuid":{"string":"GPU-0001-4a1e-9c3b-)" +
-               i + R"(-7d2f0ca1b9e0"},"productName":{"string":"NVIDIA H100 80GB HBM3"},)" +
-               R"("brand":{"string":"Nvidia"},"architecture":{"string":"Hopper"},)" +
-               R"("cudaComputeCapability":{"version":"9.0.0"},"driverVersion":{"version":)" +
-               R"("570.124.6"},"index":{"int":)" + i + R"(},"minor":{"int":)" + i +
-               R"(},"resource.kubernetes.io/pcieRoot":{"string":"pci0000:00"}},)" +
-               R"("capacity":{"memory":{"value":"80Gi"},"multiprocessors":{"value":"132"}}})";
+    devices.append(R"({"name":"gpu-)").append(i);
+    devices.append(R"(","attributes":{"uuid":{"string":"GPU-0001-4a1e-9c3b-)").append(i);
+    devices.append(R"(-7d2f0ca1b9e0"},"productName":{"string":"NVIDIA H100 80GB HBM3"},)");
+    devices.append(R"("brand":{"string":"Nvidia"},"architecture":{"string":"Hopper"},)");
+    devices.append(R"("cudaComputeCapability":{"version":"9.0.0"},"driverVersion":{"version":)");
+    devices.append(R"("570.124.6"},"index":{"int":)").append(i);
+    devices.append(R"(},"minor":{"int":)").append(i);
+    devices.append(R"(},"resource.kubernetes.io/pcieRoot":{"string":"pci0000:00"}},)");
+    devices.append(R"("capacity":{"memory":{"value":"80Gi"},"multiprocessors":{"value":"132"}}})");
   }
   const std::string pool = R"({"nodeName":"node-a","devices":[)" + devices + "]}";
   ASSERT_TRUE(parsePool(pool).ok()) << "valid, and within --max-decoded-bytes";
