@@ -616,7 +616,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   std::vector<std::string> lists;
   std::vector<Located> devices;
   std::vector<LocatedSet> sets;
-  const auto pathOf = [&lists](const auto& located) {
+  const auto path_of = [&lists](const auto& located) {
     return indexPath(lists[located.list], located.index);
   };
   if (raw.has_slices) {
@@ -689,12 +689,12 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   context.per_device_node_selection = s.per_device_node_selection;
   std::map<std::string_view, const LocatedSet*> set_at;
   for (const LocatedSet& located : sets) {
-    const std::string path = pathOf(located);
+    const std::string path = path_of(located);
     validateCounterSet(*located.set, path, bad);
     auto [it, inserted] = set_at.emplace(located.set->name, &located);
     if (!inserted) {
       bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.set->name) +
-                                           " (also at " + pathOf(*it->second) + ")");
+                                           " (also at " + path_of(*it->second) + ")");
     } else {
       context.counter_sets[located.set->name] = located.set;
     }
@@ -703,12 +703,12 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   // Devices: valid, and unique by name across the pool.
   std::map<std::string_view, const Located*> device_at;
   for (const Located& located : devices) {
-    const std::string path = pathOf(located);
+    const std::string path = path_of(located);
     validateDevice(*located.device, path, context, bad);
     auto [it, inserted] = device_at.emplace(located.device->name, &located);
     if (!inserted) {
       bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.device->name) +
-                                           " (also at " + pathOf(*it->second) + ")");
+                                           " (also at " + path_of(*it->second) + ")");
     }
   }
 }

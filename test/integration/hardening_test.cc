@@ -233,7 +233,7 @@ TEST_F(HardeningTest, HugeBodiesOfBadValuesGetSmallAnswersAndBoundedMemory) {
   }
   // A smaller one is parsed and validated: 400 with 100 problems and a count. (A list item costs
   // ~350 B decoded, so 1 MiB of one-digit numbers is past --max-decoded-bytes: 128 KiB is not.)
-  const HttpAnswer a = env_.http("PUT", url, floodBody("1", 128 * 1024), token_);
+  const HttpAnswer a = env_.http("PUT", url, floodBody("1", size_t{128} * 1024), token_);
   ASSERT_EQ(a.code, 400) << a.body;
   EXPECT_EQ(a.json()["details"].size(), 101U);
   // And a real push still works afterwards.
