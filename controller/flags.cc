@@ -147,9 +147,15 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
                "4 KiB).",
                &f.inventory.max_body_bytes, size_t{1024});
   fs.addNumber("max-decoded-bytes",
-               "Largest estimated memory of one request body once parsed, checked before parsing "
-               "(413 past it). Ordinary pool JSON takes about 8x its size.",
+               "Most memory one request or pulled body may take once decoded (the JSON tree and "
+               "the pools built from it), charged before parsing (413 past it). A realistic pool "
+               "is charged about 27x its size.",
                &f.inventory.max_decoded_bytes, size_t{1024});
+  fs.addNumber("max-inflight-decoded-bytes",
+               "Memory that all request and pulled bodies being decoded at once may take, counted "
+               "as --max-decoded-bytes counts one; a push that finds no room within a second is "
+               "answered 503, a pull fetch fails (result Busy) and is tried at its next interval.",
+               &f.decode_budget.max_bytes, size_t{1024});
   fs.addNumber(
       "inventory-max-connections",
       "Open connections to the inventory API; past it the connection waiting longest for its "
@@ -408,6 +414,10 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
         1.2 * static_cast<double>(leader.retry_period.count()))) {
     return invalidArgument(
         "flag --leader-elect-renew-deadline must be longer than 1.2 x --leader-elect-retry-period");
+  }
+  if (flags.decode_budget.max_bytes < flags.inventory.max_decoded_bytes) {
+    return invalidArgument(
+        "flag --max-inflight-decoded-bytes must be at least --max-decoded-bytes");
   }
   // One limit on a body, wherever it comes from: a push or a pull.
   flags.inventory_server.max_request_bytes = flags.inventory.max_body_bytes;

@@ -52,6 +52,9 @@ struct ServiceFlags {
   // how a follower checks the leader it forwards to.
   inventory::HttpServerOptions inventory_server;
   inventory::InventoryHandlerOptions inventory;
+  // The one budget of bodies being decoded at once, pushes and pulls
+  // (--max-inflight-decoded-bytes); main makes it and hands it to the handler and the fetchers.
+  inventory::DecodeBudgetOptions decode_budget;
   std::string inventory_advertise_url;
   inventory::LeaderForwarderOptions forwarding;
   // Self-signed TLS of the inventory API; an empty secret_name: off.

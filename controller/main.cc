@@ -3,6 +3,7 @@
 // stops them in the reverse order on SIGTERM: stop accepting pushes, let
 // in-flight writes finish, release the leader Lease, exit 0. Signals are taken
 // from the first instant, and shutdown is bounded by --shutdown-timeout.
+#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -356,8 +357,13 @@ int run(const controller::ServiceFlags& flags) {
 
   // Pull mode: the drivers whose inventory endpoints the controller fetches itself, each over a
   // transport of its own (the API server's credentials are never sent to an endpoint).
+  // One budget of bodies being decoded at once, for pushes and pulls alike.
+  inv::DecodeBudgetOptions decode_budget_options = flags.decode_budget;
+  decode_budget_options.clock = &clock;
+  inv::DecodeBudget decode_budget(decode_budget_options);
   metrics::PullMetrics pull_metrics(*registry);
   controller::pull::PollerOptions pull_options = flags.pull;
+  pull_options.fetch.decode_budget = &decode_budget;
   pull_options.store = &store;
   pull_options.clock = &clock;
   if (!flags.pull_ca_file.empty()) {
@@ -426,6 +432,8 @@ int run(const controller::ServiceFlags& flags) {
   hopts.authenticator = authenticator.get();
   hopts.clock = &clock;
   hopts.previewer = controller->get();
+  hopts.decode_budget = &decode_budget;
+  hopts.on_decode_refused = [&inventory_metrics] { inventory_metrics.refused("inflight_decoded"); };
   // A driver is pulled by configuration (--inventory-source, --pull-driver), never because a
   // Service claims it: a bound driver's pushes are refused before any endpoint answers.
   hopts.is_pulled = [p = poller->get(),
@@ -723,6 +731,10 @@ int run(const controller::ServiceFlags& flags) {
 }  // namespace rsc
 
 int main(int argc, char** argv) {
+  // Two malloc arenas, before any thread starts: with one per thread, what large decodes freed
+  // stays resident in per-thread heaps that malloc_trim gives back poorly (8 pulled 762 KB
+  // bodies of empty devices: 104 MiB kept 20 s later, 21 MiB with two). MALLOC_ARENA_MAX wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   const std::vector<std::string> args(argv + 1, argv + argc);
   rsc::StatusOr<rsc::controller::ServiceFlags> flags = rsc::controller::parseFlags(args);
   if (!flags.ok()) return rsc::usageError(flags.status().message());

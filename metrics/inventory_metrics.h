@@ -52,16 +52,16 @@ class InventoryMetrics {
   void poolBody(std::string_view driver, bool unchanged);
 
   // The reasons the API refuses work before a handler sees it: the HTTP
-  // server's limits (named as HttpServer's refusalName gives them) and the
-  // authenticator's, and a follower's refusals to forward (LeaderForwarder:
-  // forward_insecure, a leader URL not https or no CA to verify it;
-  // forward_failed, a leader unreachable or not verified). Created at 0 so
-  // that rate() alerts work from the start.
-  static constexpr std::array<std::string_view, 14> kRefusalReasons = {
+  // server's limits (named as HttpServer's refusalName gives them), the
+  // authenticator's, the decode budget's (inflight_decoded) and a follower's
+  // refusals to forward (LeaderForwarder: forward_insecure, a leader URL not
+  // https or no CA to verify it; forward_failed, a leader unreachable or not
+  // verified). Created at 0 so that rate() alerts work from the start.
+  static constexpr std::array<std::string_view, 15> kRefusalReasons = {
       "connections",      "client_connections", "evicted",          "header_timeout",
       "body_timeout",     "headers_too_large",  "body_too_large",   "inflight_bodies",
       "malformed",        "auth_client_rate",   "auth_review_rate", "token_rejected",
-      "forward_insecure", "forward_failed"};
+      "inflight_decoded", "forward_insecure",   "forward_failed"};
   // Counts one refusal; `reason` is one of kRefusalReasons (others are a
   // programmer error and counted as "other").
   void refused(std::string_view reason);

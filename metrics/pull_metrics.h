@@ -28,9 +28,9 @@ class PullMetrics {
  public:
   // The `result` label of resourceslice_controller_pull_fetches_total: "ok" (a 200 answer
   // applied), "unchanged" (304) and the fetcher's failure reasons.
-  static constexpr std::array<std::string_view, 10> kResults = {
-      "ok",       "unchanged", "Unreachable", "Timeout",   "HttpError",
-      "Redirect", "TooLarge",  "Invalid",     "Forbidden", "Conflict"};
+  static constexpr std::array<std::string_view, 11> kResults = {
+      "ok",       "unchanged", "Unreachable", "Timeout",  "HttpError", "Redirect",
+      "TooLarge", "Invalid",   "Forbidden",   "Conflict", "Busy"};
   // The `reason` label of resourceslice_controller_pull_sources_ignored_total.
   static constexpr std::array<std::string_view, 4> kIgnoredReasons = {"OverLimit", "Invalid",
                                                                       "Unbound", "Unverified"};

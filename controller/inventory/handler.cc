@@ -130,6 +130,16 @@ StatusOr<std::unique_ptr<InventoryHandler>> InventoryHandler::create(
   return std::unique_ptr<InventoryHandler>(new InventoryHandler(std::move(options)));
 }
 
+InventoryHandler::InventoryHandler(InventoryHandlerOptions options)
+    : options_(std::move(options)),
+      own_decode_budget_(
+          options_.decode_budget != nullptr
+              ? nullptr
+              : std::make_unique<DecodeBudget>(DecodeBudgetOptions{.clock = options_.clock})),
+      decode_budget_(options_.decode_budget != nullptr ? options_.decode_budget
+                                                       : own_decode_budget_.get()),
+      refusal_log_(*options_.clock) {}
+
 const std::vector<Route>& InventoryHandler::routes() {
   // Indexed by RouteIndex.
   static const std::vector<Route> table = {
@@ -439,10 +449,11 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   }
 
   // Decode and validate; nothing is written until every check passed.
-  StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
+  StatusOr<BudgetedJson> body = parseBody(ctx);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  reconcile::Pool pool = decodePool(*body, "", problems);
+  reconcile::Pool pool = decodePool(body->json, "", problems);
+  body->json = Json();  // the tree is not needed past here
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
   const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
   if (server && problems.empty()) validateCounterPlacement(pool, "", *server, problems);
@@ -501,6 +512,23 @@ std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
   return answerPoolPush(ctx, version);
 }
 
+StatusOr<BudgetedJson> InventoryHandler::parseBody(const Context& ctx) {
+  StatusOr<BudgetedJson> body = parseJsonBodyWithin(
+      decode_budget_, ctx.request.body, options_.max_decoded_bytes, options_.decode_wait);
+  if (!body.ok() && body.status().reason() == kReasonBusy) {
+    if (options_.on_decode_refused) options_.on_decode_refused();
+    if (std::optional<uint64_t> held = refusal_log_.allow(kReasonBusy)) {
+      log::warning("Refused a request",
+                   {{"server", "inventory"},
+                    {"reason", "inflight_decoded"},
+                    {"driver", ctx.driver},
+                    {"bodyBytes", static_cast<int64_t>(ctx.request.body.size())},
+                    {"alsoRefusedSinceLastLine", static_cast<int64_t>(*held)}});
+    }
+  }
+  return body;
+}
+
 HttpResponse InventoryHandler::deletePool(Context& ctx) {
   {
     std::lock_guard lock(write_mu_);
@@ -557,11 +585,12 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   if (!isJsonContentType(ctx.request.header("content-type"))) {
     return errorResponse(415, "Content-Type must be application/json");
   }
-  StatusOr<Json> body = parseJsonBody(ctx.request.body, options_.max_decoded_bytes);
+  StatusOr<BudgetedJson> body = parseBody(ctx);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
   std::map<std::string, reconcile::Pool> pools =
-      decodeDriverInventory(*body, options_.store->serverRelease(), problems);
+      decodeDriverInventory(body->json, options_.store->serverRelease(), problems);
+  body->json = Json();  // the tree is not needed past here
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
 
   std::map<std::string, uint64_t> versions;

@@ -17,9 +17,11 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/body_digest.h"
+#include "controller/inventory/decode_budget.h"
 #include "controller/inventory/http.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/reconcile/desired_store.h"
@@ -88,6 +90,15 @@ struct InventoryHandlerOptions {
   size_t max_body_bytes = kDefaultMaxBodyBytes;
   // What a body may occupy once parsed (--max-decoded-bytes).
   size_t max_decoded_bytes = kDefaultMaxDecodedBytes;
+  // The budget every body being decoded at once shares with the others, pushes and pulls
+  // (--max-inflight-decoded-bytes); main passes the one the fetchers use too. Unset: the handler
+  // keeps one of the default size for itself. A PUT whose body finds no room within decode_wait
+  // is answered 503 with Retry-After and counted by on_decode_refused.
+  DecodeBudget* decode_budget = nullptr;
+  Clock::Duration decode_wait = kDefaultDecodeWait;
+  // Counts each body refused because the budget was full, for
+  // resourceslice_controller_inventory_refusals_total{reason="inflight_decoded"}. Optional.
+  std::function<void()> on_decode_refused = nullptr;
   // Lets a token bound to no node publish devices bound to a node
   // (--allow-unbound-node-pools); off: only that node's own token may.
   bool allow_unbound_node_pools = false;
@@ -153,7 +164,7 @@ class InventoryHandler {
   HttpResponse render(const PendingWait& wait);
 
  private:
-  explicit InventoryHandler(InventoryHandlerOptions options) : options_(std::move(options)) {}
+  explicit InventoryHandler(InventoryHandlerOptions options);
 
   struct Admitted;
   struct Context;
@@ -187,6 +198,8 @@ class InventoryHandler {
   // or, unless `may_block`, when another write holds the store.
   std::optional<HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest,
                                                bool may_block);
+  // The request's body parsed under the decode budget; a refusal is counted and logged.
+  StatusOr<BudgetedJson> parseBody(const Context& ctx);
   HttpResponse deletePool(Context& ctx);
   HttpResponse renewPool(Context& ctx);
   HttpResponse getDriver(Context& ctx);
@@ -205,6 +218,10 @@ class InventoryHandler {
   LeaderHooks hooks() const;
 
   const InventoryHandlerOptions options_;
+  // The budget of options_.decode_budget, or one of the handler's own.
+  const std::unique_ptr<DecodeBudget> own_decode_budget_;
+  DecodeBudget* const decode_budget_;
+  log::Throttle refusal_log_;
   // Digests pushed bodies under a key random per process, so that no client
   // can make two different bodies collide on purpose.
   const BodyDigester digester_;

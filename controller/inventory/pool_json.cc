@@ -600,17 +600,25 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
             "must be at most " + std::to_string(kMaxLeaseSeconds) + " (one year)");
   }
 
-  // Devices and counter sets, with their paths, in either form.
+  // Devices and counter sets in either form, each with the path of its list and its index there:
+  // a path is made only while its item is validated, so that a large pool costs no string per
+  // item here.
   struct Located {
     const client::Device* device;
-    std::string path;
+    size_t list;
+    size_t index;
   };
   struct LocatedSet {
     const client::CounterSet* set;
-    std::string path;
+    size_t list;
+    size_t index;
   };
+  std::vector<std::string> lists;
   std::vector<Located> devices;
   std::vector<LocatedSet> sets;
+  const auto path_of = [&lists](const auto& located) {
+    return indexPath(lists[located.list], located.index);
+  };
   if (raw.has_slices) {
     const std::string slices_path = fieldPath(prefix, "slices");
     if (raw.has_devices || raw.has_shared_counters) {
@@ -657,46 +665,50 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                 "must match the pool's perDeviceNodeSelection (" +
                     std::string(s.per_device_node_selection ? "true" : "unset") + ")");
       }
+      lists.push_back(devices_path);
       for (size_t d = 0; d < slice_devices.size(); ++d) {
-        devices.push_back({&slice_devices[d], indexPath(devices_path, d)});
+        devices.push_back({&slice_devices[d], lists.size() - 1, d});
       }
+      lists.push_back(sets_path);
       for (size_t c = 0; c < slice.shared_counters.size(); ++c) {
-        sets.push_back({&slice.shared_counters[c], indexPath(sets_path, c)});
+        sets.push_back({&slice.shared_counters[c], lists.size() - 1, c});
       }
     }
   } else {
-    for (size_t d = 0; d < raw.devices.size(); ++d) {
-      devices.push_back({&raw.devices[d], indexPath(fieldPath(prefix, "devices"), d)});
-    }
+    lists = {fieldPath(prefix, "devices"), fieldPath(prefix, "sharedCounters")};
+    devices.reserve(raw.devices.size());
+    for (size_t d = 0; d < raw.devices.size(); ++d) devices.push_back({&raw.devices[d], 0, d});
+    sets.reserve(pool.shared_counters.size());
     for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
-      sets.push_back({&pool.shared_counters[c], indexPath(fieldPath(prefix, "sharedCounters"), c)});
+      sets.push_back({&pool.shared_counters[c], 1, c});
     }
   }
 
   // Counter sets: valid, and unique by name across the pool.
   PoolContext context;
   context.per_device_node_selection = s.per_device_node_selection;
-  std::map<std::string, std::string> set_at;
+  std::map<std::string_view, const LocatedSet*> set_at;
   for (const LocatedSet& located : sets) {
-    validateCounterSet(*located.set, located.path, bad);
-    auto [it, inserted] = set_at.emplace(located.set->name, located.path);
+    const std::string path = path_of(located);
+    validateCounterSet(*located.set, path, bad);
+    auto [it, inserted] = set_at.emplace(located.set->name, &located);
     if (!inserted) {
-      bad.add(fieldPath(located.path, "name"),
-              "Duplicate value: " + inQuotes(located.set->name) + " (also at " + it->second + ")");
+      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.set->name) +
+                                           " (also at " + path_of(*it->second) + ")");
     } else {
       context.counter_sets[located.set->name] = located.set;
     }
   }
 
   // Devices: valid, and unique by name across the pool.
-  std::map<std::string, std::string> device_at;
+  std::map<std::string_view, const Located*> device_at;
   for (const Located& located : devices) {
-    validateDevice(*located.device, located.path, context, bad);
-    auto [it, inserted] = device_at.emplace(located.device->name, located.path);
+    const std::string path = path_of(located);
+    validateDevice(*located.device, path, context, bad);
+    auto [it, inserted] = device_at.emplace(located.device->name, &located);
     if (!inserted) {
-      bad.add(
-          fieldPath(located.path, "name"),
-          "Duplicate value: " + inQuotes(located.device->name) + " (also at " + it->second + ")");
+      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.device->name) +
+                                           " (also at " + path_of(*it->second) + ")");
     }
   }
 }
@@ -733,12 +745,56 @@ reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyPro
   return std::move(raw.pool);
 }
 
-// A first pass over a body, before any value is built (and after the depth
-// check of parseJsonBody): checks the syntax and estimates what the parsed
-// document would occupy, so that a body of two-byte values ("{},{},...") is
-// refused before it becomes tens of bytes of heap per input byte. nlohmann's
-// SAX parser keeps its own stack on the heap, so deep input cannot exhaust
-// the thread's stack here.
+// What glibc's malloc takes for a block of `n` bytes: its size and an 8-byte header, rounded up to
+// 16, at least 32.
+constexpr size_t blockBytes(size_t n) { return std::max<size_t>(32, (n + 8 + 15) / 16 * 16); }
+
+// What a body costs decoded, per JSON value, on libstdc++ and glibc (64-bit). Each value is charged
+// the most it can cost wherever it sits, since the first pass does not know the schema: its part
+// of nlohmann::json's tree, and the most the pool decoder builds from a value of its kind.
+namespace cost {
+// The tree: an array element is a 16-byte slot of a vector that grows by doubling (up to twice
+// that once built); an object member is a std::map node holding links, the key and the value; an
+// object and an array are one allocation each, and a string value another.
+constexpr size_t kTreeSlot = 2 * sizeof(Json);
+constexpr size_t kTreeMember = blockBytes(32 + sizeof(std::string) + sizeof(Json));
+constexpr size_t kTreeObject = blockBytes(sizeof(Json::object_t));
+constexpr size_t kTreeArray = blockBytes(sizeof(Json::array_t));
+constexpr size_t kTreeString = blockBytes(sizeof(std::string));
+// The decoder: every list reserves one item per element before decoding them (the element
+// charged the largest item of any list in a pool), and a valid device gets its shared reference;
+// validation locates each device and counter set (three words) and indexes it by name (a map
+// node); an object that is a member's value may become an entry of a map (attributes, capacity,
+// counters).
+constexpr size_t kListItem =
+    std::max({sizeof(client::Device), sizeof(WireSlice), sizeof(client::CounterSet),
+              sizeof(client::NodeSelectorTerm), sizeof(client::NodeSelectorRequirement),
+              sizeof(client::DeviceTaint), sizeof(client::DeviceCounterConsumption),
+              sizeof(client::Quantity), sizeof(std::string)}) +
+    sizeof(client::DeviceRef);
+constexpr size_t kValidatedItem =
+    3 * sizeof(size_t) + blockBytes(32 + sizeof(std::string_view) + sizeof(void*));
+constexpr size_t kMapEntry =
+    blockBytes(32 + sizeof(std::string) +
+               std::max({sizeof(client::DeviceAttribute), sizeof(client::DeviceCapacity),
+                         sizeof(client::Counter)}));
+// A string past the short-string buffer is a block of its own, in the tree and again decoded.
+constexpr size_t heapBytes(size_t length) { return length > 15 ? blockBytes(length + 1) : 0; }
+
+constexpr size_t kElement = kTreeSlot + kListItem + kValidatedItem;
+constexpr size_t kMember = kTreeMember;
+constexpr size_t kObject = kTreeObject;
+constexpr size_t kMemberObject = kTreeObject + kMapEntry;
+constexpr size_t kArray = kTreeArray;
+constexpr size_t string(size_t length) { return kTreeString + 2 * heapBytes(length); }
+constexpr size_t key(size_t length) { return kMember + 2 * heapBytes(length); }
+}  // namespace cost
+
+// A first pass over a body, before any value is built (and after the depth check of
+// measureJsonBody): checks the syntax and adds up what the decoded body will cost (namespace
+// cost), so that a body of two-byte values ("{},{},...") is refused before it becomes hundreds of
+// bytes of heap per input byte. nlohmann's SAX parser keeps its own stack on the heap, so deep
+// input cannot exhaust the thread's stack here.
 class JsonCost {
  public:
   using number_integer_t = Json::number_integer_t;
@@ -754,12 +810,15 @@ class JsonCost {
   bool number_integer(number_integer_t) { return value(0); }
   bool number_unsigned(number_unsigned_t) { return value(0); }
   bool number_float(number_float_t, const string_t&) { return value(0); }
-  bool string(string_t& s) { return value(kStringBytes + heapBytes(s.size())); }
+  bool string(string_t& s) { return value(cost::string(s.size())); }
   bool binary(binary_t&) { return value(0); }
-  bool key(string_t& k) { return charge(kMemberBytes + heapBytes(k.size())); }
-  bool start_object(size_t) { return open(true, kObjectBytes); }
+  bool key(string_t& k) { return charge(cost::key(k.size())); }
+  bool start_object(size_t) {
+    const bool member = !in_object_.empty() && in_object_.back();
+    return open(true, member ? cost::kMemberObject : cost::kObject);
+  }
   bool end_object() { return close(); }
-  bool start_array(size_t) { return open(false, kArrayBytes); }
+  bool start_array(size_t) { return open(false, cost::kArray); }
   bool end_array() { return close(); }
   bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
     error_ = invalidArgument(std::string("request body is not JSON: ") + e.what());
@@ -771,20 +830,9 @@ class JsonCost {
   size_t bytes() const { return bytes_; }
 
  private:
-  // What libstdc++ and the allocator spend per value of nlohmann::json, on a
-  // 64-bit machine: a member is a tree node holding the key and the value; an
-  // array element is a 16-byte slot, counted twice for the vector's growth;
-  // containers and long strings are separate allocations.
-  static constexpr size_t kMemberBytes = 96;
-  static constexpr size_t kElementBytes = 32;
-  static constexpr size_t kObjectBytes = 64;
-  static constexpr size_t kArrayBytes = 40;
-  static constexpr size_t kStringBytes = 48;
-  static size_t heapBytes(size_t length) { return length > 15 ? length + 17 : 0; }
-
   bool value(size_t own) {
     const bool in_array = !in_object_.empty() && !in_object_.back();
-    return charge(own + (in_array ? kElementBytes : 0));
+    return charge(own + (in_array ? cost::kElement : 0));
   }
   bool open(bool object, size_t own) {
     if (!value(own)) return false;
@@ -799,8 +847,8 @@ class JsonCost {
     bytes_ += n;
     if (bytes_ <= budget_) return true;
     error_ = Status(StatusCode::kTooLarge,
-                    "request body decodes to more than " + std::to_string(budget_) +
-                        " bytes of JSON values (flag --max-decoded-bytes); split it into "
+                    "request body would take more than " + std::to_string(budget_) +
+                        " bytes of memory decoded (flag --max-decoded-bytes); split it into "
                         "smaller requests");
     return false;
   }
@@ -823,7 +871,7 @@ size_t decodedJsonBytes(std::string_view body) {
   return cost.bytes();
 }
 
-StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
+StatusOr<size_t> measureJsonBody(std::string_view body, size_t max_decoded_bytes) {
   if (client::jsonDepthExceeds(body, kMaxJsonDepth)) {
     return invalidArgument("request body nests deeper than " + std::to_string(kMaxJsonDepth) +
                            " levels");
@@ -834,15 +882,26 @@ StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
       if (!cost.error().ok()) return cost.error();
       return invalidArgument("request body is not JSON");
     }
-    return Json::parse(body.begin(), body.end());
-  } catch (const Json::parse_error& e) {
-    // The library's message names the byte offset and what it expected.
-    return Status(StatusCode::kInvalidArgument,
-                  std::string("request body is not JSON: ") + e.what());
+    return cost.bytes();
   } catch (const std::exception& e) {
     return Status(StatusCode::kInvalidArgument,
                   std::string("request body is not JSON: ") + e.what());
   }
+}
+
+StatusOr<Json> parseMeasuredJsonBody(std::string_view body) {
+  try {
+    return Json::parse(body.begin(), body.end());
+  } catch (const std::exception& e) {
+    // The library's message names the byte offset and what it expected.
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("request body is not JSON: ") + e.what());
+  }
+}
+
+StatusOr<Json> parseJsonBody(std::string_view body, size_t max_decoded_bytes) {
+  RETURN_IF_ERROR(measureJsonBody(body, max_decoded_bytes).status());
+  return parseMeasuredJsonBody(body);
 }
 
 void validateCounterPlacement(const reconcile::Pool& pool, const std::string& prefix,

@@ -48,11 +48,15 @@ struct BodyProblems {
   bool empty() const { return malformed.empty() && invalid.empty(); }
 };
 
-// The default of --max-decoded-bytes: what one request body may occupy once
-// parsed (estimated before parsing). Ordinary pool JSON takes about eight
-// times its text, so the default admits an 8 MiB body of devices; a body of
-// empty objects or one-digit numbers takes 30-50 times its text and is refused.
-inline constexpr size_t kDefaultMaxDecodedBytes = 96 * 1024 * 1024;
+// The default of --max-decoded-bytes: what one request body may cost once decoded (the JSON tree
+// and what the decoder builds from it, charged by measureJsonBody before anything is built, within
+// 1.1-1.5 times what decoding really allocates: test/controller/inventory/decode_cost_test.cc).
+// A realistic pool is charged about 27 times its text (GPU-like devices with ten attributes), so
+// 128 MiB admits a pool of about 4.8 MiB, some 6,000 such devices: far more than a node has, and
+// many times the bench's largest pools (1,000 devices, under 1 MiB). A list of empty objects is
+// charged about 176 times its text and is refused past ~760 KB. Two bodies of this size fit in
+// kDefaultMaxInflightDecodedBytes at once.
+inline constexpr size_t kDefaultMaxDecodedBytes = 128 * 1024 * 1024;
 
 // Parses `body` as JSON after a first pass that refuses nesting beyond
 // kMaxJsonDepth (InvalidArgument) and a document estimated to occupy more
@@ -60,7 +64,15 @@ inline constexpr size_t kDefaultMaxDecodedBytes = 96 * 1024 * 1024;
 StatusOr<Json> parseJsonBody(std::string_view body,
                              size_t max_decoded_bytes = kDefaultMaxDecodedBytes);
 
-// The estimate parseJsonBody compares with its limit; for tests and sizing.
+// The first pass of parseJsonBody alone: the depth check, the syntax, and what the body costs
+// decoded (the JSON tree and what decodePool or decodeDriverInventory builds from it), or
+// TooLarge past `max_decoded_bytes`. For callers that reserve that cost before building.
+StatusOr<size_t> measureJsonBody(std::string_view body,
+                                 size_t max_decoded_bytes = kDefaultMaxDecodedBytes);
+// The second pass: builds the tree of a body that measureJsonBody accepted. Never throws.
+StatusOr<Json> parseMeasuredJsonBody(std::string_view body);
+
+// The cost measureJsonBody compares with its limit, without a limit; for tests and sizing.
 size_t decodedJsonBytes(std::string_view body);
 
 // Decodes and validates one Pool object. `prefix` is the field path of the

@@ -106,15 +106,19 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
   }
 
   // The body: the JSON of PUT /v1/drivers/{driver}, with every check a push gets.
-  StatusOr<inventory::Json> json = inventory::parseJsonBody(body, options_.max_decoded_bytes);
+  StatusOr<inventory::BudgetedJson> json = inventory::parseJsonBodyWithin(
+      options_.decode_budget, body, options_.max_decoded_bytes, options_.decode_wait);
   if (!json.ok()) {
-    const std::string_view reason =
-        json.status().code() == StatusCode::kTooLarge ? kReasonTooLarge : kReasonInvalid;
+    std::string_view reason = kReasonInvalid;
+    if (json.status().code() == StatusCode::kTooLarge) reason = kReasonTooLarge;
+    if (json.status().reason() == kReasonBusy) reason = kReasonBusy;
     return fetchError(reason, what + ": " + json.status().message());
   }
+  body = std::string();  // the text is not needed past here
   inventory::BodyProblems problems;
   FetchResult result;
-  result.pools = inventory::decodeDriverInventory(*json, server, problems);
+  result.pools = inventory::decodeDriverInventory(json->json, server, problems);
+  json->json = inventory::Json();
   if (Status bad = inventory::problemsStatus(problems); !bad.ok()) {
     Status invalid = fetchError(kReasonInvalid, what + ": " + bad.message());
     return Status(invalid.code(), invalid.message(), bad.details(), invalid.reason());

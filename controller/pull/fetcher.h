@@ -16,6 +16,7 @@
 #include "client/http_transport.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "controller/inventory/decode_budget.h"
 #include "controller/inventory/handler.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/pull/source.h"
@@ -39,6 +40,7 @@ inline constexpr char kReasonRedirect[] = "Redirect";        // 3xx: never follo
 inline constexpr char kReasonTooLarge[] = "TooLarge";        // body past --max-request-bytes
 inline constexpr char kReasonInvalid[] = "Invalid";          // not the JSON of a driver's pools
 inline constexpr char kReasonForbidden[] = "Forbidden";      // a pool the endpoint may not serve
+using inventory::kReasonBusy;  // no room in the decode budget in time: tried at the next interval
 
 struct FetcherOptions {
   // Path and query to GET, already URL-encoded ("/v1/inventory").
@@ -49,6 +51,10 @@ struct FetcherOptions {
   // bounded as a pushed one is.
   size_t max_body_bytes = inventory::kDefaultMaxBodyBytes;
   size_t max_decoded_bytes = inventory::kDefaultMaxDecodedBytes;
+  // The budget shared with every push and fetch being decoded (--max-inflight-decoded-bytes),
+  // and how long a body waits for room in it. Unset: decoded without one (tests).
+  inventory::DecodeBudget* decode_budget = nullptr;
+  Clock::Duration decode_wait = inventory::kDefaultDecodeWait;
   // Who the endpoint speaks as: the push API's node restriction applies to every pool of an
   // answer, and one refused pool refuses the whole answer (as a push of it would be refused).
   // A source the operator configured is unrestricted.

@@ -1,8 +1,9 @@
 // The inventory API under attack, as an attacker or a buggy driver would try it against the
 // service binary on the real API server: huge bodies of bad values, bodies sent without
 // credentials, floods of invented tokens, more slow sockets than the server has slots, and
-// pools placed on another node by per-device node names. Each test reports the controller's
-// peak memory (VmHWM) and checks it stays under the chart's 512 MiB limit.
+// pools placed on another node by per-device node names, and the largest bodies the limits admit,
+// pushed and pulled at once. Each test reports the controller's peak memory (VmHWM) and checks it
+// stays under the chart's 512 MiB limit.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,6 +17,9 @@
 #include <random>
 #include <thread>
 
+#include "controller/inventory/decode_budget.h"
+#include "controller/inventory/handler.h"
+#include "controller/inventory/http_server.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -124,6 +128,41 @@ std::string floodBody(const std::string& value, size_t size) {
   return body + "]}";
 }
 
+// `count` copies of `value` as the devices of a pool on node-a; `driver`: as pool "p" of the body
+// of PUT /v1/drivers/{driver} (what a pulled endpoint answers).
+std::string floodOf(const std::string& value, size_t count, bool driver) {
+  std::string body = driver ? R"({"pools": {"p": {"nodeName": "node-a", "devices": [)"
+                            : R"({"nodeName": "node-a", "devices": [)";
+  body.reserve(body.size() + count * (value.size() + 1) + 8);
+  for (size_t i = 0; i < count; ++i) {
+    if (i > 0) body += ',';
+    body += value;
+  }
+  return body + (driver ? "]}}}" : "]}");
+}
+
+// The largest flood of `value` that passes --max-request-bytes and --max-decoded-bytes at their
+// defaults, by the controller's own estimate: the most a client may make one body cost.
+std::string largestPassingFlood(const std::string& value, bool driver) {
+  namespace inv = controller::inventory;
+  size_t low = 1;
+  size_t high = inv::kDefaultMaxBodyBytes / (value.size() + 1);
+  while (low < high) {
+    const size_t mid = (low + high + 1) / 2;
+    const std::string body = floodOf(value, mid, driver);
+    if (body.size() <= inv::kDefaultMaxBodyBytes &&
+        inv::decodedJsonBytes(body) <= inv::kDefaultMaxDecodedBytes) {
+      low = mid;
+    } else {
+      high = mid - 1;
+    }
+  }
+  const std::string body = floodOf(value, low, driver);
+  std::cout << "[ body   ] " << low << " x " << value << ": " << body.size() << " bytes, charged "
+            << inv::decodedJsonBytes(body) << " of " << inv::kDefaultMaxDecodedBytes << "\n";
+  return body;
+}
+
 class HardeningTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -150,6 +189,17 @@ class HardeningTest : public ::testing::Test {
               << " MiB\n";
     RecordProperty(attack + " peak MiB", std::to_string(peak));
     EXPECT_LT(peak, kChartLimitMiB) << attack;
+  }
+
+  // Checks that the controller gave back what an attack took: its RSS 20 s after it within 64 MiB
+  // of `idle`, what it was at rest.
+  void expectMemoryGivenBack(const ControllerProcess& c, double idle, const std::string& attack) {
+    std::this_thread::sleep_for(seconds(20));
+    const double now = statusMiB(c.process->pid(), "VmRSS:");
+    std::cout << "[ memory ] " << attack << ": RSS at rest " << idle << " MiB, 20 s after " << now
+              << " MiB\n";
+    RecordProperty(attack + " kept MiB", std::to_string(now - idle));
+    EXPECT_LT(now, idle + 64) << attack;
   }
 
   // A token of the ServiceAccount bound to nothing (a central component).
@@ -181,8 +231,9 @@ TEST_F(HardeningTest, HugeBodiesOfBadValuesGetSmallAnswersAndBoundedMemory) {
     EXPECT_LT(a.body.size(), 64U * 1024) << value;
     expectPeakUnderTheChartLimit(c, "8 MiB of " + value);
   }
-  // A smaller one is parsed and validated: 400 with 100 problems and a count.
-  const HttpAnswer a = env_.http("PUT", url, floodBody("1", 1024 * 1024), token_);
+  // A smaller one is parsed and validated: 400 with 100 problems and a count. (A list item costs
+  // ~350 B decoded, so 1 MiB of one-digit numbers is past --max-decoded-bytes: 128 KiB is not.)
+  const HttpAnswer a = env_.http("PUT", url, floodBody("1", size_t{128} * 1024), token_);
   ASSERT_EQ(a.code, 400) << a.body;
   EXPECT_EQ(a.json()["details"].size(), 101U);
   // And a real push still works afterwards.
@@ -402,6 +453,131 @@ TEST_F(HardeningTest, UnknownFieldsAreRefusedWithTheirPaths) {
   if (!published.taints.empty()) {
     EXPECT_EQ(published.taints[0].value, "ecc");
   }
+  expectCleanStop(c);
+}
+
+// Issue 31: four pushes at once of the largest body that passed --max-decoded-bytes (a million
+// empty devices, 3.1 MB, charged 96 B each while decoding cost ~420 B each) took the controller
+// from 17 to 1,953 MiB, and 280 MiB stayed 20 s later. Now a body is charged what it really
+// costs decoded, all decodes share --max-inflight-decoded-bytes, and the heap is trimmed after.
+TEST_F(HardeningTest, ConcurrentLargestPushesShareOneDecodeBudget) {
+  ControllerProcess c = start("decode-budget");
+  const std::string url = c.inventoryUrl() + poolPath("node-a");
+  ASSERT_EQ(env_.http("PUT", url + "?wait=30s", gpuPool("node-a", 4).dump(), token_).code, 200);
+  const double idle = statusMiB(c.process->pid(), "VmRSS:");
+  const std::string body = largestPassingFlood("{}", /*driver=*/false);
+  constexpr int kPushes = 4;
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<int> answered{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kPushes; ++i) {
+      clients.emplace_back([&] {
+        RawConnection connection(c.inventory_port);
+        if (!connection.ok() ||
+            !connection.send(putHead(poolPath("node-a"), body.size(), token_) + body)) {
+          return;
+        }
+        const int code = connection.readAnswer().first;
+        EXPECT_TRUE(code == 422 || code == 503) << code;
+        if (code != 0) ++answered;
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    EXPECT_EQ(answered, kPushes);
+  }
+  expectPeakUnderTheChartLimit(c, "4 concurrent largest pushes");
+  std::cout << "[ budget ] refused: "
+            << env_.metric(
+                   c,
+                   "resourceslice_controller_inventory_refusals_total{reason=\"inflight_decoded\"}")
+            << "\n";
+  expectMemoryGivenBack(c, idle, "4 concurrent largest pushes");
+  // The pool pushed before is untouched, and pushes work.
+  EXPECT_EQ(env_.http("PUT", url + "?wait=30s", gpuPool("node-a", 4, "H200").dump(), token_).code,
+            200);
+  expectCleanStop(c);
+}
+
+// A driver's inventory endpoint for the pull test: answers every GET with the body it is told to
+// serve, without an ETag, so that a bad answer is fetched again at each interval.
+class InventoryEndpoint {
+ public:
+  InventoryEndpoint() {
+    controller::inventory::HttpServerOptions options;
+    options.bind_address = "127.0.0.1:0";
+    options.name = "inventory-endpoint";
+    auto started = controller::inventory::HttpServer::start(
+        options, [this](const controller::inventory::HttpRequest&,
+                        const controller::inventory::HttpServer::Responder& respond) {
+          controller::inventory::HttpResponse response;
+          response.content_type = "application/json";
+          std::lock_guard lock(mu_);
+          ++fetches_;
+          response.body = *body_;
+          respond(std::move(response));
+        });
+    EXPECT_TRUE(started.ok()) << started.status().toString();
+    server_ = std::move(*started);
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1/inventory";
+  }
+  void serve(std::shared_ptr<const std::string> body) {
+    std::lock_guard lock(mu_);
+    body_ = std::move(body);
+  }
+  int fetches() const {
+    std::lock_guard lock(mu_);
+    return fetches_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const std::string> body_ =
+      std::make_shared<const std::string>(R"({"pools": {}})");  // guarded by mu_
+  int fetches_ = 0;                                             // guarded by mu_
+  std::unique_ptr<controller::inventory::HttpServer> server_;
+};
+
+// Issue 31: eight inventory endpoints answering at once with a body that passed every limit took
+// the controller from 18 MiB to 4.2 GiB, and 1.2 GiB stayed, at every interval. Now pulled bodies
+// share the decode budget with pushes: a fetch without room fails as Busy and is tried again.
+TEST_F(HardeningTest, EightPulledSourcesShareOneDecodeBudget) {
+  constexpr int kSources = 8;
+  std::vector<std::unique_ptr<InventoryEndpoint>> endpoints;
+  std::vector<std::string> args = {"--pull-interval=2s", "--pull-timeout=2s"};
+  for (int i = 0; i < kSources; ++i) {
+    endpoints.push_back(std::make_unique<InventoryEndpoint>());
+    args.push_back("--inventory-source=d" + std::to_string(i) +
+                   ".example.com=" + endpoints.back()->url());
+  }
+  ControllerProcess c = start("pull-budget", args);
+  const auto fetchedAll = [&](int times) {
+    const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool all = true;
+      for (const auto& e : endpoints) all = all && e->fetches() >= times;
+      if (all) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  ASSERT_TRUE(fetchedAll(1));
+  const double idle = statusMiB(c.process->pid(), "VmRSS:");
+  const auto body = std::make_shared<const std::string>(largestPassingFlood("{}", /*driver=*/true));
+  for (const auto& e : endpoints) e->serve(body);
+  std::vector<int> before;
+  for (const auto& e : endpoints) before.push_back(e->fetches());
+  ASSERT_TRUE(fetchedAll(before.front() + 3)) << "three intervals of the largest bodies";
+  expectPeakUnderTheChartLimit(c, "8 sources pulled at once");
+  std::cout << "[ budget ] busy fetches: "
+            << env_.metric(c,
+                           "resourceslice_controller_pull_fetches_total{driver=\"d0.example.com\","
+                           "result=\"Busy\"}")
+            << "\n";
+  const auto empty = std::make_shared<const std::string>(R"({"pools": {}})");
+  for (const auto& e : endpoints) e->serve(empty);
+  expectMemoryGivenBack(c, idle, "8 sources pulled at once");
   expectCleanStop(c);
 }
 

@@ -1029,21 +1029,61 @@ TEST_F(InventoryHandlerTest, BodiesThatDecodeTooLargeAre413) {
   options.store = &store_;
   options.authenticator = &auth_;
   options.clock = &clock_;
-  options.max_decoded_bytes = 64 * 1024;
+  // The limit admits exactly an ordinary pool of 40 devices.
+  options.max_decoded_bytes = decodedJsonBytes(gpuPool("node-a", 40));
   auto handler = InventoryHandler::create(options);
   ASSERT_TRUE(handler.ok());
   std::string objects = "[{}";
   for (int i = 1; i < 1000; ++i) objects += ",{}";
   objects += "]";
+  ASSERT_LT(objects.size(), gpuPool("node-a", 40).size());
   HandlerResult result = (*handler)->handle(
       request("PUT", kPoolA, R"({"nodeName": "node-a", "devices": )" + objects + "}", "node-a"));
   EXPECT_EQ(result.response.status, 413);
   EXPECT_THAT(bodyOf(result.response).at("message").get<std::string>(),
               ::testing::HasSubstr("--max-decoded-bytes"));
-  // An ordinary pool of the same text size passes.
+  // The ordinary pool, larger as text, passes.
   EXPECT_EQ(
       (*handler)->handle(request("PUT", kPoolA, gpuPool("node-a", 40), "node-a")).response.status,
       202);
+}
+
+// Bodies being decoded at once share one budget: a PUT whose body finds no
+// room in it is answered 503 with Retry-After and counted, and nothing is
+// written; once room is back the same push goes through.
+TEST_F(InventoryHandlerTest, BodiesWithoutRoomInTheDecodeBudgetAre503) {
+  DecodeBudget budget({.max_bytes = 16 * 1024 * 1024, .clock = &clock_});
+  InventoryHandlerOptions options;
+  options.store = &store_;
+  options.authenticator = &auth_;
+  options.clock = &clock_;
+  options.decode_budget = &budget;
+  options.decode_wait = Clock::Duration::zero();
+  int refused = 0;
+  options.on_decode_refused = [&refused] { ++refused; };
+  auto handler = InventoryHandler::create(options);
+  ASSERT_TRUE(handler.ok());
+  const std::string before = snapshot();
+  {
+    std::optional<DecodeBudget::Reservation> held = budget.reserve(16 * 1024 * 1024, {});
+    ASSERT_TRUE(held);
+    for (const char* target : {kPoolA, "/v1/drivers/gpu.example.com"}) {
+      const std::string body = std::string_view(target) == kPoolA
+                                   ? gpuPool("node-a", 4)
+                                   : R"({"pools": {"node-a": )" + gpuPool("node-a", 4) + "}}";
+      HandlerResult result = (*handler)->handle(request("PUT", target, body, "node-a"));
+      EXPECT_EQ(result.response.status, 503) << target;
+      EXPECT_TRUE(result.response.header("Retry-After")) << target;
+      EXPECT_THAT(bodyOf(result.response).at("message").get<std::string>(),
+                  ::testing::HasSubstr("--max-inflight-decoded-bytes"));
+    }
+  }
+  EXPECT_EQ(refused, 2);
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_EQ(
+      (*handler)->handle(request("PUT", kPoolA, gpuPool("node-a", 4), "node-a")).response.status,
+      202);
+  EXPECT_EQ(budget.reserved(), 0u);
 }
 
 // admit() decides from the headers: credentials, route and query, and the

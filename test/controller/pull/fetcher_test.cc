@@ -171,6 +171,30 @@ TEST_F(FetcherTest, BodyPastTheDecodedLimitIsTooLarge) {
   EXPECT_EQ(error.reason(), kReasonTooLarge);
 }
 
+// A body that finds no room in the decode budget shared with pushes fails as Busy (tried again
+// at the next interval) without building anything; with room it is decoded, and the budget is
+// free again once the fetch returns.
+TEST_F(FetcherTest, BodyWithoutRoomInTheDecodeBudgetIsBusy) {
+  inventory::DecodeBudget budget({.max_bytes = 1024 * 1024, .clock = &clock_});
+  FetcherOptions options = smallOptions();
+  options.decode_budget = &budget;
+  options.decode_wait = Clock::Duration::zero();
+  {
+    std::optional<inventory::DecodeBudget::Reservation> held = budget.reserve(1024 * 1024, {});
+    ASSERT_TRUE(held);
+    transport_.addBody(200, kOnePool);
+    Status busy = failure(fetch("", options));
+    EXPECT_EQ(busy.reason(), kReasonBusy);
+    EXPECT_EQ(busy.code(), StatusCode::kUnavailable);
+    EXPECT_NE(busy.message().find("--max-inflight-decoded-bytes"), std::string::npos);
+  }
+  transport_.addBody(200, kOnePool);
+  StatusOr<FetchResult> r = fetch("", options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->pools.size(), 1u);
+  EXPECT_EQ(budget.reserved(), 0u);
+}
+
 TEST_F(FetcherTest, RedirectIsRefusedNamingWhereItLeads) {
   transport_.addBody(302, "", {{"location", "http://elsewhere.test/inv"}});
   const Status error = failure(fetch());
