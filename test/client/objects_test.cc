@@ -517,7 +517,7 @@ TEST(Service, DecodingErrorsNameTheField) {
 }
 
 // An EndpointSlice as the EndpointSlice controller writes it, with fields
-// discovery does not read (targetRef, zone, hints, hostname).
+// discovery does not read (zone, hints, hostname) and the targetRef it checks against the Pod.
 constexpr std::string_view kEndpointSlice = R"({
   "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
   "metadata": {"name": "gpu-inventory-x7k2p", "namespace": "drivers",
@@ -547,7 +547,9 @@ TEST(EndpointSlice, RoundTripsAndKeepsUnknownFields) {
   EXPECT_EQ(first.conditions.ready, true);
   EXPECT_EQ(first.conditions.terminating, false);
   EXPECT_EQ(first.node_name, "node-a");
-  EXPECT_EQ(first.unknown["targetRef"]["name"], "gpu-driver-abcde");
+  ASSERT_TRUE(first.target_ref.has_value());
+  EXPECT_EQ(first.target_ref->kind, "Pod");
+  EXPECT_EQ(first.target_ref->name, "gpu-driver-abcde");
   const Endpoint& second = slice->endpoints[1];
   EXPECT_FALSE(second.conditions.ready.has_value());
   EXPECT_FALSE(second.node_name.has_value());
