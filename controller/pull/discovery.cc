@@ -320,15 +320,15 @@ SourceDiscovery::SourceDiscovery(client::KubeApi& api, Clock& clock, DiscoveryOp
       problem_log_(clock),
       refusal_log_(clock) {
   // Three informers per bound namespace; nothing cluster-wide.
+  // Events only mark the list dirty; the discovery's thread recomputes it. A burst (a
+  // DaemonSet rolled out: a Pod, its status and an EndpointSlice change per node) then costs a
+  // few recomputations instead of one per event, each a walk of every object.
   const std::function<void()> changed = [this] {
-    bool synced = false;
     {
       std::lock_guard lock(mu_);
-      synced = informers_synced_;
+      dirty_ = true;
     }
-    if (synced) {
-      refresh();
-    }
+    dirty_cv_.notify_all();
   };
   for (const std::string& ns : options_.namespaces()) {
     Watch watch;
@@ -350,7 +350,7 @@ void SourceDiscovery::start() {
     watch.pods->start();
   }
   // The informers call their handlers before they count as synced, so the first list is
-  // computed here, once all of them have synced; events after that refresh on their own.
+  // computed here, once all of them have synced; this thread then follows the events.
   sync_waiter_ = std::jthread([this](const std::stop_token& stop) {
     for (Watch& watch : watches_) {
       if (!watch.services->waitForSync(stop) || !watch.endpoint_slices->waitForSync(stop) ||
@@ -361,8 +361,18 @@ void SourceDiscovery::start() {
     {
       std::lock_guard lock(mu_);
       informers_synced_ = true;
+      dirty_ = false;  // the first list sees every event so far
     }
     refresh();
+    // Then once after each batch of events that arrived during the previous refresh.
+    while (true) {
+      {
+        std::unique_lock lock(mu_);
+        if (!dirty_cv_.wait(lock, stop, [this] { return dirty_; })) return;
+        dirty_ = false;
+      }
+      refresh();
+    }
   });
 }
 

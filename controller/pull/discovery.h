@@ -130,13 +130,15 @@ DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
 // Runs an Informer<Services> and an Informer<EndpointSlices> (label-selected by kDriverLabel)
 // and an Informer<Pods> (their identity alone) per bound namespace, never a cluster-wide one,
 // and calls on_change with discoveredSources() of their stores: once when all informers have
-// synced (also when the list is empty), then after each event that changes the list (an event
-// that leaves it equal calls nothing). Problems are logged with the Service's namespace and
+// synced (also when the list is empty), then after events that change the list (events that
+// leave it equal call nothing). Problems are logged with the Service's namespace and
 // name when they appear or change, rate-limited per Service; refusals are logged (rate-limited)
 // and counted (on_refused) when they appear.
-// Threading: on_change runs on an informer's thread or on the thread that waits for the first
-// sync, one call at a time and in order of the lists' computation; it must not call back into
-// this object. start(), stop() and the accessors may be called from any thread.
+// Threading: informer events only mark the list dirty; one thread of the discovery's own waits
+// for the first sync, computes the first list, then recomputes it after each batch of events
+// (events that arrive during a recomputation cost one more, not one each). on_change runs on
+// that thread, one call at a time; it must not call back into this object. start(), stop()
+// and the accessors may be called from any thread.
 class SourceDiscovery {
  public:
   using OnChange = std::function<void(std::vector<SourceSpec>)>;
@@ -187,7 +189,9 @@ class SourceDiscovery {
 
   mutable std::mutex mu_;
   mutable std::condition_variable_any synced_cv_;
-  bool informers_synced_ = false;    // guarded by mu_: events refresh from now on
+  bool informers_synced_ = false;  // guarded by mu_
+  bool dirty_ = false;             // guarded by mu_: an event came since the last refresh
+  mutable std::condition_variable_any dirty_cv_;
   bool reported_ = false;            // guarded by mu_: on_change had the first list
   bool stopped_ = false;             // guarded by mu_
   std::vector<SourceSpec> sources_;  // guarded by mu_: as last reported
