@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -34,15 +33,8 @@ constexpr char kDriver[] = "hard.example.com";
 // The chart's default memory limit.
 constexpr double kChartLimitMiB = 512;
 
-// A line of /proc/PID/status ("VmHWM:", "VmRSS:") in MiB; NaN when absent.
-double statusMiB(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with(key)) return std::stod(line.substr(key.size())) / 1024.0;
-  }
-  return std::nan("");
-}
+// A memory field of /proc/PID/status ("VmHWM", "VmRSS") in MiB; NaN when absent.
+double statusMiB(pid_t pid, const std::string& field) { return procStatus(pid, field) / 1024.0; }
 
 // A plain TCP connection from a chosen loopback address (all of 127/8 is
 // local), for what an HTTP library would not do: stop halfway, send slowly,
@@ -183,8 +175,8 @@ class HardeningTest : public ::testing::Test {
 
   // Reports and checks the controller's peak memory so far.
   void expectPeakUnderTheChartLimit(const ControllerProcess& c, const std::string& attack) {
-    const double peak = statusMiB(c.process->pid(), "VmHWM:");
-    const double now = statusMiB(c.process->pid(), "VmRSS:");
+    const double peak = statusMiB(c.process->pid(), "VmHWM");
+    const double now = statusMiB(c.process->pid(), "VmRSS");
     std::cout << "[ memory ] " << attack << ": peak RSS " << peak << " MiB, now " << now
               << " MiB\n";
     RecordProperty(attack + " peak MiB", std::to_string(peak));
@@ -195,7 +187,7 @@ class HardeningTest : public ::testing::Test {
   // of `idle`, what it was at rest.
   void expectMemoryGivenBack(const ControllerProcess& c, double idle, const std::string& attack) {
     std::this_thread::sleep_for(seconds(20));
-    const double now = statusMiB(c.process->pid(), "VmRSS:");
+    const double now = statusMiB(c.process->pid(), "VmRSS");
     std::cout << "[ memory ] " << attack << ": RSS at rest " << idle << " MiB, 20 s after " << now
               << " MiB\n";
     RecordProperty(attack + " kept MiB", std::to_string(now - idle));
@@ -246,7 +238,7 @@ TEST_F(HardeningTest, HugeBodiesOfBadValuesGetSmallAnswersAndBoundedMemory) {
 // its body is never buffered.
 TEST_F(HardeningTest, BodiesWithoutCredentialsAreNeverRead) {
   ControllerProcess c = start("unauthenticated");
-  const double before = statusMiB(c.process->pid(), "VmRSS:");
+  const double before = statusMiB(c.process->pid(), "VmRSS");
   constexpr int kConnections = 64;
   constexpr size_t kBody = 8 * 1024 * 1024;
   // Each connection sends its headers and its whole body at once, as fast as
@@ -267,7 +259,7 @@ TEST_F(HardeningTest, BodiesWithoutCredentialsAreNeverRead) {
   EXPECT_EQ(refused, kConnections);
   std::cout << "[ memory ] RSS before " << before << " MiB\n";
   expectPeakUnderTheChartLimit(c, "64 unauthenticated 8 MiB bodies");
-  EXPECT_LT(statusMiB(c.process->pid(), "VmHWM:"), before + 64);
+  EXPECT_LT(statusMiB(c.process->pid(), "VmHWM"), before + 64);
   // Refused before authentication: counted without the name in their path.
   EXPECT_GE(
       env_.metric(c, "resourceslice_controller_pushes_total{code=\"401\",driver=\"_refused\"}"),
@@ -464,7 +456,7 @@ TEST_F(HardeningTest, ConcurrentLargestPushesShareOneDecodeBudget) {
   ControllerProcess c = start("decode-budget");
   const std::string url = c.inventoryUrl() + poolPath("node-a");
   ASSERT_EQ(env_.http("PUT", url + "?wait=30s", gpuPool("node-a", 4).dump(), token_).code, 200);
-  const double idle = statusMiB(c.process->pid(), "VmRSS:");
+  const double idle = statusMiB(c.process->pid(), "VmRSS");
   const std::string body = largestPassingFlood("{}", /*driver=*/false);
   constexpr int kPushes = 4;
   for (int round = 0; round < 2; ++round) {
@@ -563,7 +555,7 @@ TEST_F(HardeningTest, EightPulledSourcesShareOneDecodeBudget) {
     return false;
   };
   ASSERT_TRUE(fetchedAll(1));
-  const double idle = statusMiB(c.process->pid(), "VmRSS:");
+  const double idle = statusMiB(c.process->pid(), "VmRSS");
   const auto body = std::make_shared<const std::string>(largestPassingFlood("{}", /*driver=*/true));
   for (const auto& e : endpoints) e->serve(body);
   std::vector<int> before;

@@ -15,7 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <fstream>
+#include <cmath>
 #include <sstream>
 #include <thread>
 
@@ -51,15 +51,11 @@ std::vector<std::string> pullFlags() {
           "--pull-interval=10s", "--pull-timeout=2s"};
 }
 
-// A field of /proc/PID/status ("Threads", "VmRSS" in kB), -1 when the process is gone.
-long statusField(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
+// The process's threads; -1 when it is gone.
+int threadsOf(pid_t pid) {
+  const double threads = procStatus(pid, "Threads");
+  return std::isnan(threads) ? -1 : static_cast<int>(threads);
 }
-int threadsOf(pid_t pid) { return static_cast<int>(statusField(pid, "Threads")); }
 
 class PullScaleTest : public ::testing::Test {
  protected:
@@ -162,8 +158,7 @@ class PullScaleTest : public ::testing::Test {
     std::cout << "[ figures ] " << n << " sources: at most " << most << " threads; " << fetches(c)
               << " fetches so far; setup " << setup_seconds << " s, then "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_end).count()
-              << " s until each was fetched; VmRSS " << statusField(pid, "VmRSS") / 1024
-              << " MiB\n";
+              << " s until each was fetched; VmRSS " << procStatus(pid, "VmRSS") / 1024 << " MiB\n";
     return most;
   }
 
@@ -179,7 +174,7 @@ TEST_F(PullScaleTest, ThousandsOfDiscoveredEndpointsCostNoThreadEach) {
   ControllerProcess c = env_.startController("pull-scale", args);
   const int at_rest = threadsOf(c.process->pid());
   std::cout << "[ figures ] 0 sources: " << at_rest << " threads; VmRSS "
-            << statusField(c.process->pid(), "VmRSS") / 1024 << " MiB\n";
+            << procStatus(c.process->pid(), "VmRSS") / 1024 << " MiB\n";
   const int bound = at_rest + kFirstFetchThreads;
   EXPECT_LE(scaleTo(c, 0, 200), bound) << c.process->log();
   EXPECT_LE(scaleTo(c, 200, 2000), bound);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +19,15 @@ namespace rsc::testing {
 
 // An IPv4 address of this machine that is not loopback: the API server refuses loopback
 // addresses in EndpointSlices, as a pod's address never is one. Empty when there is none.
+double procStatus(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  const std::string key = field + ":";
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(key)) return std::stod(line.substr(key.size()));
+  }
+  return std::nan("");
+}
+
 std::string ownAddress() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return "";

@@ -4,6 +4,8 @@
 // ServiceAccounts, Pods, RBAC, tokens) as admin. Used from one test thread.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -41,6 +43,10 @@ struct ControllerProcess {
 // An IPv4 address of this machine that is not loopback: the API server refuses loopback
 // addresses in EndpointSlices, as a pod's address never is one. Empty when there is none.
 std::string ownAddress();
+
+// A field of /proc/PID/status ("Threads", "VmRSS", "VmHWM"): its number as the file gives it
+// (kB for memory), NaN when the process or the field is absent.
+double procStatus(pid_t pid, const std::string& field);
 
 // Sends `c` SIGTERM and expects it to exit 0 within 20 s (its log otherwise):
 // how a test ends a controller that must shut down cleanly.
