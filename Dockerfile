@@ -12,8 +12,11 @@ WORKDIR /src
 COPY .ci/install-deps .ci/install-deps
 RUN .ci/install-deps --build-only
 COPY . .
+# The commit the binaries report (the context has no .git); test/image/build passes it.
+ARG GIT_COMMIT=""
 RUN --mount=type=cache,target=/ccache,id=resourceslice-controller-ccache \
     CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content .ci/build /build -Dbuildtype=release -Dtests=false -Db_lto=false \
+      -Dgit_commit="$GIT_COMMIT" \
  && strip -o /resourceslice-controller /build/controller/resourceslice-controller \
  && strip -o /resourceslicectl /build/controller/ctl/resourceslicectl \
  && rm -rf /build
