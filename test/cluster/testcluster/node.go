@@ -587,6 +587,12 @@ func saveHostState(dir string) error {
 			return err
 		}
 	}
+	// iptables-nft creates the tables it needs: stop deletes the new ones left empty.
+	if out, err := exec.Command("nft", "list", "tables").Output(); err == nil {
+		if err := os.WriteFile(filepath.Join(hs, "nft-tables"), out, 0o600); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(filepath.Join(hs, "state.json"), b, 0o600)
 }
 
@@ -649,6 +655,9 @@ func stopNode(dir string) error {
 		if err := undoIptables(t, filepath.Join(hs, t)); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := deleteNewEmptyTables(filepath.Join(hs, "nft-tables")); err != nil {
+		errs = append(errs, err)
 	}
 	results, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
 	for _, r := range results {
@@ -963,4 +972,49 @@ func removeCgroup(root string) error {
 		}
 	}
 	return last
+}
+
+// deleteNewEmptyTables deletes the iptables-nft tables that did not exist at
+// start (as listed by `nft list tables` in saved) and hold no rules and no
+// chains but the built-in ones now.
+func deleteNewEmptyTables(saved string) error {
+	before, err := os.ReadFile(saved)
+	if err != nil {
+		return nil // no nft at start: nothing to compare with
+	}
+	now, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil
+	}
+	builtin := []string{"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"}
+	tools := map[string]string{"ip": "iptables-save", "ip6": "ip6tables-save"}
+	var errs []error
+	for _, line := range strings.Split(string(now), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "table" || tools[f[1]] == "" || bytes.Contains(before, []byte(line+"\n")) {
+			continue
+		}
+		out, err := exec.Command(tools[f[1]], "-t", f[2]).Output()
+		if err != nil {
+			continue
+		}
+		rs := parseSave(out)[f[2]]
+		empty := rs != nil && len(rs.rules) == 0
+		for _, c := range rsChains(rs) {
+			empty = empty && contains(builtin, c)
+		}
+		if empty {
+			if out, err := exec.Command("nft", "delete", "table", f[1], f[2]).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("nft delete table %s %s: %v: %s", f[1], f[2], err, out))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func rsChains(rs *ruleset) []string {
+	if rs == nil {
+		return nil
+	}
+	return rs.chains
 }
