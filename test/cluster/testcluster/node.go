@@ -122,6 +122,11 @@ type nodePorts struct {
 
 func startNode(dir, bin string) error {
 	began := time.Now()
+	// An earlier node of this DIR that was never stopped (its state would
+	// be lost below).
+	if err := stopNode(dir); err != nil {
+		return fmt.Errorf("cleaning up an earlier node in %s: %w", dir, err)
+	}
 	if _, err := net.InterfaceByName(bridgeName); err == nil {
 		return fmt.Errorf("bridge %s exists: another node cluster runs on this host (stop it, or delete the link if it is a leftover)", bridgeName)
 	}
@@ -659,9 +664,18 @@ func stopNode(dir string) error {
 	if err := deleteNewEmptyTables(filepath.Join(hs, "nft-tables")); err != nil {
 		errs = append(errs, err)
 	}
+	// CNI's result cache: ours and the loopback network's of our sandboxes
+	// (a DEL removes them; a killed containerd never sent it).
 	results, _ := filepath.Glob("/var/lib/cni/results/" + cniNetwork + "-*")
 	for _, r := range results {
+		id := strings.TrimPrefix(filepath.Base(r), cniNetwork+"-")
+		if i := strings.LastIndexByte(id, '-'); i > 0 {
+			_ = os.Remove("/var/lib/cni/results/cni-loopback-" + id[:i] + "-lo")
+		}
 		_ = os.Remove(r)
+	}
+	for _, id := range listNames(filepath.Join(nodeDir(dir), "containerd", "state", "io.containerd.grpc.v1.cri", "sandboxes")) {
+		_ = os.Remove("/var/lib/cni/results/cni-loopback-" + id + "-lo")
 	}
 	for _, p := range state.Absent {
 		if strings.HasPrefix(p, "/sys/fs/cgroup/") {

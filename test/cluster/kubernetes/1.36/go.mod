@@ -1,4 +1,4 @@
-// kube-apiserver and kubectl v1.36.3 for the test cluster; written by ../pin.
+// kube-apiserver, kubectl and the node's commands v1.36.3 for the test cluster; written by ../pin.
 module resourceslice-controller/test/cluster/kubernetes/1.36
 
 go 1.26.0
