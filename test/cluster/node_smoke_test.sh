@@ -7,6 +7,7 @@
 #     the API server at https://10.0.0.1:443 (through kube-proxy) and is let in;
 #   - a ClusterIP Service answers through kube-proxy, from the host and from a pod;
 #   - kubectl logs and kubectl exec work (the API server reaches the kubelet);
+#   - kube-scheduler allocates a ResourceClaim from a ResourceSlice of the node;
 #   - after restart-kubelet the node is Ready again and runs a new pod;
 #   - after stop, host-snapshot shows no difference with before start.
 # Needs root. --keep leaves the cluster running (DIR is printed).
@@ -123,6 +124,53 @@ step "kubectl logs and exec"
 pod="$(k get pods -l app=web -o jsonpath='{.items[0].metadata.name}')"
 k logs "$pod" | grep -q "probe: serving on :8080"
 k exec "$pod" -- /probe -tries=1 http://127.0.0.1:8080/
+
+step "kube-scheduler allocates a ResourceClaim from a ResourceSlice of node-a"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: smoke.example.com}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "smoke.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-smoke}
+spec:
+  driver: smoke.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: dev-0
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: smoke}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: dev
+        exactly: {deviceClassName: smoke.example.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: claimer}
+spec:
+  containers:
+  - {name: pause, image: localhost/pause:test}
+  resourceClaims:
+  - {name: dev, resourceClaimTemplateName: smoke}
+YAML
+# No kubelet plugin serves smoke.example.com: the pod is bound and its claim
+# allocated, but it never runs ("DRA driver smoke.example.com is not registered").
+k wait --for=jsonpath='{.spec.nodeName}'=node-a pod/claimer --timeout=60s >/dev/null
+claim="$(k get pod claimer -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}')"
+device="$(k get resourceclaim "$claim" -o jsonpath='{.status.allocation.devices.results[0].device}')"
+[[ "$device" == dev-0 ]] || { echo "claim $claim: want device dev-0 allocated, got '$device'" >&2; exit 1; }
+step "claim $claim allocated device $device"
+k delete pod claimer --timeout=60s >/dev/null
 
 step "restart the kubelet"
 "$here/restart-kubelet" "$dir"

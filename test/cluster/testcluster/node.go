@@ -187,6 +187,10 @@ func startNode(dir, bin string) error {
 		"--service-account-private-key-file="+p("sa.key"),
 		"--root-ca-file="+p("ca.crt"),
 		"--use-service-account-credentials=true",
+		// One client per controller, each with its own token: the default
+		// 20 requests/s delay the controllers' start by seconds.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
 		"--controllers=*",
 		"--cluster-cidr="+podCIDR,
 		"--service-cluster-ip-range=10.0.0.0/24",
