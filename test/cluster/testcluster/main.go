@@ -5,7 +5,7 @@
 //	testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=A=true,B=false]
 //	                  [--apiserver-arg=--flag=value]... [--node] DIR
 //	testcluster stop DIR
-//	testcluster restart-kubelet DIR
+//	testcluster restart-kubelet|stop-kubelet|start-kubelet DIR
 //	testcluster image --name REF --out ARCHIVE BINARY [ARG]...
 //
 // start returns once /readyz answers and DIR/kubeconfig (admin) is written;
@@ -85,8 +85,8 @@ func main() {
 		err = stopCommand(os.Args[2:])
 	case "watchdog":
 		err = watchdogCommand(os.Args[2:])
-	case "restart-kubelet":
-		err = restartKubeletCommand(os.Args[2:])
+	case "restart-kubelet", "stop-kubelet", "start-kubelet":
+		err = kubeletCommand(os.Args[1], os.Args[2:])
 	case "image":
 		err = imageCommand(os.Args[2:])
 	default:
@@ -99,7 +99,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... [--node] DIR | testcluster stop DIR | testcluster restart-kubelet DIR | testcluster image --name REF --out ARCHIVE BINARY [ARG]...")
+	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... [--node] DIR | testcluster stop DIR | testcluster restart-kubelet|stop-kubelet|start-kubelet DIR | testcluster image --name REF --out ARCHIVE BINARY [ARG]...")
 	os.Exit(2)
 }
 

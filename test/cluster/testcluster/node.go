@@ -416,7 +416,11 @@ func spawnKubelet(dir string, restart bool) error {
 	)
 }
 
-func restartKubeletCommand(args []string) error {
+// kubeletCommand stops the node's kubelet (stop-kubelet, restart-kubelet)
+// and starts it again with the same configuration (start-kubelet,
+// restart-kubelet), returning once the node is Ready with a heartbeat of the
+// new kubelet (the API keeps the old condition for a while after a stop).
+func kubeletCommand(command string, args []string) error {
 	if len(args) != 1 {
 		usage()
 	}
@@ -424,11 +428,24 @@ func restartKubeletCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	if pid := readPid(dir, "kubelet"); pid > 0 && ours(pid, dir) {
+	if _, err := os.Stat(filepath.Join(hostStateDir(dir), "state.json")); err != nil {
+		return fmt.Errorf("no node in %s (start --node)", dir)
+	}
+	pid := readPid(dir, "kubelet")
+	up := pid > 0 && ours(pid, dir)
+	if command != "start-kubelet" && up {
 		if err := terminate(pid); err != nil {
 			return err
 		}
+		_ = os.Remove(pidFile(dir, "kubelet"))
+		up = false
 	}
+	if command == "stop-kubelet" || up {
+		return nil
+	}
+	// Heartbeats have whole seconds: starting on a new second tells the new
+	// kubelet's from the old one's.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	began := time.Now()
 	if err := spawnKubelet(dir, true); err != nil {
 		return err
@@ -441,13 +458,11 @@ func restartKubeletCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	// Ready with a heartbeat from the new kubelet (the API keeps the old
-	// condition for a while after the kubelet stopped).
-	since := began.Add(-time.Second)
+	since := began.Truncate(time.Second)
 	if err := waitFor(dir, "kubelet", func() bool { return nodeReady(admin, strings.TrimSpace(string(server)), since) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "testcluster: kubelet restarted, node %s Ready after %.1f s\n", nodeName, time.Since(began).Seconds())
+	fmt.Fprintf(os.Stderr, "testcluster: kubelet started, node %s Ready after %.1f s\n", nodeName, time.Since(began).Seconds())
 	return nil
 }
 
