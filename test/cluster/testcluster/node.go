@@ -131,6 +131,14 @@ func startNode(dir, bin string) error {
 		return fmt.Errorf("bridge %s exists: another node cluster runs on this host (stop it, or delete the link if it is a leftover)", bridgeName)
 	}
 	nd := nodeDir(dir)
+	// Unix socket paths have at most 107 bytes; DRA drivers' sockets go
+	// under DIR/nodefs/kubelet/plugins_registry/DRIVER-reg.sock.
+	if n := len(containerdSocket(dir) + ".ttrpc"); n > 107 {
+		return fmt.Errorf("%s is too long for the node's unix sockets (%d bytes > 107): use a shorter DIR", dir, n)
+	}
+	if len(nd) > 48 {
+		fmt.Fprintf(os.Stderr, "testcluster: warning: with DIR %s (%d bytes) the kubelet's plugin sockets may exceed 107 bytes\n", dir, len(dir))
+	}
 	if err := os.RemoveAll(nd); err != nil {
 		return fmt.Errorf("%s: %w (are mounts left from an earlier node? run stop)", nd, err)
 	}
@@ -329,10 +337,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	if err != nil {
 		return err
 	}
-	caData, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
-	if err != nil {
-		return err
-	}
 	files[filepath.Join(nd, "kubelet.kubeconfig")] = fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -349,9 +353,7 @@ contexts:
   context: {cluster: test, user: %s}
 current-context: test
 `, server, filepath.Join(dir, "pki", "ca.crt"), nodeName, strings.TrimSpace(string(token)), nodeName)
-	_ = caData
-	// No search domains and no cluster DNS: pods resolve nothing by default.
-	files[filepath.Join(nd, "resolv.conf")] = "nameserver 127.0.0.1\noptions ndots:0\n"
+	files[filepath.Join(nd, "resolv.conf")] = podResolvConf()
 	files[filepath.Join(nd, "kubelet.yaml")] = fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -387,6 +389,22 @@ shutdownGracePeriod: 0s
 		}
 	}
 	return nil
+}
+
+// podResolvConf is the host's name servers without its search domains
+// (there is no cluster DNS; loopback servers are unreachable from pods).
+func podResolvConf() string {
+	var out strings.Builder
+	b, _ := os.ReadFile("/etc/resolv.conf")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "nameserver" {
+			if ip := net.ParseIP(f[1]); ip != nil && !ip.IsLoopback() {
+				fmt.Fprintf(&out, "nameserver %s\n", ip)
+			}
+		}
+	}
+	return out.String()
 }
 
 // spawnKubelet starts the kubelet; a restart keeps the earlier log as kubelet.log.N.
