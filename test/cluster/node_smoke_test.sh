@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: test/cluster/node_smoke_test.sh [--kubernetes MINOR] [--keep]
+# Usage: test/cluster/node_smoke_test.sh [--kubernetes MINOR] [--kubelet-root-dir PATH] [--keep]
 # Proves that `start --node` gives a node that runs pods the way users run
 # them, and that stop leaves the host as it found it:
 #   - a Deployment of two pause pods gets Running pods with pod IPs;
@@ -19,8 +19,9 @@ keep=false
 while (($#)); do
   case "$1" in
     --kubernetes) start_args+=("$1" "$2"); shift 2 ;;
+    --kubelet-root-dir) start_args+=("$1=$2"); shift 2 ;;
     --keep) keep=true; shift ;;
-    *) echo "usage: $0 [--kubernetes MINOR] [--keep]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--kubernetes MINOR] [--kubelet-root-dir PATH] [--keep]" >&2; exit 2 ;;
   esac
 done
 dir="$(mktemp -d /tmp/node-smoke.XXXXXX)"

@@ -3,7 +3,7 @@
 // upstream binaries built by ../build from their published Go modules.
 //
 //	testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=A=true,B=false]
-//	                  [--apiserver-arg=--flag=value]... [--node] DIR
+//	                  [--apiserver-arg=--flag=value]... [--node [--kubelet-root-dir PATH]] DIR
 //	testcluster stop DIR
 //	testcluster restart-kubelet|stop-kubelet|start-kubelet DIR
 //	testcluster image --name REF --out ARCHIVE BINARY [ARG]...
@@ -112,6 +112,7 @@ func startCommand(args []string) error {
 	bin := fs.String("bin", "", "folder holding the etcd and kube-apiserver binaries")
 	owner := fs.Int("owner-pid", 0, "stop the cluster when this process exits (0: never)")
 	withNode := fs.Bool("node", false, "also run a node (containerd, kubelet, kube-proxy) with the controller manager and scheduler")
+	kubeletRoot := fs.String("kubelet-root-dir", "", "with --node: the kubelet's --root-dir (default DIR/nodefs/kubelet); /var/lib/kubelet for DRA drivers whose sockets are there")
 	var extra []string
 	for _, arg := range strings.Fields(os.Getenv(apiserverArgsVariable)) {
 		if err := checkApiserverArg(arg); err != nil {
@@ -151,7 +152,7 @@ func startCommand(args []string) error {
 	for try := 1; ; try++ {
 		err = start(dir, *bin, extra, *withNode)
 		if err == nil && *withNode {
-			err = startNode(dir, *bin)
+			err = startNode(dir, *bin, *kubeletRoot)
 		}
 		if err == nil {
 			break

@@ -120,7 +120,16 @@ type nodePorts struct {
 	kubelet, kubeletHealthz, proxyHealthz, proxyMetrics, kcm, scheduler, containerdStream int
 }
 
-func startNode(dir, bin string) error {
+// kubeletRootDir is the kubelet's --root-dir, as start --node chose it.
+func kubeletRootDir(dir string) string {
+	b, err := os.ReadFile(filepath.Join(nodeDir(dir), "kubelet-root-dir"))
+	if err != nil {
+		return filepath.Join(nodeDir(dir), "kubelet")
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func startNode(dir, bin, kubeletRoot string) error {
 	began := time.Now()
 	// An earlier node of this DIR that was never stopped (its state would
 	// be lost below).
@@ -139,13 +148,23 @@ func startNode(dir, bin string) error {
 	if len(nd) > 48 {
 		fmt.Fprintf(os.Stderr, "testcluster: warning: with DIR %s (%d bytes) the kubelet's plugin sockets may exceed 107 bytes\n", dir, len(dir))
 	}
-	if err := os.RemoveAll(nd); err != nil {
+	var err error
+	if err = os.RemoveAll(nd); err != nil {
 		return fmt.Errorf("%s: %w (are mounts left from an earlier node? run stop)", nd, err)
 	}
 	for _, sub := range []string{"host-state", "containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins"} {
 		if err := os.MkdirAll(filepath.Join(nd, sub), 0o755); err != nil {
 			return err
 		}
+	}
+	if kubeletRoot == "" {
+		kubeletRoot = filepath.Join(nd, "kubelet")
+	}
+	if kubeletRoot, err = filepath.Abs(kubeletRoot); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(nd, "kubelet-root-dir"), []byte(kubeletRoot+"\n"), 0o644); err != nil {
+		return err
 	}
 	if err := saveHostState(dir); err != nil {
 		return fmt.Errorf("saving the host's state: %w", err)
@@ -427,7 +446,7 @@ func spawnKubelet(dir string, restart bool) error {
 	return spawn(dir, "kubelet", filepath.Join(dir, "bin", "kubelet"),
 		"--config="+filepath.Join(nd, "kubelet.yaml"),
 		"--kubeconfig="+filepath.Join(nd, "kubelet.kubeconfig"),
-		"--root-dir="+filepath.Join(nd, "kubelet"),
+		"--root-dir="+kubeletRootDir(dir),
 		"--hostname-override="+nodeName,
 		"--node-ip="+host.String(),
 		"--v=2",
@@ -608,7 +627,7 @@ func saveHostState(dir string) error {
 			s.Sysctls[name] = strings.TrimSpace(string(b))
 		}
 	}
-	for _, p := range append(append([]string{}, kubeletHostPaths...), cgroupKubepods()...) {
+	for _, p := range append(append([]string{kubeletRootDir(dir)}, kubeletHostPaths...), cgroupKubepods()...) {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 			s.Absent = append(s.Absent, p)
 		}
@@ -863,7 +882,7 @@ func mountedUnder(root string) bool {
 // under DIR/nodefs and the kubelet's fixed paths, and the network namespaces
 // new in /run/netns (which it then removes).
 func unmountUnder(dir string, state hostState) []error {
-	roots := append([]string{nodeDir(dir)}, kubeletHostPaths...)
+	roots := append([]string{nodeDir(dir), kubeletRootDir(dir)}, kubeletHostPaths...)
 	isOurs := func(m string) bool {
 		for _, r := range roots {
 			if under(m, r) {
