@@ -99,7 +99,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... [--node] DIR | testcluster stop DIR | testcluster restart-kubelet|stop-kubelet|start-kubelet DIR | testcluster image --name REF --out ARCHIVE BINARY [ARG]...")
+	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... [--node [--kubelet-root-dir PATH]] DIR | testcluster stop DIR | testcluster restart-kubelet|stop-kubelet|start-kubelet DIR | testcluster image --name REF --out ARCHIVE BINARY [ARG]...")
 	os.Exit(2)
 }
 
