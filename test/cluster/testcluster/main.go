@@ -3,14 +3,21 @@
 // upstream binaries built by ../build from their published Go modules.
 //
 //	testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=A=true,B=false]
-//	                  [--apiserver-arg=--flag=value]... DIR
+//	                  [--apiserver-arg=--flag=value]... [--node [--kubelet-root-dir PATH]] DIR
 //	testcluster stop DIR
+//	testcluster restart-kubelet|stop-kubelet|start-kubelet DIR
+//	testcluster image --name REF --out ARCHIVE BINARY [ARG]...
 //
 // start returns once /readyz answers and DIR/kubeconfig (admin) is written;
 // DIR/bin links to BINDIR, so that stop and kubectl use the same release;
 // the servers keep running in their own session until stop. With --owner-pid
 // a watchdog stops the cluster when that process dies, so a crashed test
 // suite leaves nothing behind.
+//
+// With --node the cluster also gets a node that runs pods (see node.go):
+// containerd, kube-controller-manager, kube-scheduler, kube-proxy and a
+// kubelet registering Node node-a; stop then undoes what they did to the
+// host. image packs a static binary into an image archive (image.go).
 //
 // Extra kube-apiserver flags come from the environment variable
 // TESTCLUSTER_APISERVER_ARGS (separated by spaces, so that a whole test run
@@ -78,6 +85,10 @@ func main() {
 		err = stopCommand(os.Args[2:])
 	case "watchdog":
 		err = watchdogCommand(os.Args[2:])
+	case "restart-kubelet", "stop-kubelet", "start-kubelet":
+		err = kubeletCommand(os.Args[1], os.Args[2:])
+	case "image":
+		err = imageCommand(os.Args[2:])
 	default:
 		usage()
 	}
@@ -88,7 +99,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... DIR | testcluster stop DIR")
+	fmt.Fprintln(os.Stderr, "usage: testcluster start --bin BINDIR [--owner-pid PID] [--feature-gates=GATES] [--apiserver-arg=FLAG]... [--node [--kubelet-root-dir PATH]] DIR | testcluster stop DIR | testcluster restart-kubelet|stop-kubelet|start-kubelet DIR | testcluster image --name REF --out ARCHIVE BINARY [ARG]...")
 	os.Exit(2)
 }
 
@@ -100,6 +111,8 @@ func startCommand(args []string) error {
 	fs := flag.NewFlagSet("start", flag.ExitOnError)
 	bin := fs.String("bin", "", "folder holding the etcd and kube-apiserver binaries")
 	owner := fs.Int("owner-pid", 0, "stop the cluster when this process exits (0: never)")
+	withNode := fs.Bool("node", false, "also run a node (containerd, kubelet, kube-proxy) with the controller manager and scheduler")
+	kubeletRoot := fs.String("kubelet-root-dir", "", "with --node: the kubelet's --root-dir (default DIR/nodefs/kubelet); /var/lib/kubelet for DRA drivers whose sockets are there")
 	var extra []string
 	for _, arg := range strings.Fields(os.Getenv(apiserverArgsVariable)) {
 		if err := checkApiserverArg(arg); err != nil {
@@ -137,7 +150,10 @@ func startCommand(args []string) error {
 	// Ports are picked by binding port 0 and releasing it, so another process
 	// can take one in between; a start that loses that race is retried.
 	for try := 1; ; try++ {
-		err = start(dir, *bin, extra)
+		err = start(dir, *bin, extra, *withNode)
+		if err == nil && *withNode {
+			err = startNode(dir, *bin, *kubeletRoot)
+		}
 		if err == nil {
 			break
 		}
@@ -165,7 +181,7 @@ func checkApiserverArg(arg string) error {
 	return nil
 }
 
-func start(dir, bin string, apiserverArgs []string) error {
+func start(dir, bin string, apiserverArgs []string, withNode bool) error {
 	// Every start is a fresh cluster: old data, keys and logs go.
 	for _, sub := range []string{"etcd-data", "pki", "logs", "tokens"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
@@ -184,7 +200,16 @@ func start(dir, bin string, apiserverArgs []string) error {
 	if err := os.Symlink(bin, filepath.Join(dir, "bin")); err != nil {
 		return err
 	}
-	pki, err := writePKI(filepath.Join(dir, "pki"))
+	var host net.IP
+	var err error
+	if withNode {
+		// Pods reach the API server through the kubernetes Service, whose
+		// endpoint must be an address they can route to.
+		if host, err = hostAddress(); err != nil {
+			return err
+		}
+	}
+	pki, err := writePKI(filepath.Join(dir, "pki"), host)
 	if err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
@@ -242,6 +267,9 @@ func start(dir, bin string, apiserverArgs []string) error {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
+	}
+	if withNode {
+		flags = append(flags, nodeApiserverFlags(dir, host)...)
 	}
 	err = spawn(dir, "kube-apiserver", filepath.Join(bin, "kube-apiserver"), append(flags, apiserverArgs...)...)
 	if err != nil {
@@ -347,8 +375,10 @@ func (p pkiFiles) adminClient() *http.Client {
 }
 
 // writePKI writes a CA, the API server's serving certificate, an admin client
-// certificate (system:masters) and the service-account signing key.
-func writePKI(dir string) (pkiFiles, error) {
+// certificate (system:masters) and the service-account signing key. With a
+// host address (node mode) the serving certificate also names it, and the
+// API server gets a client certificate for the kubelet (logs, exec).
+func writePKI(dir string, host net.IP) (pkiFiles, error) {
 	caKey, caPEM, caCert, err := newCert(nil, nil, x509.Certificate{
 		Subject:               pkix.Name{CommonName: "resourceslice-controller-test-ca"},
 		IsCA:                  true,
@@ -358,10 +388,14 @@ func writePKI(dir string) (pkiFiles, error) {
 	if err != nil {
 		return pkiFiles{}, err
 	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.0.0.1")}
+	if host != nil {
+		ips = append(ips, host)
+	}
 	servingKey, servingPEM, _, err := newCert(caKey, caCert, x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.0.0.1")},
+		IPAddresses: ips,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
@@ -387,6 +421,18 @@ func writePKI(dir string) (pkiFiles, error) {
 		"admin.crt":   adminPEM,
 		"admin.key":   keyPEM(adminKey),
 		"sa.key":      keyPEM(saKey),
+	}
+	if host != nil {
+		kubeletKey, kubeletPEM, _, err := newCert(caKey, caCert, x509.Certificate{
+			Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+			KeyUsage:    x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		})
+		if err != nil {
+			return pkiFiles{}, err
+		}
+		files["kubelet-client.crt"] = kubeletPEM
+		files["kubelet-client.key"] = keyPEM(kubeletKey)
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
@@ -487,7 +533,9 @@ func stopCommand(args []string) error {
 // stop ends every process of the cluster in DIR and waits until they are
 // gone. Stopping a folder with nothing running succeeds.
 func stop(dir string) error {
-	var errs []error
+	// The node goes first: its kubelet and controllers need the API server
+	// until they are gone, and the host is restored before the servers stop.
+	errs := []error{stopNode(dir)}
 	names := append([]string{"watchdog"}, components...)
 	for i := len(names) - 1; i >= 0; i-- {
 		name := names[i]
@@ -517,7 +565,7 @@ func terminate(pid int) error {
 }
 
 func running(dir string) bool {
-	for _, name := range components {
+	for _, name := range append(append([]string{}, components...), nodeComponents...) {
 		if pid := readPid(dir, name); pid > 0 && ours(pid, dir) {
 			return true
 		}

@@ -1,0 +1,3 @@
+module resourceslice-controller/test/cluster/node/probe
+
+go 1.26.0
