@@ -70,6 +70,9 @@ namespace inv = controller::inventory;
 
 // The annotation of the leader Lease that carries the leader's inventory URL.
 constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
+// The name the leader's certificate carries when its URL names a pod address
+// (--inventory-server-name): resourceslicectl verifies the URL against it.
+constexpr char kInventoryServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
 
 // The signals that stop the service; main() blocks them in every thread.
 sigset_t stopSignals() {
@@ -637,6 +640,9 @@ int run(const controller::ServiceFlags& flags) {
     }
     lopts.identity = identity;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;
+    if (tls && !flags.forwarding.tls_server_name.empty()) {
+      lopts.holder_annotations[kInventoryServerNameAnnotation] = flags.forwarding.tls_server_name;
+    }
     // On its own thread: the elector keeps renewing while the cache syncs.
     lopts.on_started_leading = [&, lease_ns = lopts.lease_namespace,
                                 lease = lopts.lease_name](std::stop_token leading) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdlib>
 #include <string_view>
 
 #include "common/duration.h"
@@ -185,11 +187,38 @@ bool FlagSpec::takenBy(std::string_view command) const {
 
 std::span<const FlagSpec> flagTable() { return kFlags; }
 
+std::string envVariable(const FlagSpec& spec) {
+  if (!spec.global() || spec.takes != Takes::kValue || spec.name == "token") return "";
+  std::string name = "RESOURCESLICECTL_";
+  for (const char c : spec.name) {
+    name += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
 StatusOr<Invocation> parseArgs(const std::vector<std::string>& args) {
+  return parseArgs(args, [](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    if (value == nullptr) return std::nullopt;
+    return std::string(value);
+  });
+}
+
+StatusOr<Invocation> parseArgs(const std::vector<std::string>& args, const EnvLookup& env) {
   Invocation inv;
+  // Defaults from the environment go first, as flags of their own, so that
+  // they are checked like flags and the command line overrides them.
+  std::vector<std::string> rest;
+  for (const FlagSpec& spec : kFlags) {
+    const std::string variable = envVariable(spec);
+    if (variable.empty()) continue;
+    if (const std::optional<std::string> value = env(variable); value && !value->empty()) {
+      rest.push_back("--" + std::string(spec.name) + "=" + *value);
+    }
+  }
   // The command is the first argument past the global flags; its own flags
   // are known once it is. "help COMMAND" is COMMAND --help.
-  std::vector<std::string> rest = args;
+  rest.insert(rest.end(), args.begin(), args.end());
   FlagSet globals;
   addFlags(globals, "", inv);
   std::optional<size_t> at = globals.firstArgument(rest);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -100,9 +101,21 @@ struct FlagSpec {
 // Every flag, global ones first, in the order the help lists them.
 std::span<const FlagSpec> flagTable();
 
+// Reads an environment variable: its value, or nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The variable that sets a global flag's default: RESOURCESLICECTL_ and the
+// flag's name in capitals with '_' for '-' (RESOURCESLICECTL_TOKEN_FILE).
+// Every global flag that takes a value has one, but --token (a secret is not
+// left in the environment of every process the shell starts).
+std::string envVariable(const FlagSpec& spec);
+
 // Parses argv[1..]. Fails with a one-line message naming the flag or
 // argument ("unknown flag --foo for push", "get pool needs DRIVER POOL").
-// A --help anywhere sets `help` and skips the argument count checks.
+// A --help anywhere sets `help` and skips the argument count checks. Global
+// flags take their defaults from `env` (envVariable); the command line wins.
+StatusOr<Invocation> parseArgs(const std::vector<std::string>& args, const EnvLookup& env);
+// The same with the process's environment.
 StatusOr<Invocation> parseArgs(const std::vector<std::string>& args);
 
 // The help of one command ("" for the top level), with examples.

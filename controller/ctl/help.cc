@@ -333,7 +333,11 @@ std::string usage(const std::string& command) {
   if (const std::string own = it->first.empty() ? "" : flagsHelp(it->first); !own.empty()) {
     text += "\nFlags:\n" + own;
   }
-  return text + "\nGlobal flags (before or after the command):\n" + flagsHelp("");
+  return text + "\nGlobal flags (before or after the command):\n" + flagsHelp("") +
+         "\nEach global flag with a value but --token takes its default from the environment:\n"
+         "RESOURCESLICECTL_ and its name in capitals, e.g. RESOURCESLICECTL_TOKEN_FILE (the\n"
+         "chart sets them in the controller's pods, so that kubectl exec ... resourceslicectl\n"
+         "get pools works there). The command line wins.\n";
 }
 
 StatusOr<std::string> completionScript(const std::string& shell) {

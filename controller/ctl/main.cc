@@ -11,6 +11,7 @@
 #include "client/http_transport.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
+#include "common/strings.h"
 #include "controller/ctl/args.h"
 #include "controller/ctl/commands.h"
 
@@ -20,6 +21,9 @@ namespace {
 // The annotation on the leader Lease naming the leader's inventory URL
 // (written by the controller, controller/main.cc).
 constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
+// The name the leader's certificate carries, when the URL names its pod's
+// address (the chart's: the Service's DNS name).
+constexpr char kInventoryServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
 constexpr char kUserAgent[] = "resourceslicectl";
 // A CLI answers its operator promptly: one retry of a failed request, not a
 // controller's five.
@@ -67,6 +71,8 @@ struct InventoryTarget {
   // URL", for messages.
   std::string from_lease = {};
   std::string ca_pem = {};  // the CA a URL of the Lease is verified against
+  // The name its certificate is verified against ("": the URL's host).
+  std::string server_name = {};
 };
 
 // The refusal of a URL from the Lease: one line naming the Lease, the URL,
@@ -102,6 +108,21 @@ StatusOr<InventoryTarget> inventoryServer(const GlobalFlags& g, Connections& c) 
   InventoryTarget t{.url = it->second,
                     .from_lease = "Lease " + ns + "/" + g.lease_name + " announces " + it->second};
   if (t.url.starts_with("http://") && g.allow_insecure_lease_url) return t;
+  // A pod's address is in no certificate: the leader names the one its
+  // certificate carries. Only a Service's name in the Lease's own namespace
+  // is taken, so that whoever may patch the Lease cannot point the check at
+  // another name the same CA may have signed.
+  if (auto name = lease->metadata.annotations.find(kInventoryServerNameAnnotation);
+      name != lease->metadata.annotations.end() && !name->second.empty()) {
+    if (!name->second.ends_with("." + ns + ".svc")) {
+      return leaseUrlRefused(t, "its server name " + inQuotes(name->second) + " (annotation " +
+                                    kInventoryServerNameAnnotation +
+                                    ") is not a Service name in namespace " + ns + " (NAME." + ns +
+                                    ".svc)");
+    }
+    t.server_name = name->second;
+    t.from_lease += " (certificate name " + name->second + ")";
+  }
   if (!t.url.starts_with("https://")) {
     return leaseUrlRefused(t,
                            "not an https URL (--allow-insecure-lease-url allows plain http "
@@ -127,6 +148,7 @@ Status verifyLeaseUrl(const InventoryTarget& t, const client::ClientConfig& conf
   client::ClientConfig bare;
   bare.server = config.server;
   bare.ca_pem = config.ca_pem;
+  bare.tls_server_name = config.tls_server_name;
   bare.user_agent = config.user_agent;
   auto transport = client::CpprestTransport::create(bare, clock);
   if (!transport.ok()) return leaseUrlRefused(t, transport.status().message());
@@ -147,6 +169,7 @@ Status connectInventory(const GlobalFlags& g, Connections& c) {
   ASSIGN_OR_RETURN(InventoryTarget target, inventoryServer(g, c));
   config.server = target.url;
   config.ca_pem = target.ca_pem;
+  config.tls_server_name = target.server_name;
   while (config.server.ends_with("/")) config.server.pop_back();
   config.user_agent = kUserAgent;
   config.insecure_skip_tls_verify = g.insecure_skip_tls_verify && target.from_lease.empty();

@@ -30,6 +30,7 @@ using ::testing::HasSubstr;
 namespace inv = controller::inventory;
 
 constexpr char kUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
+constexpr char kServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
 
 // A server of whoever rewrote the Lease: records each request that reaches
 // it (method, target, Authorization) and answers 200, as a fake leader would.
@@ -87,14 +88,18 @@ std::string microTimeNow() {
 
 class CredentialsTest : public ::testing::Test {
  protected:
-  // A Lease in default held by `holder` for an hour, announcing `url`.
-  void lease(const std::string& name, const std::string& holder, const std::string& url) {
+  // A Lease in default held by `holder` for an hour, announcing `url` (and
+  // the certificate name `server_name`, unless empty).
+  void lease(const std::string& name, const std::string& holder, const std::string& url,
+             const std::string& server_name = "") {
+    Json annotations = {{kUrlAnnotation, url}};
+    if (!server_name.empty()) annotations[kServerNameAnnotation] = server_name;
     env_.kube("DELETE", "/apis/coordination.k8s.io/v1/namespaces/default/leases/" + name);
     const HttpAnswer a =
         env_.kube("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
                   Json{{"apiVersion", "coordination.k8s.io/v1"},
                        {"kind", "Lease"},
-                       {"metadata", {{"name", name}, {"annotations", {{kUrlAnnotation, url}}}}},
+                       {"metadata", {{"name", name}, {"annotations", annotations}}},
                        {"spec",
                         {{"holderIdentity", holder},
                          {"leaseDurationSeconds", 3600},
@@ -185,6 +190,47 @@ TEST_F(CredentialsTest, CtlSendsNothingToAnUnverifiedHttpsUrlOfTheLease) {
     EXPECT_THAT(output, HasSubstr("--server"));
     EXPECT_THAT(listener.seen(), ::testing::IsEmpty());
   }
+}
+
+// (b2) The Lease names the certificate name to verify its URL against (the
+// leader's pods have no certificate for their own address). A name outside
+// the Lease's namespace is refused, even when the listener's certificate has
+// it and chains to the published CA; a name of the namespace that the
+// certificate does not carry fails verification. Nothing reaches the listener.
+TEST_F(CredentialsTest, CtlVerifiesTheLeaseUrlOnlyAgainstAServiceNameOfItsNamespace) {
+  const auto published = inv::TestCertificate::make("controller");
+  Listener listener(&published);
+  env_.kube("DELETE", "/api/v1/namespaces/default/configmaps/creds-name-ca");
+  env_.ensure("/api/v1/namespaces/default/configmaps",
+              Json{{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata", {{"name", "creds-name-ca"}}},
+                   {"data", {{"ca.crt", published.cert_pem}}}});
+  struct Case {
+    std::string server_name;
+    std::string error;
+  };
+  for (const Case& k :
+       {Case{"localhost", "its server name \"localhost\" (annotation " +
+                              std::string(kServerNameAnnotation) +
+                              ") is not a Service name in namespace default"},
+        Case{"rsc.default.svc",
+             "(certificate name rsc.default.svc): its certificate cannot be verified"}}) {
+    SCOPED_TRACE(k.server_name);
+    lease("creds-name", "someone", listener.url(), k.server_name);
+    const auto [code, output] =
+        ctl("creds-name", {"--ca-configmap", "creds-name-ca", "get", "pools"});
+    EXPECT_NE(code, 0) << output;
+    EXPECT_THAT(output, HasSubstr(k.error)) << output;
+    EXPECT_THAT(listener.seen(), ::testing::IsEmpty());
+  }
+  // Without the annotation the URL's own host is checked: the certificate
+  // has 127.0.0.1, so the request goes there, credentials and all.
+  lease("creds-name", "someone", listener.url());
+  const auto [code, output] =
+      ctl("creds-name", {"--ca-configmap", "creds-name-ca", "get", "pools"});
+  EXPECT_EQ(code, 0) << output;
+  EXPECT_THAT(listener.seen(), ::testing::Not(::testing::IsEmpty())) << output;
 }
 
 // (c) A follower replica (inventory TLS on, as the chart deploys it) whose

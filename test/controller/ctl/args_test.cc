@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <string_view>
 
 namespace rsc::ctl {
@@ -39,6 +41,42 @@ TEST(ParseArgs, GlobalFlagsBeforeAndAfterTheCommand) {
   EXPECT_EQ(inv->global.request_timeout, std::chrono::seconds(5));
   EXPECT_EQ(inv->flag("output"), "wide");
   EXPECT_FALSE(inv->help);
+}
+
+TEST(ParseArgs, GlobalFlagDefaultsFromTheEnvironmentTheCommandLineWins) {
+  const std::map<std::string, std::string> vars = {
+      {"RESOURCESLICECTL_TOKEN_FILE", "/run/token"},
+      {"RESOURCESLICECTL_LEASE_NAME", "rsc"},
+      {"RESOURCESLICECTL_CA_CONFIGMAP", "rsc-ca"},
+      {"RESOURCESLICECTL_REQUEST_TIMEOUT", "7s"},
+      // Never from the environment: a secret, and a switch.
+      {"RESOURCESLICECTL_TOKEN", "secret"},
+      {"RESOURCESLICECTL_INSECURE_SKIP_TLS_VERIFY", "true"},
+  };
+  const EnvLookup env = [&vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+  auto inv = parseArgs({"get", "pools", "--lease-name", "other"}, env);
+  ASSERT_TRUE(inv.ok()) << inv.status().message();
+  EXPECT_EQ(inv->command, "get");
+  EXPECT_EQ(inv->args, (std::vector<std::string>{"pools"}));
+  EXPECT_EQ(inv->global.token_file, "/run/token");
+  EXPECT_EQ(inv->global.lease_name, "other");
+  EXPECT_EQ(inv->global.ca_configmap, "rsc-ca");
+  EXPECT_EQ(inv->global.request_timeout, std::chrono::seconds(7));
+  EXPECT_EQ(inv->global.token, "");
+  EXPECT_FALSE(inv->global.insecure_skip_tls_verify);
+
+  // A bad value is refused like the flag's.
+  const EnvLookup bad = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "RESOURCESLICECTL_REQUEST_TIMEOUT") return "soon";
+    return std::nullopt;
+  };
+  auto refused = parseArgs({"get", "pools"}, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("request-timeout"));
 }
 
 TEST(ParseArgs, ShortFlagWithAttachedValueAndOptionalValueFlag) {

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# The controller as users run it: the image built from the Dockerfile, in
+# pods, installed with `helm install` on a real node with a kubelet
+# (test/cluster/start --node), with the chart's defaults but for the image.
+#   1. helm install with 2 replicas: both pods Ready through their probes, one
+#      leader, inventory TLS bootstrapped, metrics scraped by a real
+#      Prometheus over HTTPS with a ServiceAccount token;
+#   2. the example driver DaemonSet pushes with its projected, node-bound
+#      token over HTTPS, trusting only the published CA; its pool is published;
+#   3. the real kube-scheduler allocates a ResourceClaim from our slice;
+#   4. the leader pod deleted: the other replica leads and writes nothing, and
+#      pushes keep working through the Service; helm upgrade rolls both pods
+#      and writes nothing; resourceslicectl runs inside the image;
+#   5. the kubelet restarted: what happens to the node's slices, recorded;
+#   6. helm uninstall runs the cleanup hook as a Job in a pod, which removes
+#      every managed slice.
+# Prints its figures at the end. Needs root (a kubelet); starts its own cluster
+# and node and always stops them.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+on_exit print_figures
+
+# The names the example driver DaemonSet assumes (the chart's defaults).
+release=resourceslice-controller
+ns=resourceslice-system
+name=resourceslice-controller
+driver=gpu.example.com
+driver_ns=gpu-system
+managed=app.kubernetes.io/managed-by=resourceslice-controller
+service_host="$name.$ns.svc"
+
+start_node_cluster
+export KUBECONFIG="$cluster/kubeconfig"
+
+build_image
+controller_image="$image_ref"
+figure "controller image" "$controller_image"
+figure "controller image size (MiB)" "$image_mib"
+build_image --driver
+driver_image="$image_ref"
+
+# --- 1. helm install, two replicas.
+kubectl create namespace "$driver_ns" >/dev/null
+kubectl create namespace monitoring >/dev/null
+kubectl create serviceaccount prometheus -n monitoring >/dev/null
+t0="$(now)"
+check_ok "helm install" helm install "$release" "$chart" --namespace "$ns" --create-namespace \
+  --set image.repository="${controller_image%:*}" --set image.tag="${controller_image##*:}" \
+  --set image.pullPolicy=Never \
+  --set-json "drivers=[{\"name\":\"gpu-driver\",\"namespace\":\"$driver_ns\",\"driverNames\":[\"$driver\"]}]" \
+  --set-json 'metrics.scrapers=[{"name":"prometheus","namespace":"monitoring"}]'
+ready_replicas() { kubectl get deployment "$name" -n "$ns" -o jsonpath='{.status.readyReplicas}'; }
+two_ready() { [[ "$(ready_replicas)" == 2 ]]; }
+wait_for 180 "two Ready replicas after helm install" two_ready
+figure "helm install to 2 pods Ready (s)" "$(since "$t0")"
+check "both replicas are Ready through their probes" 2 "$(ready_replicas)"
+
+pods() { kubectl get pods -n "$ns" -l app.kubernetes.io/component=controller -o json; }
+# The leader's pod: the Lease's holder is POD_UNIQUE-SUFFIX.
+holder() { local h; h="$(kubectl get lease "$name" -n "$ns" -o jsonpath='{.spec.holderIdentity}')"; echo "${h%_*}"; }
+has_holder() { [[ -n "$(holder)" ]]; }
+wait_for 60 "a leader" has_holder
+leader="$(holder)"
+check_contains "the Lease is held by one of the pods" "$leader" "$(pods | jq -r '[.items[].metadata.name] | join(" ")')"
+lease_url="$(kubectl get lease "$name" -n "$ns" -o json | jq -r '.metadata.annotations["resourceslice.dra.k8s.io/inventory-url"] // ""')"
+leader_ip="$(pods | jq -r --arg l "$leader" '.items[] | select(.metadata.name == $l) | .status.podIP')"
+check "the Lease announces the leader's HTTPS address" "https://$leader_ip:8443" "$lease_url"
+
+# Inventory TLS, bootstrapped by the controller itself: the Secret, and the
+# CA bundle in the driver's namespace; the Service answers with a certificate
+# that verifies against that bundle under the Service's name.
+kubectl get configmap "$name-ca" -n "$driver_ns" -o jsonpath='{.data.ca\.crt}' >"$work/ca.crt"
+check "the CA bundle is published in the driver's namespace" 1 "$(grep -c 'BEGIN CERTIFICATE' "$work/ca.crt")"
+check "the certificate Secret exists" kubernetes.io/tls \
+  "$(kubectl get secret "$name-inventory-tls" -n "$ns" -o jsonpath='{.type}')"
+service_ip="$(kubectl get service "$name" -n "$ns" -o jsonpath='{.spec.clusterIP}')"
+resolve=(--resolve "$service_host:8443:$service_ip" --resolve "$service_host:8080:$service_ip")
+check "the Service serves the inventory API over verified HTTPS" 200 \
+  "$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$work/ca.crt" "${resolve[@]}" \
+    "https://$service_host:8443/openapi.json")"
+
+# A real Prometheus scrapes both pods over HTTPS with the monitoring/prometheus
+# ServiceAccount's token (bound to the metrics reader by metrics.scrapers).
+kubectl create token prometheus -n monitoring --duration=1h >"$work/prometheus-token"
+targets="$(pods | jq -c '[.items[].status.podIP + ":8080"]')"
+cat >"$work/prometheus.yml" <<EOF
+global: {scrape_interval: 1s, scrape_timeout: 1s}
+scrape_configs:
+  - job_name: resourceslice-controller
+    scheme: https
+    authorization: {credentials_file: $work/prometheus-token}
+    tls_config: {ca_file: $work/ca.crt, server_name: $service_host}
+    static_configs: [{targets: $targets}]
+EOF
+prometheus_port="$(free_port)"
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
+  --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
+prometheus_pid=$!
+on_exit 'kill "$prometheus_pid" 2>/dev/null; wait "$prometheus_pid" 2>/dev/null'
+query() {
+  curl -sS --get "http://127.0.0.1:$prometheus_port/api/v1/query" --data-urlencode "query=$1" |
+    jq -r '.data.result[0].value[1] // ""'
+}
+both_up() { [[ "$(query 'sum(up{job="resourceslice-controller"})')" == 2 ]]; }
+wait_for 60 "Prometheus scraping both pods" both_up
+check "Prometheus scrapes both pods over HTTPS with a token" 2 "$(query 'sum(up{job="resourceslice-controller"})')"
+check "Prometheus sees exactly one leader" 1 "$(query 'sum(leader_election_master_status)')"
+
+# --- 2. The example driver DaemonSet, as the chart's notes tell drivers to
+# run: its image (curl) is built here, and without cluster DNS the Service's
+# name resolves through a host alias.
+kubectl create --dry-run=client -o json -f "$root/controller/inventory/examples/driver-daemonset.yaml" |
+  jq --arg image "$driver_image" --arg ip "$service_ip" --arg host "$service_host" '
+    if .kind == "DaemonSet" then
+      .spec.template.spec.containers[0].image = $image
+      | .spec.template.spec.containers[0].imagePullPolicy = "Never"
+      | .spec.template.spec.hostAliases = [{ip: $ip, hostnames: [$host]}]
+    else . end' >"$work/driver.json"
+t0="$(now)"
+kubectl apply -f "$work/driver.json" >/dev/null
+node_slices() {
+  kubectl get resourceslices -o json |
+    jq -c --arg d "$driver" --arg n "$node" '[.items[] | select(.spec.driver == $d and .spec.nodeName == $n)]'
+}
+published() { [[ "$(node_slices | jq length)" == 1 ]]; }
+wait_for 120 "the driver's pool published" published
+figure "driver DaemonSet applied to its pool published (s)" "$(since "$t0")"
+slice="$(node_slices | jq -c '.[0]')"
+check "the pool is published complete: one slice of a pool of one" \
+  "$node 1 gpu-0 $managed" \
+  "$(jq -r '[.spec.pool.name, .spec.pool.resourceSliceCount, .spec.devices[0].name,
+             ("app.kubernetes.io/managed-by=" + .metadata.labels["app.kubernetes.io/managed-by"])] | join(" ")' <<<"$slice")"
+driver_pod="$(kubectl get pods -n "$driver_ns" -o jsonpath='{.items[0].metadata.name}')"
+check "the driver pod runs" Running "$(kubectl get pod "$driver_pod" -n "$driver_ns" -o jsonpath='{.status.phase}')"
+
+# push_from_driver: one push from inside the driver pod, as its loop does.
+push_from_driver() {
+  kubectl exec -n "$driver_ns" "$driver_pod" -- /bin/sh -c '
+    printf "{\"nodeName\":\"%s\",\"leaseSeconds\":120,\"devices\":[{\"name\":\"gpu-0\"}]}" "$NODE_NAME" |
+      curl -sS -o /dev/null -w "%{http_code}" -X PUT \
+        --cacert /var/run/resourceslice/ca/ca.crt \
+        -H "Authorization: Bearer $(cat /var/run/resourceslice/token/token)" \
+        -H "Content-Type: application/json" --data-binary @- \
+        "$INVENTORY_URL/v1/drivers/gpu.example.com/pools/$NODE_NAME?wait=30s"'
+}
+check "a push from the driver pod is accepted" 200 "$(push_from_driver)"
+# The node-bound token speaks for its node only.
+other="$(kubectl exec -n "$driver_ns" "$driver_pod" -- /bin/sh -c '
+  printf "{\"nodeName\":\"node-b\",\"devices\":[{\"name\":\"gpu-0\"}]}" |
+    curl -sS -o /dev/null -w "%{http_code}" -X PUT --cacert /var/run/resourceslice/ca/ca.crt \
+      -H "Authorization: Bearer $(cat /var/run/resourceslice/token/token)" \
+      -H "Content-Type: application/json" --data-binary @- \
+      "$INVENTORY_URL/v1/drivers/gpu.example.com/pools/node-b"')"
+check "the driver's token may not publish another node's pool" 403 "$other"
+
+# --- 3. The real kube-scheduler allocates a claim from our slice.
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors:
+    - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu, namespace: default}
+spec:
+  devices:
+    requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: gpu-user, namespace: default}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: gpu}]
+  containers:
+    - name: user
+      image: $driver_image
+      imagePullPolicy: Never
+      command: [sleep, "3600"]
+      resources: {claims: [{name: gpu}]}
+EOF
+allocated() { [[ -n "$(kubectl get resourceclaim gpu -n default -o jsonpath='{.status.allocation}')" ]]; }
+wait_for 60 "the claim allocated by kube-scheduler" allocated
+check "kube-scheduler allocated our device to the claim" "$driver $node gpu-0" \
+  "$(kubectl get resourceclaim gpu -n default -o json |
+    jq -r '.status.allocation.devices.results[0] | [.driver, .pool, .device] | join(" ")')"
+check "the pod is scheduled to the node" "$node" \
+  "$(kubectl get pod gpu-user -n default -o jsonpath='{.spec.nodeName}')"
+kubectl delete pod gpu-user -n default --grace-period=0 --force >/dev/null 2>&1 || true
+kubectl delete resourceclaim gpu -n default --wait=false >/dev/null
+
+# --- 4. Failover: delete the leader pod.
+writes_before="$(apiserver_writes resourceslices)"
+t0="$(now)"
+kubectl delete pod "$leader" -n "$ns" --wait=false >/dev/null
+new_leader() { local h; h="$(holder)"; [[ -n "$h" && "$h" != "$leader" ]]; }
+wait_for 60 "another replica leading" new_leader
+figure "leader pod deleted to a new leader (s)" "$(since "$t0")"
+new="$(holder)"
+check "the Lease moved to the other replica" 1 \
+  "$(pods | jq --arg n "$new" '[.items[] | select(.metadata.name == $n)] | length')"
+check "pushes keep working through the Service" 200 "$(push_from_driver)"
+wait_for 120 "two Ready replicas after the failover" two_ready
+check "the pool is still published as it was" "$slice" "$(node_slices | jq -c '.[0]')"
+writes="$(($(apiserver_writes resourceslices) - writes_before))"
+figure "ResourceSlice writes during failover" "$writes"
+check "failover writes no ResourceSlice" 0 "$writes"
+
+# helm upgrade with a changed value rolls both pods and writes nothing.
+writes_before="$(apiserver_writes resourceslices)"
+old_pods="$(pods | jq -r '[.items[].metadata.name] | sort | join(" ")')"
+t0="$(now)"
+check_ok "helm upgrade" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
+  --set logging.verbosity=1
+rolled() {
+  kubectl rollout status deployment "$name" -n "$ns" --timeout=1s &&
+    [[ "$(pods | jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length')" == 2 ]]
+}
+wait_for 180 "the upgrade rolled out" rolled
+figure "helm upgrade to both pods replaced and Ready (s)" "$(since "$t0")"
+new_pods="$(pods | jq -r '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | sort | join(" ")')"
+check "the upgrade replaced both pods" "" \
+  "$(comm -12 <(tr ' ' '\n' <<<"$old_pods") <(tr ' ' '\n' <<<"$new_pods"))"
+check "pushes work after the upgrade" 200 "$(push_from_driver)"
+writes="$(($(apiserver_writes resourceslices) - writes_before))"
+figure "ResourceSlice writes during the upgrade" "$writes"
+check "the upgrade writes no ResourceSlice" 0 "$writes"
+
+out="$(kubectl exec -n "$ns" "deployment/$name" -- resourceslicectl get pools 2>&1)" && rc=0 || rc=$?
+check "resourceslicectl get pools runs inside the image" 0 "$rc"
+check_contains "resourceslicectl lists the driver's pool" "$node" "$out"
+
+# --- 5. The kubelet restarts: it deletes every slice of its node at start.
+writes_before="$(apiserver_writes resourceslices)"
+uid_before="$(node_slices | jq -r '.[0].metadata.uid')"
+t0="$(now)"
+"$root/test/cluster/restart-kubelet" "$cluster"
+republished() {
+  local s
+  s="$(node_slices)"
+  [[ "$(jq length <<<"$s")" == 1 && "$(jq -r '.[0].metadata.uid' <<<"$s")" != "$uid_before" ]]
+}
+if poll 60 republished; then
+  figure "kubelet restart to the node's slice published again (s)" "$(since "$t0")"
+  figure "the node's pool after a kubelet restart" "deleted by the kubelet, recreated by the controller"
+else
+  figure "the node's pool after a kubelet restart" "not recreated within 60 s"
+fi
+figure "ResourceSlice writes around a kubelet restart" "$(($(apiserver_writes resourceslices) - writes_before))"
+reverted="$(kubectl get events -n "$ns" -o json | jq '[.items[] | select(.reason == "ForeignChangeReverted")] | length')"
+figure "ForeignChangeReverted Events after the kubelet restart" "$reverted"
+
+# --- 6. helm uninstall: the cleanup hook's Job runs in a pod.
+kubectl delete -f "$work/driver.json" --wait=false >/dev/null
+t0="$(now)"
+check_ok "helm uninstall" helm uninstall "$release" -n "$ns" --timeout 180s
+figure "helm uninstall to no managed slice (s)" "$(since "$t0")"
+check "no managed slice is left" 0 "$(kubectl get resourceslices -l "$managed" -o json | jq '.items | length')"
+check "the cleanup Job ran and completed in a pod" 1 \
+  "$(kubectl get events -n "$ns" -o json |
+    jq '[.items[] | select(.involvedObject.kind == "Job" and .reason == "Completed")] | length')"
+left="$(kubectl get deployments,services,serviceaccounts,roles,rolebindings,jobs,poddisruptionbudgets,secrets,configmaps \
+  -n "$ns" -l app.kubernetes.io/instance="$release" -o name)"
+left+="$(kubectl get clusterroles,clusterrolebindings -l app.kubernetes.io/instance="$release" -o name)"
+check "no object of the release is left" "" "$left"
+
+finish
