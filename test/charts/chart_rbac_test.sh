@@ -144,6 +144,10 @@ can controller no list leases.coordination.k8s.io -n "$ns"
 can controller no delete leases.coordination.k8s.io -n "$ns"
 can controller no create events -n default
 can controller no publish "drivers.$group/gpu.example.com"
+# It may read pool statuses (resourceslicectl get pools in its pods), and only that.
+can controller yes get "drivers.$group/gpu.example.com"
+can controller yes list "drivers.$group"
+can controller no delete "drivers.$group/gpu.example.com"
 can controller no impersonate users
 # Pull mode is off by default: no discovery of drivers' Services, EndpointSlices and Pods.
 for verb in list watch; do
