@@ -59,6 +59,15 @@ pods() { kubectl get pods -n "$ns" -l app.kubernetes.io/component=controller -o 
 # The leader's pod: the Lease's holder is POD_UNIQUE-SUFFIX.
 holder() { local h; h="$(kubectl get lease "$name" -n "$ns" -o jsonpath='{.spec.holderIdentity}')"; echo "${h%_*}"; }
 has_holder() { [[ -n "$(holder)" ]]; }
+# Rolled out: the old pods are gone, not just terminating, both new ones are
+# Ready, and one of them leads.
+rolled() {
+  local p
+  p="$(pods)"
+  kubectl rollout status deployment "$name" -n "$ns" --timeout=1s &&
+    [[ "$(jq '.items | length' <<<"$p")" == 2 ]] &&
+    jq -e --arg h "$(holder)" 'any(.items[]; .metadata.name == $h)' <<<"$p"
+}
 wait_for 60 "a leader" has_holder
 leader="$(holder)"
 check_contains "the Lease is held by one of the pods" "$leader" "$(pods | jq -r '[.items[].metadata.name] | join(" ")')"
@@ -133,17 +142,30 @@ check "the pool is published complete: one slice of a pool of one" \
 driver_pod="$(kubectl get pods -n "$driver_ns" -o jsonpath='{.items[0].metadata.name}')"
 check "the driver pod runs" Running "$(kubectl get pod "$driver_pod" -n "$driver_ns" -o jsonpath='{.status.phase}')"
 
-# push_from_driver: one push from inside the driver pod, as its loop does.
+# push_from_driver: one push from inside the driver pod, as its loop does;
+# prints the HTTP code, and the answer's body before it unless the code is 200.
 push_from_driver() {
-  kubectl exec -n "$driver_ns" "$driver_pod" -- /bin/sh -c '
+  local out
+  out="$(kubectl exec -n "$driver_ns" "$driver_pod" -- /bin/sh -c '
     printf "{\"nodeName\":\"%s\",\"leaseSeconds\":120,\"devices\":[{\"name\":\"gpu-0\"}]}" "$NODE_NAME" |
-      curl -sS -o /dev/null -w "%{http_code}" -X PUT \
-        --cacert /var/run/resourceslice/ca/ca.crt \
+      curl -sS -w " %{http_code}" -X PUT --cacert /var/run/resourceslice/ca/ca.crt \
         -H "Authorization: Bearer $(cat /var/run/resourceslice/token/token)" \
         -H "Content-Type: application/json" --data-binary @- \
-        "$INVENTORY_URL/v1/drivers/gpu.example.com/pools/$NODE_NAME?wait=30s"'
+        "$INVENTORY_URL/v1/drivers/gpu.example.com/pools/$NODE_NAME?wait=30s"' 2>&1 | tr '\n' ' ')"
+  out="${out% }"
+  if [[ "${out##* }" == 200 ]]; then echo 200; else echo "$out"; fi
 }
 check "a push from the driver pod is accepted" 200 "$(push_from_driver)"
+# pushes N: N pushes from the driver pod through the Service (which picks a
+# replica for each connection: followers forward to the leader); prints the
+# answers that were not 200, one to a line.
+pushes() {
+  local i out
+  for ((i = 0; i < $1; i++)); do
+    out="$(push_from_driver)"
+    [[ "$out" == 200 ]] || echo "$out"
+  done
+}
 # The node-bound token speaks for its node only.
 other="$(kubectl exec -n "$driver_ns" "$driver_pod" -- /bin/sh -c '
   printf "{\"nodeName\":\"node-b\",\"devices\":[{\"name\":\"gpu-0\"}]}" |
@@ -203,8 +225,8 @@ figure "leader pod deleted to a new leader (s)" "$(since "$t0")"
 new="$(holder)"
 check "the Lease moved to the other replica" 1 \
   "$(pods | jq --arg n "$new" '[.items[] | select(.metadata.name == $n)] | length')"
-check "pushes keep working through the Service" 200 "$(push_from_driver)"
-wait_for 120 "two Ready replicas after the failover" two_ready
+wait_for 120 "two Ready replicas, the deleted one gone, after the failover" rolled
+check "pushes keep working through the Service (8 pushes, both replicas)" "" "$(pushes 8)"
 check "the pool is still published as it was" "$slice" "$(node_slices | jq -c '.[0]')"
 writes="$(($(apiserver_writes resourceslices) - writes_before))"
 figure "ResourceSlice writes during failover" "$writes"
@@ -216,16 +238,12 @@ old_pods="$(pods | jq -r '[.items[].metadata.name] | sort | join(" ")')"
 t0="$(now)"
 check_ok "helm upgrade" helm upgrade "$release" "$chart" --namespace "$ns" --reuse-values \
   --set logging.verbosity=1
-rolled() {
-  kubectl rollout status deployment "$name" -n "$ns" --timeout=1s &&
-    [[ "$(pods | jq '[.items[] | select(.metadata.deletionTimestamp == null)] | length')" == 2 ]]
-}
 wait_for 180 "the upgrade rolled out" rolled
 figure "helm upgrade to both pods replaced and Ready (s)" "$(since "$t0")"
-new_pods="$(pods | jq -r '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | sort | join(" ")')"
+new_pods="$(pods | jq -r '[.items[].metadata.name] | sort | join(" ")')"
 check "the upgrade replaced both pods" "" \
   "$(comm -12 <(tr ' ' '\n' <<<"$old_pods") <(tr ' ' '\n' <<<"$new_pods"))"
-check "pushes work after the upgrade" 200 "$(push_from_driver)"
+check "pushes work after the upgrade (8 pushes, both replicas)" "" "$(pushes 8)"
 writes="$(($(apiserver_writes resourceslices) - writes_before))"
 figure "ResourceSlice writes during the upgrade" "$writes"
 check "the upgrade writes no ResourceSlice" 0 "$writes"
@@ -251,6 +269,9 @@ else
   figure "the node's pool after a kubelet restart" "not recreated within 60 s"
 fi
 figure "ResourceSlice writes around a kubelet restart" "$(($(apiserver_writes resourceslices) - writes_before))"
+if [[ -n "${E2E_DEBUG:-}" ]]; then
+  kubectl logs -n "$ns" "$(holder)" --tail=40 || true
+fi
 reverted="$(kubectl get events -n "$ns" -o json | jq '[.items[] | select(.reason == "ForeignChangeReverted")] | length')"
 figure "ForeignChangeReverted Events after the kubelet restart" "$reverted"
 
