@@ -136,6 +136,9 @@ func startNode(dir, bin, kubeletRoot string) error {
 	if err := stopNode(dir); err != nil {
 		return fmt.Errorf("cleaning up an earlier node in %s: %w", dir, err)
 	}
+	if err := lockHost(dir); err != nil {
+		return err
+	}
 	if _, err := net.InterfaceByName(bridgeName); err == nil {
 		return fmt.Errorf("bridge %s exists: another node cluster runs on this host (stop it, or delete the link if it is a leftover)", bridgeName)
 	}
@@ -772,7 +775,64 @@ func stopNode(dir string) error {
 		// The host is clean: a second stop has nothing to undo.
 		err = os.RemoveAll(hs)
 	}
+	if err == nil {
+		unlockHost(dir)
+	}
 	return err
+}
+
+// hostLock names the DIR of the node cluster that owns this host: the bridge,
+// the iptables chains, the kubepods cgroups and the CNI results are the
+// host's, and a second node's stop would tear down the first one's pods.
+const hostLock = "/run/resourceslice-controller-test-node"
+
+// lockHost makes DIR the owner of the host's node, unless another DIR whose
+// node was never stopped (its host state is still there) owns it.
+func lockHost(dir string) error {
+	// A kubelet of another node cluster (one started before this lock existed).
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("/nodefs/kubelet.yaml")) {
+			continue
+		}
+		if !bytes.Contains(cmdline, []byte(nodeDir(dir)+"/")) {
+			return fmt.Errorf("another node cluster's kubelet runs on this host (pid %s: %s); one node cluster runs at a time",
+				e.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte(" ")))
+		}
+	}
+	for try := 0; try < 2; try++ {
+		f, err := os.OpenFile(hostLock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, err = f.WriteString(dir + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		b, err := os.ReadFile(hostLock)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		owner := strings.TrimSpace(string(b))
+		if owner != dir {
+			if _, err := os.Stat(filepath.Join(hostStateDir(owner), "state.json")); err == nil {
+				return fmt.Errorf("the node cluster in %s owns this host (%s); one node cluster runs at a time: stop it first (test/cluster/stop %s)", owner, hostLock, owner)
+			}
+		}
+		// Our own, or an owner that was stopped or deleted: stale.
+		_ = os.Remove(hostLock)
+	}
+	return fmt.Errorf("could not take %s", hostLock)
+}
+
+func unlockHost(dir string) {
+	if b, err := os.ReadFile(hostLock); err == nil && strings.TrimSpace(string(b)) == dir {
+		_ = os.Remove(hostLock)
+	}
 }
 
 func contains(list []string, s string) bool {
