@@ -76,7 +76,13 @@ check "an emptyDir at /tmp" '[{"emptyDir":{"sizeLimit":"64Mi"},"name":"tmp"},{"m
   "$(q default "[($pod | .volumes[] | select(.name == \"tmp\")), ($container | .volumeMounts[] | select(.name == \"tmp\"))]")"
 check "POD_NAMESPACE, POD_NAME and POD_IP from the downward API" \
   '[["POD_NAMESPACE","metadata.namespace"],["POD_NAME","metadata.name"],["POD_IP","status.podIP"]]' \
-  "$(q default "[$container | .env[] | [.name, .valueFrom.fieldRef.fieldPath]]")"
+  "$(q default "[$container | .env[] | select(.valueFrom) | [.name, .valueFrom.fieldRef.fieldPath]]")"
+check "resourceslicectl's defaults: the Lease, the published CA, its own token" \
+  '[["RESOURCESLICECTL_LEASE_NAMESPACE","rsc-system"],["RESOURCESLICECTL_LEASE_NAME","rsc-resourceslice-controller"],["RESOURCESLICECTL_CA_CONFIGMAP","rsc-resourceslice-controller-ca"],["RESOURCESLICECTL_TOKEN_FILE","/var/run/secrets/resourceslice-controller/inventory/token"]]' \
+  "$(q default "[$container | .env[] | select(.name | startswith(\"RESOURCESLICECTL_\")) | [.name, .value]]")"
+check "resourceslicectl's token: projected for the inventory's audience, mounted read-only" \
+  '["resourceslice-controller",3600,"/var/run/secrets/resourceslice-controller/inventory",true]' \
+  "$(q default "[($pod | .volumes[] | select(.name == \"ctl-token\") | .projected.sources[0].serviceAccountToken | (.audience, .expirationSeconds)), ($container | .volumeMounts[] | select(.name == \"ctl-token\") | (.mountPath, .readOnly))]")"
 check "preferred anti-affinity by hostname" '"kubernetes.io/hostname"' \
   "$(q default "$pod | .affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey")"
 check "the anti-affinity selects the controller's pods" \
@@ -99,7 +105,7 @@ check "PodDisruptionBudget selects the Deployment's pods" \
   "$(q default "$deploy | .spec.selector.matchLabels")" "$(q default "$pdb | .spec.selector.matchLabels")"
 
 check "controller ClusterRole: exactly the verbs the controller uses" \
-  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete","deletecollection"]},{"apiGroups":[""],"resources":["nodes"],"verbs":["get","list","watch"]},{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]},{"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]}]' \
+  '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["get","list","watch","create","update","delete","deletecollection"]},{"apiGroups":[""],"resources":["nodes"],"verbs":["get","list","watch"]},{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]},{"apiGroups":["authorization.k8s.io"],"resources":["subjectaccessreviews"],"verbs":["create"]},{"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]},{"apiGroups":["resourceslice.dra.k8s.io"],"resources":["drivers"],"verbs":["get","list"]}]' \
   "$(q default "$(obj ClusterRole rsc-resourceslice-controller) | .rules")"
 check "leader election Role: leases get, create, update in the release namespace" \
   '["rsc-system",[{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}]]' \
@@ -150,7 +156,7 @@ check "all: a spread constraint without a selector gets the pod selector" \
 check "all: pod labels and annotations" '["control","true","rsc"]' \
   "$(q all "$deploy | .spec.template.metadata | [.labels[\"example.com/tier\"], .annotations[\"example.com/pod\"], .labels[\"app.kubernetes.io/name\"]]")"
 check "all: extra env, volumes, pull secrets" '["GODEBUG","NODE_NAME","extra-config","/etc/extra","registry-credentials"]' \
-  "$(q all "$pod | [.containers[0].env[3].name, .containers[0].env[4].name, (.volumes[] | select(.name == \"extra-config\") | .name), (.containers[0].volumeMounts[] | select(.name == \"extra-config\") | .mountPath), .imagePullSecrets[0].name]")"
+  "$(q all "$pod | [(.containers[0].env | map(select(.name | startswith(\"RESOURCESLICECTL_\") | not)))[3].name, (.containers[0].env | map(select(.name | startswith(\"RESOURCESLICECTL_\") | not)))[4].name, (.volumes[] | select(.name == \"extra-config\") | .name), (.containers[0].volumeMounts[] | select(.name == \"extra-config\") | .mountPath), .imagePullSecrets[0].name]")"
 check "all: Lease Role in the leader election namespace" '"rsc-leases"' \
   "$(q all "$(obj Role rsc-all-leader-election) | .metadata.namespace")"
 check "all: RoleBinding names the controller's ServiceAccount" '[{"kind":"ServiceAccount","name":"rsc-controller","namespace":"rsc-all"}]' \

@@ -144,10 +144,6 @@ can controller no list leases.coordination.k8s.io -n "$ns"
 can controller no delete leases.coordination.k8s.io -n "$ns"
 can controller no create events -n default
 can controller no publish "drivers.$group/gpu.example.com"
-# It may read pool statuses (resourceslicectl get pools in its pods), and only that.
-can controller yes get "drivers.$group/gpu.example.com"
-can controller yes list "drivers.$group"
-can controller no delete "drivers.$group/gpu.example.com"
 can controller no impersonate users
 # Pull mode is off by default: no discovery of drivers' Services, EndpointSlices and Pods.
 for verb in list watch; do
@@ -247,12 +243,13 @@ review() {  # review TOKEN: the TokenReview's status, as the controller
   code="$(call "$controller_token" POST /apis/authentication.k8s.io/v1/tokenreviews "$body")"
   if [[ "$code" == 201 ]]; then jq -c .status "$work/response"; else echo "\"HTTP $code\""; fi
 }
-may_publish() {  # may_publish USER DRIVER: the SubjectAccessReview's answer, as the controller
+may_publish() { may publish "$@"; }
+may() {  # may VERB USER DRIVER: the SubjectAccessReview's answer, as the controller
   local body
-  body="$(jq -cn --arg u "$1" --arg g "$group" --arg d "$2" \
+  body="$(jq -cn --arg v "$1" --arg u "$2" --arg g "$group" --arg d "$3" \
     '{apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview",
       spec: {user: $u, groups: ["system:serviceaccounts", "system:serviceaccounts:\($u | split(":")[2])", "system:authenticated"],
-             resourceAttributes: {group: $g, resource: "drivers", verb: "publish", name: $d}}}')"
+             resourceAttributes: {group: $g, resource: "drivers", verb: $v, name: $d}}}')"
   local code
   code="$(call "$controller_token" POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$body")"
   # An error must not pass for "not allowed".
@@ -275,6 +272,12 @@ check "SAR: nic-driver (no driverNames) may publish any driver name" true \
   "$(may_publish system:serviceaccount:nic-system:nic-driver anything.example.com)"
 check "SAR: a ServiceAccount not in values may not publish" false \
   "$(may_publish system:serviceaccount:gpu-system:rogue-driver gpu.example.com)"
+# The controller's own ServiceAccount may read pool statuses (resourceslicectl
+# in its pods), and only that.
+controller_user="system:serviceaccount:$ns:$controller_sa"
+check "SAR: the controller may get a driver's pool statuses" true "$(may get "$controller_user" gpu.example.com)"
+check "SAR: the controller may list drivers' pool statuses" true "$(may list "$controller_user" "")"
+check "SAR: the controller may not publish" false "$(may publish "$controller_user" gpu.example.com)"
 
 # Drivers need no API-server rights: the token for the controller's audience is
 # not accepted by the API server, and the driver's own API token cannot write
