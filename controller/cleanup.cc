@@ -57,8 +57,9 @@ Status deleteManagedSlicesFenced(client::KubeApi& api, const FencedCleanupOption
     if (now >= deadline) {
       return deadlineExceeded(
           "cleanup: the leader Lease " + lease +
-          (holder.empty() ? std::string(" could not be acquired (no holder seen)")
-                          : " is still held by \"" + holder + "\"") +
+          (holder.empty()
+               ? std::string(" could not be acquired (no holder seen; see the warnings above)")
+               : " is still held by \"" + holder + "\"") +
           " after " + formatFlagDuration(options.lease_timeout) +
           " (--cleanup-lease-timeout); is a controller of this release still running?");
     }

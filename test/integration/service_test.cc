@@ -488,6 +488,18 @@ TEST_F(ServiceTest, CleanupWithLeaderElectionWaitsForTheLeaseAndNothingComesBack
   args.insert(args.begin(),
               {(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
                "--kubeconfig=" + ClusterEnvironment::get().kubeconfig().string(), "--cleanup"});
+  // A cleanup whose wait runs out fails, naming the Lease and its holder.
+  std::vector<std::string> impatient_args = args;
+  impatient_args.push_back("--cleanup-lease-timeout=2s");
+  Process impatient(impatient_args, env_.logDir() / "cleanup-impatient.log");
+  EXPECT_EQ(impatient.wait(seconds(20)), 1) << impatient.log();
+  const std::string refused = impatient.log();
+  EXPECT_NE(refused.find("the leader Lease default/" + lease + " is still held by"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("fence-1"), std::string::npos) << refused;
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric", 2)) << "deleted under a live leader";
+
   Process cleanup(args, env_.logDir() / "cleanup-fenced.log");
   // While the leader renews its Lease, the cleanup waits and deletes nothing.
   EXPECT_EQ(cleanup.wait(seconds(4)), std::nullopt) << "cleanup did not wait for the Lease\n"
