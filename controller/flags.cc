@@ -338,6 +338,12 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "cleanup",
       "Delete every slice this controller manages, then exit (for the chart's uninstall hook).",
       &f.cleanup);
+  fs.addDuration(
+      "cleanup-lease-timeout",
+      "With --cleanup and --leader-elect: how long to wait for the leader Lease before deleting "
+      "(a stopping leader releases it, a killed one's expires after the lease duration); past "
+      "it the cleanup fails naming the holder.",
+      &f.cleanup_lease_timeout, std::chrono::seconds(1));
   fs.addSwitch("version", "Print the version and exit.", &f.version);
   fs.addSwitch("help", "Print this help and exit.", &f.help);
   fs.shorthand("help", 'h');

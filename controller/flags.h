@@ -99,6 +99,8 @@ struct ServiceFlags {
   log::Format log_format = log::Format::kText;
   int verbosity = 0;
   bool cleanup = false;
+  // With --cleanup --leader-elect: the longest wait for the leader Lease.
+  std::chrono::milliseconds cleanup_lease_timeout{60'000};
   bool help = false;
   bool version = false;
 };

@@ -291,7 +291,24 @@ int run(const controller::ServiceFlags& flags) {
   if (!auth_api.ok()) return usageError(auth_api.status().message());
 
   if (flags.cleanup) {
-    if (Status s = controller::deleteManagedSlices(**api); !s.ok()) {
+    // With leader election, the slices are deleted under the controllers'
+    // Lease: no replica still stopping can re-create one meanwhile.
+    controller::FencedCleanupOptions cleanup;
+    cleanup.election = flags.leader_election;
+    cleanup.election.api = api->get();
+    cleanup.election.clock = &clock;
+    if (cleanup.election.lease_namespace.empty()) {
+      cleanup.election.lease_namespace = envOr("POD_NAMESPACE", config->namespace_);
+    }
+    if (cleanup.election.identity.empty()) {
+      cleanup.election.identity =
+          controller::leader::makeLeaderIdentity(envOr("POD_NAME", hostName()) + "-cleanup");
+    }
+    cleanup.lease_timeout = flags.cleanup_lease_timeout;
+    cleanup.stop = stopping;
+    if (Status s = flags.leader_elect ? controller::deleteManagedSlicesFenced(**api, cleanup)
+                                      : controller::deleteManagedSlices(**api);
+        !s.ok()) {
       log::error("Cleanup failed", s);
       return 1;
     }

@@ -163,6 +163,14 @@ bool LeaderElector::tryAcquireOrRenew() {
   return true;
 }
 
+bool LeaderElector::tryHold() {
+  const Clock::TimePoint sent = options_.clock->now();
+  if (!tryAcquireOrRenew()) return false;
+  setRenewedAt(sent);
+  leading_ = true;
+  return true;
+}
+
 Status LeaderElector::release() {
   if (!leading_.exchange(false) || !observed_) return okStatus();
   client::Lease released = *observed_;

@@ -68,6 +68,12 @@ class LeaderElector {
   // One attempt to acquire or renew the lease; true if we hold it now.
   bool tryAcquireOrRenew();
 
+  // For a holder that does not run() (--cleanup): one attempt to acquire or
+  // renew the lease; true if we hold it now. Then, as after run() became the
+  // leader, holdsLease() is true until the renew deadline of this attempt
+  // and release() gives the lease up.
+  bool tryHold();
+
   // Gives the lease up so that another replica takes over within one retry
   // period: holder cleared, duration 1 s. Only if we hold it.
   Status release();

@@ -46,7 +46,7 @@ obj() { echo ".items[] | select(.kind == \"$1\" and .metadata.name == \"$2\")"; 
 # --- Default values.
 dry_run default
 check "default render: objects" \
-  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRole/rsc-resourceslice-controller-metrics-reader","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-inventory-tls","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
+  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRole/rsc-resourceslice-controller-metrics-reader","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-cleanup","Role/rsc-resourceslice-controller-inventory-tls","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-cleanup","RoleBinding/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
   "$(q default '[.items[] | "\(.kind)/\(.metadata.name)"] | sort')"
 
 deploy="$(obj Deployment rsc-resourceslice-controller)"
@@ -111,22 +111,31 @@ check "leader election Role: leases get, create, update in the release namespace
   '["rsc-system",[{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}]]' \
   "$(q default "$(obj Role rsc-resourceslice-controller-leader-election) | [.metadata.namespace, .rules]")"
 
-# The pre-delete hook.
+# The post-delete hook: it runs once the Deployment is gone.
 job="$(obj Job rsc-resourceslice-controller-cleanup)"
-check "cleanup Job is a pre-delete hook, deleted on success" \
-  '["pre-delete","before-hook-creation,hook-succeeded","0"]' \
+check "cleanup Job is a post-delete hook, deleted on success" \
+  '["post-delete","before-hook-creation,hook-succeeded","0"]' \
   "$(q default "$job | .metadata.annotations | [.[\"helm.sh/hook\"], .[\"helm.sh/hook-delete-policy\"], .[\"helm.sh/hook-weight\"]]")"
 check "cleanup RBAC is created before the Job (lower hook weight)" \
-  '[["ClusterRole","pre-delete","-10"],["ClusterRoleBinding","pre-delete","-10"],["ServiceAccount","pre-delete","-10"]]' \
-  "$(q default '[.items[] | select(.metadata.name == "rsc-resourceslice-controller-cleanup" and .kind != "Job") | [.kind, .metadata.annotations["helm.sh/hook"], .metadata.annotations["helm.sh/hook-weight"]]] | sort')"
-check "cleanup Job runs the controller image with --cleanup" \
-  "[$(q default "$container | .image"),\"--cleanup\"]" \
-  "$(q default "$job | .spec.template.spec.containers[0] | [.image, .args[0]]")"
+  '[["ClusterRole","post-delete","-10","before-hook-creation,hook-succeeded"],["ClusterRoleBinding","post-delete","-10","before-hook-creation,hook-succeeded"],["Role","post-delete","-10","before-hook-creation,hook-succeeded"],["RoleBinding","post-delete","-10","before-hook-creation,hook-succeeded"],["ServiceAccount","post-delete","-10","before-hook-creation,hook-succeeded"]]' \
+  "$(q default '[.items[] | select(.metadata.name == "rsc-resourceslice-controller-cleanup" and .kind != "Job") | [.kind, .metadata.annotations["helm.sh/hook"], .metadata.annotations["helm.sh/hook-weight"], .metadata.annotations["helm.sh/hook-delete-policy"]]] | sort')"
+check "cleanup Job runs the controller image with --cleanup, fenced by the controllers' Lease" \
+  "[$(q default "$container | .image"),\"--cleanup\",\"--leader-elect=true\",\"--leader-election-namespace=rsc-system\",\"--leader-election-id=rsc-resourceslice-controller\"]" \
+  "$(q default "$job | .spec.template.spec.containers[0] | [.image] + .args[0:4]")"
+check "cleanup Job: the Lease flags are the Deployment's" \
+  "$(q default "[$container | .args[] | select(startswith(\"--leader-elect\"))]")" \
+  "$(q default "[$job | .spec.template.spec.containers[0].args[] | select(startswith(\"--leader-elect\"))]")"
 check "cleanup Job runs under its own ServiceAccount" '"rsc-resourceslice-controller-cleanup"' \
   "$(q default "$job | .spec.template.spec.serviceAccountName")"
 check "cleanup ClusterRole: list and delete ResourceSlices only" \
   '[{"apiGroups":["resource.k8s.io"],"resources":["resourceslices"],"verbs":["list","delete","deletecollection"]}]' \
   "$(q default "$(obj ClusterRole rsc-resourceslice-controller-cleanup) | .rules")"
+check "cleanup Role: get and update of the leader Lease by name, create of Leases, in its namespace" \
+  '["rsc-system",[{"apiGroups":["coordination.k8s.io"],"resourceNames":["rsc-resourceslice-controller"],"resources":["leases"],"verbs":["get","update"]},{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["create"]}]]' \
+  "$(q default "$(obj Role rsc-resourceslice-controller-cleanup) | [.metadata.namespace, .rules]")"
+check "cleanup RoleBinding: the hook's ServiceAccount, in the Lease's namespace" \
+  '["rsc-system","rsc-resourceslice-controller-cleanup",[{"kind":"ServiceAccount","name":"rsc-resourceslice-controller-cleanup","namespace":"rsc-system"}]]' \
+  "$(q default "$(obj RoleBinding rsc-resourceslice-controller-cleanup) | [.metadata.namespace, .roleRef.name, .subjects]")"
 check "the Deployment's selector does not match the cleanup pod" false \
   "$(jq -c --argjson sel "$(q default "$deploy | .spec.selector.matchLabels")" \
     "$job | .spec.template.metadata.labels | contains(\$sel)" "$work/default.json")"
@@ -161,6 +170,11 @@ check "all: Lease Role in the leader election namespace" '"rsc-leases"' \
   "$(q all "$(obj Role rsc-all-leader-election) | .metadata.namespace")"
 check "all: RoleBinding names the controller's ServiceAccount" '[{"kind":"ServiceAccount","name":"rsc-controller","namespace":"rsc-all"}]' \
   "$(q all "$(obj RoleBinding rsc-all-leader-election) | .subjects")"
+check "all: the cleanup hook's Lease Role: the Lease's namespace and name" '["rsc-leases",["rsc-leader"]]' \
+  "$(q all "$(obj Role rsc-all-cleanup) | [.metadata.namespace, .rules[0].resourceNames]")"
+check "all: the cleanup Job's Lease flags are the Deployment's" \
+  "$(q all "[$deploy | .spec.template.spec.containers[0].args[] | select(startswith(\"--leader-elect\"))]")" \
+  "$(q all "[$(obj Job rsc-all-cleanup) | .spec.template.spec.containers[0].args[] | select(startswith(\"--leader-elect\"))]")"
 check "all: PodDisruptionBudget" '[1,null,"AlwaysAllow"]' \
   "$(q all "$(obj PodDisruptionBudget rsc-all) | [.spec.maxUnavailable, .spec.minAvailable, .spec.unhealthyPodEvictionPolicy]")"
 check "all: commonLabels on every object but extraObjects" true \
@@ -265,6 +279,18 @@ check "rbac.create=false: no RBAC objects, no ServiceAccount" \
   '["Deployment","Job","PodDisruptionBudget","Service"]' "$(q no-rbac '[.items[].kind] | sort')"
 check "rbac.create=false: the controller and the cleanup Job use the given ServiceAccount" '["existing-sa","existing-sa"]' \
   "$(q no-rbac '[.items[] | select(.kind == "Deployment" or .kind == "Job") | .spec.template.spec.serviceAccountName]')"
+
+dry_run no-rbac-own-sa --set rbac.create=false --set-json 'serviceAccount.annotations={"example.com/role":"cleanup"}'
+check "rbac.create=false, the chart's ServiceAccount: the post-delete hook creates it again for the Job" \
+  '[[null,"cleanup"],["post-delete","cleanup"]]' \
+  "$(q no-rbac-own-sa '[.items[] | select(.kind == "ServiceAccount" and .metadata.name == "rsc-resourceslice-controller") | .metadata.annotations | [.["helm.sh/hook"], .["example.com/role"]]] | sort')"
+check "rbac.create=false, the chart's ServiceAccount: the Job runs as it" '"rsc-resourceslice-controller"' \
+  "$(q no-rbac-own-sa "$(obj Job rsc-resourceslice-controller-cleanup) | .spec.template.spec.serviceAccountName")"
+
+dry_run no-election --set replicaCount=1 --set leaderElection.enabled=false
+check "no leader election: the cleanup Job is not fenced and gets no Lease Role" \
+  '[["--leader-elect=false"],[]]' \
+  "$(q no-election "[[$(obj Job rsc-resourceslice-controller-cleanup) | .spec.template.spec.containers[0].args[] | select(startswith(\"--leader-elect\"))], [.items[] | select(.kind == \"Role\" and .metadata.name == \"rsc-resourceslice-controller-cleanup\")]]")"
 
 dry_run single --set replicaCount=1 --set leaderElection.enabled=false --set cleanup.enabled=false
 check "one replica: no PodDisruptionBudget, no Lease Role, no hook" \

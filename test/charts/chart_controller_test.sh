@@ -7,7 +7,8 @@
 # namespace, which the driver trusts alone, for the Service's name); then one
 # verb is removed from the chart's ClusterRole and the
 # controller reports a clear "forbidden" error naming what it could not do.
-# The uninstall hook's --cleanup then runs under the hook's own account.
+# The uninstall hook's --cleanup then runs under the hook's own account, with
+# the Job's arguments: it takes the leader Lease, deletes, gives it back.
 # Usage: chart_controller_test.sh CONTROLLER_BINARY
 set -euo pipefail
 binary="$1"
@@ -177,11 +178,18 @@ controller_pid=""
 check "SIGTERM exits 0" 0 "$rc"
 check "the Lease is released" "" "$(lease_holder)"
 
-# The uninstall hook: --cleanup under the hook's own ServiceAccount.
+# The uninstall hook: --cleanup under the hook's own ServiceAccount, with the
+# Job's arguments (fenced by the leader Lease).
 kubeconfig_for "$release-resourceslice-controller-cleanup" "$work/cleanup.kubeconfig"
+mapfile -t cleanup_args < <(jq -r 'select(.kind == "Job")
+  | .spec.template.spec.containers[0].args[]' "$work/rendered.json")
+check_contains "the Job runs --cleanup under the Lease" "--cleanup --leader-elect=true" "${cleanup_args[*]}"
 rc=0
-"$binary" --kubeconfig "$work/cleanup.kubeconfig" --cleanup >"$work/cleanup.log" 2>&1 || rc=$?
+"$binary" --kubeconfig "$work/cleanup.kubeconfig" "${cleanup_args[@]}" >"$work/cleanup.log" 2>&1 || rc=$?
 check "--cleanup succeeds with the hook's RBAC" 0 "$rc"
+[[ "$rc" == 0 ]] || cat "$work/cleanup.log"
+check_contains "--cleanup held the leader Lease while deleting" "holding the leader Lease" "$(cat "$work/cleanup.log")"
+check "--cleanup released the Lease" "" "$(lease_holder)"
 check "no managed slice is left" 0 \
   "$(kubectl get resourceslices -l app.kubernetes.io/managed-by=resourceslice-controller -o json | jq '.items | length')"
 

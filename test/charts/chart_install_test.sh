@@ -2,12 +2,13 @@
 # The chart's life cycle with helm against a real kube-apiserver: install
 # (with its notes for drivers, HTTPS by default), upgrade to plain HTTP, then to
 # pull mode (refusing the values of an earlier chart), and uninstall through the
-# pre-delete hook. The test cluster runs no kube-controller-manager, so no pod
-# ever starts: while `helm uninstall` waits for the cleanup Job, this script
-# does the Job's work with the Job's own ServiceAccount token (delete the
-# managed ResourceSlices) and marks the Job complete, as the Job controller
-# would. Then nothing of the release may be left. Starts its own cluster and
-# always stops it.
+# post-delete hook, which runs once the controller is gone. The test cluster
+# runs no kube-controller-manager, so no pod ever starts: while `helm
+# uninstall` waits for the cleanup Job, this script does the Job's work with
+# the Job's own ServiceAccount token (take the leader Lease, delete the managed
+# ResourceSlices, release the Lease) and marks the Job complete, as the Job
+# controller would. Then nothing of the release may be left. Starts its own
+# cluster and always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -97,7 +98,7 @@ spec:
 EOF
 done
 
-# --- Uninstall through the pre-delete hook.
+# --- Uninstall through the post-delete hook.
 helm uninstall "$release" -n "$ns" --timeout 120s >"$work/uninstall.out" 2>&1 &
 uninstall_pid=$!
 job=""
@@ -106,21 +107,37 @@ for _ in $(seq 300); do
   [[ -n "$job" ]] && break
   sleep 0.2
 done
-check "the pre-delete hook creates the cleanup Job" "$name-cleanup" "$(jq -r '.metadata.name // empty' <<<"$job")"
-check "the Job runs the controller with --cleanup" '["--cleanup"]' \
-  "$(jq -c '[.spec.template.spec.containers[0].args[0]]' <<<"$job")"
+check "the post-delete hook creates the cleanup Job" "$name-cleanup" "$(jq -r '.metadata.name // empty' <<<"$job")"
+check "the Job runs the controller with --cleanup under the controllers' Lease" \
+  "[\"--cleanup\",\"--leader-elect=true\",\"--leader-election-namespace=$ns\",\"--leader-election-id=$name\"]" \
+  "$(jq -c '.spec.template.spec.containers[0].args[0:4]' <<<"$job")"
 check "the Job's ServiceAccount and RBAC exist before it" \
-  "$name-cleanup $name-cleanup $name-cleanup" \
-  "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" -o jsonpath='{.metadata.name}') $(kubectl get clusterrole "$name-cleanup" -o jsonpath='{.metadata.name}') $(kubectl get clusterrolebinding "$name-cleanup" -o jsonpath='{.metadata.name}')"
-check "the controller is still installed while the hook runs" "$name" \
-  "$(kubectl get deployment "$name" -n "$ns" -o jsonpath='{.metadata.name}')"
+  "$name-cleanup $name-cleanup $name-cleanup $name-cleanup $name-cleanup" \
+  "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" -o jsonpath='{.metadata.name}') $(kubectl get clusterrole "$name-cleanup" -o jsonpath='{.metadata.name}') $(kubectl get clusterrolebinding "$name-cleanup" -o jsonpath='{.metadata.name}') $(kubectl get role "$name-cleanup" -n "$ns" -o jsonpath='{.metadata.name}') $(kubectl get rolebinding "$name-cleanup" -n "$ns" -o jsonpath='{.metadata.name}')"
+check "the controller is gone while the hook runs (Deployment, Service, account, Lease Role)" \
+  "NotFound NotFound NotFound NotFound" \
+  "$(for o in deployment/"$name" service/"$name" serviceaccount/"$name" role/"$name-leader-election"; do
+       grep -o NotFound <<<"$(kubectl get "$o" -n "$ns" 2>&1 || true)" || echo "$o"
+     done | paste -sd' ')"
 
-# The Job's work, with the Job's ServiceAccount: delete the managed slices.
+# The Job's work, with the Job's ServiceAccount: take the leader Lease (no
+# controller holds it: none ever ran), delete the managed slices, release it.
 token="$(kubectl create token "$(jq -r .spec.template.spec.serviceAccountName <<<"$job")" -n "$ns")"
-code="$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$cluster/pki/ca.crt" \
-  -H "Authorization: Bearer $token" -X DELETE \
-  "$(cat "$cluster/server")/apis/resource.k8s.io/v1/resourceslices?labelSelector=${managed//\//%2F}")"
+as_job() { # METHOD PATH [BODY]: the HTTP code
+  curl -sS -o "$work/job-answer" -w '%{http_code}' --cacert "$cluster/pki/ca.crt" \
+    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -X "$1" \
+    ${3:+--data "$3"} "$(cat "$cluster/server")$2"
+}
+leases="/apis/coordination.k8s.io/v1/namespaces/$ns/leases"
+t="$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)"
+check "the hook's ServiceAccount creates the leader Lease" 201 "$(as_job POST "$leases" "$(jq -cn \
+  --arg n "$name" --arg t "$t" '{apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: {name: $n},
+  spec: {holderIdentity: "cleanup", leaseDurationSeconds: 15, acquireTime: $t, renewTime: $t}}')")"
+code="$(as_job DELETE "/apis/resource.k8s.io/v1/resourceslices?labelSelector=${managed//\//%2F}")"
 check "the hook's ServiceAccount deletes the managed slices" 200 "$code"
+check "the hook's ServiceAccount reads the Lease" 200 "$(as_job GET "$leases/$name")"
+check "the hook's ServiceAccount releases the Lease" 200 \
+  "$(as_job PUT "$leases/$name" "$(jq -c '.spec.holderIdentity = "" | .spec.leaseDurationSeconds = 1' "$work/job-answer")")"
 now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 kubectl patch job "$name-cleanup" -n "$ns" --subresource=status --type merge -p "$(jq -cn --arg t "$now" \
   '{status: {startTime: $t, completionTime: $t, succeeded: 1, conditions: [

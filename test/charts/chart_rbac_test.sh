@@ -14,8 +14,10 @@
 #   nowhere else, never cluster-wide (then the lists and watches themselves);
 # - the drivers listed in values: `publish` on their own driver names only, and
 #   no write access to the API server at all;
-# - the pre-delete hook's ServiceAccount: list, delete and deletecollection on
-#   ResourceSlices, nothing else;
+# - the post-delete hook's ServiceAccount: list, delete and deletecollection on
+#   ResourceSlices, get and update of the leader Lease by name and create of
+#   Leases in its namespace (the fence of --cleanup --leader-elect), nothing
+#   else; then those calls with its token;
 # - the scrapers in metrics.scrapers: get on /metrics (the SubjectAccessReview
 #   a secure /metrics asks), nothing else; other ServiceAccounts: not even that.
 # Starts its own cluster and always stops it.
@@ -49,7 +51,7 @@ helm template rsc "$chart" --namespace "$ns" --kube-version "$kube_version" \
   --show-only templates/cleanup-hook.yaml >"$work/rbac.yaml"
 check_ok "the chart's RBAC applies" kubectl apply -f "$work/rbac.yaml"
 check "applied kinds" \
-  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","Role","Role","Role","RoleBinding","RoleBinding","RoleBinding","RoleBinding","ServiceAccount","ServiceAccount"]' \
+  '["ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRole","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","ClusterRoleBinding","Job","Role","Role","Role","Role","Role","RoleBinding","RoleBinding","RoleBinding","RoleBinding","RoleBinding","ServiceAccount","ServiceAccount"]' \
   "$(kubectl apply --dry-run=server -o json -f "$work/rbac.yaml" | jq -c '[.items[].kind] | sort')"
 
 # A kubeconfig holding nothing but a token, so that requests authenticate as
@@ -289,7 +291,7 @@ check "the API server refuses the driver's controller-audience token" Unauthoriz
 check "the driver's API token may not create ResourceSlices" no \
   "$(as driver-api auth can-i create resourceslices.resource.k8s.io 2>/dev/null || true)"
 
-# --- The pre-delete hook's ServiceAccount.
+# --- The post-delete hook's ServiceAccount.
 for verb in list delete deletecollection; do
   can cleanup yes "$verb" resourceslices.resource.k8s.io
 done
@@ -297,8 +299,32 @@ for verb in get watch create update patch; do
   can cleanup no "$verb" resourceslices.resource.k8s.io
 done
 can cleanup no get nodes
-can cleanup no create leases.coordination.k8s.io -n "$ns"
+# The leader Lease, by name; create cannot be limited by name.
+for verb in get update; do
+  can cleanup yes "$verb" leases.coordination.k8s.io/rsc-resourceslice-controller -n "$ns"
+  can cleanup no "$verb" leases.coordination.k8s.io/other-lease -n "$ns"
+done
+can cleanup yes create leases.coordination.k8s.io -n "$ns"
+for verb in list watch patch delete; do
+  can cleanup no "$verb" leases.coordination.k8s.io/rsc-resourceslice-controller -n "$ns"
+done
+can cleanup no create leases.coordination.k8s.io -n kube-system
+can cleanup no get leases.coordination.k8s.io/rsc-resourceslice-controller -n kube-system
 can cleanup no get secrets -n "$ns"
+can cleanup no get configmaps -n "$ns"
+# The fence's calls with its token: read the Lease the controller left, take
+# it, release it.
+code="$(call "$cleanup_token" GET "/apis/coordination.k8s.io/v1/namespaces/$ns/leases/rsc-resourceslice-controller")"
+check "the hook's ServiceAccount reads the leader Lease" 200 "$code"
+taken="$(jq -c '.spec.holderIdentity = "cleanup_1"' "$work/response")"
+code="$(call "$cleanup_token" PUT "/apis/coordination.k8s.io/v1/namespaces/$ns/leases/rsc-resourceslice-controller" "$taken")"
+check "the hook's ServiceAccount takes the leader Lease" 200 "$code"
+released="$(jq -c '.spec.holderIdentity = "" | .spec.leaseDurationSeconds = 1' "$work/response")"
+code="$(call "$cleanup_token" PUT "/apis/coordination.k8s.io/v1/namespaces/$ns/leases/rsc-resourceslice-controller" "$released")"
+check "the hook's ServiceAccount releases the leader Lease" 200 "$code"
+code="$(call "$cleanup_token" POST "/apis/coordination.k8s.io/v1/namespaces/$ns/leases" \
+  '{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"rsc-resourceslice-controller-new"}}')"
+check "the hook's ServiceAccount creates a Lease (create has no name to check)" 201 "$code"
 kubectl create -f <(slice rbac-slice-4) >/dev/null
 code="$(call "$cleanup_token" DELETE \
   "/apis/resource.k8s.io/v1/resourceslices?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dresourceslice-controller")"

@@ -1,13 +1,16 @@
 // The service binary against the real API server: pushes become slices,
 // drivers authenticate with their pods' tokens, two replicas elect a leader
 // and forward pushes to it, a killed leader's work is finished by the other,
-// SIGTERM releases the Lease, leased pools expire, --cleanup cleans up.
+// SIGTERM releases the Lease, leased pools expire, --cleanup cleans up (under
+// the Lease with --leader-elect).
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
@@ -459,6 +462,60 @@ TEST_F(ServiceTest, CleanupDeletesEveryManagedSliceAndNothingElse) {
   EXPECT_TRUE(env_.api().getResourceSlice(created->metadata.name).ok())
       << "cleanup deleted a slice it does not manage";
   ASSERT_TRUE(env_.api().deleteResourceSlice(created->metadata.name, {}).ok());
+}
+
+// The chart's uninstall hook runs --cleanup while replicas of the old
+// Deployment may still be stopping: with --leader-elect it deletes only once
+// it holds their Lease, so the leader cannot re-create what it deletes.
+TEST_F(ServiceTest, CleanupWithLeaderElectionWaitsForTheLeaseAndNothingComesBack) {
+  const std::string lease = "cleanup-fence";
+  const std::string driver = "fence.example.com";
+  ControllerProcess c = env_.startController("cleanup-leader", leaderFlags("fence-1", lease));
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == "fence-1"; }));
+  // A pool shared by nodes: the leader re-creates a slice of it that someone
+  // else deletes.
+  Json pool = {{"nodeSelector",
+                {{"nodeSelectorTerms",
+                  {{{"matchExpressions",
+                     {{{"key", "fabric"}, {"operator", "In"}, {"values", {"fabric-1"}}}}}}}}}},
+               {"devices", gpuPool("fabric", 130)["devices"]}};
+  ASSERT_TRUE(published(c, driver, "fabric", pool));
+  ASSERT_TRUE(env_.poolComplete(driver, "fabric", 2));
+
+  // The Lease flags as the controllers have them (the wait is bounded by
+  // --cleanup-lease-timeout's default, 60 s).
+  std::vector<std::string> args = leaderFlags("fence-cleanup", lease);
+  args.insert(args.begin(),
+              {(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+               "--kubeconfig=" + ClusterEnvironment::get().kubeconfig().string(), "--cleanup"});
+  // A cleanup whose wait runs out fails, naming the Lease and its holder.
+  std::vector<std::string> impatient_args = args;
+  impatient_args.push_back("--cleanup-lease-timeout=2s");
+  Process impatient(impatient_args, env_.logDir() / "cleanup-impatient.log");
+  EXPECT_EQ(impatient.wait(seconds(20)), 1) << impatient.log();
+  const std::string refused = impatient.log();
+  EXPECT_NE(refused.find("the leader Lease default/" + lease + " is still held by"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("fence-1"), std::string::npos) << refused;
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric", 2)) << "deleted under a live leader";
+
+  Process cleanup(args, env_.logDir() / "cleanup-fenced.log");
+  // While the leader renews its Lease, the cleanup waits and deletes nothing.
+  EXPECT_EQ(cleanup.wait(seconds(4)), std::nullopt) << "cleanup did not wait for the Lease\n"
+                                                    << cleanup.log();
+  EXPECT_TRUE(env_.poolComplete(driver, "fabric", 2)) << "deleted under a live leader";
+
+  // The leader stops and releases the Lease; the cleanup takes it, deletes
+  // every managed slice and releases it again.
+  expectCleanStop(c);
+  EXPECT_EQ(cleanup.wait(seconds(30)), 0) << cleanup.log();
+  EXPECT_NE(cleanup.log().find("waiting for the leader Lease"), std::string::npos) << cleanup.log();
+  EXPECT_TRUE(env_.poolSlices(driver, "fabric").empty())
+      << env_.poolSlices(driver, "fabric").size() << " managed slices left";
+  std::this_thread::sleep_for(seconds(2));
+  EXPECT_TRUE(env_.poolSlices(driver, "fabric").empty()) << "a deleted slice came back";
+  EXPECT_EQ(holder(lease), "");
 }
 
 TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
