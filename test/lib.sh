@@ -53,6 +53,31 @@ wait_ready() {
   return 1
 }
 
+# now: seconds since the epoch, with nanoseconds.
+now() { date +%s.%N; }
+# fatal MESSAGE: a failure the rest of the script cannot go on from. Scripts
+# that have more to show (logs, the cluster's state) define their own.
+fatal() {
+  echo "FAIL: $1" >&2
+  exit 1
+}
+# poll SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds (true)
+# or SECONDS pass (false).
+poll() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+# wait_for SECONDS WHAT COMMAND...: poll, and fatal on timeout.
+wait_for() {
+  local seconds="$1" what="$2"
+  shift 2
+  poll "$seconds" "$@" || fatal "$what: not within ${seconds}s"
+}
+
 passed=0
 failed=0
 pass() { passed=$((passed + 1)); echo "ok: $1"; }

@@ -15,8 +15,7 @@ fi
 # shellcheck source=../charts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../charts/lib.sh"
 
-# now: seconds since the epoch, with nanoseconds; since T: seconds since T, to 0.1 s.
-now() { date +%s.%N; }
+# since T: seconds since T (from now, test/lib.sh), to 0.1 s.
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # figure NAME VALUE: one of the figures the suite reports, collected in
@@ -49,23 +48,6 @@ diagnose() {
     echo "--- logs of $pod (last 20 lines)"
     kubectl logs -n "${ns:-default}" "$pod" --all-containers --tail=20 2>&1 || true
   done
-}
-
-# poll SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds (true)
-# or SECONDS pass (false).
-poll() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
-# wait_for SECONDS WHAT COMMAND...: poll, and a fatal failure on timeout.
-wait_for() {
-  local seconds="$1" what="$2"
-  shift 2
-  poll "$seconds" "$@" || fatal "$what: not within ${seconds}s"
 }
 
 # start_node_cluster: the test cluster with a real node in $work/cluster,

@@ -67,17 +67,6 @@ fatal() {
   logs >&2
   exit 1
 }
-# wait_for SECONDS WHAT COMMAND...: polls COMMAND every 0.2 s until it succeeds.
-wait_for() {
-  local seconds="$1" what="$2"
-  shift 2
-  local deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fatal "$what: not within ${seconds}s"
-    sleep 0.2
-  done
-}
-now() { date +%s.%N; }
 
 # --- The cluster, its Nodes, the controller.
 start_cluster
