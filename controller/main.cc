@@ -36,6 +36,7 @@
 #include "controller/inventory/handler.h"
 #include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
+#include "controller/leader/lease_annotations.h"
 #include "controller/leader/write_fence.h"
 #include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
@@ -68,11 +69,8 @@ namespace {
 
 namespace inv = controller::inventory;
 
-// The annotation of the leader Lease that carries the leader's inventory URL.
-constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
-// The name the leader's certificate carries when its URL names a pod address
-// (--inventory-server-name): resourceslicectl verifies the URL against it.
-constexpr char kInventoryServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
+using controller::leader::kInventoryServerNameAnnotation;
+using controller::leader::kInventoryUrlAnnotation;
 
 // The signals that stop the service; main() blocks them in every thread.
 sigset_t stopSignals() {
@@ -248,6 +246,9 @@ int run(const controller::ServiceFlags& flags) {
   config->burst = flags.kube_api.burst;
   log::info("Kubernetes client configured",
             {{"server", config->server}, {"source", config->source}});
+  // The namespace of the pod (the chart's), else the configuration's: where
+  // the Lease and the inventory certificate live unless flags say otherwise.
+  const std::string own_namespace = envOr("POD_NAMESPACE", config->namespace_);
 
   std::shared_ptr<prometheus::Registry> registry = metrics::newRegistry();
   metrics::RestClientMetrics rest_metrics(*registry);
@@ -298,7 +299,7 @@ int run(const controller::ServiceFlags& flags) {
     cleanup.election.api = api->get();
     cleanup.election.clock = &clock;
     if (cleanup.election.lease_namespace.empty()) {
-      cleanup.election.lease_namespace = envOr("POD_NAMESPACE", config->namespace_);
+      cleanup.election.lease_namespace = own_namespace;
     }
     if (cleanup.election.identity.empty()) {
       cleanup.election.identity =
@@ -501,7 +502,7 @@ int run(const controller::ServiceFlags& flags) {
     inv::CertificateSecretOptions copts = flags.certificates;
     copts.api = api->get();
     copts.clock = &clock;
-    copts.namespace_ = envOr("POD_NAMESPACE", config->namespace_);
+    copts.namespace_ = own_namespace;
     copts.on_event = [&inventory_metrics](inv::CertificateEvent event) {
       inventory_metrics.certificateEvent(inv::certificateEventName(event));
     };
@@ -653,7 +654,7 @@ int run(const controller::ServiceFlags& flags) {
     lopts.api = lease_api.get();
     lopts.clock = &clock;
     if (lopts.lease_namespace.empty()) {
-      lopts.lease_namespace = envOr("POD_NAMESPACE", config->namespace_);
+      lopts.lease_namespace = own_namespace;
     }
     lopts.identity = identity;
     lopts.holder_annotations[kInventoryUrlAnnotation] = own_url;

@@ -14,16 +14,13 @@
 #include "common/strings.h"
 #include "controller/ctl/args.h"
 #include "controller/ctl/commands.h"
+#include "controller/leader/lease_annotations.h"
 
 namespace rsc::ctl {
 namespace {
 
-// The annotation on the leader Lease naming the leader's inventory URL
-// (written by the controller, controller/main.cc).
-constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
-// The name the leader's certificate carries, when the URL names its pod's
-// address (the chart's: the Service's DNS name).
-constexpr char kInventoryServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
+using controller::leader::kInventoryServerNameAnnotation;
+using controller::leader::kInventoryUrlAnnotation;
 constexpr char kUserAgent[] = "resourceslicectl";
 // A CLI answers its operator promptly: one retry of a failed request, not a
 // controller's five.
