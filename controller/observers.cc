@@ -48,6 +48,12 @@ void ReconcileMetricsObserver::leaseExpired(const std::string& driver) {
   m_.poolLeaseExpired(driver);
 }
 
+void ReconcileMetricsObserver::poolHeld(const reconcile::PoolKey& key,
+                                        const client::ObjectReference& /*regarding*/,
+                                        const std::string& /*node*/) {
+  m_.poolHeld(key.driver);
+}
+
 namespace {
 
 std::string poolName(const reconcile::PoolKey& key) { return key.driver + "/" + key.pool; }
@@ -72,6 +78,18 @@ void ReconcileEventObserver::publishFailed(const reconcile::PoolKey& key,
   recorder_->record(
       regarding, client::EventRecorder::kWarning, "PublishFailed", "Publish",
       "Publishing pool " + poolName(key) + " failed (retried with backoff): " + error.toString());
+}
+
+void ReconcileEventObserver::poolHeld(const reconcile::PoolKey& key,
+                                      const client::ObjectReference& regarding,
+                                      const std::string& node) {
+  next_.poolHeld(key, regarding, node);
+  if (recorder_ == nullptr) return;
+  recorder_->record(regarding, client::EventRecorder::kNormal, "PoolHeld", "Hold",
+                    "The slices of pool " + poolName(key) + " on node " + node +
+                        " were deleted by someone else (the kubelet does so when it starts and "
+                        "when the driver's plugin has gone): withdrawn until the driver pushes or "
+                        "renews the pool");
 }
 
 void ReconcileEventObserver::poolLeaseExpired(const reconcile::PoolKey& key,

@@ -31,6 +31,8 @@ class ReconcileMetricsObserver final : public reconcile::ReconcilerObserver,
   void activeWorkers(int n) override;
   void counts(const std::map<std::string, reconcile::DriverCounts>& by_driver) override;
   void leaseExpired(const std::string& driver) override;
+  void poolHeld(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
+                const std::string& node) override;
 
  private:
   metrics::ControllerMetrics& m_;
@@ -60,6 +62,8 @@ class ReconcileEventObserver final : public reconcile::ReconcilerObserver,
                              const std::string& changed_by) override;
   void publishFailed(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
                      const Status& error) override;
+  void poolHeld(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
+                const std::string& node) override;
   // ControllerObserver
   void reconciled(std::string_view result, Clock::Duration took) override {
     next_.reconciled(result, took);

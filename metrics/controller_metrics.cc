@@ -67,6 +67,10 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry, std::string
       lease_expirations_(counterFamily(registry,
                                        "resourceslice_controller_pool_lease_expirations_total",
                                        "Pools withdrawn because their driver did not renew them.")),
+      holds_(counterFamily(registry, "resourceslice_controller_pool_holds_total",
+                           "Pools held (withdrawn until their driver pushes or renews them) "
+                           "because someone else, usually the kubelet, deleted their node's "
+                           "slices.")),
       reconcile_errors_(counterFamily(registry, "controller_runtime_reconcile_errors_total",
                                       "Reconciles that returned an error, per controller.")
                             .Add({{"controller", std::string(controller)}})),
@@ -107,6 +111,7 @@ ControllerMetrics::DriverSeries& ControllerMetrics::driverLocked(std::string_vie
   }
   series.publish_latency = &publish_latency_.Add(driverLabels(driver), publishLatencyBuckets());
   series.lease_expirations = &lease_expirations_.Add(driverLabels(driver));
+  series.holds = &holds_.Add(driverLabels(driver));
   return drivers_.emplace(std::string(driver), series).first->second;
 }
 
@@ -161,6 +166,15 @@ void ControllerMetrics::poolLeaseExpired(std::string_view driver) {
   {
     std::lock_guard lock(mu_);
     counter = driverLocked(driver).lease_expirations;
+  }
+  counter->Increment();
+}
+
+void ControllerMetrics::poolHeld(std::string_view driver) {
+  prometheus::Counter* counter = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    counter = driverLocked(driver).holds;
   }
   counter->Increment();
 }

@@ -69,6 +69,8 @@ class ControllerMetrics {
   // Records the time from an accepted push to the pool being published.
   void observePublishLatency(std::string_view driver, Clock::Duration latency);
   void poolLeaseExpired(std::string_view driver);
+  // A pool was held: someone else deleted its node's slices.
+  void poolHeld(std::string_view driver);
 
   // Counts one reconcile and records how long it took; kError also counts
   // controller_runtime_reconcile_errors_total.
@@ -97,6 +99,7 @@ class ControllerMetrics {
     std::array<std::array<prometheus::Counter*, kResultCount>, kVerbCount> writes{};
     prometheus::Histogram* publish_latency = nullptr;
     prometheus::Counter* lease_expirations = nullptr;
+    prometheus::Counter* holds = nullptr;
     prometheus::Gauge* pools = nullptr;
     prometheus::Gauge* slices = nullptr;
     prometheus::Gauge* devices = nullptr;
@@ -110,6 +113,7 @@ class ControllerMetrics {
   prometheus::Family<prometheus::Counter>& slice_writes_;
   prometheus::Family<prometheus::Histogram>& publish_latency_;
   prometheus::Family<prometheus::Counter>& lease_expirations_;
+  prometheus::Family<prometheus::Counter>& holds_;
 
   std::array<prometheus::Counter*, kReconcileResultCount> reconcile_total_{};
   prometheus::Counter& reconcile_errors_;

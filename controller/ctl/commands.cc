@@ -88,6 +88,7 @@ void printPhases(const CtlEnv& env, const Json& answer) {
     std::string line =
         p.value("driver", "") + "/" + p.value("pool", "") + ": " + p.value("phase", "");
     if (p.contains("lastError")) line += " (" + p["lastError"].value("message", "") + ")";
+    if (p.contains("message")) line += " (" + p.value("message", "") + ")";
     *env.out << line << "\n";
   }
 }
@@ -168,6 +169,11 @@ StatusOr<int> waitFor(const Invocation& inv, const CtlEnv& env) {
       *env.out << target << ": Published (generation " << s.value("publishedGeneration", 0) << ", "
                << s.value("sliceNames", Json::array()).size() << " slices)\n";
       return kExitOk;
+    }
+    if (phase == "Held") {
+      // Lasts until the driver pushes or renews the pool: waiting cannot end it.
+      return failedPrecondition(target + ": Held: " + s.value("reason", "") + ": " +
+                                s.value("message", ""));
     }
     if (phase == "Failed") {
       const Json err = s.value("lastError", Json::object());

@@ -98,11 +98,12 @@ std::string renderPoolTable(const std::vector<Json>& statuses, bool wide,
     };
     if (wide) {
       const Json err = s.value("lastError", Json::object());
-      row.insert(row.end(),
-                 {str(s, "publishedVersion", "0") + "/" + str(s, "desiredVersion", "0"),
-                  s.contains("leaseSeconds") ? str(s, "leaseSeconds") + "s" : "<none>",
-                  str(s, "leader").empty() ? "<none>" : str(s, "leader"),
-                  err.empty() ? "<none>" : str(err, "reason") + ": " + str(err, "message")});
+      row.insert(row.end(), {str(s, "publishedVersion", "0") + "/" + str(s, "desiredVersion", "0"),
+                             s.contains("leaseSeconds") ? str(s, "leaseSeconds") + "s" : "<none>",
+                             str(s, "leader").empty() ? "<none>" : str(s, "leader"),
+                             !err.empty() ? str(err, "reason") + ": " + str(err, "message")
+                             : s.contains("reason") ? str(s, "reason") + ": " + str(s, "message")
+                                                    : "<none>"});
     }
     rows.push_back(std::move(row));
   }

@@ -695,8 +695,10 @@ bool InventoryHandler::done(const PendingWait& wait) const {
   for (const auto& [pool, version] : wait.published) {
     const std::optional<reconcile::PoolStatus> status = options_.store->status({wait.driver, pool});
     // No status: the pool was withdrawn since; there is nothing to wait for.
-    // A version the API server refused is as final as a published one.
-    if (status && status->published_version < version && status->rejected_version < version) {
+    // A version the API server refused is as final as a published one, and
+    // so is a hold (it lasts until the next push or renewal).
+    if (status && status->published_version < version && status->rejected_version < version &&
+        status->phase != reconcile::PoolPhase::kHeld) {
       return false;
     }
   }

@@ -1107,6 +1107,10 @@ Json poolStatusToJson(const reconcile::PoolStatus& status,
                                    : status.last_error.reason();
     j["lastError"] = {{"reason", reason}, {"message", status.last_error.message()}};
   }
+  if (status.hold) {
+    j["reason"] = status.hold->reason;
+    j["message"] = status.hold->message;
+  }
   if (status.last_push) j["lastPushTime"] = formatMicroTime(*status.last_push);
   j["droppedFields"] = status.dropped_fields;
   if (desired && desired->pool.lease.count() > 0) {

@@ -101,8 +101,24 @@ class Controller::ForeignManagers {
 // the reconcile ends, and is checked against the writes recorded by then.
 class Controller::StoreCache : public SliceCache {
  public:
-  StoreCache(client::ResourceSliceStore& store, const ForeignManagers& managers)
-      : store_(store), managers_(managers) {}
+  StoreCache(client::ResourceSliceStore& store, const ForeignManagers& managers, Clock& clock)
+      : store_(store), managers_(managers), clock_(clock) {}
+
+  // Foreign deletes are noted only while leading: a follower never takes
+  // them, and one that starts leading looks at every pool anyway.
+  void noteForeignDeletes(bool on) {
+    std::lock_guard lock(mu_);
+    noting_ = on;
+    if (!on) foreign_deletes_.clear();
+  }
+  ForeignDeletes takeForeignDeletes(const PoolKey& key) override {
+    std::lock_guard lock(mu_);
+    auto it = foreign_deletes_.find(key);
+    if (it == foreign_deletes_.end()) return {};
+    ForeignDeletes out = std::move(it->second);
+    foreign_deletes_.erase(it);
+    return out;
+  }
 
   std::string lastForeignManager(const std::string& name) const override {
     return managers_.get(name);
@@ -117,11 +133,19 @@ class Controller::StoreCache : public SliceCache {
     store_.assumeWritten(kept);
     std::lock_guard lock(mu_);
     own_writes_[stored.metadata.name] = stored.metadata.resource_version;
+    // Written, so not deleted by an earlier delete whose outcome was open.
+    own_deletes_.erase(stored.metadata.name);
   }
   void assumeDeleted(const client::ResourceSlice& last) override {
     store_.assumeDeleted(last.metadata.name);
+  }
+  void deleting(const std::string& name) override {
     std::lock_guard lock(mu_);
-    own_deletes_.insert(last.metadata.name);
+    own_deletes_.insert(name);
+  }
+  void deleteFailed(const std::string& name) override {
+    std::lock_guard lock(mu_);
+    own_deletes_.erase(name);
   }
   // True when the watch event of `s` needs no reconcile now: it is the
   // event of a write (or delete) of ours, seen once, or its pool is being
@@ -131,7 +155,10 @@ class Controller::StoreCache : public SliceCache {
     Event event{s.metadata.name, s.metadata.resource_version, deleted};
     if (ownLocked(event)) return true;
     const PoolKey key{s.spec.driver, s.spec.pool.name};
-    if (!reconciling_.contains(key)) return false;
+    if (!reconciling_.contains(key)) {
+      if (deleted) noteForeignDeleteLocked(key, event.name);
+      return false;
+    }
     deferred_[key].push_back(std::move(event));
     return true;
   }
@@ -147,7 +174,11 @@ class Controller::StoreCache : public SliceCache {
     auto it = deferred_.find(key);
     if (it == deferred_.end()) return false;
     bool foreign = false;
-    for (const Event& event : it->second) foreign = !ownLocked(event) || foreign;
+    for (const Event& event : it->second) {
+      if (ownLocked(event)) continue;
+      foreign = true;
+      if (event.deleted) noteForeignDeleteLocked(key, event.name);
+    }
     deferred_.erase(it);
     return foreign;
   }
@@ -170,9 +201,19 @@ class Controller::StoreCache : public SliceCache {
     return true;
   }
 
+  void noteForeignDeleteLocked(const PoolKey& key, const std::string& name) {
+    if (!noting_) return;
+    ForeignDeletes& deletes = foreign_deletes_[key];
+    if (deletes.names.empty()) deletes.first_seen = clock_.now();
+    deletes.names.push_back(name);
+  }
+
   client::ResourceSliceStore& store_;
   const ForeignManagers& managers_;
+  Clock& clock_;
   mutable std::mutex mu_;
+  bool noting_ = false;
+  std::map<PoolKey, ForeignDeletes> foreign_deletes_;
   std::unordered_map<std::string, std::string> own_writes_;  // name -> resourceVersion
   std::set<std::string> own_deletes_;
   std::set<PoolKey> reconciling_;
@@ -239,7 +280,7 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   };
   ASSIGN_OR_RETURN(c->informer_, client::Informer<client::ResourceSlices>::create(
                                      *options.api, *options.clock, informer_options, handlers));
-  c->cache_ = std::make_unique<StoreCache>(c->informer_->store(), *c->managers_);
+  c->cache_ = std::make_unique<StoreCache>(c->informer_->store(), *c->managers_, *options.clock);
 
   // The Node cache. A Node that appears, goes, or comes back with a new UID
   // (re-created) has its pools reconciled at once: a pool that failed for
@@ -357,6 +398,7 @@ void Controller::startLeading(std::stop_token stop) {
   std::lock_guard lock(mu_);
   if (stop.stop_requested() || stopped_leading_) return;
   if (leading_.exchange(true)) return;
+  cache_->noteForeignDeletes(true);
   reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
   reconciler_->setCounterPlacement(placement);
   if (dropped) reconciler_->setServerDroppedFields(std::move(*dropped));
@@ -400,6 +442,7 @@ void Controller::stopLeading() {
     std::lock_guard lock(mu_);
     stopped_leading_ = true;
     leading_ = false;
+    cache_->noteForeignDeletes(false);
     // Wakes the workers blocked in get(); a worker that gets a key now sees
     // leading_ false and gives it back untouched.
     queue_->shutDown();

@@ -30,8 +30,34 @@ std::string_view poolPhaseName(PoolPhase phase) {
       return "Failed";
     case PoolPhase::kWithdrawing:
       return "Withdrawing";
+    case PoolPhase::kHeld:
+      return "Held";
   }
   return "Unknown";
+}
+
+std::optional<std::string> boundNode(const Pool& pool) {
+  const NodeSelection& selection = pool.selection;
+  if (selection.node_name) return selection.node_name;
+  if (!selection.per_device_node_selection) return std::nullopt;
+  std::optional<std::string> node;
+  bool one_node = true;
+  auto visit = [&](const std::vector<client::DeviceRef>& devices) {
+    for (const client::DeviceRef& ref : devices) {
+      if (!one_node) return;
+      const client::Device device = ref.device();
+      if (!device.node_name || (node && *node != *device.node_name)) {
+        one_node = false;
+        return;
+      }
+      node = device.node_name;
+    }
+  };
+  visit(pool.devices);
+  if (pool.slices) {
+    for (const DesiredSlice& slice : *pool.slices) visit(slice.devices);
+  }
+  return one_node ? node : std::nullopt;
 }
 
 bool DesiredStore::putLocked(const PoolKey& key, Pool pool,
@@ -54,20 +80,48 @@ bool DesiredStore::putLocked(const PoolKey& key, Pool pool,
     entry.body_digest = body_digest;
   }
   *version = entry.desired->version;
-  recordPushLocked(key, entry, changed);
-  return changed;
+  const bool released = recordPushLocked(key, entry, changed);
+  return changed || released;
 }
 
-void DesiredStore::recordPushLocked(const PoolKey& key, Entry& entry, bool changed) {
+bool DesiredStore::recordPushLocked(const PoolKey& key, Entry& entry, bool changed) {
   const Pool& pool = entry.desired->pool;
+  entry.last_push = clock_.now();
   entry.lease_deadline =
-      pool.lease.count() > 0 ? clock_.now() + pool.lease : Clock::TimePoint::max();
+      pool.lease.count() > 0 ? entry.last_push + pool.lease : Clock::TimePoint::max();
   PoolStatus& status = statuses_[key];
   status.key = key;
   status.desired_version = entry.desired->version;
   status.last_push = clock_.systemNow();
+  const bool released = releaseLocked(key);
   if (changed && status.phase != PoolPhase::kFailed) status.phase = PoolPhase::kPending;
   if (status.phase == PoolPhase::kWithdrawing) status.phase = PoolPhase::kPending;
+  return released;
+}
+
+bool DesiredStore::releaseLocked(const PoolKey& key) {
+  auto it = statuses_.find(key);
+  if (it == statuses_.end() || !it->second.hold) return false;
+  it->second.hold.reset();
+  it->second.phase = PoolPhase::kPending;
+  it->second.released = true;
+  return true;
+}
+
+bool DesiredStore::hold(const PoolKey& key, Clock::TimePoint deleted_at, PoolHold hold) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(key);
+    if (it == pools_.end() || it->second.last_push > deleted_at) return false;
+    PoolStatus& status = statuses_[key];
+    if (status.hold) return false;
+    status.key = key;
+    status.phase = PoolPhase::kHeld;
+    status.hold = std::move(hold);
+    status.released = false;
+  }
+  notifyStatus(key);
+  return true;
 }
 
 void DesiredStore::unindexNodeLocked(const PoolKey& key, const DesiredPool& desired) {
@@ -100,13 +154,15 @@ std::shared_ptr<const DesiredPool> DesiredStore::getByBodyDigest(
 }
 
 bool DesiredStore::repeatPush(const PoolKey& key, uint64_t version) {
+  bool released = false;
   {
     std::lock_guard lock(mu_);
     auto it = pools_.find(key);
     if (it == pools_.end() || it->second.desired->version != version) return false;
-    recordPushLocked(key, it->second, /*changed=*/false);
+    released = recordPushLocked(key, it->second, /*changed=*/false);
   }
   notifyStatus(key);
+  if (released) notifyChange({key});
   return true;
 }
 
@@ -146,6 +202,8 @@ bool DesiredStore::removeLocked(const PoolKey& key) {
   PoolStatus& status = statuses_[key];
   status.key = key;
   status.phase = PoolPhase::kWithdrawing;
+  status.hold.reset();
+  status.released = false;
   status.desired_version = next_version_++;
   return true;
 }
@@ -164,11 +222,21 @@ bool DesiredStore::remove(const PoolKey& key) {
 }
 
 bool DesiredStore::renew(const PoolKey& key) {
-  std::lock_guard lock(mu_);
-  auto it = pools_.find(key);
-  if (it == pools_.end()) return false;
-  const std::chrono::seconds lease = it->second.desired->pool.lease;
-  if (lease.count() > 0) it->second.lease_deadline = clock_.now() + lease;
+  bool released = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(key);
+    if (it == pools_.end()) return false;
+    Entry& entry = it->second;
+    entry.last_push = clock_.now();
+    const std::chrono::seconds lease = entry.desired->pool.lease;
+    if (lease.count() > 0) entry.lease_deadline = entry.last_push + lease;
+    released = releaseLocked(key);
+  }
+  if (released) {
+    notifyStatus(key);
+    notifyChange({key});
+  }
   return true;
 }
 

@@ -48,9 +48,25 @@ struct ServerRelease {
   std::string version;
 };
 
-enum class PoolPhase { kPending, kPublished, kFailed, kWithdrawing };
+// kHeld: the pool's node-local slices were deleted by someone else (the
+// kubelet at its start, or 30 s after the driver's kubelet plugin went), so
+// its slices are withdrawn and stay so until the driver pushes or renews it.
+enum class PoolPhase { kPending, kPublished, kFailed, kWithdrawing, kHeld };
 
 std::string_view poolPhaseName(PoolPhase phase);
+
+// The node a pool is bound to: its nodeName, or under perDeviceNodeSelection
+// the one node every device names (slices chosen by the driver included);
+// nullopt for a pool placed by selector or on all nodes, or spread over nodes.
+std::optional<std::string> boundNode(const Pool& pool);
+
+// Why a pool is held (PoolPhase::kHeld).
+struct PoolHold {
+  std::string node;
+  // For the pool's status: a CamelCase reason and a sentence.
+  std::string reason;
+  std::string message;
+};
 
 struct PoolStatus {
   PoolKey key;
@@ -64,6 +80,8 @@ struct PoolStatus {
   std::optional<Clock::SystemTime> last_push;
   // Fields the API server dropped (features disabled there), as field paths.
   std::vector<std::string> dropped_fields;
+  // Set while the pool is held (phase kHeld).
+  std::optional<PoolHold> hold;
 
   // The reconciler's memory of the pool (not part of the API's answer):
   // The content last published in full (or, after a restart, the pool as
@@ -77,6 +95,9 @@ struct PoolStatus {
   // that lost the managed-by label (and so left the label-selected cache) is
   // found again by name and taken back rather than duplicated.
   std::vector<std::string> known_slices;
+  // A push or renewal released the pool from a hold: its next publication
+  // is a republication (logged as such).
+  bool released = false;
 };
 
 class DesiredStore {
@@ -120,7 +141,15 @@ class DesiredStore {
   bool remove(const PoolKey& key);
 
   // Extends a pool's lease without changing it. Returns false if unknown.
+  // A held pool is released (and reconciled: republished).
   bool renew(const PoolKey& key);
+
+  // Holds a desired pool (phase kHeld, `hold` in its status) because its
+  // slices were deleted by someone else at `deleted_at`, unless its driver
+  // pushed or renewed it since then (the driver is back already) or it is
+  // held already. Every push of the pool and every renewal releases it.
+  // Returns whether the pool is newly held.
+  bool hold(const PoolKey& key, Clock::TimePoint deleted_at, PoolHold hold);
 
   // Removes the pools whose lease ran out by now and returns their keys.
   std::vector<PoolKey> expireLeases();
@@ -159,14 +188,19 @@ class DesiredStore {
     Clock::TimePoint lease_deadline = Clock::TimePoint::max();
     // The digest of a request body that decodes to `desired`, if one was put.
     std::optional<Digest128> body_digest;
+    // When it was last pushed or renewed.
+    Clock::TimePoint last_push{};
   };
 
-  // Puts without notifying; returns whether the content changed.
+  // Puts without notifying; returns whether the pool needs a reconcile (its
+  // content changed, or a hold was released).
   bool putLocked(const PoolKey& key, Pool pool, const std::optional<Digest128>& body_digest,
                  uint64_t* version);
   // What every push of the entry's content does: renew the lease, record the
-  // push in the status.
-  void recordPushLocked(const PoolKey& key, Entry& entry, bool changed);
+  // push in the status, release a hold. Returns whether it released one.
+  bool recordPushLocked(const PoolKey& key, Entry& entry, bool changed);
+  // Releases the pool's hold, if it has one; returns whether it had.
+  bool releaseLocked(const PoolKey& key);
   bool removeLocked(const PoolKey& key);
   // Takes `key` (whose pool is `desired`) out of by_node_.
   void unindexNodeLocked(const PoolKey& key, const DesiredPool& desired);

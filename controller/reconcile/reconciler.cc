@@ -212,7 +212,7 @@ void Reconciler::reportReverted(const PoolKey& key,
 
 void Reconciler::fail(const PoolKey& key, const Status& status) {
   options_.store->updateStatus(key, [&](PoolStatus& s) {
-    if (s.phase != PoolPhase::kWithdrawing) s.phase = PoolPhase::kFailed;
+    if (s.phase != PoolPhase::kWithdrawing && !s.hold) s.phase = PoolPhase::kFailed;
     s.last_error = status;
   });
 }
@@ -231,10 +231,20 @@ Status Reconciler::deleteSlice(const PoolKey& key, const SlicePtr& slice) {
   client::Preconditions pre;
   pre.uid = slice->metadata.uid;
   pre.resource_version = slice->metadata.resource_version;
+  options_.cache->deleting(slice->metadata.name);
   Status status = options_.api->deleteResourceSlice(slice->metadata.name, pre);
   if (status.code() == StatusCode::kNotFound) status = okStatus();  // someone was quicker
   recordWrite(key.driver, "delete", status);
-  if (!status.ok()) return status;  // the client names the call and the slice
+  if (!status.ok()) {
+    // Unavailable (429, 5xx, a connection that broke) and timeouts leave it
+    // open whether the slice went.
+    const StatusCode code = status.code();
+    if (code != StatusCode::kUnavailable && code != StatusCode::kDeadlineExceeded &&
+        code != StatusCode::kCancelled && code != StatusCode::kInternal) {
+      options_.cache->deleteFailed(slice->metadata.name);
+    }
+    return status;  // the client names the call and the slice
+  }
   options_.cache->assumeDeleted(*slice);
   log::debug(2, "Deleted slice",
              {{"driver", key.driver}, {"pool", key.pool}, {"slice", slice->metadata.name}});
@@ -295,18 +305,28 @@ struct Reconciler::Applied {
 };
 
 StatusOr<std::vector<SlicePtr>> Reconciler::liveSlices(const PoolKey& key,
-                                                       const std::optional<PoolStatus>& status) {
+                                                       const std::optional<PoolStatus>& status,
+                                                       const std::vector<std::string>& deleted,
+                                                       bool* gone) {
   std::vector<SlicePtr> live = options_.cache->slicesOfPool(key);
-  if (!status || status->known_slices.empty()) return live;
+  if (gone != nullptr) *gone = false;
+  if ((!status || status->known_slices.empty()) && deleted.empty()) return live;
   std::set<std::string> cached;
   for (const SlicePtr& s : live) cached.insert(s->metadata.name);
-  for (const std::string& name : status->known_slices) {
+  std::set<std::string> missing(deleted.begin(), deleted.end());
+  if (status) missing.insert(status->known_slices.begin(), status->known_slices.end());
+  for (const std::string& name : missing) {
     if (cached.contains(name)) continue;
     // Gone from the cache: deleted, or no longer labelled as ours. Only the
     // server can tell; a slice of this pool that still exists is taken back
     // (relabelled by the update that follows), never duplicated.
     StatusOr<client::ResourceSlice> got = options_.api->getResourceSlice(name);
-    if (got.status().code() == StatusCode::kNotFound) continue;
+    if (got.status().code() == StatusCode::kNotFound) {
+      if (gone != nullptr && std::find(deleted.begin(), deleted.end(), name) != deleted.end()) {
+        *gone = true;
+      }
+      continue;
+    }
     if (!got.ok()) return got.status();  // the client names the call and the slice
     if (got->spec.driver != key.driver || got->spec.pool.name != key.pool) continue;
     if (!hasManagedLabel(got->metadata)) {
@@ -356,6 +376,57 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> l
       "Withdrew pool",
       {{"driver", key.driver}, {"pool", key.pool}, {"slices", static_cast<int64_t>(live.size())}});
   options_.store->eraseStatus(key);
+  return {};
+}
+
+bool Reconciler::placeHold(const DesiredPool& desired, Clock::TimePoint deleted_at) {
+  const std::optional<std::string> node = boundNode(desired.pool);
+  if (!node) return false;
+  PoolHold hold;
+  hold.node = *node;
+  hold.reason = "NodeSlicesDeleted";
+  hold.message = "The slices of the pool on node " + *node +
+                 " were deleted by someone else (the kubelet deletes them when it starts and "
+                 "when the driver's kubelet plugin has gone): withdrawn until the driver pushes "
+                 "or renews the pool";
+  if (!options_.store->hold(desired.key, deleted_at, hold)) return false;
+  log::info(
+      "Holding pool: its node's slices were deleted by someone else; republished when its "
+      "driver pushes or renews it",
+      {{"driver", desired.key.driver}, {"pool", desired.key.pool}, {"node", *node}});
+  if (options_.observer != nullptr) {
+    client::ObjectReference regarding{"v1", "Node", "", *node, ""};
+    if (options_.nodes != nullptr) regarding.uid = options_.nodes->nodeUid(*node).value_or("");
+    options_.observer->poolHeld(desired.key, regarding, *node);
+  }
+  return true;
+}
+
+ReconcileResult Reconciler::keepHeld(const PoolKey& key, std::vector<SlicePtr> live,
+                                     const PoolStatus& status) {
+  // The scheduler must not see a part of the pool: what the deleter left of
+  // it goes too (the kubelet deletes every slice of its node, so usually
+  // nothing is left).
+  live = ownedForWithdrawal(std::move(live), status);
+  std::set<std::string> known;
+  for (const SlicePtr& slice : live) known.insert(slice->metadata.name);
+  Status deleted = okStatus();
+  for (const SlicePtr& slice : live) {
+    deleted = deleteSlice(key, slice);
+    if (!deleted.ok()) break;
+    known.erase(slice->metadata.name);
+  }
+  options_.store->updateStatus(key, [&](PoolStatus& s) {
+    s.known_slices.assign(known.begin(), known.end());
+    s.slice_names.clear();
+    s.last_error = deleted;
+  });
+  if (!deleted.ok()) return {deleted, std::nullopt};
+  if (!live.empty()) {
+    log::info("Withdrew the rest of a held pool", {{"driver", key.driver},
+                                                   {"pool", key.pool},
+                                                   {"slices", static_cast<int64_t>(live.size())}});
+  }
   return {};
 }
 
@@ -596,13 +667,22 @@ ReconcileResult Reconciler::keepPublished(const PoolKey& key, std::vector<SliceP
 
 ReconcileResult Reconciler::reconcile(const PoolKey& key) {
   const std::shared_ptr<const DesiredPool> desired = options_.store->get(key);
-  const std::optional<PoolStatus> status = options_.store->status(key);
-  StatusOr<std::vector<SlicePtr>> live = liveSlices(key, status);
+  std::optional<PoolStatus> status = options_.store->status(key);
+  const SliceCache::ForeignDeletes deleted = options_.cache->takeForeignDeletes(key);
+  bool gone = false;
+  StatusOr<std::vector<SlicePtr>> live = liveSlices(key, status, deleted.names, &gone);
   if (!live.ok()) {
     fail(key, live.status());
     return {live.status(), std::nullopt};
   }
   if (desired == nullptr) return withdraw(key, std::move(*live), status);
+
+  // Someone else deleted a slice of a node-local pool: the kubelet does so
+  // when it starts, and when the driver's kubelet plugin has gone, and
+  // expects the driver to publish again once its plugin registers. The pool
+  // is held, not recreated, until the driver pushes or renews it.
+  if (gone && placeHold(*desired, deleted.first_seen)) status = options_.store->status(key);
+  if (status && status->hold) return keepHeld(key, std::move(*live), *status);
 
   // The server refused this content already: it is not written again (nor
   // the pool bumped again) until the driver pushes something else.
@@ -642,9 +722,12 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
 
   // Record the outcome.
   uint64_t previously_published = 0;
+  bool republished = false;
   std::vector<std::string> newly_dropped;  // not in the pool's status before
   options_.store->updateStatus(key, [&](PoolStatus& s) {
     previously_published = s.published_version;
+    republished = s.released;
+    s.released = false;
     s.phase = PoolPhase::kPublished;
     s.published_version = std::max(s.published_version, desired->version);
     s.published_generation = applied.generation;
@@ -674,6 +757,13 @@ ReconcileResult Reconciler::reconcile(const PoolKey& key) {
                                    {"slices", applied.count},
                                    {"writes", static_cast<int64_t>(applied.writes)}});
     }
+  }
+  if (republished) {
+    log::info("Republished a held pool: its driver pushed or renewed it",
+              {{"driver", key.driver},
+               {"pool", key.pool},
+               {"generation", applied.generation},
+               {"slices", applied.count}});
   }
   // Published before and pushed no further since: what was written put back
   // someone else's change.

@@ -49,9 +49,24 @@ class SliceCache {
   virtual std::vector<SlicePtr> slicesOfPool(const PoolKey& key) const = 0;
   virtual void assumeWritten(const client::ResourceSlice& stored) = 0;
   virtual void assumeDeleted(const client::ResourceSlice& last) = 0;
+  // Before a delete is sent, and after it failed without a doubt (the server
+  // answered it): the watch event of a delete whose answer was lost must not
+  // pass for someone else's.
+  virtual void deleting(const std::string& /*name*/) {}
+  virtual void deleteFailed(const std::string& /*name*/) {}
   // The field manager of the newest change to slice `name` by someone other
   // than the controller (from its managedFields); empty when unknown.
   virtual std::string lastForeignManager(const std::string& /*name*/) const { return {}; }
+
+  // The slices of a pool that left the cache other than by the controller's
+  // own deletes since the last call for the pool (cleared by the call), and
+  // when the first of them left. A slice that lost the managed-by label leaves
+  // the label-selected cache as if deleted: the reconciler reads each back.
+  struct ForeignDeletes {
+    std::vector<std::string> names;
+    Clock::TimePoint first_seen{};
+  };
+  virtual ForeignDeletes takeForeignDeletes(const PoolKey& /*key*/) { return {}; }
 };
 
 // What the reconciler needs of the Node cache: a Node's live UID by name, for
@@ -84,6 +99,10 @@ class ReconcilerObserver {
   // is poolReference() of the pool.
   virtual void publishFailed(const PoolKey& /*key*/, const client::ObjectReference& /*regarding*/,
                              const Status& /*error*/) {}
+  // The pool bound to Node `node` (`regarding`) is held: someone else
+  // deleted its slices there, and it waits for its driver to push or renew.
+  virtual void poolHeld(const PoolKey& /*key*/, const client::ObjectReference& /*regarding*/,
+                        const std::string& /*node*/) {}
 };
 
 struct ReconcileResult {
@@ -153,9 +172,13 @@ class Reconciler : public PoolPreviewer {
   explicit Reconciler(ReconcilerOptions options) : options_(std::move(options)) {}
 
   // The pool's slices in the cache, plus known slices the cache lost because
-  // their managed-by label was removed or changed (read back by name).
+  // their managed-by label was removed or changed (read back by name), and
+  // so are those in `deleted` (reported gone by the watch). When `gone` is
+  // set, it tells whether a slice of `deleted` is gone from the server.
   StatusOr<std::vector<SlicePtr>> liveSlices(const PoolKey& key,
-                                             const std::optional<PoolStatus>& status);
+                                             const std::optional<PoolStatus>& status,
+                                             const std::vector<std::string>& deleted = {},
+                                             bool* gone = nullptr);
   // Plans `pool` over `live` and decides the generation and which slices
   // change. Reads the Node of a node-local pool (cache or GET).
   StatusOr<Decision> decide(const PoolKey& key, const Pool& pool, std::vector<SlicePtr> live,
@@ -174,6 +197,12 @@ class Reconciler : public PoolPreviewer {
                                 const PoolStatus& status);
   ReconcileResult withdraw(const PoolKey& key, std::vector<SlicePtr> live,
                            const std::optional<PoolStatus>& status);
+  // Holds the node-local pool `desired` (its slices were deleted by someone
+  // else at `deleted_at`), if the store agrees; returns whether it did.
+  bool placeHold(const DesiredPool& desired, Clock::TimePoint deleted_at);
+  // A held pool: deletes what is left of its slices and keeps it so.
+  ReconcileResult keepHeld(const PoolKey& key, std::vector<SlicePtr> live,
+                           const PoolStatus& status);
   // The UID of Node `name`: from the Node cache, or else from one GET.
   StatusOr<std::string> nodeUid(const std::string& name);
   Status deleteSlice(const PoolKey& key, const SlicePtr& slice);

@@ -129,6 +129,7 @@ TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
   status.key = {"gpu.example.com", "node-a"};
   status.last_error = Status(StatusCode::kConflict, "x");
   status.last_push = Clock::SystemTime(std::chrono::seconds(1));
+  status.hold = reconcile::PoolHold{"node-a", "NodeSlicesDeleted", "deleted"};
   auto desired = std::make_shared<reconcile::DesiredPool>();
   desired->pool.lease = std::chrono::seconds(5);
   const Json written = poolStatusToJson(status, desired, "leader");
@@ -142,7 +143,8 @@ TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
   for (const Json& p : schema.at("properties").at("phase").at("enum")) phases.insert(p);
   for (reconcile::PoolPhase phase :
        {reconcile::PoolPhase::kPending, reconcile::PoolPhase::kPublished,
-        reconcile::PoolPhase::kFailed, reconcile::PoolPhase::kWithdrawing}) {
+        reconcile::PoolPhase::kFailed, reconcile::PoolPhase::kWithdrawing,
+        reconcile::PoolPhase::kHeld}) {
     EXPECT_TRUE(phases.contains(std::string(reconcile::poolPhaseName(phase))))
         << poolPhaseName(phase);
   }

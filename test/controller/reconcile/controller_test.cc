@@ -17,6 +17,7 @@ namespace rsc::controller::reconcile {
 namespace {
 
 const PoolKey kNodeA{"gpu.example.com", "node-a"};
+const PoolKey kCluster{"gpu.example.com", "cluster"};
 
 class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
  public:
@@ -37,6 +38,12 @@ class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
     std::lock_guard lock(mu);
     events.push_back("adopted " + key.pool + " " + regarding.name + " " + std::to_string(slices) +
                      " at " + std::to_string(generation));
+  }
+  void poolHeld(const PoolKey& key, const client::ObjectReference& regarding,
+                const std::string& node) override {
+    std::lock_guard lock(mu);
+    events.push_back("held " + key.pool + " " + regarding.kind + " " + regarding.name + " " +
+                     regarding.uid + (node == regarding.name ? "" : " (node " + node + ")"));
   }
   std::vector<std::string> events;
   void reconciled(std::string_view result, Clock::Duration /*took*/) override {
@@ -69,6 +76,13 @@ Pool nodePool(int devices) {
   return p;
 }
 
+Pool clusterPool(int devices) {
+  Pool p = nodePool(devices);
+  p.selection.node_name.reset();
+  p.selection.all_nodes = true;
+  return p;
+}
+
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,9 +104,9 @@ class ControllerTest : public ::testing::Test {
   // Releases batched pushes and runs the queue dry.
   int drain() { return reconcile::drain(*controller_, clock_); }
 
-  size_t poolSlices() {
+  size_t poolSlices(const PoolKey& key = kNodeA) {
     size_t n = 0;
-    for (const auto& s : api_.resourceSlices()) n += s.spec.pool.name == kNodeA.pool;
+    for (const auto& s : api_.resourceSlices()) n += s.spec.pool.name == key.pool;
     return n;
   }
 
@@ -139,7 +153,7 @@ TEST_F(ControllerTest, TheWatchEventOfOurOwnWriteNeverCostsAReconcile) {
 
 TEST_F(ControllerTest, OwnWritesDoNotRequeueButForeignDeletesAreUndone) {
   controller_->startLeading();
-  store_.put(kNodeA, nodePool(3));
+  store_.put(kCluster, clusterPool(3));
   drain();
   ASSERT_TRUE(api_.waitForWatchesDelivered());
   EXPECT_EQ(controller_->queueForTest().len(), 0U) << "our own create came back as work";
@@ -149,8 +163,92 @@ TEST_F(ControllerTest, OwnWritesDoNotRequeueButForeignDeletesAreUndone) {
   ASSERT_TRUE(api_.waitForWatchesDelivered());
   ASSERT_EQ(controller_->queueForTest().len(), 1U);
   drain();
-  EXPECT_EQ(poolSlices(), 1U);
+  EXPECT_EQ(poolSlices(kCluster), 1U);
   EXPECT_NE(api_.resourceSlices()[0].metadata.name, name);
+}
+
+// The kubelet deletes its node's slices when it starts (and 30 s after a
+// driver's plugin went) and expects the driver to publish them again once its
+// plugin registers: a node-local pool is held, what is left of it withdrawn,
+// nothing recreated, until the driver renews it; then it is republished at
+// the next generation.
+TEST_F(ControllerTest, ForeignDeleteOfANodeLocalSliceHoldsThePoolUntilItsDriverRenews) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(200));  // two slices
+  store_.put(kCluster, clusterPool(3));
+  drain();
+  ASSERT_EQ(poolSlices(), 2U);
+  const int64_t generation = api_.resourceSlices()[0].spec.pool.generation;
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+
+  size_t writes = api_.countWrites();
+  std::string deleted;
+  for (const auto& s : api_.resourceSlices()) {
+    if (s.spec.pool.name == kNodeA.pool) deleted = s.metadata.name;
+  }
+  ASSERT_TRUE(api_.removeResourceSlice(deleted).ok());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  drain();
+  EXPECT_EQ(poolSlices(), 0U) << "the rest of a held pool is withdrawn";
+  EXPECT_EQ(api_.countWrites() - writes, 1U) << "one delete: the slice the deleter left";
+  std::optional<PoolStatus> status = store_.status(kNodeA);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->phase, PoolPhase::kHeld);
+  ASSERT_TRUE(status->hold.has_value());
+  EXPECT_EQ(status->hold->node, "node-a");
+  EXPECT_EQ(status->hold->reason, "NodeSlicesDeleted");
+  EXPECT_TRUE(status->slice_names.empty());
+  EXPECT_EQ(poolSlices(kCluster), 1U) << "another pool is untouched";
+  {
+    std::lock_guard lock(observer_.mu);
+    EXPECT_EQ(observer_.events,
+              std::vector<std::string>{"held node-a Node node-a " + node_a_.metadata.uid});
+  }
+
+  // Nothing comes back by itself: not with time, not for a Node event.
+  writes = api_.countWrites();
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  clock_.advance(std::chrono::minutes(5));
+  controller_->queueForTest().add(kNodeA);
+  drain();
+  EXPECT_EQ(poolSlices(), 0U);
+  EXPECT_EQ(api_.countWrites(), writes);
+
+  ASSERT_TRUE(store_.renew(kNodeA));
+  EXPECT_EQ(drain(), 1);
+  EXPECT_EQ(poolSlices(), 2U);
+  for (const auto& s : api_.resourceSlices()) {
+    if (s.spec.pool.name == kNodeA.pool) {
+      EXPECT_EQ(s.spec.pool.generation, generation + 1);
+    }
+  }
+  status = store_.status(kNodeA);
+  EXPECT_EQ(status->phase, PoolPhase::kPublished);
+  EXPECT_FALSE(status->hold.has_value());
+  EXPECT_FALSE(status->released);
+  std::lock_guard lock(observer_.mu);
+  EXPECT_EQ(observer_.events.size(), 1U) << "republishing reverts nothing";
+}
+
+// A node-local slice that loses the managed-by label leaves the label-selected
+// watch as if deleted: read back, it is an edit, taken back, not a hold.
+TEST_F(ControllerTest, ANodeLocalSliceThatLostItsLabelIsTakenBackNotHeld) {
+  controller_->startLeading();
+  store_.put(kNodeA, nodePool(3));
+  drain();
+  ASSERT_EQ(poolSlices(), 1U);
+  const std::string name = api_.resourceSlices()[0].metadata.name;
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  ASSERT_TRUE(
+      api_.editResourceSlice(
+              name, [](client::ResourceSlice& s) { s.metadata.labels.erase(kManagedByLabel); })
+          .ok());
+  ASSERT_TRUE(api_.waitForWatchesDelivered());
+  drain();
+  EXPECT_EQ(store_.status(kNodeA)->phase, PoolPhase::kPublished);
+  const auto slice = api_.resourceSlice(name);
+  ASSERT_TRUE(slice.has_value()) << "taken back, not replaced";
+  EXPECT_EQ(slice->metadata.labels.at(kManagedByLabel), kManagedByValue);
 }
 
 TEST_F(ControllerTest, ExpiredLeaseWithdrawsThePool) {

@@ -463,6 +463,31 @@ class Scenario {
     return fail("the queue was not idle after " + std::to_string(kMaxDrainSteps) + " steps");
   }
 
+  // Pools held because a slice of theirs was deleted by someone else (a
+  // node-local pool): none of their slices may be live. Each is renewed, as
+  // its driver would, and the queue drained again, so that the checks below
+  // see it republished.
+  bool releaseHolds() {
+    bool any = false;
+    for (auto& [key, m] : model_) {
+      const std::optional<PoolStatus> status = store_.status(key);
+      if (!status || status->phase != PoolPhase::kHeld) continue;
+      any = true;
+      if (!boundNode(m.pool))
+        early_violations_.push_back(key.toString() + ": held, bound to no node");
+      for (const ResourceSlice& s : api_.resourceSlices()) {
+        if (isManaged(s) && s.spec.driver == key.driver && s.spec.pool.name == key.pool) {
+          early_violations_.push_back(key.toString() + ": held, yet slice " + s.metadata.name +
+                                      " is live");
+        }
+      }
+      note("renew held " + key.toString());
+      if (!store_.renew(key)) early_violations_.push_back("renew of a held pool failed");
+      m.deadline = deadlineOf(m.pool);
+    }
+    return !any || drain();
+  }
+
   // Everything that must hold once the queue is idle; empty when it does.
   std::vector<std::string> violations() {
     std::vector<std::string> out = early_violations_;
@@ -1208,7 +1233,9 @@ class ConvergenceTest : public ::testing::Test {
 std::string runScenario(uint64_t seed, int ops) {
   logStream().str("");
   Scenario scenario(seed);
-  if (!scenario.start() || !scenario.run(ops) || !scenario.drain()) return scenario.report();
+  if (!scenario.start() || !scenario.run(ops) || !scenario.drain() || !scenario.releaseHolds()) {
+    return scenario.report();
+  }
   std::vector<std::string> problems = scenario.violations();
   if (problems.empty()) {
     StatusOr<size_t> writes = scenario.resyncWrites();
