@@ -29,6 +29,7 @@ METRICS = {
     "resourceslice_controller_pushes_total": {"driver", "code"},
     "resourceslice_controller_inventory_refusals_total": {"reason"},
     "resourceslice_controller_pool_lease_expirations_total": {"driver"},
+    "resourceslice_controller_pool_holds_total": {"driver"},
     "resourceslice_controller_pull_fetches_total": {"driver", "result"},
     "resourceslice_controller_pull_last_success_timestamp_seconds": {"driver"},
     "resourceslice_controller_pull_source_expired": {"driver"},
