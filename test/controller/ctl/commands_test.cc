@@ -207,11 +207,21 @@ TEST_F(CommandsTest, WaitFailsOnFailedAndAfterTheTimeout) {
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(), "gpu.example.com/node-a: Failed: Invalid: too many devices");
 
+  // A hold lasts until the driver pushes or renews: waiting cannot end it.
+  Json held = Json::parse(poolStatus("Held", 2, 1));
+  held["reason"] = "NodeSlicesDeleted";
+  held["message"] = "deleted by the kubelet";
+  inventory_.reply(200, held.dump());
+  code = run({"wait", "gpu.example.com", "node-a"});
+  ASSERT_FALSE(code.ok());
+  EXPECT_EQ(code.status().message(),
+            "gpu.example.com/node-a: Held: NodeSlicesDeleted: deleted by the kubelet");
+
   for (int i = 0; i < 3; ++i) inventory_.reply(200, poolStatus("Pending", 2, 1));
   code = run({"wait", "gpu.example.com", "node-a", "--timeout=1500ms"});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().message(), "gpu.example.com/node-a: still Pending after 1500ms");
-  EXPECT_EQ(inventory_.requests().size(), 4U);
+  EXPECT_EQ(inventory_.requests().size(), 5U);
 }
 
 TEST_F(CommandsTest, SlicesListsTheDriversPoolsWithCompleteness) {
