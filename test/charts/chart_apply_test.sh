@@ -46,7 +46,7 @@ obj() { echo ".items[] | select(.kind == \"$1\" and .metadata.name == \"$2\")"; 
 # --- Default values.
 dry_run default
 check "default render: objects" \
-  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRole/rsc-resourceslice-controller-metrics-reader","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-cleanup","Role/rsc-resourceslice-controller-inventory-tls","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-cleanup","RoleBinding/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup"]' \
+  '["ClusterRole/rsc-resourceslice-controller","ClusterRole/rsc-resourceslice-controller-cleanup","ClusterRole/rsc-resourceslice-controller-metrics-reader","ClusterRoleBinding/rsc-resourceslice-controller","ClusterRoleBinding/rsc-resourceslice-controller-cleanup","Deployment/rsc-resourceslice-controller","Job/rsc-resourceslice-controller-cleanup","PodDisruptionBudget/rsc-resourceslice-controller","Role/rsc-resourceslice-controller-cleanup","Role/rsc-resourceslice-controller-inventory-tls","Role/rsc-resourceslice-controller-leader-election","RoleBinding/rsc-resourceslice-controller-cleanup","RoleBinding/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-leader-election","Service/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller","ServiceAccount/rsc-resourceslice-controller-cleanup","ValidatingAdmissionPolicy/rsc-resourceslice-controller","ValidatingAdmissionPolicyBinding/rsc-resourceslice-controller"]' \
   "$(q default '[.items[] | "\(.kind)/\(.metadata.name)"] | sort')"
 
 deploy="$(obj Deployment rsc-resourceslice-controller)"
@@ -148,6 +148,18 @@ pod="$deploy | .spec.template.spec"
 container="$pod | .containers[0]"
 check "all: namespaceOverride places the Deployment" '"rsc-all"' "$(q all "$deploy | .metadata.namespace")"
 check "all: image by tag and digest" "\"$image\"" "$(q all "$container | .image")"
+vap="$(obj ValidatingAdmissionPolicy rsc-all)"
+check "all: the policy lets the controller's ServiceAccount through first" \
+  '"request.userInfo.username != \"system:serviceaccount:rsc-all:rsc-controller\""' \
+  "$(q all "$vap | .spec.matchConditions[0].expression")"
+check "all: the policy exempts the break-glass groups and users" \
+  '["system:masters","platform-admins"] ["system:serviceaccount:ops:slice-janitor"]' \
+  "$(q all "$vap | .spec.matchConditions[1].expression" | grep -o '\[[^]]*\]' | sed 's/\\"/"/g' | paste -sd' ')"
+check "all: the policy's managed drivers: drivers, pull.drivers and pull.sources" \
+  '["fpga.example.com","gpu-shared.example.com","gpu.example.com","legacy.example.com","smartnic.example.com","tpu.example.com"]' \
+  "$(q all "$vap | .spec.validations[1].expression" | grep -o '\[[^]]*\]' | sed 's/\\"/"/g')"
+check "all: the binding denies with the policy" '["rsc-all",["Deny"]]' \
+  "$(q all "$(obj ValidatingAdmissionPolicyBinding rsc-all) | [.spec.policyName, .spec.validationActions]")"
 check "all: the controller's flags" \
   '["--leader-elect=true","--leader-election-namespace=rsc-leases","--leader-election-id=rsc-leader","--metrics-bind-address=:9090","--metrics-secure=true","--health-probe-bind-address=:9091","--inventory-bind-address=:9443","--inventory-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--inventory-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-ca-file=/etc/resourceslice-controller/tls/ca.crt","--metrics-tls-cert-file=/etc/resourceslice-controller/tls/tls.crt","--metrics-tls-key-file=/etc/resourceslice-controller/tls/tls.key","--inventory-server-name=rsc-all.rsc-all.svc","--auth=tokenreview","--token-audience=slices.example.com","--kube-api-qps=50.5","--kube-api-burst=100","--workers=8","--adoption-grace=2m30s","--events=false","--event-qps=2.5","--pull-discovery=true","--pull-driver=tpu.example.com=tpu-system/tpu-driver,tpu-canary/tpu-driver","--pull-driver=smartnic.example.com=nic-system,tpu-system","--inventory-source=fpga.example.com=https://fpga-inventory.example.com:9443/v1/inventory","--inventory-source=legacy.example.com=http://legacy-inventory.legacy-system:9000","--pull-interval=45s","--pull-timeout=5s","--pull-grace=3m","--pull-ca-file=/etc/resourceslice-controller/pull-ca/ca.crt","--pull-token-file=/var/run/secrets/resourceslice-controller/pull/token","--shutdown-timeout=40s","--log-format=text","-v=4","--some-future-flag=value"]' \
   "$(q all "$container | .args")"
@@ -276,9 +288,12 @@ fi
 # --- Parts switched off.
 dry_run no-rbac --set rbac.create=false --set serviceAccount.create=false --set serviceAccount.name=existing-sa
 check "rbac.create=false: no RBAC objects, no ServiceAccount" \
-  '["Deployment","Job","PodDisruptionBudget","Service"]' "$(q no-rbac '[.items[].kind] | sort')"
+  '["Deployment","Job","PodDisruptionBudget","Service","ValidatingAdmissionPolicy","ValidatingAdmissionPolicyBinding"]' "$(q no-rbac '[.items[].kind] | sort')"
 check "rbac.create=false: the controller and the cleanup Job use the given ServiceAccount" '["existing-sa","existing-sa"]' \
   "$(q no-rbac '[.items[] | select(.kind == "Deployment" or .kind == "Job") | .spec.template.spec.serviceAccountName]')"
+check "rbac.create=false: the policy's deleters: no hook account of its own, the garbage collector" \
+  '"request.operation == \"DELETE\" && request.userInfo.username in [\"system:serviceaccount:kube-system:generic-garbage-collector\",\"system:kube-controller-manager\"]"' \
+  "$(q no-rbac "$(obj ValidatingAdmissionPolicy rsc-resourceslice-controller) | .spec.variables[] | select(.name == \"deleter\") | .expression")"
 
 dry_run no-rbac-own-sa --set rbac.create=false --set-json 'serviceAccount.annotations={"example.com/role":"cleanup"}'
 check "rbac.create=false, the chart's ServiceAccount: the post-delete hook creates it again for the Job" \
@@ -292,9 +307,13 @@ check "no leader election: the cleanup Job is not fenced and gets no Lease Role"
   '[["--leader-elect=false"],[]]' \
   "$(q no-election "[[$(obj Job rsc-resourceslice-controller-cleanup) | .spec.template.spec.containers[0].args[] | select(startswith(\"--leader-elect\"))], [.items[] | select(.kind == \"Role\" and .metadata.name == \"rsc-resourceslice-controller-cleanup\")]]")"
 
+dry_run no-policy --set admissionPolicy.enabled=false
+check "admissionPolicy.enabled=false: no policy, no binding" 0 \
+  "$(q no-policy '[.items[] | select(.kind | startswith("ValidatingAdmissionPolicy"))] | length')"
+
 dry_run single --set replicaCount=1 --set leaderElection.enabled=false --set cleanup.enabled=false
 check "one replica: no PodDisruptionBudget, no Lease Role, no hook" \
-  '["ClusterRole","ClusterRole","ClusterRoleBinding","Deployment","Role/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-inventory-tls","Service","ServiceAccount"]' \
+  '["ClusterRole","ClusterRole","ClusterRoleBinding","Deployment","Role/rsc-resourceslice-controller-inventory-tls","RoleBinding/rsc-resourceslice-controller-inventory-tls","Service","ServiceAccount","ValidatingAdmissionPolicy","ValidatingAdmissionPolicyBinding"]' \
   "$(q single '[.items[] | if (.kind | startswith("Role")) then "\(.kind)/\(.metadata.name)" else .kind end] | sort')"
 check "one replica without leader election: the flag says so, no anti-affinity" '[["--leader-elect=false"],null]' \
   "$(q single '.items[] | select(.kind == "Deployment") | [[.spec.template.spec.containers[0].args[] | select(startswith("--leader-elect"))], .spec.template.spec.affinity]')"

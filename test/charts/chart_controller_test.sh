@@ -19,66 +19,21 @@ start_cluster
 ns=rsc-system
 release=rsc
 sa="$release-resourceslice-controller"
-server="$(cat "$cluster/server")"
 kubectl create namespace "$ns" >/dev/null
 kubectl create namespace drivers >/dev/null
 
 values=(--set 'drivers[0].name=gpu-driver' --set 'drivers[0].namespace=drivers'
         --set 'drivers[0].driverNames[0]=gpu.example.com')
-helm template "$release" "$chart" -n "$ns" "${values[@]}" >"$work/rendered.yaml"
-# Everything but the workloads (there is no kubelet to run them).
-kubectl create --dry-run=client -o json -f "$work/rendered.yaml" >"$work/rendered.json"
-jq -c 'select(.kind != "Deployment" and .kind != "Job" and .kind != "PodDisruptionBudget")' \
-  "$work/rendered.json" | kubectl apply -f - >/dev/null
-mapfile -t chart_args < <(jq -r 'select(.kind == "Deployment")
-  | .spec.template.spec.containers[0].args[]' "$work/rendered.json")
-
-# A kubeconfig with only the chart ServiceAccount's token.
-kubeconfig_for() {  # kubeconfig_for SERVICEACCOUNT FILE
-  local token
-  token="$(kubectl -n "$ns" create token "$1")"
-  cat >"$2" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "$server", certificate-authority: "$cluster/pki/ca.crt"}}]
-users: [{name: sa, user: {token: "$token"}}]
-contexts: [{name: sa, context: {cluster: test, user: sa, namespace: $ns}}]
-current-context: sa
-YAML
-}
+apply_chart "$release" "${values[@]}"
 kubeconfig_for "$sa" "$work/controller.kubeconfig"
-
-inventory_port="$(free_port)"
-health_port="$(free_port)"
-metrics_port="$(free_port)"
-args=()
-for a in "${chart_args[@]}"; do
-  case "$a" in
-    --inventory-bind-address=*) args+=("--inventory-bind-address=127.0.0.1:$inventory_port") ;;
-    --health-probe-bind-address=*) args+=("--health-probe-bind-address=127.0.0.1:$health_port") ;;
-    --metrics-bind-address=*) args+=("--metrics-bind-address=127.0.0.1:$metrics_port") ;;
-    *) args+=("$a") ;;
-  esac
-done
+start_controller "$binary" "$work/controller.kubeconfig"
 # A loop, not `printf | grep -q`: grep -q exits at the first match, printf
 # then writes into a closed pipe, and under pipefail its SIGPIPE made the
 # check fail now and then.
 leader_elect=false
-for a in "${args[@]}"; do [[ "$a" == --leader-elect=true ]] && leader_elect=true; done
+for a in "${controller_args[@]}"; do [[ "$a" == --leader-elect=true ]] && leader_elect=true; done
 check "the chart runs the controller with leader election" "true" "$leader_elect"
 
-controller_pid=""
-stop_controller() {
-  if [[ -n "$controller_pid" ]] && kill -0 "$controller_pid" 2>/dev/null; then
-    kill -TERM "$controller_pid"
-    wait "$controller_pid" || true
-  fi
-  controller_pid=""
-}
-on_exit stop_controller
-POD_NAMESPACE="$ns" POD_NAME=controller-0 "$binary" --kubeconfig "$work/controller.kubeconfig" \
-  "${args[@]}" >"$work/controller.log" 2>&1 &
-controller_pid=$!
 ready=false
 wait_ready "$health_port" && ready=true
 check "the controller becomes ready under the chart's ServiceAccount" true "$ready"
@@ -98,52 +53,23 @@ check "the chart's /metrics refuses a scrape without a token" 401 \
   "$(curl -sk -o /dev/null -w '%{http_code}' --max-time 10 "https://127.0.0.1:$metrics_port/metrics")"
 
 # A driver pod on node-a, with a token for the controller's audience.
-for node in node-a node-b; do
-  kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Node
-metadata: {name: $node}
-YAML
-done
+for node in node-a node-b; do create_node "$node"; done
 kubectl -n drivers create serviceaccount gpu-driver >/dev/null
-kubectl -n drivers apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: gpu-driver-a}
-spec:
-  nodeName: node-a
-  serviceAccountName: gpu-driver
-  automountServiceAccountToken: false
-  containers: [{name: driver, image: example.com/driver:1}]
-YAML
-driver_token="$(kubectl -n drivers create token gpu-driver --audience resourceslice-controller \
-  --bound-object-kind Pod --bound-object-name gpu-driver-a)"
+driver_token="$(driver_token drivers gpu-driver node-a)"
 
 # The CA bundle as the driver's pod mounts it: the ConfigMap in its namespace.
-kubectl -n drivers get configmap "$release-resourceslice-controller-ca" \
-  -o jsonpath='{.data.ca\.crt}' >"$work/ca.crt"
+use_inventory "$release" drivers
 check_contains "the CA bundle is published in the driver's namespace" "BEGIN CERTIFICATE" \
   "$(cat "$work/ca.crt")"
 check "one Secret holds the CA and the serving certificate" kubernetes.io/tls \
   "$(kubectl -n "$ns" get secret "$release-resourceslice-controller-inventory-tls" -o jsonpath='{.type}')"
-service_host="$release-resourceslice-controller.$ns.svc"
-inventory="https://$service_host:$inventory_port"
-# curl ARGS...: to the Service's name (resolved to the local controller),
-# trusting nothing but the published bundle.
-icurl() { curl --resolve "$service_host:$inventory_port:127.0.0.1" --cacert "$work/ca.crt" "$@"; }
 check "plain HTTP is not served" 000 \
   "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$inventory_port/openapi.json" || true)"
 check "the served certificate is not trusted without the bundle" 000 \
   "$(curl -s -o /dev/null -w '%{http_code}' --resolve "$service_host:$inventory_port:127.0.0.1" \
       "$inventory/openapi.json" || true)"
 
-push() {  # push NODE: prints the HTTP code, the body goes to $work/answer
-  icurl -s -o "$work/answer" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
-    -H "Authorization: Bearer $driver_token" \
-    --data "{\"nodeName\": \"$1\", \"devices\": [{\"name\": \"gpu-0\", \"attributes\": {\"model\": {\"string\": \"A100\"}}}]}" \
-    "$inventory/v1/drivers/gpu.example.com/pools/$1?wait=20s"
-}
-check "the driver's pod token publishes its node's pool" 200 "$(push node-a)"
+check "the driver's pod token publishes its node's pool" 200 "$(push "$driver_token" gpu.example.com node-a)"
 check "the pool's slice exists" 1 \
   "$(kubectl get resourceslices -l app.kubernetes.io/managed-by=resourceslice-controller \
       --field-selector spec.driver=gpu.example.com -o json | jq '[.items[] | select(.spec.pool.name == "node-a")] | length')"
@@ -181,8 +107,6 @@ check "the Lease is released" "" "$(lease_holder)"
 # The uninstall hook: --cleanup under the hook's own ServiceAccount, with the
 # Job's arguments (fenced by the leader Lease).
 kubeconfig_for "$release-resourceslice-controller-cleanup" "$work/cleanup.kubeconfig"
-mapfile -t cleanup_args < <(jq -r 'select(.kind == "Job")
-  | .spec.template.spec.containers[0].args[]' "$work/rendered.json")
 check_contains "the Job runs --cleanup under the Lease" "--cleanup --leader-elect=true" "${cleanup_args[*]}"
 rc=0
 "$binary" --kubeconfig "$work/cleanup.kubeconfig" "${cleanup_args[@]}" >"$work/cleanup.log" 2>&1 || rc=$?

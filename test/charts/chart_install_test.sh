@@ -7,8 +7,8 @@
 # uninstall` waits for the cleanup Job, this script does the Job's work with
 # the Job's own ServiceAccount token (take the leader Lease, delete the managed
 # ResourceSlices, release the Lease) and marks the Job complete, as the Job
-# controller would. Then nothing of the release may be left. Starts its own
-# cluster and always stops it.
+# controller would. Then nothing of the release may be left, the admission
+# policy (on by default) included. Starts its own cluster and always stops it.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -30,6 +30,8 @@ check "hooks are not installed with the release" NotFound \
   "$(kubectl get serviceaccount "$name-cleanup" -n "$ns" 2>&1 | grep -o NotFound || true)"
 check "the CA bundle Role exists in the driver's namespace" "$name-inventory-tls" \
   "$(kubectl get role "$name-inventory-tls" -n gpu-system -o jsonpath='{.metadata.name}')"
+check "the admission policy and its binding are installed (on by default)" "$name $name" \
+  "$(kubectl get validatingadmissionpolicy "$name" -o jsonpath='{.metadata.name}') $(kubectl get validatingadmissionpolicybinding "$name" -o jsonpath='{.metadata.name}')"
 
 notes="$(helm get notes "$release" -n "$ns")"
 check_contains "notes: where drivers push (https by default)" \
@@ -152,9 +154,14 @@ check "helm uninstall succeeds once the Job completes" 0 "$rc"
 left="$(kubectl get deployments,services,serviceaccounts,roles,rolebindings,jobs,poddisruptionbudgets,secrets \
   -n "$ns" -l app.kubernetes.io/instance="$release" -o name)"
 left+="$(kubectl get roles,rolebindings -n nic-system -l app.kubernetes.io/instance="$release" -o name)"
-left+="$(kubectl get clusterroles,clusterrolebindings -l app.kubernetes.io/instance="$release" -o name)"
+left+="$(kubectl get clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings \
+  -l app.kubernetes.io/instance="$release" -o name)"
 check "no object of the release is left" "" "$left"
 check "no release record is left" "" "$(kubectl get secrets -n "$ns" -l owner=helm -o name)"
+check "the admission policy and its binding are gone" "NotFound NotFound" \
+  "$(for o in validatingadmissionpolicy validatingadmissionpolicybinding; do
+       grep -o NotFound <<<"$(kubectl get "$o" "$name" 2>&1 || true)" || echo "$o"
+     done | paste -sd' ')"
 check "only the slice the controller does not manage is left" "install-slice-3" \
   "$(kubectl get resourceslices -o json | jq -r '[.items[].metadata.name] | join(" ")')"
 

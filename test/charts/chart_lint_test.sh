@@ -156,6 +156,26 @@ check_contains "pull: the CA bundle's file" "- --pull-ca-file=/etc/resourceslice
 check_contains "pull: the CA bundle's ConfigMap" "name: rsc-resourceslice-controller-pull-ca" "$out"
 check_contains "pull: a changed CA bundle restarts the pods" "checksum/pull-ca:" "$out"
 
+# The admission policy: the drivers rule only for drivers the chart publishes
+# (pull.* only with pull.enabled), the break-glass condition only when someone
+# is exempt, nothing with admissionPolicy.enabled=false.
+policy=(--show-only templates/admission-policy.yaml)
+out="$(helm template rsc "$chart" "${policy[@]}" --set-json 'pull.drivers=[{"name":"b.example.com","namespaces":["b"]}]')"
+check "policy without drivers (pull off): the label rule alone" 1 "$(grep -c 'reason: Forbidden' <<<"$out" || true)"
+check "policy without drivers: no driver named" 0 "$(grep -c 'b.example.com' <<<"$out" || true)"
+check_contains "policy: system:masters is the default break-glass" 'g in ["system:masters"]' "$out"
+out="$(helm template rsc "$chart" "${policy[@]}" --set-json 'admissionPolicy.exemptGroups=[]')"
+check "policy without exempt groups or users: no break-glass condition" 0 "$(grep -c 'not-exempt' <<<"$out" || true)"
+check_contains "policy without exempt groups or users: the message says so" "nobody is exempt" "$out"
+out="$(helm template rsc "$chart" "${policy[@]}" --set pull.enabled=true \
+  --set-json 'drivers=[{"name":"d","namespace":"n","driverNames":["gpu.example.com"]}]' \
+  --set-json 'pull.drivers=[{"name":"b.example.com","namespaces":["b"]}]' \
+  --set-json 'pull.sources=[{"driver":"a.example.com","url":"http://a"}]')"
+check_contains "policy: the drivers of drivers, pull.drivers and pull.sources" \
+  '!(object.spec.driver in ["a.example.com","b.example.com","gpu.example.com"])' "$out"
+out="$(helm template rsc "$chart" --set admissionPolicy.enabled=false)"
+check "admissionPolicy.enabled=false: no policy" 0 "$(grep -c 'ValidatingAdmissionPolicy' <<<"$out" || true)"
+
 # One replica may run without leader election.
 check_ok "one replica without leader election renders" \
   helm template rsc "$chart" --set replicaCount=1 --set leaderElection.enabled=false
