@@ -172,6 +172,13 @@ check "node-b's managed slice is untouched" true \
 check_ok "the garbage collector's ServiceAccount deletes a managed slice" \
   kubectl --as=system:serviceaccount:kube-system:generic-garbage-collector delete resourceslice "$slice_b"
 
+# Both pools are now held (someone else deleted their node's slices): the
+# driver pushes them again, as it does when its kubelet plugin registers.
+for node in node-a node-b; do
+  check "a push republishes $node's held pool" 200 \
+    "$(push "$(driver_token drivers gpu-driver "$node")" gpu.example.com "$node")"
+done
+
 # --- 4. The break-glass: system:masters (the admin certificate) edits and deletes.
 wait_for 30 "the controller re-publishes node-b's pool" has_managed_slice node-b
 slice_b="$(managed_slice node-b)"
