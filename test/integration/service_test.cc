@@ -89,8 +89,13 @@ TEST_F(ServiceTest, PushIsPublishedAndAnEqualPushWritesNothing) {
   EXPECT_EQ(env_.metric(c, updates), 1);
   EXPECT_EQ(env_.metric(c, creates), 2);
 
-  // Someone deletes a managed slice: it comes back.
+  // Someone deletes a slice of this node-local pool: it is held (the rest
+  // withdrawn, as after a kubelet's wipe) until the driver renews it.
   ASSERT_TRUE(env_.api().deleteResourceSlice(slices[1].metadata.name, {}).ok());
+  EXPECT_TRUE(ServiceEnv::eventually([&] { return env_.poolSlices(driver, "node-a").empty(); }));
+  EXPECT_EQ(env_.http("GET", c.poolUrl(driver, "node-a")).json().value("phase", ""), "Held");
+  a = env_.http("POST", c.poolUrl(driver, "node-a", "/renew?wait=30s"));
+  ASSERT_EQ(a.code, 200) << a.body;
   EXPECT_TRUE(ServiceEnv::eventually([&] {
     const auto now = env_.poolSlices(driver, "node-a");
     return now.size() == 2 && env_.poolComplete(driver, "node-a", 2);
