@@ -396,13 +396,17 @@ void Controller::startLeading(std::stop_token stop) {
   }
   // Under mu_, so that stopLeading() either sees the workers or prevents them.
   std::lock_guard lock(mu_);
-  if (stop.stop_requested() || stopped_leading_) return;
-  if (leading_.exchange(true)) return;
-  cache_->noteForeignDeletes(true);
-  reconciler_->setAdoptionGraceUntil(options_.clock->now() + options_.adoption_grace);
-  reconciler_->setCounterPlacement(placement);
-  if (dropped) reconciler_->setServerDroppedFields(std::move(*dropped));
+  if (stop.stop_requested() || stopped_leading_ || leading_.load()) return;
+  // The term is whole before leading_ lets a preview (handler threads) or a
+  // worker read it.
+  Reconciler::Term term;
+  term.adoption_grace_until = options_.clock->now() + options_.adoption_grace;
+  term.counter_placement = placement;
+  if (dropped) term.server_dropped_fields = std::move(*dropped);
+  reconciler_->startTerm(std::move(term));
   if (release) options_.store->setServerRelease(*release);
+  cache_->noteForeignDeletes(true);
+  leading_ = true;
   // Every pool we know of, desired or live, gets a look.
   for (const PoolKey& key : options_.store->keys()) queue_->add(key);
   for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);

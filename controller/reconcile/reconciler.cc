@@ -190,6 +190,22 @@ StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions optio
   return std::unique_ptr<Reconciler>(new Reconciler(std::move(options)));
 }
 
+Reconciler::Reconciler(ReconcilerOptions options) : options_(std::move(options)) {
+  startTerm(
+      {options_.adoption_grace_until, options_.counter_placement, options_.server_dropped_fields});
+}
+
+void Reconciler::startTerm(Term term) {
+  auto next = std::make_shared<const Term>(std::move(term));
+  std::lock_guard lock(term_mu_);
+  term_ = std::move(next);
+}
+
+std::shared_ptr<const Reconciler::Term> Reconciler::term() const {
+  std::lock_guard lock(term_mu_);
+  return term_;
+}
+
 void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
                              const Status& status) {
   if (options_.observer != nullptr)
@@ -362,8 +378,9 @@ ReconcileResult Reconciler::withdraw(const PoolKey& key, std::vector<SlicePtr> l
   // Slices of a pool nobody has pushed yet since this process started: wait
   // for the driver to push again before deleting anything.
   const Clock::TimePoint now = options_.clock->now();
-  if (!withdrawn && now < options_.adoption_grace_until) {
-    return {okStatus(), options_.adoption_grace_until - now};
+  const Clock::TimePoint grace_until = term()->adoption_grace_until;
+  if (!withdrawn && now < grace_until) {
+    return {okStatus(), grace_until - now};
   }
   for (const SlicePtr& slice : live) {
     Status s = deleteSlice(key, slice);
@@ -468,7 +485,8 @@ StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool
   });
 
   // Plan which slices the pool consists of.
-  d.plan = planPool(pool, live, options_.counter_placement);
+  const std::shared_ptr<const Term> term = this->term();
+  d.plan = planPool(pool, live, term->counter_placement);
   d.plan.obsolete.insert(d.plan.obsolete.end(), stale.begin(), stale.end());
 
   // Node-local slices are owned by their Node (its live UID), so that the
@@ -522,7 +540,7 @@ StatusOr<Reconciler::Decision> Reconciler::decide(const PoolKey& key, const Pool
     // is updated.
     for (std::string& field : missing) {
       if (known_dropped.contains(field)) continue;
-      if (options_.server_dropped_fields.contains(fieldShape(field))) {
+      if (term->server_dropped_fields.contains(fieldShape(field))) {
         d.dropped.push_back(std::move(field));  // reported in the pool's status
         continue;
       }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -155,12 +156,15 @@ class Reconciler : public PoolPreviewer {
   // may run at the same time (the preview then shows one of the two states).
   StatusOr<PoolPreview> preview(const PoolKey& key, const Pool* desired) override;
 
-  void setAdoptionGraceUntil(Clock::TimePoint t) { options_.adoption_grace_until = t; }
-  // Before any reconcile runs (when leading starts).
-  void setCounterPlacement(CounterPlacement p) { options_.counter_placement = p; }
-  void setServerDroppedFields(std::set<std::string> shapes) {
-    options_.server_dropped_fields = std::move(shapes);
-  }
+  // What a leadership term decides as it starts (ReconcilerOptions holds the
+  // first): published as one value before the term's first reconcile or
+  // preview, which each read one term throughout, never a half-set one.
+  struct Term {
+    Clock::TimePoint adoption_grace_until{};
+    CounterPlacement counter_placement = CounterPlacement::kOwnSlices;
+    std::set<std::string> server_dropped_fields;
+  };
+  void startTerm(Term term);
 
  private:
   // The outcome of writing one pool's content.
@@ -169,7 +173,8 @@ class Reconciler : public PoolPreviewer {
   // written.
   struct Decision;
 
-  explicit Reconciler(ReconcilerOptions options) : options_(std::move(options)) {}
+  explicit Reconciler(ReconcilerOptions options);
+  std::shared_ptr<const Term> term() const;
 
   // The pool's slices in the cache, plus known slices the cache lost because
   // their managed-by label was removed or changed (read back by name), and
@@ -216,6 +221,8 @@ class Reconciler : public PoolPreviewer {
                       const std::vector<std::pair<SlicePtr, std::string>>& edited);
 
   ReconcilerOptions options_;
+  mutable std::mutex term_mu_;
+  std::shared_ptr<const Term> term_;  // guarded by term_mu_
 };
 
 }  // namespace rsc::controller::reconcile
