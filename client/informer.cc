@@ -13,9 +13,6 @@ namespace {
 // A watch that ends at once without a single event, again and again, would
 // otherwise turn into a busy loop of requests; such a watch counts as failed.
 constexpr Clock::Duration kMinHealthyWatch = std::chrono::seconds(1);
-// Backoff sleeps are cut into slices of this length so that stop() is honoured
-// quickly even though Clock::sleepFor cannot be interrupted.
-constexpr Clock::Duration kSleepSlice = std::chrono::milliseconds(500);
 
 }  // namespace
 
@@ -337,11 +334,7 @@ void Informer<R>::failed(const std::stop_token& stop, bool free_first) {
              {{"resource", R::kResource},
               {"failures", failures_},
               {"delayMs", std::chrono::duration_cast<std::chrono::milliseconds>(delay).count()}});
-  while (delay > Clock::Duration::zero() && !stop.stop_requested()) {
-    const auto slice = std::min(delay, kSleepSlice);
-    clock_.sleepFor(slice);
-    delay -= slice;
-  }
+  clock_.sleepUntil(clock_.now() + delay, stop);
 }
 
 template class Informer<ResourceSlices>;

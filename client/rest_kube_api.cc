@@ -28,9 +28,6 @@ constexpr std::string_view kSubjectAccessReviewsPath =
 // A watch's idle timeout exceeds its server-side timeoutSeconds by this, so
 // that a quiet watch is ended by the server, cleanly, not by our timer.
 constexpr auto kWatchTimeoutMargin = std::chrono::seconds(30);
-// Waits before a watch retry are cut into pieces this long, so that `stop`
-// is noticed soon (Clock::sleepFor cannot be interrupted).
-constexpr auto kStopCheckInterval = std::chrono::seconds(1);
 // Jitter adds up to this fraction of the backoff.
 constexpr double kJitterFraction = 0.2;
 
@@ -254,14 +251,11 @@ bool RestKubeApi::pause(Clock::Duration d, const std::stop_token& stop) {
     clock_.sleepFor(d);
     return true;
   }
-  while (d > Clock::Duration::zero()) {
-    if (stop.stop_requested() || options_.stop.stop_requested()) {
-      return false;
-    }
-    const Clock::Duration piece = std::min<Clock::Duration>(d, kStopCheckInterval);
-    clock_.sleepFor(piece);
-    d -= piece;
-  }
+  // One wait that either stop ends at once.
+  std::stop_source either;
+  std::stop_callback on_call(stop, [&] { either.request_stop(); });
+  std::stop_callback on_client(options_.stop, [&] { either.request_stop(); });
+  clock_.sleepUntil(clock_.now() + d, either.get_token());
   return !stop.stop_requested() && !options_.stop.stop_requested();
 }
 

@@ -195,15 +195,10 @@ Clock::Duration LeaderElector::jittered(Clock::Duration d) {
 }
 
 bool LeaderElector::sleep(Clock::Duration d, const std::stop_token& stop) {
-  // In short steps, so that a stop request is not held up by a whole period,
-  // and until a time on the clock, so that a process that was frozen
-  // meanwhile checks its renew deadline as soon as it runs again.
-  const Clock::Duration step = std::chrono::milliseconds(100);
-  const Clock::TimePoint until = options_.clock->now() + d;
-  for (Clock::TimePoint now = options_.clock->now(); now < until && !stop.stop_requested();
-       now = options_.clock->now()) {
-    options_.clock->sleepFor(std::min<Clock::Duration>(until - now, step));
-  }
+  // Until a time on the clock, so that a process that was frozen meanwhile
+  // checks its renew deadline as soon as it runs again; a stop request ends
+  // the wait at once.
+  options_.clock->sleepUntil(options_.clock->now() + d, stop);
   return !stop.stop_requested();
 }
 

@@ -561,10 +561,8 @@ void Controller::housekeepingLoop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     // Leases are only enforced by the leader; followers hold no pools.
     housekeeping();
-    // Sleep in short steps so that stop() is not held up.
-    for (int i = 0; i < 10 && !stop.stop_requested(); ++i) {
-      options_.clock->sleepFor(kHousekeepingPeriod / 10);
-    }
+    // stop() ends the wait at once.
+    options_.clock->sleepUntil(options_.clock->now() + kHousekeepingPeriod, stop);
   }
 }
 
