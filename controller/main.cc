@@ -45,6 +45,7 @@
 #include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/desired_store.h"
+#include "controller/shutdown_signals.h"
 #include "metrics/build_info.h"
 #include "metrics/controller_metrics.h"
 #include "metrics/event_metrics.h"
@@ -71,112 +72,6 @@ namespace inv = controller::inventory;
 
 using controller::leader::kInventoryServerNameAnnotation;
 using controller::leader::kInventoryUrlAnnotation;
-
-// The signals that stop the service; main() blocks them in every thread.
-sigset_t stopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  return signals;
-}
-
-// Takes SIGTERM and SIGINT on a thread of its own from the first instant, so
-// that a stop is requested however long start-up blocks (an API server that
-// cannot be reached). The first signal requests the stop; a second signal, or
-// a shutdown that outlasts --shutdown-timeout, ends the process at once with
-// code 1. Three quarters into the timeout the API clients are told to give up
-// (abandonToken), so that a call stuck on a slow or silent API server ends and
-// the rest of the shutdown (releasing the Lease) still fits. Threading: the
-// signal thread and, once a stop is requested, a watchdog thread; every public
-// method is thread-safe.
-class ShutdownSignals {
- public:
-  explicit ShutdownSignals(std::chrono::milliseconds timeout)
-      : timeout_(timeout), thread_([this] { takeSignals(); }) {}
-
-  // Called when shutdown has finished: ends the watchdog, and wakes the
-  // signal thread with a signal aimed at it alone.
-  ~ShutdownSignals() {
-    {
-      std::lock_guard lock(mu_);
-      finished_ = true;
-    }
-    cv_.notify_all();
-    if (watchdog_.joinable()) watchdog_.join();
-    // Not a kill: every thread blocks SIGTERM, and the signal thread's sigwait
-    // takes it as the wake-up.
-    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
-    pthread_kill(thread_.native_handle(), SIGTERM);
-    thread_.join();
-  }
-
-  ShutdownSignals(const ShutdownSignals&) = delete;
-  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
-
-  // Requested on the first signal, or by requestStop().
-  std::stop_token token() const { return stop_.get_token(); }
-  // Requested three quarters into the shutdown timeout: API calls still under
-  // way are abandoned.
-  std::stop_token abandonToken() const { return abandon_.get_token(); }
-
-  // Stops the service as a signal would (e.g. after the Lease was lost), and
-  // starts the shutdown watchdog.
-  void requestStop() {
-    std::lock_guard lock(mu_);
-    if (!stop_.request_stop()) return;
-    cv_.notify_all();
-    watchdog_ = std::thread([this] {
-      std::unique_lock lock(mu_);
-      const auto abandon_after = timeout_ * 3 / 4;
-      if (cv_.wait_for(lock, abandon_after, [this] { return finished_; })) return;
-      log::info("Shutdown is taking long; abandoning API calls under way",
-                {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
-      abandon_.request_stop();
-      if (cv_.wait_for(lock, timeout_ - abandon_after, [this] { return finished_; })) return;
-      log::error("Shutdown did not finish in time; exiting at once",
-                 deadlineExceeded("flag --shutdown-timeout passed"),
-                 {{"timeoutMs", static_cast<int64_t>(timeout_.count())}});
-      std::_Exit(1);
-    });
-  }
-
-  // Blocks until a stop is requested.
-  void wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return stop_.stop_requested(); });
-  }
-
- private:
-  void takeSignals() {
-    const sigset_t signals = stopSignals();
-    for (int received = 0;;) {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0) continue;
-      {
-        std::lock_guard lock(mu_);
-        if (finished_) return;
-      }
-      const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
-      if (++received > 1) {
-        log::error("Second signal during shutdown; exiting at once",
-                   cancelled("stopped by a second signal"), {{"signal", name}});
-        std::_Exit(1);
-      }
-      log::info("Shutting down", {{"signal", name}});
-      requestStop();
-    }
-  }
-
-  const std::chrono::milliseconds timeout_;
-  std::stop_source stop_;
-  std::stop_source abandon_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool finished_ = false;  // guarded by mu_
-  std::thread watchdog_;   // started under mu_
-  std::thread thread_;     // last: starts after the members it uses
-};
 
 int usageError(const std::string& message) {
   std::cerr << "resourceslice-controller: " << message << "\n";
@@ -235,7 +130,7 @@ controller::reconcile::ServerRelease serverReleaseOf(client::KubeApi& api) {
 int run(const controller::ServiceFlags& flags) {
   Clock& clock = RealClock::instance();
   // Before anything that may block: SIGTERM is honoured from here on.
-  ShutdownSignals signals(flags.shutdown_timeout);
+  controller::ShutdownSignals signals(RealClock::instance(), flags.shutdown_timeout);
   const std::stop_token stopping = signals.token();
 
   // Connect to the API server.
@@ -774,7 +669,7 @@ int main(int argc, char** argv) {
 
   // Signals are taken by ShutdownSignals' thread in run(); every thread
   // started from here inherits the mask, so none of them is interrupted.
-  const sigset_t signals = rsc::stopSignals();
+  const sigset_t signals = rsc::controller::stopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A peer closing a socket must not kill the process.
   signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,110 @@
+#include "controller/shutdown_signals.h"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <future>
+#include <mutex>
+#include <optional>
+
+#include "test/fakes/fake_clock.h"
+
+namespace rsc::controller {
+namespace {
+
+using std::chrono::milliseconds;
+
+// As main() does before any thread starts: the stop signals are taken only
+// by sigwait on ShutdownSignals' thread, never by a default handler.
+const bool kSignalsBlocked = [] {
+  const sigset_t signals = stopSignals();
+  return pthread_sigmask(SIG_BLOCK, &signals, nullptr) == 0;
+}();
+
+// Records the exit code the process would have ended with.
+class ExitRecorder {
+ public:
+  std::function<void(int)> callback() {
+    return [this](int code) {
+      std::lock_guard lock(mu_);
+      if (!code_) {
+        code_ = code;
+        exited_.set_value();
+      }
+    };
+  }
+  // Blocks until an exit was asked for (the timeout is a safety net).
+  std::optional<int> wait() {
+    if (future_.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      return std::nullopt;
+    }
+    std::lock_guard lock(mu_);
+    return code_;
+  }
+  std::optional<int> code() {
+    std::lock_guard lock(mu_);
+    return code_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<int> code_;
+  std::promise<void> exited_;
+  std::future<void> future_ = exited_.get_future();
+};
+
+TEST(ShutdownSignals, TheFirstSignalStopsAndASecondOneExitsWithCode1) {
+  ASSERT_TRUE(kSignalsBlocked);
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  ExitRecorder exits;
+  {
+    ShutdownSignals signals(clock, milliseconds(30000), exits.callback());
+    EXPECT_FALSE(signals.token().stop_requested());
+    ASSERT_EQ(kill(getpid(), SIGTERM), 0);
+    signals.wait();
+    EXPECT_TRUE(signals.token().stop_requested());
+    EXPECT_FALSE(signals.abandonToken().stop_requested());
+
+    ASSERT_EQ(kill(getpid(), SIGINT), 0);
+    EXPECT_EQ(exits.wait(), 1) << "a second signal ends the process at once";
+    clock.stopBlocking();  // the watchdog sleeps
+  }
+}
+
+// The watchdog waits on the clock: three quarters into the timeout API calls
+// are abandoned, at the timeout the process exits with code 1.
+TEST(ShutdownSignals, AShutdownThatOutlastsTheTimeoutAbandonsCallsThenExits) {
+  ASSERT_TRUE(kSignalsBlocked);
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  ExitRecorder exits;
+  ShutdownSignals signals(clock, milliseconds(1000), exits.callback());
+  signals.requestStop();
+  signals.requestStop();  // once is enough: one watchdog
+  signals.wait();
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  clock.advance(milliseconds(749));
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  EXPECT_FALSE(signals.abandonToken().stop_requested());
+  clock.advance(milliseconds(1));
+  ASSERT_TRUE(clock.waitForSleepers(1));  // asleep again, until the timeout
+  EXPECT_TRUE(signals.abandonToken().stop_requested());
+  EXPECT_EQ(exits.code(), std::nullopt);
+  clock.advance(milliseconds(250));
+  EXPECT_EQ(exits.wait(), 1);
+}
+
+TEST(ShutdownSignals, AShutdownThatFinishesInTimeExitsNothing) {
+  ASSERT_TRUE(kSignalsBlocked);
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  ExitRecorder exits;
+  {
+    ShutdownSignals signals(clock, milliseconds(1000), exits.callback());
+    signals.requestStop();
+    ASSERT_TRUE(clock.waitForSleepers(1));
+  }  // finished: the watchdog and the signal thread end
+  EXPECT_EQ(exits.code(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace rsc::controller
