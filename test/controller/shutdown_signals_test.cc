@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -54,56 +55,61 @@ class ExitRecorder {
   std::future<void> future_ = exited_.get_future();
 };
 
-TEST(ShutdownSignals, TheFirstSignalStopsAndASecondOneExitsWithCode1) {
-  ASSERT_TRUE(kSignalsBlocked);
-  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
-  ExitRecorder exits;
-  {
-    ShutdownSignals signals(clock, milliseconds(30000), exits.callback());
-    EXPECT_FALSE(signals.token().stop_requested());
-    ASSERT_EQ(kill(getpid(), SIGTERM), 0);
-    signals.wait();
-    EXPECT_TRUE(signals.token().stop_requested());
-    EXPECT_FALSE(signals.abandonToken().stop_requested());
+class ShutdownSignalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(kSignalsBlocked); }
+  // Ends the fake clock's blocking, so that a watchdog still asleep returns.
+  void TearDown() override { clock_.stopBlocking(); }
 
-    ASSERT_EQ(kill(getpid(), SIGINT), 0);
-    EXPECT_EQ(exits.wait(), 1) << "a second signal ends the process at once";
-    clock.stopBlocking();  // the watchdog sleeps
+  // Signals with a timeout of `timeout`, stopped by requestStop() (when
+  // `stopped`), with the watchdog asleep on the clock.
+  std::unique_ptr<ShutdownSignals> make(milliseconds timeout, bool stopped) {
+    auto signals = std::make_unique<ShutdownSignals>(clock_, timeout, exits_.callback());
+    if (stopped) {
+      signals->requestStop();
+      EXPECT_TRUE(clock_.waitForSleepers(1));
+    }
+    return signals;
   }
+
+  testing::FakeClock clock_{testing::FakeClock::Sleeps::kBlock};
+  ExitRecorder exits_;
+};
+
+TEST_F(ShutdownSignalsTest, TheFirstSignalStopsAndASecondOneExitsWithCode1) {
+  std::unique_ptr<ShutdownSignals> signals = make(milliseconds(30000), /*stopped=*/false);
+  EXPECT_FALSE(signals->token().stop_requested());
+  ASSERT_EQ(kill(getpid(), SIGTERM), 0);
+  signals->wait();
+  EXPECT_TRUE(signals->token().stop_requested());
+  EXPECT_FALSE(signals->abandonToken().stop_requested());
+
+  ASSERT_EQ(kill(getpid(), SIGINT), 0);
+  EXPECT_EQ(exits_.wait(), 1) << "a second signal ends the process at once";
+  clock_.stopBlocking();  // the watchdog sleeps
 }
 
 // The watchdog waits on the clock: three quarters into the timeout API calls
 // are abandoned, at the timeout the process exits with code 1.
-TEST(ShutdownSignals, AShutdownThatOutlastsTheTimeoutAbandonsCallsThenExits) {
-  ASSERT_TRUE(kSignalsBlocked);
-  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
-  ExitRecorder exits;
-  ShutdownSignals signals(clock, milliseconds(1000), exits.callback());
-  signals.requestStop();
-  signals.requestStop();  // once is enough: one watchdog
-  signals.wait();
-  ASSERT_TRUE(clock.waitForSleepers(1));
-  clock.advance(milliseconds(749));
-  ASSERT_TRUE(clock.waitForSleepers(1));
-  EXPECT_FALSE(signals.abandonToken().stop_requested());
-  clock.advance(milliseconds(1));
-  ASSERT_TRUE(clock.waitForSleepers(1));  // asleep again, until the timeout
-  EXPECT_TRUE(signals.abandonToken().stop_requested());
-  EXPECT_EQ(exits.code(), std::nullopt);
-  clock.advance(milliseconds(250));
-  EXPECT_EQ(exits.wait(), 1);
+TEST_F(ShutdownSignalsTest, AShutdownThatOutlastsTheTimeoutAbandonsCallsThenExits) {
+  std::unique_ptr<ShutdownSignals> signals = make(milliseconds(1000), /*stopped=*/true);
+  signals->requestStop();  // once is enough: one watchdog
+  signals->wait();
+  clock_.advance(milliseconds(749));
+  ASSERT_TRUE(clock_.waitForSleepers(1));
+  EXPECT_FALSE(signals->abandonToken().stop_requested());
+  clock_.advance(milliseconds(1));
+  ASSERT_TRUE(clock_.waitForSleepers(1));  // asleep again, until the timeout
+  EXPECT_TRUE(signals->abandonToken().stop_requested());
+  EXPECT_EQ(exits_.code(), std::nullopt);
+  clock_.advance(milliseconds(250));
+  EXPECT_EQ(exits_.wait(), 1);
 }
 
-TEST(ShutdownSignals, AShutdownThatFinishesInTimeExitsNothing) {
-  ASSERT_TRUE(kSignalsBlocked);
-  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
-  ExitRecorder exits;
-  {
-    ShutdownSignals signals(clock, milliseconds(1000), exits.callback());
-    signals.requestStop();
-    ASSERT_TRUE(clock.waitForSleepers(1));
-  }  // finished: the watchdog and the signal thread end
-  EXPECT_EQ(exits.code(), std::nullopt);
+TEST_F(ShutdownSignalsTest, AShutdownThatFinishesInTimeExitsNothing) {
+  make(milliseconds(1000), /*stopped=*/true).reset();  // finished: both threads end
+  EXPECT_EQ(exits_.code(), std::nullopt);
+  EXPECT_EQ(clock_.sleepers(), 0U);
 }
 
 }  // namespace
