@@ -78,6 +78,13 @@ int usageError(const std::string& message) {
   return 2;
 }
 
+// A part that could not start for a reason other than its flags' syntax (a
+// port taken, no randomness for a key): exit code 1, the error logged.
+int startFailed(std::string_view part, const Status& error) {
+  log::error("Cannot start; exiting", error, {{"part", std::string(part)}});
+  return 1;
+}
+
 std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
@@ -432,7 +439,8 @@ int run(const controller::ServiceFlags& flags) {
   };
   auto inventory_server = inv::HttpServer::start(iopts, endpoint.httpHandler());
   if (!inventory_server.ok()) {
-    return usageError("flag --inventory-bind-address: " + inventory_server.status().message());
+    return startFailed("inventory server",
+                       inventory_server.status().withContext("flag --inventory-bind-address"));
   }
   const bool tls = !flags.inventory_server.tls_cert_file.empty() || certificates != nullptr;
   if (!tls && flags.auth == "tokenreview") {
@@ -475,7 +483,7 @@ int run(const controller::ServiceFlags& flags) {
         mopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
       } else {
         StatusOr<inv::TlsKeyPair> self_signed = metricsSelfSigned(clock);
-        if (!self_signed.ok()) return usageError(self_signed.status().message());
+        if (!self_signed.ok()) return startFailed("metrics certificate", self_signed.status());
         auto pair = std::make_shared<const inv::TlsKeyPair>(std::move(*self_signed));
         mopts.tls_key_pair = [pair] { return pair; };
       }
@@ -483,8 +491,10 @@ int run(const controller::ServiceFlags& flags) {
     metrics_endpoint = std::make_unique<controller::MetricsEndpoint>(std::move(meopts));
     mopts.admit = metrics_endpoint->admitHandler();
     auto server = inv::HttpServer::start(mopts, metrics_endpoint->httpHandler());
-    if (!server.ok())
-      return usageError("flag --metrics-bind-address: " + server.status().message());
+    if (!server.ok()) {
+      return startFailed("metrics server",
+                         server.status().withContext("flag --metrics-bind-address"));
+    }
     metrics_server = std::move(*server);
   }
   controller::reconcile::Controller* ctrl = controller->get();
@@ -499,7 +509,8 @@ int run(const controller::ServiceFlags& flags) {
           respond(controller::healthResponse(req, [ctrl] { return ctrl->hasSynced(); }));
         });
     if (!server.ok()) {
-      return usageError("flag --health-probe-bind-address: " + server.status().message());
+      return startFailed("health probe server",
+                         server.status().withContext("flag --health-probe-bind-address"));
     }
     health_server = std::move(*server);
   }

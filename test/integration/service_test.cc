@@ -4,7 +4,10 @@
 // SIGTERM releases the Lease, leased pools expire, --cleanup cleans up (under
 // the Lease with --leader-elect).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <map>
@@ -591,6 +594,31 @@ TEST_F(ServiceTest, BadFlagsExitWithCode2NamingTheFlag) {
             env_.logDir() / "badconfig.log");
   EXPECT_EQ(q.wait(seconds(10)), 2);
   EXPECT_NE(q.log().find("/nonexistent/kubeconfig"), std::string::npos) << q.log();
+}
+
+// A port already taken is no usage error: the part that cannot start is
+// named, with its flag, and the exit code is 1.
+TEST_F(ServiceTest, APortInUseExitsWithCode1NamingThePartAndTheFlag) {
+  const int taken = freePort();
+  const int holder = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(taken));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  Process p({(ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+             "--kubeconfig=" + kCluster->kubeconfig().string(), "--auth=none",
+             "--leader-elect=false", "--metrics-bind-address=0",
+             "--inventory-bind-address=127.0.0.1:" + std::to_string(freePort()),
+             "--health-probe-bind-address=127.0.0.1:" + std::to_string(taken)},
+            env_.logDir() / "port-in-use.log");
+  EXPECT_EQ(p.wait(seconds(30)), 1);
+  close(holder);
+  EXPECT_NE(p.log().find("Cannot start"), std::string::npos) << p.log();
+  EXPECT_NE(p.log().find("health probe server"), std::string::npos) << p.log();
+  EXPECT_NE(p.log().find("--health-probe-bind-address"), std::string::npos) << p.log();
 }
 
 }  // namespace
