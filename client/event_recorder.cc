@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/enum_names.h"
+#include "common/thread_name.h"
 
 namespace rsc::client {
 namespace {
@@ -65,7 +66,10 @@ StatusOr<std::unique_ptr<EventRecorder>> EventRecorder::create(EventRecorderOpti
   }
   if (options.cache_size < 1) return invalidArgument("event recorder: cache size must be >= 1");
   std::unique_ptr<EventRecorder> recorder(new EventRecorder(std::move(options)));
-  recorder->sender_ = std::thread([r = recorder.get()] { r->run(); });
+  recorder->sender_ = std::thread([r = recorder.get()] {
+    setThreadName("events");
+    r->run();
+  });
   return recorder;
 }
 

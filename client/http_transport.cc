@@ -21,6 +21,7 @@
 #include "client/url.h"
 #include "common/log.h"
 #include "common/strings.h"
+#include "common/thread_name.h"
 
 namespace rsc::client {
 namespace {
@@ -43,6 +44,9 @@ void initThreadPoolOnce() {
   std::call_once(once, [] {
     try {
       crossplat::threadpool::initialize_with_threads(kPplxThreads);
+      nameEveryThread(kPplxThreads, "api-client", [](auto task) {
+        boost::asio::post(crossplat::threadpool::shared_instance().service(), std::move(task));
+      });
     } catch (const std::exception&) {
       // Ignored: someone in this process used cpprestsdk first; its pool stays.
     }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace rsc::client {
 namespace {
@@ -63,7 +64,10 @@ Informer<R>::~Informer() {
 
 template <typename R>
 void Informer<R>::start() {
-  thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
+  thread_ = std::jthread([this](const std::stop_token& stop) {
+    setThreadName("i:" + std::string(R::kResource));
+    run(stop);
+  });
 }
 
 template <typename R>

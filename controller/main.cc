@@ -25,6 +25,7 @@
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/cleanup.h"
 #include "controller/flags.h"
 #include "controller/health_endpoint.h"
@@ -418,8 +419,10 @@ int run(const controller::ServiceFlags& flags) {
       wait_cv.wait_for(lock, stopping, std::chrono::seconds(2), [] { return false; });
       if (stopping.stop_requested()) return 0;
     }
-    certificate_sync =
-        std::jthread([c = certificates.get()](std::stop_token stop) { c->run(std::move(stop)); });
+    certificate_sync = std::jthread([c = certificates.get()](std::stop_token stop) {
+      setThreadName("cert-sync");
+      c->run(std::move(stop));
+    });
   }
 
   inv::HttpServerOptions iopts = flags.inventory_server;
@@ -616,7 +619,10 @@ int run(const controller::ServiceFlags& flags) {
     forwarder = std::make_unique<inv::LeaderForwarder>(fopts);
     lease_holder = e;
     leader_forwarder = forwarder.get();
-    election = std::thread([e, stop = election_stop.get_token()] { e->run(stop); });
+    election = std::thread([e, stop = election_stop.get_token()] {
+      setThreadName("election");
+      e->run(stop);
+    });
   } else {
     leader_metrics.setLeader(true);
     // A signal ends the wait: the API server may be out of reach.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/inventory/asio.h"
 #include "metrics/exposition.h"
 
@@ -43,7 +44,10 @@ inv::HttpResponse refusalOf(const Status& status) {
 }  // namespace
 
 struct MetricsEndpoint::Workers {
-  explicit Workers(size_t n) : pool(std::max<size_t>(n, 1)) {}
+  explicit Workers(size_t n) : pool(std::max<size_t>(n, 1)) {
+    nameEveryThread(std::max<size_t>(n, 1), "metrics-auth",
+                    [this](auto task) { asio::post(pool, std::move(task)); });
+  }
   asio::thread_pool pool;
 };
 

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/thread_name.h"
 
 namespace rsc::controller {
 
@@ -22,7 +23,10 @@ ShutdownSignals::ShutdownSignals(Clock& clock, std::chrono::milliseconds timeout
     : clock_(clock),
       timeout_(timeout),
       exit_(exit ? std::move(exit) : [](int code) { std::_Exit(code); }),
-      thread_([this] { takeSignals(); }) {}
+      thread_([this] {
+        setThreadName("signals");
+        takeSignals();
+      }) {}
 
 ShutdownSignals::~ShutdownSignals() {
   finished_.request_stop();
@@ -38,7 +42,10 @@ void ShutdownSignals::requestStop() {
   std::lock_guard lock(mu_);
   if (!stop_.request_stop()) return;
   cv_.notify_all();
-  watchdog_ = std::thread([this] { watch(); });
+  watchdog_ = std::thread([this] {
+    setThreadName("shutdown-watch");
+    watch();
+  });
 }
 
 void ShutdownSignals::watch() {

@@ -7,13 +7,17 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/inventory/asio.h"
 
 namespace rsc::controller::inventory {
 
 struct InventoryEndpoint::Impl {
   Impl(InventoryHandler& h, Clock& c, size_t workers)
-      : handler(h), clock(c), pool(std::max<size_t>(workers, 1)), strand(asio::make_strand(pool)) {}
+      : handler(h), clock(c), pool(std::max<size_t>(workers, 1)), strand(asio::make_strand(pool)) {
+    nameEveryThread(std::max<size_t>(workers, 1), "inventory-work",
+                    [this](auto task) { asio::post(pool, std::move(task)); });
+  }
 
   // A push held until published or its deadline.
   struct Held {

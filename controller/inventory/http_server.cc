@@ -17,6 +17,7 @@
 #include "client/http_status.h"
 #include "common/enum_names.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/inventory/asio.h"
 
 namespace rsc::controller::inventory {
@@ -967,6 +968,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions option
   server->port_ = impl->bound_.port();
   server->address_ = endpointText(impl->bound_);
   server->thread_ = std::thread([impl] {
+    setThreadName("http-" + impl->options().name);
     try {
       impl->run();
     } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace rsc::controller::leader {
 namespace {
@@ -253,8 +254,10 @@ void LeaderElector::run(std::stop_token stop) {
   std::stop_source leadership;
   std::thread started;
   if (options_.on_started_leading) {
-    started = std::thread(
-        [this, leading = leadership.get_token()] { options_.on_started_leading(leading); });
+    started = std::thread([this, leading = leadership.get_token()] {
+      setThreadName("leading");
+      options_.on_started_leading(leading);
+    });
   }
 
   if (!renew(stop)) {

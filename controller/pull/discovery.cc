@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/strings.h"
+#include "common/thread_name.h"
 #include "controller/inventory/names.h"
 #include "controller/pull/fetcher.h"
 
@@ -352,6 +353,7 @@ void SourceDiscovery::start() {
   // The informers call their handlers before they count as synced, so the first list is
   // computed here, once all of them have synced; this thread then follows the events.
   sync_waiter_ = std::jthread([this](const std::stop_token& stop) {
+    setThreadName("pull-discovery");
     for (Watch& watch : watches_) {
       if (!watch.services->waitForSync(stop) || !watch.endpoint_slices->waitForSync(stop) ||
           !watch.pods->waitForSync(stop)) {

@@ -7,6 +7,7 @@
 
 #include "client/codec.h"
 #include "common/strings.h"
+#include "common/thread_name.h"
 #include "controller/inventory/names.h"
 
 namespace rsc::controller::pull {
@@ -189,6 +190,7 @@ void Poller::addLocked(std::unique_ptr<Source> owned) {
 }
 
 void Poller::startLocked(Source& source) {
+  ensureWorkersLocked();
   log::info("Pulling inventory", {{"driver", source.spec.driver},
                                   {"source", source.spec.id},
                                   {"url", source.spec.url},
@@ -258,10 +260,17 @@ void Poller::start() {
   std::lock_guard lock(mu_);
   if (started_) return;
   started_ = true;
-  for (auto& [id, source] : sources_) startLocked(*source);
   timer_until_ = Clock::TimePoint::max();
+  for (auto& [id, source] : sources_) startLocked(*source);
+}
+
+void Poller::ensureWorkersLocked() {
+  if (!workers_.empty()) return;
   for (size_t i = 0; i < options_.concurrency; ++i) {
-    workers_.emplace_back([this](const std::stop_token& stop) { workLoop(stop); });
+    workers_.emplace_back([this](const std::stop_token& stop) {
+      setThreadName("pull-fetch");
+      workLoop(stop);
+    });
   }
 }
 

@@ -187,6 +187,9 @@ class Poller {
   // Adds `source` to its driver and, when started, makes it due now.
   void addLocked(std::unique_ptr<Source> source);
   void startLocked(Source& source);
+  // Starts the workers with the first source: a controller that pulls nothing
+  // runs none.
+  void ensureWorkersLocked();
   // The schedule; all with mu_ held. A source not in it is put in the due queue at `when`.
   void scheduleLocked(Source& source, Clock::TimePoint when);
   // Takes `source` out of the due queue or the due list (not out of a fetch).

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller::reconcile {
@@ -357,7 +358,10 @@ void Controller::start() {
   if (options_.manual_for_test) return;
   informer_->start();
   node_informer_->start();
-  housekeeping_ = std::jthread([this](std::stop_token stop) { housekeepingLoop(stop); });
+  housekeeping_ = std::jthread([this](std::stop_token stop) {
+    setThreadName("housekeeping");
+    housekeepingLoop(stop);
+  });
 }
 
 bool Controller::waitForCacheSync(std::stop_token stop) {
@@ -416,7 +420,12 @@ void Controller::startLeading(std::stop_token stop) {
              {"adoptionGraceSeconds",
               std::chrono::duration_cast<std::chrono::seconds>(options_.adoption_grace).count()}});
   if (options_.manual_for_test) return;
-  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { workerLoop(); });
+  for (int i = 0; i < options_.workers; ++i) {
+    workers_.emplace_back([this] {
+      setThreadName("reconcile");
+      workerLoop();
+    });
+  }
   if (options_.observer != nullptr) options_.observer->activeWorkers(0);
 }
 

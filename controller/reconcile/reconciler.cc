@@ -10,6 +10,7 @@
 
 #include "client/json_diff.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller::reconcile {
@@ -152,7 +153,12 @@ Status forEachConcurrently(size_t n, int parallelism, const std::function<Status
   const size_t helpers = std::min<size_t>(n, static_cast<size_t>(std::max(parallelism, 1))) - 1;
   std::vector<std::jthread> threads;
   threads.reserve(helpers);
-  for (size_t t = 0; t < helpers; ++t) threads.emplace_back(run);
+  for (size_t t = 0; t < helpers; ++t) {
+    threads.emplace_back([&run] {
+      setThreadName("slice-writes");
+      run();
+    });
+  }
   run();
   threads.clear();  // joins
   return first;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/thread_name.h"
 #include "controller/reconcile/rate_limiter.h"
 
 namespace rsc::controller::reconcile {
@@ -138,7 +139,10 @@ class WorkQueue {
       // Read the clock here, not in the thread, so the first report is due a
       // period after construction however late the thread starts running.
       const Clock::TimePoint first_report = clock_.now() + kUnfinishedWorkUpdatePeriod;
-      background_ = std::thread([this, first_report] { backgroundLoop(first_report); });
+      background_ = std::thread([this, first_report] {
+        setThreadName("queue-delays");
+        backgroundLoop(first_report);
+      });
     }
   }
 

@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -580,6 +583,38 @@ TEST_F(ServiceTest, ThousandDevicePoolFollowsTheGenerationRules) {
   EXPECT_TRUE(env_.poolComplete(driver, "fabric-1", 1));
   EXPECT_EQ(generation(), g1 + 2);
   EXPECT_EQ(writes("delete"), 8);
+  expectCleanStop(c);
+}
+
+// Every long-lived thread names itself (README "Threads"); an idle controller
+// without leader election runs exactly these, and no pull worker while it
+// pulls from nothing.
+TEST_F(ServiceTest, IdleThreadsAreNamedAndCounted) {
+  ControllerProcess c = env_.startController("threads", {"--auth=none", "--leader-elect=false"});
+  const std::string driver = "threads.example.com";
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 4)));
+  std::map<std::string, int> by_name;
+  const std::filesystem::path tasks = "/proc/" + std::to_string(c.process->pid()) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    by_name[name]++;
+  }
+  int total = 0;
+  for (const auto& [name, n] : by_name) {
+    std::cout << "  " << n << " " << name << "\n";
+    total += n;
+  }
+  std::cout << "threads at idle: " << total << "\n";
+  EXPECT_EQ(by_name["reconcile"], 4) << "--workers";
+  EXPECT_EQ(by_name["pull-fetch"], 0) << "pull workers start with the first source";
+  for (const char* one : {"signals", "housekeeping", "queue-delays", "events", "i:resourceslice",
+                          "i:nodes", "http-inventory", "http-metrics", "http-health"}) {
+    EXPECT_EQ(by_name[one], 1) << one;
+  }
+  EXPECT_EQ(by_name["resourceslice-c"], 1) << "only the main thread goes unnamed";
+  EXPECT_LE(total, 25);
   expectCleanStop(c);
 }
 
