@@ -7,7 +7,6 @@
 #include "client/api_error.h"
 #include "client/config.h"
 #include "common/duration.h"
-#include "controller/flags.h"
 
 namespace rsc::ctl {
 namespace {
