@@ -9,12 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <thread>
 
@@ -73,6 +71,9 @@ namespace inv = controller::inventory;
 
 using controller::leader::kInventoryServerNameAnnotation;
 using controller::leader::kInventoryUrlAnnotation;
+
+// How soon a first certificate sync that failed is tried again.
+constexpr Clock::Duration kCertificateSyncRetry = std::chrono::seconds(2);
 
 int usageError(const std::string& message) {
   std::cerr << "resourceslice-controller: " << message << "\n";
@@ -138,7 +139,7 @@ controller::reconcile::ServerRelease serverReleaseOf(client::KubeApi& api) {
 int run(const controller::ServiceFlags& flags) {
   Clock& clock = RealClock::instance();
   // Before anything that may block: SIGTERM is honoured from here on.
-  controller::ShutdownSignals signals(RealClock::instance(), flags.shutdown_timeout);
+  controller::ShutdownSignals signals(clock, flags.shutdown_timeout);
   const std::stop_token stopping = signals.token();
 
   // Connect to the API server.
@@ -412,11 +413,10 @@ int run(const controller::ServiceFlags& flags) {
     auto made = inv::CertificateSecret::create(copts);
     if (!made.ok()) return usageError("flag --inventory-tls-secret: " + made.status().message());
     certificates = std::move(*made);
-    std::mutex wait_mu;
-    std::condition_variable_any wait_cv;
+    // Serving waits for a certificate: the first sync is retried until it
+    // succeeds (sync() logs why it failed) or a stop is requested.
     while (!certificates->sync().ok()) {
-      std::unique_lock lock(wait_mu);
-      wait_cv.wait_for(lock, stopping, std::chrono::seconds(2), [] { return false; });
+      clock.sleepUntil(clock.now() + kCertificateSyncRetry, stopping);
       if (stopping.stop_requested()) return 0;
     }
     certificate_sync = std::jthread([c = certificates.get()](std::stop_token stop) {
