@@ -20,14 +20,22 @@ enum class Feature : uint8_t {
   kConsumableCapacity,
   kDeviceBindingConditions,
   kListTypeAttributes,
+  kNodeAllocatableResourceMappings,
+  kNodeAllocatableResources,
+  kDeviceCompatibilityGroups,
+  kPartitionableDevicesType,
+  kOptionalNodeOperations,
   kCount,
 };
 
-// gate: for logs and hints; since_minor: the first release whose v1 has the fields.
+// gate: for logs and hints; since_minor: the first release whose v1 has the fields; until_minor:
+// the last one (0: every release since). The conformance test
+// (test/integration/schema_conformance_test.cc) checks both against each server's OpenAPI.
 struct FeatureInfo {
   Feature id;
   std::string_view gate;
   int since_minor;
+  int until_minor = 0;
 };
 
 // DESIGN.md section 10: Kubernetes 1.34 to 1.37.
@@ -40,7 +48,21 @@ inline constexpr std::array kFeatures = {
     FeatureInfo{Feature::kConsumableCapacity, "DRAConsumableCapacity", 34},
     FeatureInfo{Feature::kDeviceBindingConditions, "DRADeviceBindingConditions", 34},
     FeatureInfo{Feature::kListTypeAttributes, "DRAListTypeAttributes", 36},
+    // 1.36's alpha shape of node allocatable resources, replaced in 1.37 by the next row.
+    FeatureInfo{Feature::kNodeAllocatableResourceMappings, "DRANodeAllocatableResources", 36, 36},
+    FeatureInfo{Feature::kNodeAllocatableResources, "DRANodeAllocatableResources", 37},
+    FeatureInfo{Feature::kDeviceCompatibilityGroups, "DRADeviceCompatibilityGroups", 37},
+    FeatureInfo{Feature::kPartitionableDevicesType, "DRAPartitionableDevicesType", 37},
+    FeatureInfo{Feature::kOptionalNodeOperations, "DRAOptionalNodeOperations", 37},
 };
+
+// The row of `id`; null for kNone and kCount.
+constexpr const FeatureInfo* featureInfo(Feature id) {
+  for (const FeatureInfo& f : kFeatures) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
 
 using FeatureSet = std::bitset<static_cast<size_t>(Feature::kCount)>;
 

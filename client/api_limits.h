@@ -27,6 +27,8 @@ inline constexpr size_t kMaxCapacityValidValues = 10;
 // Per counter set and per counter consumption.
 inline constexpr size_t kMaxCountersPerCounterSet = 32;
 inline constexpr size_t kMaxCountersPerCounterConsumption = 32;
+// compatibilityGroups of one counter consumption (Kubernetes 1.37).
+inline constexpr size_t kMaxCompatibilityGroups = 2;
 
 // Returns the most devices a slice may hold: 64 when it holds an advanced
 // device (`advanced`), else 128.

@@ -98,6 +98,7 @@ DeviceRef::DeviceRef(const Device& device) {
   parts.digest = sipHash128(digestKey(), parts.json);
   parts.features = featuresOf(device);
   parts.advanced = device.usesAdvancedFeatures();
+  parts.consumes_counters = !device.consumes_counters.empty();
   parts.placed = device.node_name || device.node_selector || device.all_nodes;
   form_ = interner().intern(std::move(parts));
 }

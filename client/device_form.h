@@ -36,6 +36,8 @@ class DeviceForm {
   FeatureSet features() const { return parts_.features; }
   // Taints, consumesCounters or list attributes: the slice limit is then 64 devices.
   bool advanced() const { return parts_.advanced; }
+  // consumesCounters set: a slice naming a partitionTypeAttribute needs one such device.
+  bool consumesCounters() const { return parts_.consumes_counters; }
   // nodeName, nodeSelector or allNodes set on the device itself.
   bool placed() const { return parts_.placed; }
   // The typed device again; for slow paths (a difference to explain, an edit, tests).
@@ -49,6 +51,7 @@ class DeviceForm {
     Digest128 digest;
     FeatureSet features;
     bool advanced = false;
+    bool consumes_counters = false;
     bool placed = false;
   };
   explicit DeviceForm(Parts&& parts) : parts_(std::move(parts)) {}

@@ -1,6 +1,7 @@
 #include "client/resource_slice.h"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -164,6 +165,12 @@ class SemanticComparer {
                                           "perDeviceNodeSelection", at)) {
       return false;
     }
+    if (!optionalField<ResourceSliceSpec>(d.partition_type_attribute, l.partition_type_attribute,
+                                          "partitionTypeAttribute", at) ||
+        !listField<ResourceSliceSpec>(d.skip_node_operations, l.skip_node_operations,
+                                      "skipNodeOperations", at)) {
+      return false;
+    }
     if (!listField<ResourceSliceSpec>(
             d.shared_counters, l.shared_counters, "sharedCounters", at,
             [this](const CounterSet& a, const CounterSet& b, const FieldPath& item) {
@@ -241,6 +248,16 @@ class SemanticComparer {
                  const FieldPath& at) {
     return listField<T>(d, l, name, at,
                         [](const V& a, const V& b, const FieldPath& /*unused*/) { return a == b; });
+  }
+
+  // A tagged map: dropped when desired has entries and live none, else equal entry by entry.
+  template <typename T, typename V>
+  bool mapField(const std::map<std::string, V>& d, const std::map<std::string, V>& l,
+                std::string_view name, const FieldPath& at) {
+    if (!d.empty() && l.empty()) {
+      return drop<T>(name, at);
+    }
+    return d == l;
   }
 
   // An empty list is written as nothing, so it equals an unset one.
@@ -393,6 +410,8 @@ class SemanticComparer {
     const auto consumption = [this](const DeviceCounterConsumption& a,
                                     const DeviceCounterConsumption& b, const FieldPath& item) {
       return a.counter_set == b.counter_set && a.counters == b.counters &&
+             listField<DeviceCounterConsumption>(a.compatibility_groups, b.compatibility_groups,
+                                                 "compatibilityGroups", item) &&
              unknown<DeviceCounterConsumption>(a.unknown, b.unknown, item);
     };
     const auto taint = [this](const DeviceTaint& a, const DeviceTaint& b, const FieldPath& item) {
@@ -408,6 +427,11 @@ class SemanticComparer {
                              "bindingFailureConditions", at) &&
            optionalField<Device>(d.allow_multiple_allocations, l.allow_multiple_allocations,
                                  "allowMultipleAllocations", at) &&
+           mapField<Device>(d.node_allocatable_resources, l.node_allocatable_resources,
+                            "nodeAllocatableResources", at) &&
+           mapField<Device>(d.node_allocatable_resource_mappings,
+                            l.node_allocatable_resource_mappings, "nodeAllocatableResourceMappings",
+                            at) &&
            unknown<Device>(d.unknown, l.unknown, at);
   }
 

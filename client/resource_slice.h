@@ -1,10 +1,10 @@
 // The resource.k8s.io/v1 ResourceSlice, modelled whole: devices with
 // attributes (scalar and list forms), capacity and request policy, taints,
-// counter consumption, binding conditions, shared counters and every node
-// selection field. Fields this model does not know are kept in `unknown` and
-// written back unchanged. Equality (operator==) is semantic where the API
-// server normalises: quantities compare by value ("1Gi" == "1024Mi").
-// Plain values: not synchronised.
+// counter consumption and compatibility groups, binding conditions, node
+// allocatable resources, shared counters, partition types, skipped node
+// operations and every node selection field. Fields this model does not know are kept in `unknown`
+// and written back unchanged. Equality (operator==) is semantic where the API server normalises:
+// quantities compare by value ("1Gi" == "1024Mi"). Plain values: not synchronised.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +103,7 @@ struct CounterSet {
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter> counters;
+  std::vector<std::string> compatibility_groups;  // DNS labels, at most 2, from 1.37
   Json unknown = nullptr;
   friend bool operator==(const DeviceCounterConsumption&,
                          const DeviceCounterConsumption&) = default;
@@ -118,6 +119,41 @@ struct DeviceTaint {
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
+// How an allocated device translates into a node allocatable resource (cpu, memory,
+// hugepages-*), from 1.37 (DRANodeAllocatableResources): the device count times
+// deviceMultiplier, or the consumed capacity `capacityKey` times capacityMultiplier.
+struct NodeAllocatableMapping {
+  std::optional<std::string> capacity_key;
+  std::optional<Quantity> capacity_multiplier;
+  std::optional<Quantity> device_multiplier;
+  Json unknown = nullptr;
+  friend bool operator==(const NodeAllocatableMapping&, const NodeAllocatableMapping&) = default;
+};
+
+// What an allocated device costs the node besides itself, per pod and per container.
+struct NodeAllocatableOverhead {
+  std::optional<Quantity> per_pod;
+  std::optional<Quantity> per_container;
+  Json unknown = nullptr;
+  friend bool operator==(const NodeAllocatableOverhead&, const NodeAllocatableOverhead&) = default;
+};
+
+struct NodeAllocatableResource {
+  std::optional<NodeAllocatableMapping> mapping;
+  std::optional<NodeAllocatableOverhead> overhead;
+  Json unknown = nullptr;
+  friend bool operator==(const NodeAllocatableResource&, const NodeAllocatableResource&) = default;
+};
+
+// The same, as Kubernetes 1.36 alone shaped it (nodeAllocatableResourceMappings, replaced in 1.37).
+struct NodeAllocatableResourceMapping {
+  std::optional<std::string> capacity_key;
+  std::optional<Quantity> allocation_multiplier;
+  Json unknown = nullptr;
+  friend bool operator==(const NodeAllocatableResourceMapping&,
+                         const NodeAllocatableResourceMapping&) = default;
+};
+
 struct Device {
   std::string name;
   std::map<std::string, DeviceAttribute> attributes;
@@ -131,6 +167,9 @@ struct Device {
   std::vector<std::string> binding_conditions;
   std::vector<std::string> binding_failure_conditions;
   std::optional<bool> allow_multiple_allocations;
+  // Keyed by node resource name ("cpu", "memory", "hugepages-2Mi").
+  std::map<std::string, NodeAllocatableResource> node_allocatable_resources;
+  std::map<std::string, NodeAllocatableResourceMapping> node_allocatable_resource_mappings;
   Json unknown = nullptr;
   friend bool operator==(const Device&, const Device&) = default;
 
@@ -156,6 +195,11 @@ struct ResourceSliceSpec {
   std::optional<bool> per_device_node_selection;
   std::vector<DeviceRef> devices;  // shared compact forms (device_form.h)
   std::vector<CounterSet> shared_counters;
+  // From 1.37: the string attribute naming each counter-consuming device's partition type
+  // (DRAPartitionableDevicesType), and the node operations the kubelet may skip for the
+  // slice's devices (DRAOptionalNodeOperations).
+  std::optional<std::string> partition_type_attribute;
+  std::vector<std::string> skip_node_operations;
   Json unknown = nullptr;
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
 };
@@ -303,6 +347,8 @@ struct Table<CounterSet> : TableKeepingUnknown<CounterSet> {
 template <>
 struct Table<DeviceCounterConsumption> : TableKeepingUnknown<DeviceCounterConsumption> {
   static constexpr auto kFields = std::tuple{
+      field("compatibilityGroups", &DeviceCounterConsumption::compatibility_groups, Strings{},
+            Feature::kDeviceCompatibilityGroups),
       field("counterSet", &DeviceCounterConsumption::counter_set, Str{}, Omit::kNever),
       field("counters", &DeviceCounterConsumption::counters, MapOf<Obj<Counter>>{}),
   };
@@ -315,6 +361,40 @@ struct Table<DeviceTaint> : TableKeepingUnknown<DeviceTaint> {
       field("key", &DeviceTaint::key, Str{}, Omit::kNever),
       field("timeAdded", &DeviceTaint::time_added, Opt<Str>{}),
       field("value", &DeviceTaint::value, Str{}),
+  };
+};
+
+template <>
+struct Table<NodeAllocatableMapping> : TableKeepingUnknown<NodeAllocatableMapping> {
+  static constexpr auto kFields = std::tuple{
+      field("capacityKey", &NodeAllocatableMapping::capacity_key, Opt<Str>{}),
+      field("capacityMultiplier", &NodeAllocatableMapping::capacity_multiplier, Opt<Qty>{}),
+      field("deviceMultiplier", &NodeAllocatableMapping::device_multiplier, Opt<Qty>{}),
+  };
+};
+
+template <>
+struct Table<NodeAllocatableOverhead> : TableKeepingUnknown<NodeAllocatableOverhead> {
+  static constexpr auto kFields = std::tuple{
+      field("perContainer", &NodeAllocatableOverhead::per_container, Opt<Qty>{}),
+      field("perPod", &NodeAllocatableOverhead::per_pod, Opt<Qty>{}),
+  };
+};
+
+template <>
+struct Table<NodeAllocatableResource> : TableKeepingUnknown<NodeAllocatableResource> {
+  static constexpr auto kFields = std::tuple{
+      field("mapping", &NodeAllocatableResource::mapping, Opt<Obj<NodeAllocatableMapping>>{}),
+      field("overhead", &NodeAllocatableResource::overhead, Opt<Obj<NodeAllocatableOverhead>>{}),
+  };
+};
+
+template <>
+struct Table<NodeAllocatableResourceMapping> : TableKeepingUnknown<NodeAllocatableResourceMapping> {
+  static constexpr auto kFields = std::tuple{
+      field("allocationMultiplier", &NodeAllocatableResourceMapping::allocation_multiplier,
+            Opt<Qty>{}),
+      field("capacityKey", &NodeAllocatableResourceMapping::capacity_key, Opt<Str>{}),
   };
 };
 
@@ -334,6 +414,11 @@ struct Table<Device> : TableKeepingUnknown<Device> {
       field("consumesCounters", &Device::consumes_counters, ListOf<Obj<DeviceCounterConsumption>>{},
             Feature::kPartitionableDevices),
       field("name", &Device::name, Str{}, Omit::kNever),
+      field("nodeAllocatableResourceMappings", &Device::node_allocatable_resource_mappings,
+            MapOf<Obj<NodeAllocatableResourceMapping>>{},
+            Feature::kNodeAllocatableResourceMappings),
+      field("nodeAllocatableResources", &Device::node_allocatable_resources,
+            MapOf<Obj<NodeAllocatableResource>>{}, Feature::kNodeAllocatableResources),
       field("nodeName", &Device::node_name, Opt<Str>{}, Feature::kPartitionableDevices),
       field("nodeSelector", &Device::node_selector, Opt<Selector>{},
             Feature::kPartitionableDevices),
@@ -382,11 +467,15 @@ struct Table<ResourceSliceSpec> : TableKeepingUnknown<ResourceSliceSpec> {
       field("driver", &ResourceSliceSpec::driver, Str{}, Omit::kNever),
       field("nodeName", &ResourceSliceSpec::node_name, Opt<Str>{}),
       field("nodeSelector", &ResourceSliceSpec::node_selector, Opt<Selector>{}),
+      field("partitionTypeAttribute", &ResourceSliceSpec::partition_type_attribute, Opt<Str>{},
+            Feature::kPartitionableDevicesType),
       field("perDeviceNodeSelection", &ResourceSliceSpec::per_device_node_selection, Opt<Bool>{},
             Feature::kPartitionableDevices),
       field("pool", &ResourceSliceSpec::pool, Obj<ResourcePool>{}, Omit::kNever),
       field("sharedCounters", &ResourceSliceSpec::shared_counters, ListOf<Obj<CounterSet>>{},
             Feature::kPartitionableDevices),
+      field("skipNodeOperations", &ResourceSliceSpec::skip_node_operations, Strings{},
+            Feature::kOptionalNodeOperations),
   };
 };
 

@@ -452,7 +452,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   StatusOr<BudgetedJson> body = parseBody(ctx);
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
-  reconcile::Pool pool = decodePool(body->json, "", problems);
+  reconcile::Pool pool = decodePool(body->json, "", problems, ctx.driver);
   body->json = Json();  // the tree is not needed past here
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
   const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
@@ -589,7 +589,7 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   if (!body.ok()) return errorResponse(body.status());
   BodyProblems problems;
   std::map<std::string, reconcile::Pool> pools =
-      decodeDriverInventory(body->json, options_.store->serverRelease(), problems);
+      decodeDriverInventory(body->json, options_.store->serverRelease(), problems, ctx.driver);
   body->json = Json();  // the tree is not needed past here
   if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
 

@@ -1,6 +1,7 @@
 #include "controller/inventory/pool_json.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <utility>
 
@@ -65,8 +66,10 @@ class Problems {
 
 struct WireSlice {
   std::vector<client::Device> devices;
+  std::optional<std::string> partition_type_attribute;
   std::optional<bool> per_device_node_selection;
   std::vector<client::CounterSet> shared_counters;
+  std::optional<std::vector<std::string>> skip_node_operations;
 };
 
 // Every member optional: validation needs to know what was sent.
@@ -77,8 +80,10 @@ struct WirePool {
   std::optional<int64_t> lease_seconds;
   std::optional<std::string> node_name;
   std::optional<client::NodeSelector> node_selector;
+  std::optional<std::string> partition_type_attribute;
   std::optional<bool> per_device_node_selection;
   std::optional<std::vector<client::CounterSet>> shared_counters;
+  std::optional<std::vector<std::string>> skip_node_operations;
   std::optional<std::vector<WireSlice>> slices;
 };
 
@@ -90,11 +95,14 @@ namespace rsc::client::codec {
 template <>
 struct Table<controller::inventory::WireSlice> : TableOf<controller::inventory::WireSlice> {
   static constexpr std::string_view kUnknownHint =
-      "a slice has devices, sharedCounters and perDeviceNodeSelection";
+      "a slice has devices, sharedCounters, perDeviceNodeSelection, partitionTypeAttribute and "
+      "skipNodeOperations";
   static constexpr auto kFields = std::tuple{
       field("devices", &Owner::devices, ListOf<Obj<Device>>{}),
+      field("partitionTypeAttribute", &Owner::partition_type_attribute, Opt<Str>{}),
       field("perDeviceNodeSelection", &Owner::per_device_node_selection, Opt<Bool>{}),
       field("sharedCounters", &Owner::shared_counters, ListOf<Obj<CounterSet>>{}),
+      field("skipNodeOperations", &Owner::skip_node_operations, Opt<Strings>{}),
   };
 };
 
@@ -102,7 +110,8 @@ template <>
 struct Table<controller::inventory::WirePool> : TableOf<controller::inventory::WirePool> {
   static constexpr std::string_view kUnknownHint =
       "a Pool has nodeName, nodeSelector, allNodes, perDeviceNodeSelection, devices, "
-      "sharedCounters, slices, generation and leaseSeconds";
+      "sharedCounters, slices, partitionTypeAttribute, skipNodeOperations, generation and "
+      "leaseSeconds";
   static constexpr auto kFields = std::tuple{
       field("allNodes", &Owner::all_nodes, Opt<Bool>{}),
       field("devices", &Owner::devices, Opt<ListOf<Obj<Device>>>{}),
@@ -110,8 +119,10 @@ struct Table<controller::inventory::WirePool> : TableOf<controller::inventory::W
       field("leaseSeconds", &Owner::lease_seconds, Opt<Int64>{}),
       field("nodeName", &Owner::node_name, Opt<Str>{}),
       field("nodeSelector", &Owner::node_selector, Opt<Selector>{}),
+      field("partitionTypeAttribute", &Owner::partition_type_attribute, Opt<Str>{}),
       field("perDeviceNodeSelection", &Owner::per_device_node_selection, Opt<Bool>{}),
       field("sharedCounters", &Owner::shared_counters, Opt<ListOf<Obj<CounterSet>>>{}),
+      field("skipNodeOperations", &Owner::skip_node_operations, Opt<Strings>{}),
       field("slices", &Owner::slices, Opt<ListOf<Obj<controller::inventory::WireSlice>>>{}),
   };
 };
@@ -137,6 +148,8 @@ struct RawPool {
   bool has_generation = false;
   // slices[i].perDeviceNodeSelection as sent.
   std::vector<std::optional<bool>> slice_per_device;
+  // Where each slice's options came from: true for its own, false for the pool's.
+  std::vector<std::pair<bool, bool>> slice_own_options;  // partitionTypeAttribute, skipNodeOps
 };
 
 // Returns the JSON type name used in messages.
@@ -182,11 +195,29 @@ RawPool decodeRawPool(const Json& body, const FieldPath& at, Decoder& decoder) {
     raw.pool.lease =
         std::chrono::seconds(std::clamp<int64_t>(*wire.lease_seconds, -1, kMaxLeaseSeconds + 1));
   }
+  reconcile::SliceOptions& options = raw.pool.options;
+  options.partition_type_attribute = std::move(wire.partition_type_attribute);
+  if (wire.skip_node_operations)
+    options.skip_node_operations = std::move(*wire.skip_node_operations);
   raw.has_slices = wire.slices.has_value();
   if (wire.slices) {
     std::vector<reconcile::DesiredSlice> slices;
     for (WireSlice& s : *wire.slices) {
-      slices.push_back({{}, std::move(s.shared_counters)});
+      // A slice without options of its own takes the pool's; partitionTypeAttribute only
+      // when a device of the slice consumes counters (the API server refuses it elsewhere).
+      const bool consumers =
+          std::any_of(s.devices.begin(), s.devices.end(),
+                      [](const client::Device& d) { return !d.consumes_counters.empty(); });
+      raw.slice_own_options.emplace_back(s.partition_type_attribute.has_value(),
+                                         s.skip_node_operations.has_value());
+      reconcile::SliceOptions own;
+      own.partition_type_attribute = s.partition_type_attribute
+                                         ? std::move(s.partition_type_attribute)
+                                     : consumers ? options.partition_type_attribute
+                                                 : std::nullopt;
+      own.skip_node_operations = s.skip_node_operations ? std::move(*s.skip_node_operations)
+                                                        : options.skip_node_operations;
+      slices.push_back({{}, std::move(s.shared_counters), std::move(own)});
       raw.slice_devices.push_back(std::move(s.devices));
       raw.slice_per_device.push_back(s.per_device_node_selection);
     }
@@ -402,6 +433,92 @@ void validateConditions(const std::vector<std::string>& list, const std::string&
   }
 }
 
+// A node resource a device may stand for or add to (Kubernetes 1.37): cpu, memory or hugepages-*.
+bool isNodeAllocatableResourceName(std::string_view name) {
+  return name == "cpu" || name == "memory" || name.starts_with("hugepages-");
+}
+
+// Kubernetes 1.36's "native resource": no domain, or one in kubernetes.io.
+bool isNativeResourceName(std::string_view name) {
+  return name.find('/') == std::string_view::npos ||
+         name.find("kubernetes.io/") != std::string_view::npos;
+}
+
+const client::Quantity& zeroQuantity() {
+  static const client::Quantity zero = *client::Quantity::parse("0");
+  return zero;
+}
+
+void checkPositive(const std::optional<client::Quantity>& q, const std::string& path,
+                   Problems& bad) {
+  if (q && *q <= zeroQuantity()) bad.add(path, "must be positive");
+}
+
+void checkNotNegative(const std::optional<client::Quantity>& q, const std::string& path,
+                      Problems& bad) {
+  if (q && *q < zeroQuantity()) bad.add(path, "must not be negative");
+}
+
+// A capacity key that names one of the device's capacities.
+void checkCapacityKey(const client::Device& d, const std::string& key, const std::string& path,
+                      Problems& bad) {
+  if (key.empty()) {
+    bad.add(path, "must not be empty");
+  } else if (!d.capacity.contains(key)) {
+    bad.add(path, "names capacity " + inQuotes(key) + ", which the device does not have");
+  }
+}
+
+// nodeAllocatableResources (1.37) and nodeAllocatableResourceMappings (1.36), by the API
+// server's rules of each release.
+void validateNodeAllocatable(const client::Device& d, const std::string& path, Problems& bad) {
+  const std::string resources_path = fieldPath(path, "nodeAllocatableResources");
+  for (const auto& [name, r] : d.node_allocatable_resources) {
+    const std::string at = keyPath(resources_path, name);
+    if (!isNodeAllocatableResourceName(name)) {
+      bad.add(at, "must be a node allocatable resource name: cpu, memory or hugepages-<size>");
+    }
+    if (!r.mapping && !r.overhead) bad.add(at, "must set mapping, overhead or both");
+    if (r.mapping) {
+      const client::NodeAllocatableMapping& m = *r.mapping;
+      const std::string mapping_path = fieldPath(at, "mapping");
+      if (m.capacity_key.has_value() == m.device_multiplier.has_value()) {
+        bad.add(mapping_path, "must set exactly one of capacityKey and deviceMultiplier");
+      }
+      if (m.capacity_key) {
+        checkCapacityKey(d, *m.capacity_key, fieldPath(mapping_path, "capacityKey"), bad);
+        if (!m.capacity_multiplier) {
+          bad.add(fieldPath(mapping_path, "capacityMultiplier"),
+                  "required when capacityKey is set");
+        }
+      } else if (m.capacity_multiplier) {
+        bad.add(fieldPath(mapping_path, "capacityKey"), "required when capacityMultiplier is set");
+      }
+      checkPositive(m.capacity_multiplier, fieldPath(mapping_path, "capacityMultiplier"), bad);
+      checkPositive(m.device_multiplier, fieldPath(mapping_path, "deviceMultiplier"), bad);
+    }
+    if (r.overhead) {
+      const client::NodeAllocatableOverhead& o = *r.overhead;
+      const std::string overhead_path = fieldPath(at, "overhead");
+      if (!o.per_pod && !o.per_container) {
+        bad.add(overhead_path, "must set perPod, perContainer or both");
+      }
+      checkNotNegative(o.per_pod, fieldPath(overhead_path, "perPod"), bad);
+      checkNotNegative(o.per_container, fieldPath(overhead_path, "perContainer"), bad);
+    }
+  }
+  const std::string mappings_path = fieldPath(path, "nodeAllocatableResourceMappings");
+  for (const auto& [name, m] : d.node_allocatable_resource_mappings) {
+    const std::string at = keyPath(mappings_path, name);
+    if (!isNativeResourceName(name)) bad.add(at, "must be a node allocatable resource name");
+    if (!m.allocation_multiplier && !m.capacity_key) {
+      bad.add(at, "must set allocationMultiplier, capacityKey or both");
+    }
+    checkPositive(m.allocation_multiplier, fieldPath(at, "allocationMultiplier"), bad);
+    if (m.capacity_key) checkCapacityKey(d, *m.capacity_key, fieldPath(at, "capacityKey"), bad);
+  }
+}
+
 void validateDevice(const client::Device& d, const std::string& path, const PoolContext& pool,
                     Problems& bad) {
   // Name.
@@ -485,6 +602,20 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
                                  std::to_string(client::kMaxCountersPerCounterConsumption) +
                                  " counters, not " + std::to_string(c.counters.size()));
     }
+    const std::string groups_path = fieldPath(at, "compatibilityGroups");
+    if (c.compatibility_groups.size() > client::kMaxCompatibilityGroups) {
+      bad.add(groups_path, "must have at most " + std::to_string(client::kMaxCompatibilityGroups) +
+                               " groups, not " + std::to_string(c.compatibility_groups.size()));
+    }
+    for (size_t g = 0; g < c.compatibility_groups.size(); ++g) {
+      const std::string& group = c.compatibility_groups[g];
+      bad.check(indexPath(groups_path, g), dnsLabelError(group));
+      if (std::find(c.compatibility_groups.begin(),
+                    c.compatibility_groups.begin() + static_cast<std::ptrdiff_t>(g),
+                    group) != c.compatibility_groups.begin() + static_cast<std::ptrdiff_t>(g)) {
+        bad.add(indexPath(groups_path, g), "Duplicate value: " + inQuotes(group));
+      }
+    }
     const auto set = pool.counter_sets.find(c.counter_set);
     if (set == pool.counter_sets.end()) {
       if (!c.counter_set.empty()) {
@@ -524,6 +655,8 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     if (d.all_nodes == false) bad.add(fieldPath(path, "allNodes"), "must be unset or true");
   }
 
+  validateNodeAllocatable(d, path, bad);
+
   // Binding conditions.
   const std::string conditions_path = fieldPath(path, "bindingConditions");
   const std::string failures_path = fieldPath(path, "bindingFailureConditions");
@@ -561,7 +694,74 @@ void validateCounterSet(const client::CounterSet& set, const std::string& path, 
   }
 }
 
-void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& bad) {
+// The operations a slice may let the kubelet skip (Kubernetes 1.37, DRAOptionalNodeOperations).
+constexpr std::array<std::string_view, 3> kNodeOperations = {"NodePrepareResources",
+                                                             "NodeUnprepareResources", "*"};
+
+void validateSkipNodeOperations(const std::vector<std::string>& ops, const std::string& path,
+                                Problems& bad) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::find(kNodeOperations.begin(), kNodeOperations.end(), ops[i]) ==
+        kNodeOperations.end()) {
+      bad.add(indexPath(path, i),
+              "must be NodePrepareResources, NodeUnprepareResources or *, not " + inQuotes(ops[i]));
+    } else if (std::find(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(i), ops[i]) !=
+               ops.begin() + static_cast<std::ptrdiff_t>(i)) {
+      bad.add(indexPath(path, i), "Duplicate value: " + inQuotes(ops[i]));
+    }
+  }
+  const auto has = [&](std::string_view op) {
+    return std::find(ops.begin(), ops.end(), op) != ops.end();
+  };
+  if (has("NodePrepareResources") && !has("NodeUnprepareResources") && !has("*")) {
+    bad.add(path, "NodePrepareResources cannot be skipped unless NodeUnprepareResources is too");
+  }
+}
+
+// partitionTypeAttribute of one slice (or of a pool the planner splits: the slices that hold
+// counter consumers carry it): a fully qualified attribute name, on a slice with a device that
+// consumes counters, each of which carries that attribute as a string. In the driver's own
+// domain the devices may name it bare, as the API server allows.
+void validatePartitionType(const std::string& name, const std::string& path,
+                           const std::vector<client::Device>& devices,
+                           const std::string& devices_path, std::string_view driver,
+                           Problems& bad) {
+  if (const auto error = deviceQualifiedNameError(name)) {
+    bad.add(path, *error);
+    return;
+  }
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) {
+    bad.add(path, "must be a fully qualified name: <domain>/<name>");
+    return;
+  }
+  std::string_view bare;
+  if (!driver.empty() && std::string_view(name).substr(0, slash) == driver) {
+    bare = std::string_view(name).substr(slash + 1);
+  }
+  bool consumers = false;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const client::Device& d = devices[i];
+    if (d.consumes_counters.empty()) continue;
+    consumers = true;
+    auto it = d.attributes.find(name);
+    if (it == d.attributes.end() && !bare.empty()) it = d.attributes.find(std::string(bare));
+    const std::string at = keyPath(fieldPath(indexPath(devices_path, i), "attributes"), name);
+    if (it == d.attributes.end()) {
+      bad.add(at,
+              "required: the device consumes counters and partitionTypeAttribute names this "
+              "attribute");
+    } else if (!it->second.string_value) {
+      bad.add(at, "must be a string, because partitionTypeAttribute names this attribute");
+    }
+  }
+  if (!consumers) {
+    bad.add(path, "may only be set where a device consumes counters");
+  }
+}
+
+void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_view driver,
+                     Problems& bad) {
   const reconcile::Pool& pool = raw.pool;
   const reconcile::NodeSelection& s = pool.selection;
 
@@ -584,6 +784,27 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
   if (s.node_name) bad.check(fieldPath(prefix, "nodeName"), nodeNameError(*s.node_name));
   if (s.node_selector) {
     validateNodeSelector(*s.node_selector, fieldPath(prefix, "nodeSelector"), bad);
+  }
+
+  // Slice options: the pool's, and each slice's own (checked with that slice below).
+  validateSkipNodeOperations(pool.options.skip_node_operations,
+                             fieldPath(prefix, "skipNodeOperations"), bad);
+  if (pool.options.partition_type_attribute && !raw.has_slices) {
+    validatePartitionType(*pool.options.partition_type_attribute,
+                          fieldPath(prefix, "partitionTypeAttribute"), raw.devices,
+                          fieldPath(prefix, "devices"), driver, bad);
+  } else if (pool.options.partition_type_attribute) {
+    // With slices, those without their own take it where a device consumes counters.
+    bool taken = false;
+    for (size_t i = 0; i < pool.slices->size(); ++i) {
+      taken = taken || (!raw.slice_own_options[i].first &&
+                        (*pool.slices)[i].options.partition_type_attribute.has_value());
+    }
+    if (!taken) {
+      bad.add(fieldPath(prefix, "partitionTypeAttribute"),
+              "may only be set where a device consumes counters; no slice without a "
+              "partitionTypeAttribute of its own has such a device");
+    }
   }
 
   // Generation and lease.
@@ -659,6 +880,18 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, Problems& ba
                          : "") +
                     ", not " + std::to_string(slice_devices.size()));
       }
+      const auto [own_type, own_ops] = raw.slice_own_options[i];
+      if (own_ops) {
+        validateSkipNodeOperations(slice.options.skip_node_operations,
+                                   fieldPath(at, "skipNodeOperations"), bad);
+      }
+      if (slice.options.partition_type_attribute) {
+        // Inherited from the pool only by slices with consumers: its path is the pool's then.
+        validatePartitionType(*slice.options.partition_type_attribute,
+                              own_type ? fieldPath(at, "partitionTypeAttribute")
+                                       : fieldPath(prefix, "partitionTypeAttribute"),
+                              slice_devices, devices_path, driver, bad);
+      }
       const std::optional<bool>& per_device = raw.slice_per_device[i];
       if (per_device && *per_device != s.per_device_node_selection) {
         bad.add(fieldPath(at, "perDeviceNodeSelection"),
@@ -720,7 +953,8 @@ std::string kubernetesRelease(const reconcile::ServerRelease& server) {
   return v.empty() ? "This Kubernetes release" : "Kubernetes " + std::string(v);
 }
 
-reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyProblems& problems) {
+reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, std::string_view driver,
+                                  BodyProblems& problems) {
   client::codec::Problems found;
   Decoder decoder(found, Unknown::kRefuse);
   RawPool raw = decodeRawPool(body, at, decoder);
@@ -732,7 +966,7 @@ reconcile::Pool decodeAndValidate(const Json& body, const FieldPath& at, BodyPro
   if (!found.empty()) return std::move(raw.pool);
   Problems invalid(problems.invalid, problems.invalid_omitted);
   const size_t invalid_before = invalid.size();
-  validateRawPool(raw, at.toString(), invalid);
+  validateRawPool(raw, at.toString(), driver, invalid);
   if (invalid.size() != invalid_before) return std::move(raw.pool);
   // Valid: each device becomes its shared form.
   raw.pool.devices.assign(raw.devices.begin(), raw.devices.end());
@@ -944,11 +1178,13 @@ void validateCounterPlacement(const reconcile::Pool& pool, const std::string& pr
   }
 }
 
-reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems) {
-  return decodeAndValidate(body, FieldPath(prefix), problems);
+reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems,
+                           std::string_view driver) {
+  return decodeAndValidate(body, FieldPath(prefix), driver, problems);
 }
 
-std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems) {
+std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems,
+                                                         std::string_view driver) {
   std::map<std::string, reconcile::Pool> pools;
   Problems malformed(problems.malformed, problems.malformed_omitted);
   Problems invalid(problems.invalid, problems.invalid_omitted);
@@ -979,15 +1215,15 @@ std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyP
   for (const auto& [name, value] : pool_map->items()) {
     const FieldPath at = pools_path.key(name);
     invalid.check(at.toString(), poolNameError(name));
-    pools[name] = decodeAndValidate(value, at, problems);
+    pools[name] = decodeAndValidate(value, at, driver, problems);
   }
   return pools;
 }
 
 std::map<std::string, reconcile::Pool> decodeDriverInventory(
-    const Json& body, const std::optional<reconcile::ServerRelease>& server,
-    BodyProblems& problems) {
-  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(body, problems);
+    const Json& body, const std::optional<reconcile::ServerRelease>& server, BodyProblems& problems,
+    std::string_view driver) {
+  std::map<std::string, reconcile::Pool> pools = decodeDriverPools(body, problems, driver);
   if (server && problems.empty()) {
     for (const auto& [name, pool] : pools) {
       validateCounterPlacement(pool, keyPath("pools", name), *server, problems);

@@ -80,7 +80,10 @@ size_t decodedJsonBytes(std::string_view body);
 // Problems are appended to `problems`; the returned pool is meaningful only
 // when none were added. Validation runs only when decoding found no shape
 // errors, so that one typo does not cause a cascade of follow-up errors.
-reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems);
+// `driver` (the pool's, when known) lets devices name the pool's partitionTypeAttribute bare when
+// it is in the driver's domain, as the API server allows; without it only the full name counts.
+reconcile::Pool decodePool(const Json& body, const std::string& prefix, BodyProblems& problems,
+                           std::string_view driver = {});
 
 // Adds to `problems.invalid` what the API server's counter placement cannot
 // hold: with CounterPlacement::kWithConsumers (Kubernetes 1.34), each group of
@@ -92,15 +95,16 @@ void validateCounterPlacement(const reconcile::Pool& pool, const std::string& pr
 
 // Decodes and validates the body of PUT /v1/drivers/{driver}:
 // {"pools": {"<pool name>": Pool, ...}}, pool names included.
-std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems);
+std::map<std::string, reconcile::Pool> decodeDriverPools(const Json& body, BodyProblems& problems,
+                                                         std::string_view driver = {});
 
 // Decodes and validates the body of PUT /v1/drivers/{driver} with every check that does not
 // depend on the caller: decodeDriverPools, then, when `server` is known and nothing else is
 // wrong, validateCounterPlacement for each pool. Shared by the handler and pull mode's fetcher,
 // so that a pulled inventory passes exactly the checks of a pushed one.
 std::map<std::string, reconcile::Pool> decodeDriverInventory(
-    const Json& body, const std::optional<reconcile::ServerRelease>& server,
-    BodyProblems& problems);
+    const Json& body, const std::optional<reconcile::ServerRelease>& server, BodyProblems& problems,
+    std::string_view driver = {});
 
 // Convenience for callers without a request: the pool, or InvalidArgument
 // (shape errors) or Unprocessable (validation) with every problem as a detail.

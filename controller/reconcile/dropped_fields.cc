@@ -1,6 +1,7 @@
 #include "controller/reconcile/dropped_fields.h"
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,26 @@ void consumeProbeCounters(client::Device& d) {
   d.consumes_counters.push_back(c);
 }
 
+// A slice named for `feature` whose one device consumes the probe counter set, which the slice
+// holds too when the server wants counter sets beside their consumers.
+client::ResourceSlice consumerSlice(const std::string& feature, CounterPlacement placement,
+                                    const std::function<void(client::Device&)>& fill) {
+  client::ResourceSlice s = withDevice(probeSlice(feature), [&](client::Device& d) {
+    consumeProbeCounters(d);
+    fill(d);
+  });
+  if (placement == CounterPlacement::kWithConsumers) {
+    s.spec.shared_counters.push_back(probeCounterSet());
+  }
+  return s;
+}
+
+client::NodeAllocatableResource oneCpuPerDevice() {
+  client::NodeAllocatableResource r;
+  r.mapping.emplace().device_multiplier = one();
+  return r;
+}
+
 // One slice per feature (partitionable devices: two, when counter sets go in
 // slices of their own), so that a server refusing one feature's fields still
 // answers for the others.
@@ -85,6 +106,28 @@ std::vector<client::ResourceSlice> probeSlices(CounterPlacement placement) {
     ints.ints = std::vector<int64_t>{1};
     d.attributes["probe"] = ints;
   }));
+  out.push_back(withDevice(probeSlice("node-allocatable"), [](client::Device& d) {
+    d.node_allocatable_resources["cpu"] = oneCpuPerDevice();
+  }));
+  out.push_back(withDevice(probeSlice("node-allocatable-mappings"), [](client::Device& d) {
+    d.node_allocatable_resource_mappings["cpu"].allocation_multiplier = one();
+  }));
+  out.push_back(consumerSlice("compatibility-groups", placement, [](client::Device& d) {
+    d.consumes_counters.front().compatibility_groups = {"probe"};
+  }));
+  {
+    const std::string type = std::string(kProbeDriver) + "/type";
+    client::ResourceSlice s = consumerSlice("partition-type", placement, [&](client::Device& d) {
+      d.attributes[type].string_value = "full";
+    });
+    s.spec.partition_type_attribute = type;
+    out.push_back(std::move(s));
+  }
+  {
+    client::ResourceSlice s = withDevice(probeSlice("node-operations"), [](client::Device&) {});
+    s.spec.skip_node_operations = {"*"};
+    out.push_back(std::move(s));
+  }
   return out;
 }
 

@@ -120,6 +120,7 @@ Plan planExplicit(const std::vector<DesiredSlice>& desired, const std::vector<Sl
     if (it != by_index.end()) p.live = it->second;
     p.devices = desired[i].devices;
     p.shared_counters = desired[i].shared_counters;
+    p.options = desired[i].options;
     plan.slices.push_back(std::move(p));
   }
   return plan;
@@ -304,10 +305,10 @@ size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
                                  [](const client::DeviceRef& d) { return d->advanced(); }));
 }
 
-Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacement counters) {
-  if (pool.slices.has_value()) return planExplicit(*pool.slices, live);
-  if (counters == CounterPlacement::kWithConsumers) return planWithConsumers(pool, live);
+namespace {
 
+// The automatic split with counter sets in slices of their own.
+Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
   Plan plan;
   IndexAllocator indices;
 
@@ -465,6 +466,26 @@ Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacem
   for (PlannedSlice& p : device_slices) plan.slices.push_back(std::move(p));
   for (PlannedSlice& p : new_slices) plan.slices.push_back(std::move(p));
   orderByIndex(plan);
+  return plan;
+}
+
+// The pool's slice options as one slice of the automatic split carries them.
+SliceOptions optionsFor(const SliceOptions& pool, const std::vector<client::DeviceRef>& devices) {
+  SliceOptions out = pool;
+  if (std::none_of(devices.begin(), devices.end(),
+                   [](const client::DeviceRef& d) { return d->consumesCounters(); })) {
+    out.partition_type_attribute.reset();
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan planPool(const Pool& pool, const std::vector<SlicePtr>& live, CounterPlacement counters) {
+  if (pool.slices.has_value()) return planExplicit(*pool.slices, live);
+  Plan plan = counters == CounterPlacement::kWithConsumers ? planWithConsumers(pool, live)
+                                                           : planOwnSlices(pool, live);
+  for (PlannedSlice& p : plan.slices) p.options = optionsFor(pool.options, p.devices);
   return plan;
 }
 

@@ -28,6 +28,7 @@ struct PlannedSlice {
   SlicePtr live;
   std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
+  SliceOptions options;
 };
 
 struct Plan {

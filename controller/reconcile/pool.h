@@ -33,10 +33,21 @@ struct PoolKeyHash {
   }
 };
 
+// The fields of a ResourceSliceSpec that hold for the slice as a whole, besides its node
+// selection (Kubernetes 1.37, alpha). A pool's values go on every slice the planner makes,
+// except that partitionTypeAttribute goes only on slices holding a device that consumes
+// counters (the API server refuses it on others); a slice the driver chose has its own.
+struct SliceOptions {
+  std::optional<std::string> partition_type_attribute;
+  std::vector<std::string> skip_node_operations;
+  friend bool operator==(const SliceOptions&, const SliceOptions&) = default;
+};
+
 // One slice the driver chose itself (Pool::slices).
 struct DesiredSlice {
   std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
+  SliceOptions options;
   friend bool operator==(const DesiredSlice&, const DesiredSlice&) = default;
 };
 
@@ -56,6 +67,9 @@ struct Pool {
   std::vector<client::DeviceRef> devices;
   std::vector<client::CounterSet> shared_counters;
   std::optional<std::vector<DesiredSlice>> slices;
+  // With `devices`: for the slices the planner makes. With `slices`, each slice's own
+  // options hold (the push's pool-level values are copied into slices that set none).
+  SliceOptions options;
   // Publish at least this generation.
   int64_t generation = 0;
   // Withdraw the pool when it is neither renewed nor re-pushed within this

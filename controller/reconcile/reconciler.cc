@@ -30,6 +30,8 @@ client::ResourceSliceSpec desiredSpec(const PoolKey& key, const Pool& pool,
   if (sel.per_device_node_selection) spec.per_device_node_selection = true;
   spec.devices = planned.devices;
   spec.shared_counters = planned.shared_counters;
+  spec.partition_type_attribute = planned.options.partition_type_attribute;
+  spec.skip_node_operations = planned.options.skip_node_operations;
   return spec;
 }
 
@@ -118,7 +120,11 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
     return ia != ib ? ia < ib : a->metadata.name < b->metadata.name;
   });
   std::vector<DesiredSlice>& slices = desired->pool.slices.emplace();
-  for (const SlicePtr& s : live) slices.push_back({s->spec.devices, s->spec.shared_counters});
+  for (const SlicePtr& s : live) {
+    slices.push_back({s->spec.devices,
+                      s->spec.shared_counters,
+                      {s->spec.partition_type_attribute, s->spec.skip_node_operations}});
+  }
   return desired;
 }
 

@@ -46,7 +46,9 @@ constexpr std::string_view kGpuSlice = R"({
     "driver": "gpu.example.com",
     "nodeName": "node-a",
     "pool": {"name": "node-a", "generation": 3, "resourceSliceCount": 1},
-    "skipNodeOperations": ["Future"],
+    "futureSliceField": ["Future"],
+    "partitionTypeAttribute": "gpu.example.com/profile",
+    "skipNodeOperations": ["NodePrepareResources", "NodeUnprepareResources"],
     "devices": [
       {
         "name": "gpu-0",
@@ -82,7 +84,12 @@ constexpr std::string_view kGpuSlice = R"({
         "bindingConditions": ["gpu.example.com/attached"],
         "bindingFailureConditions": ["gpu.example.com/attach-failed"],
         "allowMultipleAllocations": true,
-        "nodeAllocatableResources": {"cpu": {"perPod": "100m"}}
+        "futureDeviceField": {"cpu": {"perPod": "100m"}},
+        "nodeAllocatableResources": {
+          "cpu": {"mapping": {"deviceMultiplier": "2"}},
+          "memory": {"mapping": {"capacityKey": "memory", "capacityMultiplier": "1"},
+                     "overhead": {"perPod": "100Mi", "perContainer": "10Mi"}}
+        }
       },
       {
         "name": "gpu-0-mig-1g-10gb-0",
@@ -90,11 +97,15 @@ constexpr std::string_view kGpuSlice = R"({
         "capacity": {"memory": {"value": "10Gi"}},
         "consumesCounters": [{"counterSet": "gpu-0-counters",
                               "counters": {"memory": {"value": "10Gi"},
-                                           "multiprocessors": {"value": "14"}}}]
+                                           "multiprocessors": {"value": "14"}},
+                              "compatibilityGroups": ["1g", "shared"]}],
+        "nodeAllocatableResourceMappings": {"cpu": {"allocationMultiplier": "1"}}
       }
     ]
   }
 })";
+
+Quantity q(std::string_view text) { return Quantity::parse(text).value(); }
 
 ResourceSlice mustDecode(const Json& j) {
   StatusOr<ResourceSlice> slice = resourceSliceFromJson(j);
@@ -156,7 +167,10 @@ TEST(ResourceSlice, DecodesEveryModelledField) {
   EXPECT_EQ(spec.driver, "gpu.example.com");
   EXPECT_EQ(spec.node_name, "node-a");
   EXPECT_EQ(spec.pool, (ResourcePool{"node-a", 3, 1}));
-  EXPECT_EQ(spec.unknown, Json::parse(R"({"skipNodeOperations": ["Future"]})"));
+  EXPECT_EQ(spec.unknown, Json::parse(R"({"futureSliceField": ["Future"]})"));
+  EXPECT_EQ(spec.partition_type_attribute, "gpu.example.com/profile");
+  EXPECT_THAT(spec.skip_node_operations,
+              ElementsAre("NodePrepareResources", "NodeUnprepareResources"));
   ASSERT_EQ(spec.devices.size(), 2u);
 
   const Device gpu = spec.devices[0].device();
@@ -189,13 +203,26 @@ TEST(ResourceSlice, DecodesEveryModelledField) {
   EXPECT_THAT(gpu.binding_conditions, ElementsAre("gpu.example.com/attached"));
   EXPECT_THAT(gpu.binding_failure_conditions, ElementsAre("gpu.example.com/attach-failed"));
   EXPECT_EQ(gpu.allow_multiple_allocations, true);
-  EXPECT_TRUE(gpu.unknown.contains("nodeAllocatableResources"));
+  EXPECT_TRUE(gpu.unknown.contains("futureDeviceField"));
+  ASSERT_EQ(gpu.node_allocatable_resources.size(), 2u);
+  const NodeAllocatableResource& cpu = gpu.node_allocatable_resources.at("cpu");
+  ASSERT_TRUE(cpu.mapping.has_value());
+  EXPECT_EQ(cpu.mapping->device_multiplier, q("2"));
+  EXPECT_FALSE(cpu.overhead.has_value());
+  const NodeAllocatableResource& memory = gpu.node_allocatable_resources.at("memory");
+  ASSERT_TRUE(memory.mapping.has_value() && memory.overhead.has_value());
+  EXPECT_EQ(memory.mapping->capacity_key, "memory");
+  EXPECT_EQ(memory.mapping->capacity_multiplier, q("1"));
+  EXPECT_EQ(memory.overhead->per_pod, q("100Mi"));
+  EXPECT_EQ(memory.overhead->per_container, q("10Mi"));
 
   const Device mig = spec.devices[1].device();
   ASSERT_EQ(mig.consumes_counters.size(), 1u);
   EXPECT_EQ(mig.consumes_counters[0].counter_set, "gpu-0-counters");
   EXPECT_EQ(mig.consumes_counters[0].counters.at("memory").value,
             Quantity::parse("10240Mi").value());
+  EXPECT_THAT(mig.consumes_counters[0].compatibility_groups, ElementsAre("1g", "shared"));
+  EXPECT_EQ(mig.node_allocatable_resource_mappings.at("cpu").allocation_multiplier, q("1"));
 }
 
 TEST(ResourceSlice, RoundTripsSharedCountersAndNodeSelection) {
@@ -243,7 +270,7 @@ TEST(ResourceSlice, WritesOnlyWhatIsSet) {
   device.capacity["slots"].value = Quantity::parse("4").value();
   device.capacity["slots"].request_policy.emplace();  // "default" has no omitempty
   device.taints.push_back({"k", "", "NoSchedule", std::nullopt});
-  device.consumes_counters.push_back({"set", {}});
+  device.consumes_counters.push_back({"set", {}, {}});
   slice.spec.devices.push_back(device);
   EXPECT_EQ(toJson(slice), Json::parse(R"({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
@@ -429,9 +456,11 @@ TEST(Device, UsesAdvancedFeatures) {
 // The features a slice uses are those of its tagged fields that are set.
 TEST(ResourceSlice, FeaturesOfNamesTheTaggedFieldsThatAreSet) {
   const FeatureSet all = featuresOf(mustDecode(Json::parse(kGpuSlice)).spec);
-  for (Feature f :
-       {Feature::kDeviceTaints, Feature::kPartitionableDevices, Feature::kConsumableCapacity,
-        Feature::kDeviceBindingConditions, Feature::kListTypeAttributes}) {
+  for (Feature f : {Feature::kDeviceTaints, Feature::kPartitionableDevices,
+                    Feature::kConsumableCapacity, Feature::kDeviceBindingConditions,
+                    Feature::kListTypeAttributes, Feature::kNodeAllocatableResourceMappings,
+                    Feature::kNodeAllocatableResources, Feature::kDeviceCompatibilityGroups,
+                    Feature::kPartitionableDevicesType, Feature::kOptionalNodeOperations}) {
     EXPECT_TRUE(all.test(static_cast<size_t>(f))) << static_cast<int>(f);
   }
   EXPECT_FALSE(all.test(static_cast<size_t>(Feature::kNone)));
@@ -461,8 +490,6 @@ ResourceSliceSpec desiredGpuSpec() {
 }
 
 ResourceSliceSpec liveGpuSpec() { return mustDecode(Json::parse(kGpuSlice)).spec; }
-
-Quantity q(std::string_view text) { return Quantity::parse(text).value(); }
 
 TEST(SemanticEqual, IdenticalSpecsAreEqual) {
   std::vector<std::string> dropped;
@@ -555,15 +582,36 @@ TEST(SemanticEqual, ReportsFieldsTheServerDropped) {
         "spec.devices[0].attributes[\"gpu.example.com/flags\"].bools",
         "spec.devices[0].attributes[\"gpu.example.com/links\"].strings",
         "spec.devices[0].attributes[\"gpu.example.com/numaNodes\"].ints"}},
+      {"nodeAllocatableResources",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([](Device& d) { d.node_allocatable_resources.clear(); });
+       },
+       {"spec.devices[0].nodeAllocatableResources"}},
+      {"nodeAllocatableResourceMappings",
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([](Device& d) { d.node_allocatable_resource_mappings.clear(); });
+       },
+       {"spec.devices[1].nodeAllocatableResourceMappings"}},
+      {"compatibilityGroups",
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([](Device& d) { d.consumes_counters[0].compatibility_groups.clear(); });
+       },
+       {"spec.devices[1].consumesCounters[0].compatibilityGroups"}},
+      {"sliceOptions",
+       [](ResourceSliceSpec& s) {
+         s.partition_type_attribute.reset();
+         s.skip_node_operations.clear();
+       },
+       {"spec.partitionTypeAttribute", "spec.skipNodeOperations"}},
       {"unknownFields",
        [](ResourceSliceSpec& s) {
-         s.unknown.erase("skipNodeOperations");
-         s.devices[0].edit([&](Device& d_) { d_.unknown.erase("nodeAllocatableResources"); });
+         s.unknown.erase("futureSliceField");
+         s.devices[0].edit([&](Device& d_) { d_.unknown.erase("futureDeviceField"); });
          s.devices[0].edit(
              [&](Device& d_) { d_.capacity["bandwidth"].unknown.erase("futureCapacityField"); });
        },
        {"spec.devices[0].capacity[\"bandwidth\"].futureCapacityField",
-        "spec.devices[0].nodeAllocatableResources", "spec.skipNodeOperations"}},
+        "spec.devices[0].futureDeviceField", "spec.futureSliceField"}},
   };
   for (const Case& c : cases) {
     ResourceSliceSpec live = liveGpuSpec();
@@ -722,10 +770,29 @@ TEST(SemanticEqual, DetectsGenuineDifferences) {
          s.shared_counters.push_back({"set", {}});
        }},
       {"unknownValue",
-       [](ResourceSliceSpec& s) { s.unknown["skipNodeOperations"] = Json::array({"Other"}); }},
+       [](ResourceSliceSpec& s) { s.unknown["futureSliceField"] = Json::array({"Other"}); }},
       {"deviceUnknownValue",
        [](ResourceSliceSpec& s) {
-         s.devices[0].edit([&](Device& d_) { d_.unknown["nodeAllocatableResources"] = 1; });
+         s.devices[0].edit([&](Device& d_) { d_.unknown["futureDeviceField"] = 1; });
+       }},
+      {"skipNodeOperations", [](ResourceSliceSpec& s) { s.skip_node_operations = {"*"}; }},
+      {"partitionTypeAttribute",
+       [](ResourceSliceSpec& s) { s.partition_type_attribute = "gpu.example.com/other"; }},
+      {"compatibilityGroup",
+       [](ResourceSliceSpec& s) {
+         s.devices[1].edit([](Device& d) { d.consumes_counters[0].compatibility_groups = {"1g"}; });
+       }},
+      {"nodeAllocatableMultiplier",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([](Device& d) {
+           d.node_allocatable_resources["cpu"].mapping->device_multiplier = q("4");
+         });
+       }},
+      {"nodeAllocatableOverheadByValue",
+       [](ResourceSliceSpec& s) {
+         s.devices[0].edit([](Device& d) {
+           d.node_allocatable_resources["memory"].overhead->per_pod = q("200Mi");
+         });
        }},
   };
   for (const Case& c : cases) {

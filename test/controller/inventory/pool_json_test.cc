@@ -102,6 +102,31 @@ Json taintedDevices(size_t n) {
   return list;
 }
 
+// A partitionable pool of Kubernetes 1.37: devices consuming a counter set, each with its
+// partition type, compatibility groups, node allocatable resources and skipped operations.
+Json consumer(const std::string& name, const std::string& type) {
+  Json d = with(device(name), "consumesCounters",
+                {{{"counterSet", "gpu-0"},
+                  {"counters", {{"memory", {{"value", "10Gi"}}}}},
+                  {"compatibilityGroups", {"small", "shared"}}}});
+  d["attributes"] = {{"example.com/type", {{"string", type}}}};
+  return d;
+}
+
+Json partitionedPool() {
+  Json pool = nodePool({consumer("part-0", "half"), consumer("part-1", "half"), device("plain")});
+  pool["sharedCounters"] = {counterSet("gpu-0")};
+  pool["partitionTypeAttribute"] = "example.com/type";
+  pool["skipNodeOperations"] = {"NodePrepareResources", "NodeUnprepareResources"};
+  return pool;
+}
+
+Json allocatable(Json resources) {
+  Json d = deviceWith("capacity", {{"cores", {{"value", "8"}}}});
+  d["nodeAllocatableResources"] = std::move(resources);
+  return d;
+}
+
 std::vector<Case> validCases() {
   Json per_device = {{"perDeviceNodeSelection", true},
                      {"devices",
@@ -159,6 +184,23 @@ std::vector<Case> validCases() {
        nodePool({with(with(with(deviceWith("taints", taints(1)), "bindsToNode", true),
                            "bindingConditions", {"ready"}),
                       "bindingFailureConditions", {"failed"})}),
+       StatusCode::kOk,
+       {}},
+      {"PartitionTypesGroupsAndSkippedOperations", partitionedPool(), StatusCode::kOk, {}},
+      {"NodeAllocatableResources",
+       nodePool({allocatable(
+           {{"cpu", {{"mapping", {{"capacityKey", "cores"}, {"capacityMultiplier", "2"}}}}},
+            {"memory", {{"overhead", {{"perPod", "1Gi"}, {"perContainer", "0"}}}}},
+            {"hugepages-2Mi", {{"mapping", {{"deviceMultiplier", "4"}}}}}})}),
+       StatusCode::kOk,
+       {}},
+      {"NodeAllocatableResourceMappingsOf136",
+       nodePool({with(allocatable(Json::object()), "nodeAllocatableResourceMappings",
+                      {{"cpu", {{"capacityKey", "cores"}, {"allocationMultiplier", "2"}}}})}),
+       StatusCode::kOk,
+       {}},
+      {"SkipEveryNodeOperation",
+       with(nodePool(), "skipNodeOperations", {"*"}),
        StatusCode::kOk,
        {}},
       {"AutomaticSplitHasNoDeviceLimit",
@@ -259,9 +301,9 @@ std::vector<Case> malformedCases() {
       // A field of a newer API version that this controller does not model
       // (alpha, its shape still changing) is refused, not passed through.
       {"UnlistedNewerFieldRefused",
-       nodePool({deviceWith("nodeAllocatableResourceMappings", {{"cpu", {{"perDevice", "1"}}}})}),
+       nodePool({deviceWith("futureDeviceField", {{"cpu", {{"perDevice", "1"}}}})}),
        StatusCode::kInvalidArgument,
-       {"devices[0].nodeAllocatableResourceMappings"},
+       {"devices[0].futureDeviceField"},
        "unknown field"},
       {"EveryShapeErrorIsReported",
        {{"nodeName", 1}, {"generation", true}, {"extra", 1}, {"devices", {"a", device("b"), 3}}},
@@ -550,6 +592,70 @@ std::vector<Case> invalidCases() {
        {{"allNodes", true}, {"slices", {{{"perDeviceNodeSelection", true}}}}},
        StatusCode::kUnprocessable,
        {"slices[0].perDeviceNodeSelection"}},
+      {"SkipNodeOperationsUnknownAndDuplicate",
+       with(nodePool(), "skipNodeOperations",
+            {"NodeUnprepareResources", "Reboot", "NodeUnprepareResources"}),
+       StatusCode::kUnprocessable,
+       {"skipNodeOperations[1]", "skipNodeOperations[2]"}},
+      {"SkipPrepareWithoutUnprepare",
+       with(nodePool(), "skipNodeOperations", {"NodePrepareResources"}),
+       StatusCode::kUnprocessable,
+       {"skipNodeOperations"},
+       "NodeUnprepareResources"},
+      {"PartitionTypeNotFullyQualified",
+       with(partitionedPool(), "partitionTypeAttribute", "type"),
+       StatusCode::kUnprocessable,
+       {"partitionTypeAttribute"},
+       "fully qualified"},
+      {"PartitionTypeWithoutConsumers",
+       with(nodePool(devices(2)), "partitionTypeAttribute", "example.com/type"),
+       StatusCode::kUnprocessable,
+       {"partitionTypeAttribute"},
+       "consumes counters"},
+      {"PartitionTypeMissingOrNotAString",
+       [] {
+         Json pool = partitionedPool();
+         pool["devices"][0]["attributes"] = Json::object();
+         pool["devices"][1]["attributes"]["example.com/type"] = {{"int", 2}};
+         return pool;
+       }(),
+       StatusCode::kUnprocessable,
+       {"devices[0].attributes[\"example.com/type\"]",
+        "devices[1].attributes[\"example.com/type\"]"}},
+      {"PartitionTypeOnAnExplicitSliceWithoutConsumers",
+       {{"allNodes", true},
+        {"slices", {{{"devices", devices(1)}, {"partitionTypeAttribute", "example.com/type"}}}}},
+       StatusCode::kUnprocessable,
+       {"slices[0].partitionTypeAttribute"}},
+      {"CompatibilityGroupsTooManyDuplicateOrNotLabels",
+       [] {
+         Json pool = partitionedPool();
+         pool["devices"][0]["consumesCounters"][0]["compatibilityGroups"] = {"a", "b", "c"};
+         pool["devices"][1]["consumesCounters"][0]["compatibilityGroups"] = {"Big", "Big"};
+         return pool;
+       }(),
+       StatusCode::kUnprocessable,
+       {"devices[0].consumesCounters[0].compatibilityGroups",
+        "devices[1].consumesCounters[0].compatibilityGroups[0]",
+        "devices[1].consumesCounters[0].compatibilityGroups[1]",
+        "devices[1].consumesCounters[0].compatibilityGroups[1]"}},
+      {"NodeAllocatableResourcesByTheServersRules",
+       nodePool({allocatable(
+           {{"example.com/gpus", {{"overhead", {{"perPod", "1"}}}}},
+            {"cpu", Json::object()},
+            {"memory", {{"mapping", {{"capacityKey", "missing"}, {"deviceMultiplier", "1"}}}}},
+            {"hugepages-1Gi",
+             {{"mapping", {{"capacityMultiplier", "0"}}}, {"overhead", {{"perPod", "-1"}}}}}})}),
+       StatusCode::kUnprocessable,
+       {"devices[0].nodeAllocatableResources[\"example.com/gpus\"]",
+        "devices[0].nodeAllocatableResources[\"cpu\"]",
+        "devices[0].nodeAllocatableResources[\"memory\"].mapping",
+        "devices[0].nodeAllocatableResources[\"memory\"].mapping.capacityKey",
+        "devices[0].nodeAllocatableResources[\"memory\"].mapping.capacityMultiplier",
+        "devices[0].nodeAllocatableResources[\"hugepages-1Gi\"].mapping",
+        "devices[0].nodeAllocatableResources[\"hugepages-1Gi\"].mapping.capacityKey",
+        "devices[0].nodeAllocatableResources[\"hugepages-1Gi\"].mapping.capacityMultiplier",
+        "devices[0].nodeAllocatableResources[\"hugepages-1Gi\"].overhead.perPod"}},
       // Everything at once.
       {"EveryProblemIsReported",
        three_errors,
@@ -645,6 +751,49 @@ TEST(PoolJson, DecodesExplicitSlicesInOrder) {
   EXPECT_EQ((*pool->slices)[0].devices.size(), 2U);
   EXPECT_EQ((*pool->slices)[1].devices[0].device().name, "b-0");
   EXPECT_TRUE(pool->selection.all_nodes);
+}
+
+// Pool-level slice options reach the slices that set none of their own; partitionTypeAttribute
+// only those with a device that consumes counters (the API server refuses it elsewhere).
+TEST(PoolJson, SlicesTakeThePoolsOptionsUnlessTheyHaveTheirOwn) {
+  Json body = {{"allNodes", true},
+               {"partitionTypeAttribute", "example.com/type"},
+               {"skipNodeOperations", {"*"}},
+               {"slices",
+                {{{"sharedCounters", {counterSet("gpu-0")}}},
+                 {{"devices", {consumer("part-0", "half")}}},
+                 {{"devices", devices(1)}, {"skipNodeOperations", {"NodeUnprepareResources"}}}}}};
+  StatusOr<reconcile::Pool> pool = parsePool(body.dump());
+  ASSERT_TRUE(pool.ok()) << pool.status().toString();
+  const std::vector<reconcile::DesiredSlice>& slices = *pool->slices;
+  ASSERT_EQ(slices.size(), 3U);
+  EXPECT_EQ(slices[0].options.partition_type_attribute, std::nullopt);
+  EXPECT_THAT(slices[0].options.skip_node_operations, ElementsAre("*"));
+  EXPECT_EQ(slices[1].options.partition_type_attribute, "example.com/type");
+  EXPECT_THAT(slices[1].options.skip_node_operations, ElementsAre("*"));
+  EXPECT_EQ(slices[2].options.partition_type_attribute, std::nullopt);
+  EXPECT_THAT(slices[2].options.skip_node_operations, ElementsAre("NodeUnprepareResources"));
+
+  // Where no slice takes it, the pool's partitionTypeAttribute would be lost: refused.
+  body["slices"].erase(1);
+  pool = parsePool(body.dump());
+  EXPECT_EQ(pool.status().code(), StatusCode::kUnprocessable);
+  EXPECT_THAT(fieldsOf(pool.status()), ElementsAre("partitionTypeAttribute"));
+}
+
+// Devices may name the partition type bare when it is in the driver's own domain.
+TEST(PoolJson, APartitionTypeInTheDriversDomainMayBeNamedBare) {
+  Json pool = partitionedPool();
+  for (Json& d : pool["devices"]) {
+    if (!d.contains("attributes")) continue;
+    d["attributes"] = {{"type", d["attributes"]["example.com/type"]}};
+  }
+  BodyProblems problems;
+  (void)decodePool(pool, "", problems, "example.com");
+  EXPECT_TRUE(problems.empty()) << problemsStatus(problems).toString();
+  BodyProblems other;
+  (void)decodePool(pool, "", other, "gpu.example.com");
+  EXPECT_EQ(other.invalid.size(), 2U) << problemsStatus(other).toString();
 }
 
 TEST(PoolJson, ShapeErrorsComeFirstWithoutValidationNoise) {

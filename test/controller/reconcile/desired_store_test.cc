@@ -116,7 +116,7 @@ TEST(DesiredStore, ABoundNodeIsTheNodeNameOrTheOneNodeOfEveryDevice) {
   };
   per_device.devices = {device("a", "node-1"), device("b", "node-1")};
   EXPECT_EQ(boundNode(per_device), "node-1");
-  per_device.slices = std::vector<DesiredSlice>{{{device("c", "node-2")}, {}}};
+  per_device.slices = std::vector<DesiredSlice>{{{device("c", "node-2")}, {}, {}}};
   EXPECT_EQ(boundNode(per_device), std::nullopt) << "spread over two nodes";
   per_device.slices.reset();
   per_device.devices.push_back(device("d", std::nullopt));

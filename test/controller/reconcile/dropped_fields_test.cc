@@ -69,6 +69,38 @@ TEST(ProbeDroppedFields, LearnsWhatTheServerDropsAndStoresNothing) {
   EXPECT_GT(api.countActions("create", "resourceslices"), 0U);
 }
 
+// A 1.36 server with its alpha gates off keeps none of 1.37's fields (nor its own shape of node
+// allocatable resources): each has a probe of its own, in either counter placement.
+TEST(ProbeDroppedFields, LearnsTheNewestFieldsOneProbeEach) {
+  testing::FakeClock clock;
+  testing::FakeKubeApi api{clock};
+  auto drop = [](testing::FakeKubeApi::Request& req) {
+    if (!req.slice) return okStatus();
+    client::ResourceSliceSpec& spec = req.slice->spec;
+    spec.partition_type_attribute.reset();
+    spec.skip_node_operations.clear();
+    client::editDevices(spec.devices, [](client::Device& d) {
+      d.node_allocatable_resources.clear();
+      d.node_allocatable_resource_mappings.clear();
+      for (client::DeviceCounterConsumption& c : d.consumes_counters)
+        c.compatibility_groups.clear();
+    });
+    return okStatus();
+  };
+  api.prependReactor("create", "resourceslices", drop);
+  for (const CounterPlacement placement :
+       {CounterPlacement::kOwnSlices, CounterPlacement::kWithConsumers}) {
+    StatusOr<std::set<std::string>> dropped = probeDroppedFields(api, placement);
+    ASSERT_TRUE(dropped.ok()) << dropped.status().toString();
+    EXPECT_EQ(*dropped,
+              (std::set<std::string>{"spec.devices[].consumesCounters[].compatibilityGroups",
+                                     "spec.devices[].nodeAllocatableResourceMappings",
+                                     "spec.devices[].nodeAllocatableResources",
+                                     "spec.partitionTypeAttribute", "spec.skipNodeOperations"}));
+  }
+  EXPECT_TRUE(api.resourceSlices().empty());
+}
+
 TEST(ProbeDroppedFields, AProbeRefusedForItsContentTeachesNothing) {
   testing::FakeClock clock;
   testing::FakeKubeApi api{clock};

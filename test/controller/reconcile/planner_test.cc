@@ -369,7 +369,7 @@ TEST(Planner, DuplicateIndicesAndForeignNamesAreObsolete) {
 
 TEST(Planner, ExplicitSlicesMatchLiveSlicesByIndex) {
   Pool pool;
-  pool.slices = std::vector<DesiredSlice>{{devices("a", 2), {}}, {devices("b", 3), {}}};
+  pool.slices = std::vector<DesiredSlice>{{devices("a", 2), {}, {}}, {devices("b", 3), {}, {}}};
   const std::vector<SlicePtr> live = {liveSlice(1, devices("x", 1)), liveSlice(5, devices("y", 1))};
   const Plan plan = planPool(pool, live);
   ASSERT_EQ(plan.slices.size(), 2U);
@@ -378,6 +378,43 @@ TEST(Planner, ExplicitSlicesMatchLiveSlicesByIndex) {
   EXPECT_EQ(names(plan.slices[1]), (std::vector<std::string>{"b0", "b1", "b2"}));
   ASSERT_EQ(plan.obsolete.size(), 1U);
   EXPECT_EQ(plan.obsolete[0], live[1]);
+}
+
+// The pool's slice options go on every slice of the automatic split, partitionTypeAttribute only
+// on those with a device that consumes counters, in either counter placement; explicit slices
+// keep their own.
+TEST(Planner, SliceOptionsGoWhereTheServerTakesThem) {
+  Pool pool;
+  pool.devices = {consumer("part-0", {"gpu-0"})};
+  for (const client::DeviceRef& d : devices("plain-", 64, /*tainted=*/true))
+    pool.devices.push_back(d);
+  pool.shared_counters = {counterSet("gpu-0")};
+  pool.options.partition_type_attribute = "example.com/type";
+  pool.options.skip_node_operations = {"*"};
+  for (const CounterPlacement placement :
+       {CounterPlacement::kOwnSlices, CounterPlacement::kWithConsumers}) {
+    const Plan plan = planPool(pool, {}, placement);
+    ASSERT_GE(plan.slices.size(), 2U);
+    int typed = 0;
+    for (const PlannedSlice& p : plan.slices) {
+      const bool consumers = std::any_of(p.devices.begin(), p.devices.end(),
+                                         [](const auto& d) { return d->consumesCounters(); });
+      EXPECT_EQ(p.options.partition_type_attribute.has_value(), consumers) << p.index;
+      EXPECT_EQ(p.options.skip_node_operations, std::vector<std::string>{"*"}) << p.index;
+      typed += consumers ? 1 : 0;
+    }
+    EXPECT_EQ(typed, 1);
+  }
+
+  Pool explicit_slices;
+  SliceOptions own;
+  own.skip_node_operations = {"NodeUnprepareResources"};
+  explicit_slices.slices =
+      std::vector<DesiredSlice>{{devices("a", 1), {}, own}, {devices("b", 1), {}, {}}};
+  const Plan plan = planPool(explicit_slices, {});
+  ASSERT_EQ(plan.slices.size(), 2U);
+  EXPECT_EQ(plan.slices[0].options, own);
+  EXPECT_EQ(plan.slices[1].options, SliceOptions{});
 }
 
 TEST(Planner, NewSlicesTakeTheLowestFreeIndices) {

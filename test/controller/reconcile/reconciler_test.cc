@@ -649,7 +649,7 @@ TEST(ReconcilerTable, PublishesPools) {
   Pool explicit_slices;
   explicit_slices.selection.node_name = "node-a";
   explicit_slices.slices =
-      std::vector<DesiredSlice>{{{gpu("a-0"), gpu("a-1")}, {}}, {{gpu("b-0")}, {}}};
+      std::vector<DesiredSlice>{{{gpu("a-0"), gpu("a-1")}, {}, {}}, {{gpu("b-0")}, {}, {}}};
 
   runAll({
       {
