@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -308,6 +309,76 @@ TEST_F(VersionsTest, ARestartedControllerPushedEverythingAgainWritesNothing) {
     EXPECT_EQ(w.total(), 0) << e.file << " on " << server_version_ << ": " << w.toString() << "\n"
                             << logOf(e.pools[0]);
   }
+}
+
+// A pool using the four fields of Kubernetes 1.37's alpha gates: with the gates on it is
+// published with them and reads back equal; on an older release, or with the gates off, it is
+// published without them, they are reported in droppedFields, and pushing it again writes nothing.
+TEST_F(VersionsTest, TheNewestAlphaFieldsArePublishedOrReportedDropped) {
+  env_.ensureNode("node-a");
+  const Json consumption = {{"counterSet", "gpu-0"},
+                            {"counters", {{"memory", {{"value", "10Gi"}}}}},
+                            {"compatibilityGroups", {"half"}}};
+  const Json pool = {
+      {"nodeName", "node-a"},
+      {"partitionTypeAttribute", "gpu.example.com/profile"},
+      {"skipNodeOperations", {"NodePrepareResources", "NodeUnprepareResources"}},
+      {"sharedCounters", {{{"name", "gpu-0"}, {"counters", {{"memory", {{"value", "80Gi"}}}}}}}},
+      {"devices",
+       {{{"name", "gpu-0-half-0"},
+         {"attributes", {{"gpu.example.com/profile", {{"string", "half"}}}}},
+         {"capacity", {{"cores", {{"value", "8"}}}}},
+         {"consumesCounters", {consumption}},
+         {"nodeAllocatableResources",
+          {{"cpu", {{"mapping", {{"capacityKey", "cores"}, {"capacityMultiplier", "2"}}}}},
+           {"memory", {{"overhead", {{"perPod", "1Gi"}}}}}}}}}}};
+  const std::string url = controller_.poolUrl("gpu.example.com", "alpha-fields", "?wait=60s");
+  const Writes before = writes();
+  const HttpAnswer a = env_.http("PUT", url, pool.dump());
+  ASSERT_EQ(a.code, 200) << a.body;
+  (void)settledWritesSince(before);
+
+  const int minor = std::stoi(env_.kube("GET", "/version").json().value("minor", "0"));
+  const char* extra = std::getenv("TESTCLUSTER_APISERVER_ARGS");
+  const bool gates_on =
+      minor >= 37 && extra != nullptr &&
+      std::string(extra).find("DRAOptionalNodeOperations=true") != std::string::npos;
+  const std::vector<client::ResourceSlice> live =
+      env_.poolSlices("gpu.example.com", "alpha-fields");
+  ASSERT_EQ(live.size(), 2U);  // the counter set, and the device
+  const client::ResourceSlice& devices = live[0].spec.devices.empty() ? live[1] : live[0];
+  ASSERT_EQ(devices.spec.devices.size(), 1U);
+  const Json live_device = client::toJson(devices.spec.devices[0].device());
+  const Json status = poolStatus("gpu.example.com", "alpha-fields");
+  const Json dropped = status.value("droppedFields", Json::array());
+  std::printf("alpha fields on %s (gates %s): dropped %s\n", server_version_.c_str(),
+              gates_on ? "on" : "default/off", dropped.dump().c_str());
+  if (gates_on) {
+    EXPECT_TRUE(dropped.empty()) << status.dump();
+    EXPECT_EQ(devices.spec.partition_type_attribute, "gpu.example.com/profile");
+    EXPECT_EQ(devices.spec.skip_node_operations,
+              (std::vector<std::string>{"NodePrepareResources", "NodeUnprepareResources"}));
+    EXPECT_EQ(live_device["nodeAllocatableResources"],
+              pool["devices"][0]["nodeAllocatableResources"])
+        << live_device.dump();
+    EXPECT_EQ(live_device["consumesCounters"], pool["devices"][0]["consumesCounters"])
+        << live_device.dump();
+  } else {
+    EXPECT_FALSE(devices.spec.partition_type_attribute.has_value());
+    EXPECT_TRUE(devices.spec.skip_node_operations.empty());
+    EXPECT_FALSE(live_device.contains("nodeAllocatableResources")) << live_device.dump();
+    const std::set<std::string> reported(dropped.begin(), dropped.end());
+    for (const char* path : {"spec.partitionTypeAttribute", "spec.skipNodeOperations",
+                             "spec.devices[0].nodeAllocatableResources",
+                             "spec.devices[0].consumesCounters[0].compatibilityGroups"}) {
+      EXPECT_TRUE(reported.contains(path)) << path << " not in " << status.dump();
+    }
+  }
+  // Either way, the same push again writes nothing.
+  const Writes again = writes();
+  ASSERT_EQ(env_.http("PUT", url, pool.dump()).code, 200);
+  const Writes w = settledWritesSince(again);
+  EXPECT_EQ(w.total(), 0) << w.toString() << "\n" << logOf("alpha-fields");
 }
 
 }  // namespace
