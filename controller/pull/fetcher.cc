@@ -117,7 +117,7 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
   body = std::string();  // the text is not needed past here
   inventory::BodyProblems problems;
   FetchResult result;
-  result.pools = inventory::decodeDriverInventory(json->json, server, problems);
+  result.pools = inventory::decodeDriverInventory(json->json, server, problems, options_.driver);
   json->json = inventory::Json();
   if (Status bad = inventory::problemsStatus(problems); !bad.ok()) {
     Status invalid = fetchError(kReasonInvalid, what + ": " + bad.message());

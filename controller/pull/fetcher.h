@@ -45,6 +45,9 @@ using inventory::kReasonBusy;  // no room in the decode budget in time: tried at
 struct FetcherOptions {
   // Path and query to GET, already URL-encoded ("/v1/inventory").
   std::string path = kDefaultInventoryPath;
+  // The driver whose inventory this is: checked as a push for it is (a partition type in the
+  // driver's domain may be named bare by its devices).
+  std::string driver;
   // The whole exchange, headers and body (--pull-timeout).
   Clock::Duration timeout = kDefaultPullTimeout;
   // The push API's limits (--max-request-bytes, --max-decoded-bytes): a pulled inventory is

@@ -163,6 +163,7 @@ StatusOr<std::unique_ptr<Poller::Source>> Poller::makeSource(const SourceSpec& s
   if (*transport == nullptr) return invalidArgument("no transport");
   FetcherOptions fetch = options_.fetch;
   fetch.path = url.path_and_query;
+  fetch.driver = spec.driver;
   fetch.caller = spec.caller;
   // A refusal names the endpoint: "the endpoint ns/svc/10.1.2.3:9000 is bound to node ...".
   fetch.caller.subject = "the endpoint " + spec.id;

@@ -97,6 +97,27 @@ TEST_F(FetcherTest, AnEndpointBoundToANodeMayServeOnlyThatNodesPools) {
   EXPECT_TRUE(fetch().ok());
 }
 
+// A pulled inventory is checked as a push for its driver: devices may name a partition type in
+// the driver's own domain bare.
+TEST_F(FetcherTest, AnswersAreCheckedForTheirDriver) {
+  constexpr char kBareType[] = R"({"pools": {"p1": {"allNodes": true,
+      "partitionTypeAttribute": "gpu.example.com/type",
+      "sharedCounters": [{"name": "s", "counters": {"c": {"value": "1"}}}],
+      "devices": [{"name": "d0", "attributes": {"type": {"string": "half"}},
+                   "consumesCounters": [{"counterSet": "s", "counters": {"c": {"value": "1"}}}]}]}}})";
+  FetcherOptions options = smallOptions();
+  options.driver = "gpu.example.com";
+  transport_.addBody(200, kBareType);
+  StatusOr<FetchResult> r = fetch("", options);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  options.driver = "other.example.com";
+  transport_.addBody(200, kBareType);
+  r = fetch("", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("attributes[\"gpu.example.com/type\"]"), std::string::npos)
+      << r.status().message();
+}
+
 TEST_F(FetcherTest, ExampleDriverInventoryIsAccepted) {
   std::ifstream in(std::string(RSC_INVENTORY_EXAMPLES_DIR) + "/nic.example.com.driver.json");
   std::stringstream text;
