@@ -55,16 +55,28 @@ std::string waitQuery(const Invocation& inv) {
 }
 
 // The pool statuses of a PoolStatus, DriverStatus or DriverList answer.
-std::vector<Json> poolStatuses(const Json& answer) {
-  std::vector<Json> out;
+// The pool statuses of an answer (one pool's, a driver's or every driver's), typed by the table
+// the controller wrote them with.
+StatusOr<std::vector<client::PoolStatusJson>> poolStatuses(const Json& answer) {
+  std::vector<const Json*> found;
   if (answer.contains("drivers")) {
     for (const Json& d : answer["drivers"]) {
-      for (const Json& p : d.value("pools", Json::array())) out.push_back(p);
+      if (!d.contains("pools")) continue;
+      for (const Json& p : d["pools"]) found.push_back(&p);
     }
   } else if (answer.contains("pools")) {
-    for (const Json& p : answer["pools"]) out.push_back(p);
+    for (const Json& p : answer["pools"]) found.push_back(&p);
   } else {
-    out.push_back(answer);
+    found.push_back(&answer);
+  }
+  std::vector<client::PoolStatusJson> out;
+  for (const Json* p : found) {
+    StatusOr<client::PoolStatusJson> status = client::poolStatusFromJson(*p);
+    if (!status.ok()) {
+      return invalidArgument("the controller answered a pool status this client cannot read: " +
+                             status.status().message());
+    }
+    out.push_back(std::move(*status));
   }
   return out;
 }
@@ -82,14 +94,15 @@ void printAs(const CtlEnv& env, const Invocation& inv, const Json& answer,
 }
 
 // One line per pool of a push or withdraw answer: "gpu.example.com/node-a: Published".
-void printPhases(const CtlEnv& env, const Json& answer) {
-  for (const Json& p : poolStatuses(answer)) {
-    std::string line =
-        p.value("driver", "") + "/" + p.value("pool", "") + ": " + p.value("phase", "");
-    if (p.contains("lastError")) line += " (" + p["lastError"].value("message", "") + ")";
-    if (p.contains("message")) line += " (" + p.value("message", "") + ")";
+Status printPhases(const CtlEnv& env, const Json& answer) {
+  ASSIGN_OR_RETURN(const std::vector<client::PoolStatusJson> statuses, poolStatuses(answer));
+  for (const client::PoolStatusJson& p : statuses) {
+    std::string line = p.driver + "/" + p.pool + ": " + p.phase;
+    if (p.last_error) line += " (" + p.last_error->message + ")";
+    if (p.message) line += " (" + *p.message + ")";
     *env.out << line << "\n";
   }
+  return okStatus();
 }
 
 StatusOr<int> push(const Invocation& inv, const CtlEnv& env) {
@@ -99,7 +112,7 @@ StatusOr<int> push(const Invocation& inv, const CtlEnv& env) {
                      call(env, inv, "PUT", r.path() + waitQuery(inv), r.body));
     const Json answer = Json::parse(resp.body, nullptr, false);
     *env.out << r.file << " -> PUT " << r.target() << ": " << resp.code << "\n";
-    if (answer.is_object()) printPhases(env, answer);
+    if (answer.is_object()) RETURN_IF_ERROR(printPhases(env, answer));
     if (inv.has("wait") && resp.code == 202) {
       return deadlineExceeded(r.target() + ": not published within " +
                               (inv.flag("wait").empty() ? kDefaultPushWaitText : inv.flag("wait")));
@@ -116,9 +129,9 @@ StatusOr<int> get(const Invocation& inv, const CtlEnv& env) {
     path += "/" + escapePathSegment(inv.args[1]);
   }
   ASSIGN_OR_RETURN(Json answer, callJson(env, inv, "GET", path));
+  ASSIGN_OR_RETURN(const std::vector<client::PoolStatusJson> statuses, poolStatuses(answer));
   printAs(env, inv, answer, [&] {
-    return renderPoolTable(poolStatuses(answer), inv.flag("output") == "wide",
-                           env.clock->systemNow());
+    return renderPoolTable(statuses, inv.flag("output") == "wide", env.clock->systemNow());
   });
   return kExitOk;
 }
@@ -143,7 +156,7 @@ StatusOr<int> withdraw(const Invocation& inv, const CtlEnv& env) {
           : call(env, inv, "PUT", driver_path + waitQuery(inv), R"({"pools":{}})");
   if (!resp.ok()) return resp.status();
   const Json answer = Json::parse(resp->body, nullptr, false);
-  if (answer.is_object()) printPhases(env, answer);
+  if (answer.is_object()) RETURN_IF_ERROR(printPhases(env, answer));
   if (inv.has("wait") && resp->code == 202) {
     return deadlineExceeded(inv.args[0] + ": not withdrawn within " +
                             (inv.flag("wait").empty() ? kDefaultPushWaitText : inv.flag("wait")));
@@ -162,32 +175,27 @@ StatusOr<int> waitFor(const Invocation& inv, const CtlEnv& env) {
   }
   const auto deadline = env.clock->now() + timeout;
   for (;;) {
-    ASSIGN_OR_RETURN(Json s, callJson(env, inv, "GET", path));
-    const std::string phase = s.value("phase", "");
-    if (phase == "Published" && s.value("publishedVersion", 0) >= s.value("desiredVersion", 0)) {
-      *env.out << target << ": Published (generation " << s.value("publishedGeneration", 0) << ", "
-               << s.value("sliceNames", Json::array()).size() << " slices)\n";
+    ASSIGN_OR_RETURN(const Json answer, callJson(env, inv, "GET", path));
+    ASSIGN_OR_RETURN(const client::PoolStatusJson s, client::poolStatusFromJson(answer));
+    if (s.phase == "Published" && s.published_version >= s.desired_version) {
+      *env.out << target << ": Published (generation " << s.published_generation << ", "
+               << s.slice_names.size() << " slices)\n";
       return kExitOk;
     }
-    if (phase == "Held") {
+    if (s.phase == "Held") {
       // Lasts until the driver pushes or renews the pool: waiting cannot end it.
-      return failedPrecondition(target + ": Held: " + s.value("reason", "") + ": " +
-                                s.value("message", ""));
+      return failedPrecondition(target + ": Held: " + s.reason.value_or("") + ": " +
+                                s.message.value_or(""));
     }
-    if (phase == "Failed") {
-      const Json err = s.value("lastError", Json::object());
-      std::string message = target;
-      message.append(": Failed: ")
-          .append(err.value("reason", ""))
-          .append(": ")
-          .append(err.value("message", ""));
-      return failedPrecondition(message);
+    if (s.phase == "Failed") {
+      const client::PoolStatusError err = s.last_error.value_or(client::PoolStatusError{});
+      return failedPrecondition(target + ": Failed: " + err.reason + ": " + err.message);
     }
     const auto now = env.clock->now();
     if (now >= deadline) {
       std::string message = target;
       message.append(": still ")
-          .append(phase)
+          .append(s.phase)
           .append(" after ")
           .append(inv.flag("timeout", kDefaultWaitTimeoutText));
       return deadlineExceeded(message);

@@ -81,29 +81,28 @@ std::string age(const std::string& rfc3339, std::chrono::system_clock::time_poin
   return std::to_string(s / 86400) + "d";
 }
 
-std::string renderPoolTable(const std::vector<Json>& statuses, bool wide,
+std::string renderPoolTable(const std::vector<client::PoolStatusJson>& statuses, bool wide,
                             std::chrono::system_clock::time_point now) {
   std::vector<std::vector<std::string>> rows = {
       {"DRIVER", "POOL", "PHASE", "GENERATION", "SLICES", "LAST-PUSH"}};
   if (wide) rows[0].insert(rows[0].end(), {"VERSION", "LEASE", "LEADER", "ERROR"});
-  for (const Json& s : statuses) {
-    const auto names = s.value("sliceNames", Json::array());
+  for (const client::PoolStatusJson& s : statuses) {
     std::vector<std::string> row = {
-        str(s, "driver"),
-        str(s, "pool"),
-        str(s, "phase"),
-        str(s, "publishedGeneration", "0"),
-        std::to_string(names.size()),
-        s.contains("lastPushTime") ? age(str(s, "lastPushTime"), now) : "<none>",
+        s.driver,
+        s.pool,
+        s.phase,
+        std::to_string(s.published_generation),
+        std::to_string(s.slice_names.size()),
+        s.last_push_time ? age(*s.last_push_time, now) : "<none>",
     };
     if (wide) {
-      const Json err = s.value("lastError", Json::object());
-      row.insert(row.end(), {str(s, "publishedVersion", "0") + "/" + str(s, "desiredVersion", "0"),
-                             s.contains("leaseSeconds") ? str(s, "leaseSeconds") + "s" : "<none>",
-                             str(s, "leader").empty() ? "<none>" : str(s, "leader"),
-                             !err.empty() ? str(err, "reason") + ": " + str(err, "message")
-                             : s.contains("reason") ? str(s, "reason") + ": " + str(s, "message")
-                                                    : "<none>"});
+      row.insert(row.end(),
+                 {std::to_string(s.published_version) + "/" + std::to_string(s.desired_version),
+                  s.lease_seconds ? std::to_string(*s.lease_seconds) + "s" : "<none>",
+                  s.leader.empty() ? "<none>" : s.leader,
+                  s.last_error ? s.last_error->reason + ": " + s.last_error->message
+                  : s.reason   ? *s.reason + ": " + s.message.value_or("")
+                               : "<none>"});
     }
     rows.push_back(std::move(row));
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "client/inventory_api.h"
 #include "client/objects.h"
 #include "client/resource_slice.h"
 
@@ -18,7 +19,7 @@ using Json = client::Json;
 // A table of PoolStatus objects: DRIVER POOL PHASE GENERATION SLICES
 // LAST-PUSH, and with `wide` also VERSION (published/desired), LEASE, LEADER,
 // ERROR. LAST-PUSH is an age as kubectl prints one ("45s", "3m", "2h").
-std::string renderPoolTable(const std::vector<Json>& statuses, bool wide,
+std::string renderPoolTable(const std::vector<client::PoolStatusJson>& statuses, bool wide,
                             std::chrono::system_clock::time_point now);
 
 // A kubectl-style age: "12s", "5m", "3h", "2d"; "<unknown>" for a timestamp

@@ -7,6 +7,7 @@
 
 #include "client/api_limits.h"
 #include "client/codec.h"
+#include "client/inventory_api.h"
 #include "client/json_nesting.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
@@ -1328,32 +1329,30 @@ Json poolPreviewToJson(const reconcile::PoolPreview& preview) {
 Json poolStatusToJson(const reconcile::PoolStatus& status,
                       const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override) {
-  Json j = Json::object();
-  j["driver"] = status.key.driver;
-  j["pool"] = status.key.pool;
-  j["phase"] = phase_override.empty() ? phaseOf(status) : std::string(phase_override);
-  j["desiredGeneration"] = desired ? desired->pool.generation : 0;
-  j["publishedGeneration"] = status.published_generation;
-  j["desiredVersion"] = status.desired_version;
-  j["publishedVersion"] = status.published_version;
-  j["sliceNames"] = status.slice_names;
+  client::PoolStatusJson j;
+  j.driver = status.key.driver;
+  j.pool = status.key.pool;
+  j.phase = phase_override.empty() ? phaseOf(status) : std::string(phase_override);
+  j.desired_generation = desired ? desired->pool.generation : 0;
+  j.published_generation = status.published_generation;
+  j.desired_version = static_cast<int64_t>(status.desired_version);
+  j.published_version = static_cast<int64_t>(status.published_version);
+  j.slice_names = status.slice_names;
   if (!status.last_error.ok()) {
     const std::string reason = status.last_error.reason().empty()
                                    ? std::string(statusCodeName(status.last_error.code()))
                                    : status.last_error.reason();
-    j["lastError"] = {{"reason", reason}, {"message", status.last_error.message()}};
+    j.last_error = client::PoolStatusError{reason, status.last_error.message()};
   }
   if (status.hold) {
-    j["reason"] = status.hold->reason;
-    j["message"] = status.hold->message;
+    j.reason = status.hold->reason;
+    j.message = status.hold->message;
   }
-  if (status.last_push) j["lastPushTime"] = formatMicroTime(*status.last_push);
-  j["droppedFields"] = status.dropped_fields;
-  if (desired && desired->pool.lease.count() > 0) {
-    j["leaseSeconds"] = desired->pool.lease.count();
-  }
-  j["leader"] = leader;
-  return j;
+  if (status.last_push) j.last_push_time = formatMicroTime(*status.last_push);
+  j.dropped_fields = status.dropped_fields;
+  if (desired && desired->pool.lease.count() > 0) j.lease_seconds = desired->pool.lease.count();
+  j.leader = leader;
+  return client::toJson(j);
 }
 
 Json errorToJson(int http_code, std::string_view reason, std::string_view message,

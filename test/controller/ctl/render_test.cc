@@ -30,22 +30,46 @@ Json status(const std::string& pool, const std::string& phase) {
               {"leader", ""}};
 }
 
+client::PoolStatusJson typed(const Json& j) {
+  StatusOr<client::PoolStatusJson> s = client::poolStatusFromJson(j);
+  EXPECT_TRUE(s.ok()) << s.status().toString();
+  return s.ok() ? *s : client::PoolStatusJson{};
+}
+
 TEST(RenderPoolTable, AlignedColumnsWithAgesAsKubectl) {
   Json failed = status("node-b", "Failed");
   failed["lastError"] = {{"reason", "Invalid"}, {"message", "spec.devices: too many"}};
   failed["leaseSeconds"] = 300;
-  const std::string text =
-      renderPoolTable({status("node-a", "Published"), failed}, false, at("2026-12-02T10:03:30"));
+  const std::string text = renderPoolTable({typed(status("node-a", "Published")), typed(failed)},
+                                           false, at("2026-12-02T10:03:30"));
   EXPECT_EQ(text,
             "DRIVER            POOL     PHASE       GENERATION   SLICES   LAST-PUSH\n"
             "gpu.example.com   node-a   Published   3            2        3m\n"
             "gpu.example.com   node-b   Failed      3            2        3m\n");
-  const std::string wide =
-      renderPoolTable({status("node-a", "Published"), failed}, true, at("2026-12-02T10:00:30"));
+  const std::string wide = renderPoolTable({typed(status("node-a", "Published")), typed(failed)},
+                                           true, at("2026-12-02T10:00:30"));
   EXPECT_THAT(wide, HasSubstr("VERSION   LEASE    LEADER   ERROR"));
   EXPECT_THAT(wide, HasSubstr("30s         2/2       <none>   <none>   <none>\n"));
   EXPECT_THAT(wide, HasSubstr("2/2       300s     <none>   Invalid: spec.devices: too many\n"));
   EXPECT_EQ(renderPoolTable({}, false, at("2026-12-02T10:00:00")), "No pools found.\n");
+}
+
+// Statuses are read by the table the controller writes them with: a newer controller's fields
+// are skipped, a field of the wrong type is an error naming it.
+TEST(PoolStatusJson, ReadsWhatTheControllerWritesAndNamesWhatItCannot) {
+  Json newer = status("node-a", "Held");
+  newer["reason"] = "NodeSlicesDeleted";
+  newer["futureField"] = {{"x", 1}};
+  const client::PoolStatusJson s = typed(newer);
+  EXPECT_EQ(s.phase, "Held");
+  EXPECT_EQ(s.reason, "NodeSlicesDeleted");
+  EXPECT_EQ(s.published_generation, 3);
+  newer.erase("futureField");
+  EXPECT_EQ(client::toJson(s), newer);
+  newer["publishedGeneration"] = "three";
+  const StatusOr<client::PoolStatusJson> bad = client::poolStatusFromJson(newer);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("publishedGeneration"));
 }
 
 TEST(Age, KubectlUnits) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "client/inventory_api.h"
 #include "controller/reconcile/planner.h"
 
 namespace rsc::controller::inventory {
@@ -873,6 +874,10 @@ TEST(PoolJson, StatusJsonHasEveryField) {
   EXPECT_EQ(j.at("droppedFields"), Json({"spec.devices[0].taints"}));
   EXPECT_EQ(j.at("leaseSeconds"), 60);
   EXPECT_EQ(j.at("leader"), "replica-1");
+  // resourceslicectl reads it back with the same table, whole.
+  const StatusOr<client::PoolStatusJson> read = client::poolStatusFromJson(j);
+  ASSERT_TRUE(read.ok()) << read.status().toString();
+  EXPECT_EQ(client::toJson(*read), j);
 
   status.last_error = okStatus();
   EXPECT_FALSE(poolStatusToJson(status, nullptr, "").contains("lastError"));

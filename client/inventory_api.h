@@ -1,0 +1,85 @@
+// The inventory API's pool status as JSON (controller/inventory/openapi.json, schema PoolStatus):
+// one codec table that the controller writes with and resourceslicectl reads with, so that the
+// two cannot drift. Wire shapes only: what a phase means is the controller's (reconcile/). Plain
+// values and constant tables: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/codec.h"
+
+namespace rsc::client {
+
+// Why a pool's last attempt failed: a reason word and the message.
+struct PoolStatusError {
+  std::string reason;
+  std::string message;
+};
+
+struct PoolStatusJson {
+  std::string driver;
+  std::string pool;
+  std::string phase;  // Pending, Published, Failed, Held, Withdrawing, Withdrawn
+  int64_t desired_generation = 0;
+  int64_t published_generation = 0;
+  // Counters of pushed content: published_version reaching desired_version means published.
+  int64_t desired_version = 0;
+  int64_t published_version = 0;
+  std::vector<std::string> slice_names;
+  std::optional<PoolStatusError> last_error;
+  // A held pool's reason and message (phase Held).
+  std::optional<std::string> reason;
+  std::optional<std::string> message;
+  std::optional<std::string> last_push_time;  // RFC 3339 with microseconds
+  std::vector<std::string> dropped_fields;
+  std::optional<int64_t> lease_seconds;
+  std::string leader;
+};
+
+namespace codec {
+
+template <>
+struct Table<PoolStatusError> : TableOf<PoolStatusError> {
+  static constexpr auto kFields = std::tuple{
+      field("message", &PoolStatusError::message, Str{}, Omit::kNever),
+      field("reason", &PoolStatusError::reason, Str{}, Omit::kNever),
+  };
+};
+
+template <>
+struct Table<PoolStatusJson> : TableOf<PoolStatusJson> {
+  static constexpr auto kFields = std::tuple{
+      field("desiredGeneration", &PoolStatusJson::desired_generation, Int64{}, Omit::kNever),
+      field("desiredVersion", &PoolStatusJson::desired_version, Int64{}, Omit::kNever),
+      field("driver", &PoolStatusJson::driver, Str{}, Omit::kNever),
+      field("droppedFields", &PoolStatusJson::dropped_fields, Strings{}, Omit::kNever),
+      field("lastError", &PoolStatusJson::last_error, Opt<Obj<PoolStatusError>>{}),
+      field("lastPushTime", &PoolStatusJson::last_push_time, Opt<Str>{}),
+      field("leader", &PoolStatusJson::leader, Str{}, Omit::kNever),
+      field("leaseSeconds", &PoolStatusJson::lease_seconds, Opt<Int64>{}),
+      field("message", &PoolStatusJson::message, Opt<Str>{}),
+      field("phase", &PoolStatusJson::phase, Str{}, Omit::kNever),
+      field("pool", &PoolStatusJson::pool, Str{}, Omit::kNever),
+      field("publishedGeneration", &PoolStatusJson::published_generation, Int64{}, Omit::kNever),
+      field("publishedVersion", &PoolStatusJson::published_version, Int64{}, Omit::kNever),
+      field("reason", &PoolStatusJson::reason, Opt<Str>{}),
+      field("sliceNames", &PoolStatusJson::slice_names, Strings{}, Omit::kNever),
+  };
+};
+
+}  // namespace codec
+
+inline Json toJson(const PoolStatusJson& status) { return codec::toJson<PoolStatusJson>(status); }
+
+// Reads a status a controller answered: fields a newer controller adds are skipped, a field of
+// the wrong type is an InvalidArgument naming it.
+inline StatusOr<PoolStatusJson> poolStatusFromJson(const Json& j) {
+  codec::DecodeOptions options;
+  options.unknown = codec::Unknown::kSkip;
+  return codec::decode<PoolStatusJson>(j, "", options);
+}
+
+}  // namespace rsc::client
