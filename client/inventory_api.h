@@ -1,7 +1,7 @@
-// The inventory API's pool status as JSON (controller/inventory/openapi.json, schema PoolStatus):
-// one codec table that the controller writes with and resourceslicectl reads with, so that the
-// two cannot drift. Wire shapes only: what a phase means is the controller's (reconcile/). Plain
-// values and constant tables: thread-safe.
+// The inventory API's answers as JSON (controller/inventory/openapi.json, schemas PoolStatus and
+// DryRunResult): one codec table each, which the controller writes with and resourceslicectl
+// reads with, so that the two cannot drift. Wire shapes only: what a phase means is the
+// controller's (reconcile/). Plain values and constant tables: thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +39,64 @@ struct PoolStatusJson {
   std::string leader;
 };
 
+// One slice write a dry run plans, in the order it would be made.
+struct PlannedWriteJson {
+  std::string verb;                         // create, update, delete
+  std::string slice;                        // the live slice; empty for a create
+  std::optional<int64_t> index;             // the slice's index; unset for a delete
+  std::vector<std::string> changed_fields;  // an update's: never empty
+};
+
+struct PoolDryRunJson {
+  std::string pool;
+  std::string action;  // publish, withdraw
+  int64_t live_generation = 0;
+  std::vector<PlannedWriteJson> writes;
+  // Publish only.
+  std::optional<int64_t> generation;
+  std::optional<bool> generation_bumped;
+  std::optional<int64_t> slice_count;
+};
+
+struct DryRunResultJson {
+  bool dry_run = true;
+  std::string driver;
+  std::vector<PoolDryRunJson> pools;
+};
+
 namespace codec {
+
+template <>
+struct Table<PlannedWriteJson> : TableOf<PlannedWriteJson> {
+  static constexpr auto kFields = std::tuple{
+      field("changedFields", &PlannedWriteJson::changed_fields, Strings{}),
+      field("index", &PlannedWriteJson::index, Opt<Int64>{}),
+      field("slice", &PlannedWriteJson::slice, Str{}),
+      field("verb", &PlannedWriteJson::verb, Str{}, Omit::kNever),
+  };
+};
+
+template <>
+struct Table<PoolDryRunJson> : TableOf<PoolDryRunJson> {
+  static constexpr auto kFields = std::tuple{
+      field("action", &PoolDryRunJson::action, Str{}, Omit::kNever),
+      field("generation", &PoolDryRunJson::generation, Opt<Int64>{}),
+      field("generationBumped", &PoolDryRunJson::generation_bumped, Opt<Bool>{}),
+      field("liveGeneration", &PoolDryRunJson::live_generation, Int64{}, Omit::kNever),
+      field("pool", &PoolDryRunJson::pool, Str{}, Omit::kNever),
+      field("sliceCount", &PoolDryRunJson::slice_count, Opt<Int64>{}),
+      field("writes", &PoolDryRunJson::writes, ListOf<Obj<PlannedWriteJson>>{}, Omit::kNever),
+  };
+};
+
+template <>
+struct Table<DryRunResultJson> : TableOf<DryRunResultJson> {
+  static constexpr auto kFields = std::tuple{
+      field("driver", &DryRunResultJson::driver, Str{}, Omit::kNever),
+      field("dryRun", &DryRunResultJson::dry_run, Bool{}, Omit::kNever),
+      field("pools", &DryRunResultJson::pools, ListOf<Obj<PoolDryRunJson>>{}, Omit::kNever),
+  };
+};
 
 template <>
 struct Table<PoolStatusError> : TableOf<PoolStatusError> {
@@ -80,6 +137,18 @@ inline StatusOr<PoolStatusJson> poolStatusFromJson(const Json& j) {
   codec::DecodeOptions options;
   options.unknown = codec::Unknown::kSkip;
   return codec::decode<PoolStatusJson>(j, "", options);
+}
+
+inline Json toJson(const PoolDryRunJson& pool) { return codec::toJson<PoolDryRunJson>(pool); }
+inline Json toJson(const DryRunResultJson& result) {
+  return codec::toJson<DryRunResultJson>(result);
+}
+
+// Reads a dry run's answer, as poolStatusFromJson reads a status.
+inline StatusOr<DryRunResultJson> dryRunResultFromJson(const Json& j) {
+  codec::DecodeOptions options;
+  options.unknown = codec::Unknown::kSkip;
+  return codec::decode<DryRunResultJson>(j, "", options);
 }
 
 }  // namespace rsc::client

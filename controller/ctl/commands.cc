@@ -141,8 +141,13 @@ StatusOr<int> diff(const Invocation& inv, const CtlEnv& env) {
   size_t writes = 0;
   for (const PushRequest& r : requests) {
     ASSIGN_OR_RETURN(Json answer, callJson(env, inv, "PUT", r.path() + "?dryRun=All", r.body));
-    *env.out << renderDryRun(answer);
-    writes += plannedWrites(answer);
+    StatusOr<client::DryRunResultJson> result = client::dryRunResultFromJson(answer);
+    if (!result.ok()) {
+      return invalidArgument("the controller answered a dry run this client cannot read: " +
+                             result.status().message());
+    }
+    *env.out << renderDryRun(*result);
+    writes += plannedWrites(*result);
   }
   return writes == 0 ? kExitOk : kExitChanges;
 }

@@ -110,47 +110,41 @@ std::string renderPoolTable(const std::vector<client::PoolStatusJson>& statuses,
   return table(rows);
 }
 
-size_t plannedWrites(const Json& result) {
+size_t plannedWrites(const client::DryRunResultJson& result) {
   size_t n = 0;
-  for (const Json& pool : result.value("pools", Json::array())) {
-    n += pool.value("writes", Json::array()).size();
-  }
+  for (const client::PoolDryRunJson& pool : result.pools) n += pool.writes.size();
   return n;
 }
 
-std::string renderDryRun(const Json& result) {
+std::string renderDryRun(const client::DryRunResultJson& result) {
   std::string out;
-  const std::string driver = str(result, "driver");
-  for (const Json& pool : result.value("pools", Json::array())) {
-    const std::string action = str(pool, "action");
-    const Json writes = pool.value("writes", Json::array());
-    out += driver + "/" + str(pool, "pool") + ": ";
-    if (writes.empty()) {
+  const std::string& driver = result.driver;
+  for (const client::PoolDryRunJson& pool : result.pools) {
+    out += driver + "/" + pool.pool + ": ";
+    if (pool.writes.empty()) {
       out += "no changes\n";
       continue;
     }
-    if (action == "publish") {
-      out += "publish at generation " + str(pool, "generation", "?") +
-             (pool.value("generationBumped", false)
-                  ? " (generation bumped from " + str(pool, "liveGeneration", "0") + ")"
+    const auto number = [](const std::optional<int64_t>& n) {
+      return n ? std::to_string(*n) : std::string("?");
+    };
+    if (pool.action == "publish") {
+      out += "publish at generation " + number(pool.generation) +
+             (pool.generation_bumped.value_or(false)
+                  ? " (generation bumped from " + std::to_string(pool.live_generation) + ")"
                   : " (generation kept)") +
-             ", " + str(pool, "sliceCount", "?") + " slices\n";
+             ", " + number(pool.slice_count) + " slices\n";
     } else {
-      out.append(action)
-          .append(" (live generation ")
-          .append(str(pool, "liveGeneration", "0"))
-          .append(")\n");
+      out += pool.action + " (live generation " + std::to_string(pool.live_generation) + ")\n";
     }
-    for (const Json& w : writes) {
-      const std::string verb = str(w, "verb");
-      std::string line = verb == "create" ? "  + " : verb == "delete" ? "  - " : "  ~ ";
-      line += verb;
-      if (w.contains("slice")) line.append(" ").append(str(w, "slice"));
-      if (w.contains("index")) line += " (index " + str(w, "index") + ")";
-      const Json fields = w.value("changedFields", Json::array());
-      if (!fields.empty()) {
+    for (const client::PlannedWriteJson& w : pool.writes) {
+      std::string line = w.verb == "create" ? "  + " : w.verb == "delete" ? "  - " : "  ~ ";
+      line += w.verb;
+      if (!w.slice.empty()) line.append(" ").append(w.slice);
+      if (w.index) line += " (index " + std::to_string(*w.index) + ")";
+      if (!w.changed_fields.empty()) {
         line += ":";
-        for (const Json& f : fields) line += "\n      " + f.get<std::string>();
+        for (const std::string& f : w.changed_fields) line += "\n      " + f;
       }
       out += line + "\n";
     }

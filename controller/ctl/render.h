@@ -1,7 +1,8 @@
 // How resourceslicectl prints what it gets: pool statuses as a table, dry-run
 // answers as a diff, live slices with their pools' completeness, and any JSON
-// as YAML. Pure functions from the inventory API's JSON (openapi.json's
-// PoolStatus, DryRunResult, Error) or typed slices to text; thread-safe.
+// as YAML. Pure functions from the inventory API's answers, read with the
+// controller's own tables (client/inventory_api.h), or typed slices to text;
+// thread-safe.
 #pragma once
 
 #include <chrono>
@@ -32,10 +33,10 @@ std::string age(const std::string& rfc3339, std::chrono::system_clock::time_poin
 //     + create (index 1)
 //     - delete gpu.example.com-node-a-p2m9q
 // or "gpu.example.com/node-a: no changes".
-std::string renderDryRun(const Json& result);
+std::string renderDryRun(const client::DryRunResultJson& result);
 
 // How many slice writes a DryRunResult plans, over all its pools.
-size_t plannedWrites(const Json& result);
+size_t plannedWrites(const client::DryRunResultJson& result);
 
 // The live slices as a table (NAME POOL GENERATION COUNT DEVICES NODE, and
 // with `wide` the resourceVersion) followed by one line per pool:

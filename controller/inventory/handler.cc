@@ -661,15 +661,15 @@ HttpResponse InventoryHandler::answerDryRun(
   if (options_.previewer == nullptr) {
     return errorResponse(501, "dry runs are not available in this configuration");
   }
-  Json previews = Json::array();
+  client::DryRunResultJson result;
+  result.driver = ctx.driver;
   for (const auto& [name, pool] : pools) {
     StatusOr<reconcile::PoolPreview> preview =
         options_.previewer->preview({ctx.driver, name}, pool);
     if (!preview.ok()) return errorResponse(preview.status());
-    previews.push_back(poolPreviewToJson(*preview));
+    result.pools.push_back(poolPreviewWire(*preview));
   }
-  return jsonResponse(200,
-                      {{"dryRun", true}, {"driver", ctx.driver}, {"pools", std::move(previews)}});
+  return jsonResponse(200, client::toJson(result));
 }
 
 HttpResponse InventoryHandler::answerPoolPush(Context& ctx, uint64_t version) {

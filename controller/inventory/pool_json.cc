@@ -1293,37 +1293,31 @@ StatusOr<std::map<std::string, reconcile::Pool>> parseDriverPools(std::string_vi
   return pools;
 }
 
-Json poolPreviewToJson(const reconcile::PoolPreview& preview) {
+client::PoolDryRunJson poolPreviewWire(const reconcile::PoolPreview& preview) {
   using Verb = reconcile::PlannedWrite::Verb;
-  Json writes = Json::array();
+  client::PoolDryRunJson out;
+  out.pool = preview.key.pool;
+  out.action = preview.withdraw ? "withdraw" : "publish";
+  out.live_generation = preview.live_generation;
   for (const reconcile::PlannedWrite& write : preview.writes) {
-    Json w;
-    switch (write.verb) {
-      case Verb::kCreate:
-        w["verb"] = "create";
-        break;
-      case Verb::kUpdate:
-        w["verb"] = "update";
-        break;
-      case Verb::kDelete:
-        w["verb"] = "delete";
-        break;
-    }
-    if (!write.slice.empty()) w["slice"] = write.slice;
-    if (write.index >= 0) w["index"] = write.index;
-    if (write.verb == Verb::kUpdate) w["changedFields"] = write.changed_fields;
-    writes.push_back(std::move(w));
+    client::PlannedWriteJson& w = out.writes.emplace_back();
+    w.verb = write.verb == Verb::kCreate   ? "create"
+             : write.verb == Verb::kUpdate ? "update"
+                                           : "delete";
+    w.slice = write.slice;
+    if (write.index >= 0) w.index = write.index;
+    if (write.verb == Verb::kUpdate) w.changed_fields = write.changed_fields;
   }
-  Json out = {{"pool", preview.key.pool},
-              {"action", preview.withdraw ? "withdraw" : "publish"},
-              {"liveGeneration", preview.live_generation},
-              {"writes", std::move(writes)}};
   if (!preview.withdraw) {
-    out["generation"] = preview.generation;
-    out["generationBumped"] = preview.generation_bumped;
-    out["sliceCount"] = preview.slice_count;
+    out.generation = preview.generation;
+    out.generation_bumped = preview.generation_bumped;
+    out.slice_count = preview.slice_count;
   }
   return out;
+}
+
+Json poolPreviewToJson(const reconcile::PoolPreview& preview) {
+  return client::toJson(poolPreviewWire(preview));
 }
 
 Json poolStatusToJson(const reconcile::PoolStatus& status,

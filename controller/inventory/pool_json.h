@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "client/codec.h"
+#include "client/inventory_api.h"
 #include "common/status.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/pool.h"
@@ -125,7 +126,8 @@ Json poolStatusToJson(const reconcile::PoolStatus& status,
                       const std::shared_ptr<const reconcile::DesiredPool>& desired,
                       const std::string& leader, std::string_view phase_override = {});
 
-// The JSON of one pool's dry run (see openapi.json, schema PoolDryRun).
+// One pool's dry run as the API answers it (see openapi.json, schema PoolDryRun), and its JSON.
+client::PoolDryRunJson poolPreviewWire(const reconcile::PoolPreview& preview);
 Json poolPreviewToJson(const reconcile::PoolPreview& preview);
 
 // The JSON of an error: {code, reason, message, details: [{field, message}]}.

@@ -99,7 +99,7 @@ TEST(RenderDryRun, CreatesUpdatesWithFieldsDeletesAndTheGeneration) {
       {"pool": "node-c", "action": "withdraw", "liveGeneration": 4, "writes": [
          {"verb": "delete", "slice": "gpu-node-c-aaaaa"}]}
     ]})");
-  EXPECT_EQ(renderDryRun(result),
+  EXPECT_EQ(renderDryRun(*client::dryRunResultFromJson(result)),
             "gpu.example.com/node-a: publish at generation 3 (generation bumped from 2), 2 slices\n"
             "  ~ update gpu-node-a-x7k2p (index 0):\n"
             "      spec.devices[gpu-1].attributes.model.string\n"
@@ -109,8 +109,10 @@ TEST(RenderDryRun, CreatesUpdatesWithFieldsDeletesAndTheGeneration) {
             "gpu.example.com/node-b: no changes\n"
             "gpu.example.com/node-c: withdraw (live generation 4)\n"
             "  - delete gpu-node-c-aaaaa\n");
-  EXPECT_EQ(plannedWrites(result), 4U);
-  EXPECT_EQ(plannedWrites(Json::parse(R"({"pools": []})")), 0U);
+  EXPECT_EQ(plannedWrites(*client::dryRunResultFromJson(result)), 4U);
+  EXPECT_EQ(plannedWrites(client::DryRunResultJson{}), 0U);
+  // The table writes back what it read.
+  EXPECT_EQ(client::toJson(*client::dryRunResultFromJson(result)), result);
 }
 
 client::ResourceSlice slice(const std::string& name, const std::string& pool, int64_t generation,
