@@ -520,12 +520,9 @@ void validateNodeAllocatable(const client::Device& d, const std::string& path, P
   }
 }
 
-void validateDevice(const client::Device& d, const std::string& path, const PoolContext& pool,
-                    Problems& bad) {
-  // Name.
-  bad.check(fieldPath(path, "name"), dnsLabelError(d.name));
-
-  // Attributes and capacity.
+// Attributes and capacities: names, values and the per-device limits.
+void validateAttributesAndCapacity(const client::Device& d, const std::string& path,
+                                   Problems& bad) {
   if (d.attributes.size() + d.capacity.size() > client::kMaxAttributesAndCapacitiesPerDevice) {
     bad.add(path, "must have at most " +
                       std::to_string(client::kMaxAttributesAndCapacitiesPerDevice) +
@@ -555,8 +552,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
       validateRequestPolicy(*capacity.request_policy, capacity.value, policy_path, bad);
     }
   }
+}
 
-  // Taints.
+void validateTaints(const client::Device& d, const std::string& path, Problems& bad) {
   const std::string taints_path = fieldPath(path, "taints");
   if (d.taints.size() > client::kMaxTaintsPerDevice) {
     bad.add(taints_path, "must have at most " + std::to_string(client::kMaxTaintsPerDevice) +
@@ -579,8 +577,11 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
                   : "must be None, NoSchedule or NoExecute, not " + inQuotes(taint.effect));
     }
   }
+}
 
-  // Counter consumption: few, unique, and referring to counters the pool has.
+// Counter consumption: few, unique, and referring to counters the pool has.
+void validateConsumption(const client::Device& d, const std::string& path, const PoolContext& pool,
+                         Problems& bad) {
   const std::string consumes_path = fieldPath(path, "consumesCounters");
   if (d.consumes_counters.size() > client::kMaxCounterConsumptionsPerDevice) {
     bad.add(consumes_path, "must have at most " +
@@ -633,8 +634,11 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
       }
     }
   }
+}
 
-  // Node selection of the device itself.
+// Node selection of the device itself: only under perDeviceNodeSelection, then exactly one way.
+void validateDeviceNodeSelection(const client::Device& d, const std::string& path,
+                                 const PoolContext& pool, Problems& bad) {
   const int node_fields = static_cast<int>(d.node_name.has_value()) +
                           static_cast<int>(d.node_selector.has_value()) +
                           static_cast<int>(d.all_nodes.has_value());
@@ -655,10 +659,9 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
     }
     if (d.all_nodes == false) bad.add(fieldPath(path, "allNodes"), "must be unset or true");
   }
+}
 
-  validateNodeAllocatable(d, path, bad);
-
-  // Binding conditions.
+void validateBindingConditions(const client::Device& d, const std::string& path, Problems& bad) {
   const std::string conditions_path = fieldPath(path, "bindingConditions");
   const std::string failures_path = fieldPath(path, "bindingFailureConditions");
   validateConditions(d.binding_conditions, conditions_path, client::kMaxBindingConditions, bad);
@@ -679,6 +682,17 @@ void validateDevice(const client::Device& d, const std::string& path, const Pool
   if (d.binding_conditions.empty() && !d.binding_failure_conditions.empty()) {
     bad.add(conditions_path, "required when bindingFailureConditions is set");
   }
+}
+
+void validateDevice(const client::Device& d, const std::string& path, const PoolContext& pool,
+                    Problems& bad) {
+  bad.check(fieldPath(path, "name"), dnsLabelError(d.name));
+  validateAttributesAndCapacity(d, path, bad);
+  validateTaints(d, path, bad);
+  validateConsumption(d, path, pool, bad);
+  validateDeviceNodeSelection(d, path, pool, bad);
+  validateNodeAllocatable(d, path, bad);
+  validateBindingConditions(d, path, bad);
 }
 
 void validateCounterSet(const client::CounterSet& set, const std::string& path, Problems& bad) {
@@ -761,12 +775,9 @@ void validatePartitionType(const std::string& name, const std::string& path,
   }
 }
 
-void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_view driver,
-                     Problems& bad) {
-  const reconcile::Pool& pool = raw.pool;
-  const reconcile::NodeSelection& s = pool.selection;
-
-  // Node selection: exactly one way.
+// The pool's node selection: exactly one way.
+void validateSelection(const reconcile::NodeSelection& s, const std::string& prefix,
+                       Problems& bad) {
   std::vector<std::string> set_fields;
   if (s.node_name) set_fields.emplace_back("nodeName");
   if (s.node_selector) set_fields.emplace_back("nodeSelector");
@@ -786,8 +797,12 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
   if (s.node_selector) {
     validateNodeSelector(*s.node_selector, fieldPath(prefix, "nodeSelector"), bad);
   }
+}
 
-  // Slice options: the pool's, and each slice's own (checked with that slice below).
+// The pool's slice options; each slice's own are checked with that slice (validateSlice).
+void validatePoolOptions(const RawPool& raw, const std::string& prefix, std::string_view driver,
+                         Problems& bad) {
+  const reconcile::Pool& pool = raw.pool;
   validateSkipNodeOperations(pool.options.skip_node_operations,
                              fieldPath(prefix, "skipNodeOperations"), bad);
   if (pool.options.partition_type_attribute && !raw.has_slices) {
@@ -807,8 +822,10 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
               "partitionTypeAttribute of its own has such a device");
     }
   }
+}
 
-  // Generation and lease.
+void validateGenerationAndLease(const reconcile::Pool& pool, const std::string& prefix,
+                                Problems& bad) {
   if (pool.generation < 0) bad.add(fieldPath(prefix, "generation"), "must not be negative");
   if (pool.generation > kMaxPushedGeneration) {
     bad.add(fieldPath(prefix, "generation"),
@@ -821,26 +838,148 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
     bad.add(fieldPath(prefix, "leaseSeconds"),
             "must be at most " + std::to_string(kMaxLeaseSeconds) + " (one year)");
   }
+}
 
-  // Devices and counter sets in either form, each with the path of its list and its index there:
-  // a path is made only while its item is validated, so that a large pool costs no string per
-  // item here.
-  struct Located {
+// What one driver-chosen slice may hold, and its own options.
+void validateSlice(const RawPool& raw, size_t i, const std::string& prefix, std::string_view driver,
+                   Problems& bad) {
+  const reconcile::NodeSelection& s = raw.pool.selection;
+  const std::string slices_path = fieldPath(prefix, "slices");
+  const reconcile::DesiredSlice& slice = (*raw.pool.slices)[i];
+  const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
+  const std::string at = indexPath(slices_path, i);
+  const std::string devices_path = fieldPath(at, "devices");
+  const std::string sets_path = fieldPath(at, "sharedCounters");
+  if (!slice_devices.empty() && !slice.shared_counters.empty()) {
+    bad.add(sets_path,
+            "must not be in the same slice as devices; put shared counters in "
+            "a slice of their own");
+  }
+  if (slice.shared_counters.size() > client::kMaxCounterSetsPerSlice) {
+    bad.add(sets_path, "must have at most " + std::to_string(client::kMaxCounterSetsPerSlice) +
+                           " counter sets per slice, not " +
+                           std::to_string(slice.shared_counters.size()));
+  }
+  const bool advanced =
+      std::any_of(slice_devices.begin(), slice_devices.end(),
+                  [](const client::Device& d) { return d.usesAdvancedFeatures(); });
+  const size_t limit = client::deviceLimit(advanced);
+  if (slice_devices.size() > limit) {
+    bad.add(devices_path,
+            "must have at most " + std::to_string(limit) + " devices per slice" +
+                (limit < client::kResourceSliceMaxDevices
+                     ? " when a device uses taints, consumesCounters or list attributes"
+                     : "") +
+                ", not " + std::to_string(slice_devices.size()));
+  }
+  const auto [own_type, own_ops] = raw.slice_own_options[i];
+  if (own_ops) {
+    validateSkipNodeOperations(slice.options.skip_node_operations,
+                               fieldPath(at, "skipNodeOperations"), bad);
+  }
+  if (slice.options.partition_type_attribute) {
+    // Inherited from the pool only by slices with consumers: its path is the pool's then.
+    validatePartitionType(*slice.options.partition_type_attribute,
+                          own_type ? fieldPath(at, "partitionTypeAttribute")
+                                   : fieldPath(prefix, "partitionTypeAttribute"),
+                          slice_devices, devices_path, driver, bad);
+  }
+  const std::optional<bool>& per_device = raw.slice_per_device[i];
+  if (per_device && *per_device != s.per_device_node_selection) {
+    bad.add(fieldPath(at, "perDeviceNodeSelection"),
+            "must match the pool's perDeviceNodeSelection (" +
+                std::string(s.per_device_node_selection ? "true" : "unset") + ")");
+  }
+}
+
+// The devices and counter sets of a pool in either form, each with the path of its list and its
+// index there: a path is made only while its item is validated, so that a large pool costs no
+// string per item here.
+struct PoolItems {
+  struct Device {
     const client::Device* device;
     size_t list;
     size_t index;
   };
-  struct LocatedSet {
+  struct Set {
     const client::CounterSet* set;
     size_t list;
     size_t index;
   };
   std::vector<std::string> lists;
-  std::vector<Located> devices;
-  std::vector<LocatedSet> sets;
-  const auto path_of = [&lists](const auto& located) {
+  std::vector<Device> devices;
+  std::vector<Set> sets;
+
+  std::string pathOf(const auto& located) const {
     return indexPath(lists[located.list], located.index);
-  };
+  }
+};
+
+PoolItems itemsOf(const RawPool& raw, const std::string& prefix) {
+  PoolItems items;
+  const reconcile::Pool& pool = raw.pool;
+  if (!raw.has_slices) {
+    items.lists = {fieldPath(prefix, "devices"), fieldPath(prefix, "sharedCounters")};
+    items.devices.reserve(raw.devices.size());
+    for (size_t d = 0; d < raw.devices.size(); ++d)
+      items.devices.push_back({&raw.devices[d], 0, d});
+    items.sets.reserve(pool.shared_counters.size());
+    for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
+      items.sets.push_back({&pool.shared_counters[c], 1, c});
+    }
+    return items;
+  }
+  const std::string slices_path = fieldPath(prefix, "slices");
+  for (size_t i = 0; i < pool.slices->size(); ++i) {
+    const std::string at = indexPath(slices_path, i);
+    const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
+    items.lists.push_back(fieldPath(at, "devices"));
+    for (size_t d = 0; d < slice_devices.size(); ++d) {
+      items.devices.push_back({&slice_devices[d], items.lists.size() - 1, d});
+    }
+    const std::vector<client::CounterSet>& sets = (*pool.slices)[i].shared_counters;
+    items.lists.push_back(fieldPath(at, "sharedCounters"));
+    for (size_t c = 0; c < sets.size(); ++c) {
+      items.sets.push_back({&sets[c], items.lists.size() - 1, c});
+    }
+  }
+  return items;
+}
+
+// Counter sets and devices: each valid, and unique by name across the pool.
+void validateItems(const PoolItems& items, bool per_device_node_selection, Problems& bad) {
+  PoolContext context;
+  context.per_device_node_selection = per_device_node_selection;
+  std::map<std::string_view, const PoolItems::Set*> set_at;
+  for (const PoolItems::Set& located : items.sets) {
+    const std::string path = items.pathOf(located);
+    validateCounterSet(*located.set, path, bad);
+    auto [it, inserted] = set_at.emplace(located.set->name, &located);
+    if (!inserted) {
+      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.set->name) +
+                                           " (also at " + items.pathOf(*it->second) + ")");
+    } else {
+      context.counter_sets[located.set->name] = located.set;
+    }
+  }
+  std::map<std::string_view, const PoolItems::Device*> device_at;
+  for (const PoolItems::Device& located : items.devices) {
+    const std::string path = items.pathOf(located);
+    validateDevice(*located.device, path, context, bad);
+    auto [it, inserted] = device_at.emplace(located.device->name, &located);
+    if (!inserted) {
+      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.device->name) +
+                                           " (also at " + items.pathOf(*it->second) + ")");
+    }
+  }
+}
+
+void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_view driver,
+                     Problems& bad) {
+  const reconcile::Pool& pool = raw.pool;
+  validateSelection(pool.selection, prefix, bad);
+  validatePoolOptions(raw, prefix, driver, bad);
+  validateGenerationAndLease(pool, prefix, bad);
   if (raw.has_slices) {
     const std::string slices_path = fieldPath(prefix, "slices");
     if (raw.has_devices || raw.has_shared_counters) {
@@ -853,98 +992,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
               "must have at least one slice (an empty pool is one slice "
               "without devices)");
     }
-    for (size_t i = 0; i < pool.slices->size(); ++i) {
-      const reconcile::DesiredSlice& slice = (*pool.slices)[i];
-      const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
-      const std::string at = indexPath(slices_path, i);
-      const std::string devices_path = fieldPath(at, "devices");
-      const std::string sets_path = fieldPath(at, "sharedCounters");
-      if (!slice_devices.empty() && !slice.shared_counters.empty()) {
-        bad.add(sets_path,
-                "must not be in the same slice as devices; put shared counters in "
-                "a slice of their own");
-      }
-      if (slice.shared_counters.size() > client::kMaxCounterSetsPerSlice) {
-        bad.add(sets_path, "must have at most " + std::to_string(client::kMaxCounterSetsPerSlice) +
-                               " counter sets per slice, not " +
-                               std::to_string(slice.shared_counters.size()));
-      }
-      const bool advanced =
-          std::any_of(slice_devices.begin(), slice_devices.end(),
-                      [](const client::Device& d) { return d.usesAdvancedFeatures(); });
-      const size_t limit = client::deviceLimit(advanced);
-      if (slice_devices.size() > limit) {
-        bad.add(devices_path,
-                "must have at most " + std::to_string(limit) + " devices per slice" +
-                    (limit < client::kResourceSliceMaxDevices
-                         ? " when a device uses taints, consumesCounters or list attributes"
-                         : "") +
-                    ", not " + std::to_string(slice_devices.size()));
-      }
-      const auto [own_type, own_ops] = raw.slice_own_options[i];
-      if (own_ops) {
-        validateSkipNodeOperations(slice.options.skip_node_operations,
-                                   fieldPath(at, "skipNodeOperations"), bad);
-      }
-      if (slice.options.partition_type_attribute) {
-        // Inherited from the pool only by slices with consumers: its path is the pool's then.
-        validatePartitionType(*slice.options.partition_type_attribute,
-                              own_type ? fieldPath(at, "partitionTypeAttribute")
-                                       : fieldPath(prefix, "partitionTypeAttribute"),
-                              slice_devices, devices_path, driver, bad);
-      }
-      const std::optional<bool>& per_device = raw.slice_per_device[i];
-      if (per_device && *per_device != s.per_device_node_selection) {
-        bad.add(fieldPath(at, "perDeviceNodeSelection"),
-                "must match the pool's perDeviceNodeSelection (" +
-                    std::string(s.per_device_node_selection ? "true" : "unset") + ")");
-      }
-      lists.push_back(devices_path);
-      for (size_t d = 0; d < slice_devices.size(); ++d) {
-        devices.push_back({&slice_devices[d], lists.size() - 1, d});
-      }
-      lists.push_back(sets_path);
-      for (size_t c = 0; c < slice.shared_counters.size(); ++c) {
-        sets.push_back({&slice.shared_counters[c], lists.size() - 1, c});
-      }
-    }
-  } else {
-    lists = {fieldPath(prefix, "devices"), fieldPath(prefix, "sharedCounters")};
-    devices.reserve(raw.devices.size());
-    for (size_t d = 0; d < raw.devices.size(); ++d) devices.push_back({&raw.devices[d], 0, d});
-    sets.reserve(pool.shared_counters.size());
-    for (size_t c = 0; c < pool.shared_counters.size(); ++c) {
-      sets.push_back({&pool.shared_counters[c], 1, c});
-    }
+    for (size_t i = 0; i < pool.slices->size(); ++i) validateSlice(raw, i, prefix, driver, bad);
   }
-
-  // Counter sets: valid, and unique by name across the pool.
-  PoolContext context;
-  context.per_device_node_selection = s.per_device_node_selection;
-  std::map<std::string_view, const LocatedSet*> set_at;
-  for (const LocatedSet& located : sets) {
-    const std::string path = path_of(located);
-    validateCounterSet(*located.set, path, bad);
-    auto [it, inserted] = set_at.emplace(located.set->name, &located);
-    if (!inserted) {
-      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.set->name) +
-                                           " (also at " + path_of(*it->second) + ")");
-    } else {
-      context.counter_sets[located.set->name] = located.set;
-    }
-  }
-
-  // Devices: valid, and unique by name across the pool.
-  std::map<std::string_view, const Located*> device_at;
-  for (const Located& located : devices) {
-    const std::string path = path_of(located);
-    validateDevice(*located.device, path, context, bad);
-    auto [it, inserted] = device_at.emplace(located.device->name, &located);
-    if (!inserted) {
-      bad.add(fieldPath(path, "name"), "Duplicate value: " + inQuotes(located.device->name) +
-                                           " (also at " + path_of(*it->second) + ")");
-    }
-  }
+  validateItems(itemsOf(raw, prefix), pool.selection.per_device_node_selection, bad);
 }
 
 // "Kubernetes 1.34.2", from a gitVersion ("v1.34.2").
