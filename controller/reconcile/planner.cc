@@ -308,22 +308,12 @@ size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
 namespace {
 
 // The automatic split with counter sets in slices of their own.
-Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
-  Plan plan;
-  IndexAllocator indices;
-
-  // Split the keepable live slices into counter slices and device slices.
-  const std::vector<IndexedSlice> keepable = keepableSlices(live, plan.obsolete);
-  const bool emptied = countersDropped(pool, live, keepable);
-  std::vector<IndexedSlice> live_counters;
-  std::vector<IndexedSlice> live_devices;
-  for (const IndexedSlice& s : keepable) {
-    const bool counters = isCounterSlice(*s.slice) || (emptied && isEmptySlice(*s.slice));
-    (counters ? live_counters : live_devices).push_back(s);
-  }
-
-  // Counter sets: chunks of kMaxCounterSetsPerSlice, matched in order with
-  // the live counter slices.
+// Counter sets: chunks of kMaxCounterSetsPerSlice, matched with the live counter slices (those
+// left over are obsolete). Chunks that keep a live slice reserve its index; the others have none.
+std::vector<PlannedSlice> planCounterSlices(const Pool& pool,
+                                            const std::vector<IndexedSlice>& live_counters,
+                                            IndexAllocator& indices,
+                                            std::vector<SlicePtr>& obsolete) {
   std::vector<PlannedSlice> counter_slices;
   for (size_t i = 0; i < pool.shared_counters.size(); i += kMaxCounterSetsPerSlice) {
     PlannedSlice p;
@@ -364,9 +354,20 @@ Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
     }
   }
   for (size_t i = 0; i < live_counters.size(); ++i) {
-    if (!taken[i]) plan.obsolete.push_back(live_counters[i].slice);
+    if (!taken[i]) obsolete.push_back(live_counters[i].slice);
   }
 
+  return counter_slices;
+}
+
+// Where the devices go: assigned[slot] holds the positions in pool.devices that stay in (or move
+// to) the live device slice at that slot, in no order; `rest` need new slices.
+struct DevicePlacement {
+  std::vector<std::vector<size_t>> assigned;
+  std::vector<const client::DeviceRef*> rest;
+};
+
+DevicePlacement placeDevices(const Pool& pool, const std::vector<IndexedSlice>& live_devices) {
   // Devices: first pass keeps each device in its live slice while there is
   // room; the rest are placed afterwards.
   std::unordered_map<std::string, size_t> live_slice_of;  // device -> live_devices position
@@ -419,6 +420,45 @@ Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
     }
   }
 
+  return {std::move(assigned), std::move(rest)};
+}
+
+// New slices for the devices left over, each filled up to its limit: full at 128 devices, or at
+// 64 once it holds an advanced one.
+std::vector<PlannedSlice> newDeviceSlices(const std::vector<const client::DeviceRef*>& rest) {
+  std::vector<PlannedSlice> new_slices;
+  bool new_advanced = false;
+  for (const client::DeviceRef* d : rest) {
+    const bool advanced_after = new_advanced || (*d)->advanced();
+    if (new_slices.empty() || new_slices.back().devices.size() + 1 > deviceLimit(advanced_after)) {
+      new_slices.emplace_back();
+      new_advanced = (*d)->advanced();
+    } else {
+      new_advanced = advanced_after;
+    }
+    new_slices.back().devices.push_back(*d);
+  }
+  return new_slices;
+}
+
+Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
+  Plan plan;
+  IndexAllocator indices;
+
+  // Split the keepable live slices into counter slices and device slices.
+  const std::vector<IndexedSlice> keepable = keepableSlices(live, plan.obsolete);
+  const bool emptied = countersDropped(pool, live, keepable);
+  std::vector<IndexedSlice> live_counters;
+  std::vector<IndexedSlice> live_devices;
+  for (const IndexedSlice& s : keepable) {
+    const bool counters = isCounterSlice(*s.slice) || (emptied && isEmptySlice(*s.slice));
+    (counters ? live_counters : live_devices).push_back(s);
+  }
+  std::vector<PlannedSlice> counter_slices =
+      planCounterSlices(pool, live_counters, indices, plan.obsolete);
+  DevicePlacement placement = placeDevices(pool, live_devices);
+  std::vector<std::vector<size_t>>& assigned = placement.assigned;
+
   // Devices keep the order of the push within each slice. A live slice left
   // without devices goes, except that an empty pool keeps (or gets) exactly
   // one empty slice.
@@ -439,20 +479,7 @@ Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
     device_slices.push_back(std::move(p));
   }
 
-  // New slices for what is left, each filled up to its limit.
-  // A new slice is full at 128 devices, or at 64 once it holds an advanced one.
-  std::vector<PlannedSlice> new_slices;
-  bool new_advanced = false;
-  for (const client::DeviceRef* d : rest) {
-    const bool advanced_after = new_advanced || (*d)->advanced();
-    if (new_slices.empty() || new_slices.back().devices.size() + 1 > deviceLimit(advanced_after)) {
-      new_slices.emplace_back();
-      new_advanced = (*d)->advanced();
-    } else {
-      new_advanced = advanced_after;
-    }
-    new_slices.back().devices.push_back(*d);
-  }
+  std::vector<PlannedSlice> new_slices = newDeviceSlices(placement.rest);
   if (empty_pool && device_slices.empty()) new_slices.emplace_back();
 
   // Indices: counter slices without a live slice first, then new device
