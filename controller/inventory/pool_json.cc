@@ -805,11 +805,11 @@ void validatePoolOptions(const RawPool& raw, const std::string& prefix, std::str
   const reconcile::Pool& pool = raw.pool;
   validateSkipNodeOperations(pool.options.skip_node_operations,
                              fieldPath(prefix, "skipNodeOperations"), bad);
-  if (pool.options.partition_type_attribute && !raw.has_slices) {
+  if (pool.options.partition_type_attribute && !pool.slices) {
     validatePartitionType(*pool.options.partition_type_attribute,
                           fieldPath(prefix, "partitionTypeAttribute"), raw.devices,
                           fieldPath(prefix, "devices"), driver, bad);
-  } else if (pool.options.partition_type_attribute) {
+  } else if (pool.options.partition_type_attribute && pool.slices) {
     // With slices, those without their own take it where a device consumes counters.
     bool taken = false;
     for (size_t i = 0; i < pool.slices->size(); ++i) {
@@ -841,11 +841,10 @@ void validateGenerationAndLease(const reconcile::Pool& pool, const std::string& 
 }
 
 // What one driver-chosen slice may hold, and its own options.
-void validateSlice(const RawPool& raw, size_t i, const std::string& prefix, std::string_view driver,
-                   Problems& bad) {
+void validateSlice(const RawPool& raw, const reconcile::DesiredSlice& slice, size_t i,
+                   const std::string& prefix, std::string_view driver, Problems& bad) {
   const reconcile::NodeSelection& s = raw.pool.selection;
   const std::string slices_path = fieldPath(prefix, "slices");
-  const reconcile::DesiredSlice& slice = (*raw.pool.slices)[i];
   const std::vector<client::Device>& slice_devices = raw.slice_devices[i];
   const std::string at = indexPath(slices_path, i);
   const std::string devices_path = fieldPath(at, "devices");
@@ -918,7 +917,7 @@ struct PoolItems {
 PoolItems itemsOf(const RawPool& raw, const std::string& prefix) {
   PoolItems items;
   const reconcile::Pool& pool = raw.pool;
-  if (!raw.has_slices) {
+  if (!pool.slices) {
     items.lists = {fieldPath(prefix, "devices"), fieldPath(prefix, "sharedCounters")};
     items.devices.reserve(raw.devices.size());
     for (size_t d = 0; d < raw.devices.size(); ++d)
@@ -980,7 +979,7 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
   validateSelection(pool.selection, prefix, bad);
   validatePoolOptions(raw, prefix, driver, bad);
   validateGenerationAndLease(pool, prefix, bad);
-  if (raw.has_slices) {
+  if (pool.slices) {
     const std::string slices_path = fieldPath(prefix, "slices");
     if (raw.has_devices || raw.has_shared_counters) {
       bad.add(slices_path, std::string("must not be set together with ") +
@@ -992,7 +991,9 @@ void validateRawPool(const RawPool& raw, const std::string& prefix, std::string_
               "must have at least one slice (an empty pool is one slice "
               "without devices)");
     }
-    for (size_t i = 0; i < pool.slices->size(); ++i) validateSlice(raw, i, prefix, driver, bad);
+    for (size_t i = 0; i < pool.slices->size(); ++i) {
+      validateSlice(raw, (*pool.slices)[i], i, prefix, driver, bad);
+    }
   }
   validateItems(itemsOf(raw, prefix), pool.selection.per_device_node_selection, bad);
 }
