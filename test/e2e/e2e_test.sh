@@ -244,6 +244,14 @@ figure "helm upgrade to both pods replaced and Ready (s)" "$(since "$t0")"
 new_pods="$(pods | jq -r '[.items[].metadata.name] | sort | join(" ")')"
 check "the upgrade replaced both pods" "" \
   "$(comm -12 <(tr ' ' '\n' <<<"$old_pods") <(tr ' ' '\n' <<<"$new_pods"))"
+# Right after the rollout a follower may fail to connect to the new leader for
+# a moment (seen once in four runs: "Failed to connect" to the leader's pod IP,
+# answered with the documented 503 that tells drivers to retry; the cause is
+# not known). The window is a figure; after it, every push must work.
+t0="$(now)"
+push_ok() { [[ "$(push_from_driver)" == 200 ]]; }
+wait_for 60 "a push through the Service after the upgrade" push_ok
+figure "helm upgrade rolled out to pushes accepted again (s)" "$(since "$t0")"
 check "pushes work after the upgrade (8 pushes, both replicas)" "" "$(pushes 8)"
 writes="$(($(apiserver_writes resourceslices) - writes_before))"
 figure "ResourceSlice writes during the upgrade" "$writes"
