@@ -1,7 +1,7 @@
 #include "controller/inventory/pool_json.h"
 
 #include <algorithm>
-#include <array>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -421,15 +421,17 @@ void validateRequestPolicy(const client::CapacityRequestPolicy& policy,
   }
 }
 
-void validateConditions(const std::vector<std::string>& list, const std::string& path, size_t max,
-                        Problems& bad) {
+// A list of names (binding conditions, compatibility groups, node operations): at most `max`,
+// each one valid by `name_error`, none twice.
+void validateNameList(const std::vector<std::string>& list, const std::string& path, size_t max,
+                      std::optional<std::string> (*name_error)(std::string_view), Problems& bad) {
   if (list.size() > max) {
     bad.add(path, "must have at most " + std::to_string(max) + " entries");
   }
   std::set<std::string> seen;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = indexPath(path, i);
-    bad.check(at, labelKeyError(list[i]));
+    bad.check(at, name_error(list[i]));
     if (!seen.insert(list[i]).second) bad.add(at, "Duplicate value: " + inQuotes(list[i]));
   }
 }
@@ -604,20 +606,8 @@ void validateConsumption(const client::Device& d, const std::string& path, const
                                  std::to_string(client::kMaxCountersPerCounterConsumption) +
                                  " counters, not " + std::to_string(c.counters.size()));
     }
-    const std::string groups_path = fieldPath(at, "compatibilityGroups");
-    if (c.compatibility_groups.size() > client::kMaxCompatibilityGroups) {
-      bad.add(groups_path, "must have at most " + std::to_string(client::kMaxCompatibilityGroups) +
-                               " groups, not " + std::to_string(c.compatibility_groups.size()));
-    }
-    for (size_t g = 0; g < c.compatibility_groups.size(); ++g) {
-      const std::string& group = c.compatibility_groups[g];
-      bad.check(indexPath(groups_path, g), dnsLabelError(group));
-      if (std::find(c.compatibility_groups.begin(),
-                    c.compatibility_groups.begin() + static_cast<std::ptrdiff_t>(g),
-                    group) != c.compatibility_groups.begin() + static_cast<std::ptrdiff_t>(g)) {
-        bad.add(indexPath(groups_path, g), "Duplicate value: " + inQuotes(group));
-      }
-    }
+    validateNameList(c.compatibility_groups, fieldPath(at, "compatibilityGroups"),
+                     client::kMaxCompatibilityGroups, dnsLabelError, bad);
     const auto set = pool.counter_sets.find(c.counter_set);
     if (set == pool.counter_sets.end()) {
       if (!c.counter_set.empty()) {
@@ -664,9 +654,10 @@ void validateDeviceNodeSelection(const client::Device& d, const std::string& pat
 void validateBindingConditions(const client::Device& d, const std::string& path, Problems& bad) {
   const std::string conditions_path = fieldPath(path, "bindingConditions");
   const std::string failures_path = fieldPath(path, "bindingFailureConditions");
-  validateConditions(d.binding_conditions, conditions_path, client::kMaxBindingConditions, bad);
-  validateConditions(d.binding_failure_conditions, failures_path,
-                     client::kMaxBindingFailureConditions, bad);
+  validateNameList(d.binding_conditions, conditions_path, client::kMaxBindingConditions,
+                   labelKeyError, bad);
+  validateNameList(d.binding_failure_conditions, failures_path,
+                   client::kMaxBindingFailureConditions, labelKeyError, bad);
   for (size_t i = 0; i < d.binding_failure_conditions.size(); ++i) {
     const std::string& c = d.binding_failure_conditions[i];
     if (std::find(d.binding_conditions.begin(), d.binding_conditions.end(), c) !=
@@ -709,22 +700,18 @@ void validateCounterSet(const client::CounterSet& set, const std::string& path, 
   }
 }
 
-// The operations a slice may let the kubelet skip (Kubernetes 1.37, DRAOptionalNodeOperations).
-constexpr std::array<std::string_view, 3> kNodeOperations = {"NodePrepareResources",
-                                                             "NodeUnprepareResources", "*"};
+// One of the operations a slice may let the kubelet skip (Kubernetes 1.37,
+// DRAOptionalNodeOperations).
+std::optional<std::string> nodeOperationError(std::string_view op) {
+  if (op == "NodePrepareResources" || op == "NodeUnprepareResources" || op == "*") {
+    return std::nullopt;
+  }
+  return "must be NodePrepareResources, NodeUnprepareResources or *, not " + inQuotes(op);
+}
 
 void validateSkipNodeOperations(const std::vector<std::string>& ops, const std::string& path,
                                 Problems& bad) {
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (std::find(kNodeOperations.begin(), kNodeOperations.end(), ops[i]) ==
-        kNodeOperations.end()) {
-      bad.add(indexPath(path, i),
-              "must be NodePrepareResources, NodeUnprepareResources or *, not " + inQuotes(ops[i]));
-    } else if (std::find(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(i), ops[i]) !=
-               ops.begin() + static_cast<std::ptrdiff_t>(i)) {
-      bad.add(indexPath(path, i), "Duplicate value: " + inQuotes(ops[i]));
-    }
-  }
+  validateNameList(ops, path, std::numeric_limits<size_t>::max(), nodeOperationError, bad);
   const auto has = [&](std::string_view op) {
     return std::find(ops.begin(), ops.end(), op) != ops.end();
   };

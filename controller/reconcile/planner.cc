@@ -307,7 +307,6 @@ size_t deviceLimit(const std::vector<client::DeviceRef>& devices) {
 
 namespace {
 
-// The automatic split with counter sets in slices of their own.
 // Counter sets: chunks of kMaxCounterSetsPerSlice, matched with the live counter slices (those
 // left over are obsolete). Chunks that keep a live slice reserve its index; the others have none.
 std::vector<PlannedSlice> planCounterSlices(const Pool& pool,
@@ -441,6 +440,7 @@ std::vector<PlannedSlice> newDeviceSlices(const std::vector<const client::Device
   return new_slices;
 }
 
+// The automatic split with counter sets in slices of their own.
 Plan planOwnSlices(const Pool& pool, const std::vector<SlicePtr>& live) {
   Plan plan;
   IndexAllocator indices;
