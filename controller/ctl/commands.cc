@@ -55,6 +55,14 @@ std::string waitQuery(const Invocation& inv) {
 }
 
 // The pool statuses of a PoolStatus, DriverStatus or DriverList answer.
+// An answer decoded by the controller's own table, or why this client cannot read it.
+template <typename T>
+StatusOr<T> readAnswer(StatusOr<T> decoded, std::string_view what) {
+  if (decoded.ok()) return decoded;
+  return invalidArgument("the controller answered " + std::string(what) +
+                         " this client cannot read: " + decoded.status().message());
+}
+
 // The pool statuses of an answer (one pool's, a driver's or every driver's), typed by the table
 // the controller wrote them with.
 StatusOr<std::vector<client::PoolStatusJson>> poolStatuses(const Json& answer) {
@@ -71,12 +79,9 @@ StatusOr<std::vector<client::PoolStatusJson>> poolStatuses(const Json& answer) {
   }
   std::vector<client::PoolStatusJson> out;
   for (const Json* p : found) {
-    StatusOr<client::PoolStatusJson> status = client::poolStatusFromJson(*p);
-    if (!status.ok()) {
-      return invalidArgument("the controller answered a pool status this client cannot read: " +
-                             status.status().message());
-    }
-    out.push_back(std::move(*status));
+    ASSIGN_OR_RETURN(client::PoolStatusJson status,
+                     readAnswer(client::poolStatusFromJson(*p), "a pool status"));
+    out.push_back(std::move(status));
   }
   return out;
 }
@@ -141,13 +146,10 @@ StatusOr<int> diff(const Invocation& inv, const CtlEnv& env) {
   size_t writes = 0;
   for (const PushRequest& r : requests) {
     ASSIGN_OR_RETURN(Json answer, callJson(env, inv, "PUT", r.path() + "?dryRun=All", r.body));
-    StatusOr<client::DryRunResultJson> result = client::dryRunResultFromJson(answer);
-    if (!result.ok()) {
-      return invalidArgument("the controller answered a dry run this client cannot read: " +
-                             result.status().message());
-    }
-    *env.out << renderDryRun(*result);
-    writes += plannedWrites(*result);
+    ASSIGN_OR_RETURN(const client::DryRunResultJson result,
+                     readAnswer(client::dryRunResultFromJson(answer), "a dry run"));
+    *env.out << renderDryRun(result);
+    writes += plannedWrites(result);
   }
   return writes == 0 ? kExitOk : kExitChanges;
 }
@@ -181,7 +183,8 @@ StatusOr<int> waitFor(const Invocation& inv, const CtlEnv& env) {
   const auto deadline = env.clock->now() + timeout;
   for (;;) {
     ASSIGN_OR_RETURN(const Json answer, callJson(env, inv, "GET", path));
-    ASSIGN_OR_RETURN(const client::PoolStatusJson s, client::poolStatusFromJson(answer));
+    ASSIGN_OR_RETURN(const client::PoolStatusJson s,
+                     readAnswer(client::poolStatusFromJson(answer), "a pool status"));
     if (s.phase == "Published" && s.published_version >= s.desired_version) {
       *env.out << target << ": Published (generation " << s.published_generation << ", "
                << s.slice_names.size() << " slices)\n";
