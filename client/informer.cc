@@ -103,6 +103,12 @@ void Informer<R>::setLastResourceVersion(const std::string& resource_version) {
 }
 
 template <typename R>
+Status Informer<R>::lastListError() const {
+  std::lock_guard lock(mu_);
+  return last_list_error_;
+}
+
+template <typename R>
 void Informer<R>::notifyRestart(std::string_view reason) const {
   if (options_.on_watch_restart) {
     options_.on_watch_restart(reason);
@@ -118,6 +124,10 @@ void Informer<R>::run(const std::stop_token& stop) {
       const Status status = listAndReplace(stop);
       if (stop.stop_requested()) {
         return;
+      }
+      {
+        std::lock_guard lock(mu_);
+        last_list_error_ = status;
       }
       if (!status.ok()) {
         log::error("informer: list failed", status, {{"resource", R::kResource}});

@@ -6,8 +6,8 @@
 // Threading: run() blocks on the calling thread (start() runs it on a thread
 // the Informer owns); handlers are called on that thread, one at a time, after
 // the store was updated, and must return quickly (enqueue a key, no API
-// calls). The store, hasSynced(), waitForSync() and lastResourceVersion() are
-// thread-safe.
+// calls). The store, hasSynced(), waitForSync(), lastListError() and
+// lastResourceVersion() are thread-safe.
 #pragma once
 
 #include <algorithm>
@@ -161,6 +161,8 @@ class Informer {
   // True once the first full list is in the store and its handlers have been
   // called (and stays true).
   bool hasSynced() const;
+  // Why the last list failed; OK once a list succeeded.
+  Status lastListError() const;
   // Blocks until hasSynced() or `stop` is requested; returns hasSynced().
   bool waitForSync(std::stop_token stop) const;
   // The resourceVersion the next watch would start from ("" before the first
@@ -200,6 +202,7 @@ class Informer {
   mutable std::mutex mu_;
   mutable std::condition_variable_any synced_cv_;
   bool synced_ = false;                // guarded by mu_
+  Status last_list_error_;             // guarded by mu_
   std::string last_resource_version_;  // guarded by mu_
 
   std::jthread thread_;

@@ -321,6 +321,12 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "in-flight writes finish and the Lease is released. Past it (or on a second signal) the "
       "process exits with code 1. Keep it below the pod's terminationGracePeriodSeconds.",
       &f.shutdown_timeout, std::chrono::seconds(1));
+  fs.addDuration(
+      "start-timeout",
+      "Longest wait for a part to become ready at start: the informers' first list of "
+      "ResourceSlices and Nodes, the first sync of --inventory-tls-secret. Past it the process "
+      "exits with code 1, naming the part and the last error (RBAC, an API server out of reach).",
+      &f.start_timeout, std::chrono::seconds(1));
   fs.add("log-format", "text (klog-like) or json.",
          f.log_format == log::Format::kJson ? "json" : "text",
          [&format = f.log_format](const std::string& v) -> std::optional<std::string> {

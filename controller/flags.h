@@ -96,6 +96,7 @@ struct ServiceFlags {
   // terminationGracePeriodSeconds (30 s), so that the process exits on its own
   // and releases the Lease instead of being killed.
   std::chrono::milliseconds shutdown_timeout{25'000};
+  std::chrono::milliseconds start_timeout{120'000};
   log::Format log_format = log::Format::kText;
   int verbosity = 0;
   bool cleanup = false;

@@ -127,4 +127,50 @@ void recordLeadership(client::EventRecorder* recorder, const std::string& lease_
   }
 }
 
+std::function<void(const client::RequestResult&)> restRequestObserver(
+    metrics::RestClientMetrics& m) {
+  return [&m](const client::RequestResult& r) {
+    int code = 0;
+    try {
+      code = std::stoi(r.code);
+    } catch (const std::exception&) {
+      code = metrics::RestClientMetrics::kNoResponse;
+    }
+    m.observe(r.verb, r.host, code, r.duration);
+  };
+}
+
+std::function<void(std::string_view resource, std::string_view reason)> watchRestartObserver(
+    metrics::WatchMetrics& m) {
+  return [&m](std::string_view resource, std::string_view reason) {
+    const auto watched = resource == client::NodeMetadata::kResource
+                             ? metrics::WatchedResource::kNodes
+                             : metrics::WatchedResource::kResourceSlices;
+    if (reason == "gone") {
+      m.restarted(watched, metrics::WatchRestartReason::kExpired);
+    } else if (reason == "closed") {
+      m.restarted(watched, metrics::WatchRestartReason::kClosed);
+    } else {
+      m.restarted(watched, metrics::WatchRestartReason::kError);
+    }
+  };
+}
+
+pull::PollerObserver pullObserver(metrics::PullMetrics& m) {
+  using Seconds = std::chrono::duration<double>;
+  pull::PollerObserver o;
+  o.on_fetch = [&m](const std::string& driver, std::string_view result, Clock::Duration took) {
+    m.fetched(driver, result, Seconds(took).count());
+  };
+  o.on_success = [&m](const std::string& driver, Clock::SystemTime when) {
+    m.succeeded(driver, Seconds(when.time_since_epoch()).count());
+  };
+  o.on_sources = [&m](const std::string& driver, size_t sources) { m.setSources(driver, sources); };
+  o.on_expired = [&m](const std::string& driver, size_t expired) { m.setExpired(driver, expired); };
+  o.on_ignored = [&m](std::string_view reason) { m.ignored(reason); };
+  o.on_fetch_delay = [&m](Clock::Duration late) { m.fetchDelayed(Seconds(late).count()); };
+  o.on_waiting = [&m](size_t waiting) { m.setWaiting(waiting); };
+  return o;
+}
+
 }  // namespace rsc::controller

@@ -9,10 +9,15 @@
 #include <string_view>
 
 #include "client/event_recorder.h"
+#include "client/rest_kube_api.h"
+#include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
 #include "controller/reconcile/reconciler.h"
 #include "controller/reconcile/work_queue.h"
 #include "metrics/controller_metrics.h"
+#include "metrics/pull_metrics.h"
+#include "metrics/rest_client_metrics.h"
+#include "metrics/watch_metrics.h"
 #include "metrics/work_queue_metrics.h"
 
 namespace rsc::controller {
@@ -103,5 +108,15 @@ class WorkQueueMetricsObserver final : public reconcile::WorkQueueObserver {
  private:
   metrics::WorkQueueMetrics& m_;
 };
+
+// Every API request by its verb, host and code (no response: kNoResponse).
+std::function<void(const client::RequestResult&)> restRequestObserver(
+    metrics::RestClientMetrics& m);
+// An informer's watch restart: resource "nodes" or "resourceslices", reason
+// "gone" (expired), "closed", or anything else (an error).
+std::function<void(std::string_view resource, std::string_view reason)> watchRestartObserver(
+    metrics::WatchMetrics& m);
+// The poller's fetches, sources and refusals.
+pull::PollerObserver pullObserver(metrics::PullMetrics& m);
 
 }  // namespace rsc::controller

@@ -337,6 +337,24 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
   queue_ = std::make_unique<WorkQueue<PoolKey>>(*options_.clock, *limiter_, q);
 }
 
+ServerRelease probeServerRelease(client::KubeApi& api) {
+  StatusOr<client::ServerVersion> version = api.getServerVersion();
+  if (!version.ok()) {
+    log::warning("Cannot read the API server's version; counter sets go in slices of their own",
+                 {{"error", version.status().toString()}});
+    return {};
+  }
+  ServerRelease release;
+  release.counter_placement = counterPlacementFor(version->majorNumber(), version->minorNumber());
+  release.version = version->git_version;
+  log::info("Kubernetes API server",
+            {{"version", version->git_version},
+             {"counterSets", release.counter_placement == CounterPlacement::kWithConsumers
+                                 ? "with their consumers"
+                                 : "in slices of their own"}});
+  return release;
+}
+
 Controller::~Controller() {
   stop();
   options_.store->setChangeListener(nullptr);
@@ -566,8 +584,25 @@ void Controller::housekeeping() {
   options_.observer->counts(counts);
 }
 
+bool Controller::checkCacheSync(Clock::TimePoint started) {
+  if (options_.start_timeout <= Clock::Duration::zero() || !options_.on_fatal) return true;
+  if (hasSynced()) return true;
+  if (options_.clock->now() - started < options_.start_timeout) return false;
+  const bool slices = !informer_->hasSynced();
+  const Status why = slices ? informer_->lastListError() : node_informer_->lastListError();
+  options_.on_fatal(deadlineExceeded(
+      std::string(slices ? "ResourceSlices" : "Node metadata") + " not listed within " +
+      std::to_string(
+          std::chrono::duration_cast<std::chrono::seconds>(options_.start_timeout).count()) +
+      " s (flag --start-timeout)" + (why.ok() ? "" : ": " + why.toString())));
+  return true;
+}
+
 void Controller::housekeepingLoop(std::stop_token stop) {
+  const Clock::TimePoint started = options_.clock->now();
+  bool sync_settled = false;
   while (!stop.stop_requested()) {
+    if (!sync_settled) sync_settled = checkCacheSync(started);
     // Leases are only enforced by the leader; followers hold no pools.
     housekeeping();
     // stop() ends the wait at once.

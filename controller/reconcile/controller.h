@@ -100,11 +100,22 @@ struct ControllerOptions {
   // An informer's watch restarted: resource is "resourceslices" or "nodes",
   // reason as InformerOptions::on_watch_restart says.
   std::function<void(std::string_view resource, std::string_view reason)> on_watch_restart;
+  // --start-timeout: caches not synced this long after start() are a failure,
+  // reported once to on_fatal with the informer's last list error (RBAC, an
+  // API server out of reach). Zero or no on_fatal: never.
+  Clock::Duration start_timeout = Clock::Duration::zero();
+  std::function<void(Status)> on_fatal;
   // Tests drive the loop themselves: no informer threads (a test starts
   // them), no workers, no housekeeping thread, and the queue releases delayed
   // keys only on releaseDueForTest().
   bool manual_for_test = false;
 };
+
+// Asks the API server for its release (ControllerOptions::server_release_probe):
+// counter sets go where it accepts them. When it cannot be read, the placement
+// of Kubernetes 1.35 and later; a 1.34 server with partitionable devices on
+// then refuses such pools, and the refusal is in their status.
+ServerRelease probeServerRelease(client::KubeApi& api);
 
 class Controller : public PoolPreviewer {
  public:
@@ -167,6 +178,8 @@ class Controller : public PoolPreviewer {
   void workerLoop();
   void housekeeping();
   void housekeepingLoop(std::stop_token stop);
+  // Reports caches still unsynced past start_timeout; true once settled.
+  bool checkCacheSync(Clock::TimePoint started);
   // Reports the live slices of every pool as adopted (leading starts).
   void reportAdopted();
 

@@ -651,9 +651,61 @@ TEST_F(ServiceTest, APortInUseExitsWithCode1NamingThePartAndTheFlag) {
             env_.logDir() / "port-in-use.log");
   EXPECT_EQ(p.wait(seconds(30)), 1);
   close(holder);
-  EXPECT_NE(p.log().find("Cannot start"), std::string::npos) << p.log();
-  EXPECT_NE(p.log().find("health probe server"), std::string::npos) << p.log();
+  EXPECT_NE(p.log().find("A part of the service failed"), std::string::npos) << p.log();
+  EXPECT_NE(p.log().find("part=\"health probe server\""), std::string::npos) << p.log();
   EXPECT_NE(p.log().find("--health-probe-bind-address"), std::string::npos) << p.log();
+}
+
+// A kubeconfig for the API server that authenticates with `token`.
+std::filesystem::path tokenKubeconfig(const std::filesystem::path& path, const std::string& token) {
+  std::ofstream out(path);
+  out << "apiVersion: v1\nkind: Config\n"
+      << "clusters:\n- name: test\n  cluster:\n    server: " << kCluster->server()
+      << "\n    certificate-authority: " << kCluster->caFile().string() << "\n"
+      << "users:\n- name: test\n  user:\n    token: " << token << "\n"
+      << "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n"
+      << "    namespace: default\ncurrent-context: test\n";
+  return path;
+}
+
+// A part that cannot become ready at start (here for want of RBAC) is a
+// failure once --start-timeout has passed: exit 1, the part and why named.
+TEST_F(ServiceTest, APartNotReadyWithinTheStartTimeoutExitsWithCode1NamingIt) {
+  env_.ensureServiceAccount("default", "rsc-no-rights");
+  const std::filesystem::path kubeconfig = tokenKubeconfig(
+      env_.logDir() / "no-rights.kubeconfig", env_.serviceAccountToken("default", "rsc-no-rights"));
+  auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {
+        (ClusterEnvironment::buildRoot() / "controller/resourceslice-controller").string(),
+        "--kubeconfig=" + kubeconfig.string(),
+        "--auth=none",
+        "--leader-elect=false",
+        "--metrics-bind-address=0",
+        "--inventory-bind-address=127.0.0.1:0",
+        "--health-probe-bind-address=0",
+        "--start-timeout=3s"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Process>(argv, env_.logDir() / (name + ".log"));
+    EXPECT_EQ(p->wait(seconds(30)), 1) << p->log();
+    return p;
+  };
+  // The informers cannot list ResourceSlices.
+  auto informers = run("informers-forbidden", {});
+  EXPECT_NE(informers->log().find("part=\"informers\""), std::string::npos) << informers->log();
+  EXPECT_NE(informers->log().find("ResourceSlices not listed within 3 s (flag --start-timeout)"),
+            std::string::npos)
+      << informers->log();
+  EXPECT_NE(informers->log().find("forbidden"), std::string::npos) << informers->log();
+  EXPECT_NE(informers->log().find("\"Stopped after a failure\""), std::string::npos);
+  // The inventory certificate's Secret cannot be read.
+  auto certificate = run("certificate-forbidden", {"--inventory-tls-secret=rsc-no-rights-tls",
+                                                   "--inventory-ca-configmap=rsc-no-rights-ca",
+                                                   "--inventory-tls-names=localhost"});
+  EXPECT_NE(certificate->log().find("part=\"inventory certificate\""), std::string::npos)
+      << certificate->log();
+  EXPECT_NE(certificate->log().find("first sync not done within --start-timeout"),
+            std::string::npos)
+      << certificate->log();
 }
 
 }  // namespace
