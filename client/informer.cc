@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "common/thread_name.h"
 
@@ -16,6 +17,13 @@ namespace {
 constexpr Clock::Duration kMinHealthyWatch = std::chrono::seconds(1);
 
 }  // namespace
+
+std::string_view watchRestartName(WatchRestart reason) {
+  static constexpr auto kNames = enumNames<WatchRestart>({{WatchRestart::kClosed, "closed"},
+                                                          {WatchRestart::kGone, "gone"},
+                                                          {WatchRestart::kError, "error"}});
+  return kNames(reason);
+}
 
 template <typename R>
 Status Informer<R>::validate(const Options& options) {
@@ -109,7 +117,7 @@ Status Informer<R>::lastListError() const {
 }
 
 template <typename R>
-void Informer<R>::notifyRestart(std::string_view reason) const {
+void Informer<R>::notifyRestart(WatchRestart reason) const {
   if (options_.on_watch_restart) {
     options_.on_watch_restart(reason);
   }
@@ -149,14 +157,14 @@ void Informer<R>::run(const std::stop_token& stop) {
 
     // Decide how to go on.
     if (result.status.ok()) {
-      notifyRestart("closed");
+      notifyRestart(WatchRestart::kClosed);
       log::debug(2, "informer: watch ended",
                  {{"resource", R::kResource}, {"events", result.events}});
       if (result.events == 0 && clock_.now() - started < kMinHealthyWatch) {
         failed(stop, /*free_first=*/false);
       }
     } else if (result.status.code() == StatusCode::kGone) {
-      notifyRestart("gone");
+      notifyRestart(WatchRestart::kGone);
       log::info("informer: watch expired, relisting", {{"resource", R::kResource},
                                                        {"resourceVersion", lastResourceVersion()},
                                                        {"reason", result.status.message()}});
@@ -165,7 +173,7 @@ void Informer<R>::run(const std::stop_token& stop) {
         failed(stop, /*free_first=*/true);
       }
     } else {
-      notifyRestart("error");
+      notifyRestart(WatchRestart::kError);
       log::error("informer: watch failed", result.status,
                  {{"resource", R::kResource}, {"resourceVersion", lastResourceVersion()}});
       failed(stop, /*free_first=*/false);

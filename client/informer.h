@@ -76,6 +76,12 @@ using EndpointSlices = ApiResource<EndpointSlice, "endpointslices", "EndpointSli
 // v1 Pods, their identity alone: whom pull-mode discovery's endpoints name.
 using Pods = ApiResource<Pod, "pods", "Pods", &KubeApi::listPods, &KubeApi::watchPods>;
 
+// Why a watch ended and another (or a relist) follows: the stream ended
+// normally (e.g. its timeout), 410 Gone (a relist follows), or an error.
+enum class WatchRestart { kClosed, kGone, kError };
+// "closed", "gone" or "error", for logs and tests.
+std::string_view watchRestartName(WatchRestart reason);
+
 template <typename R>
 struct InformerOptions {
   // Namespaced resources: the one namespace to keep; empty: every namespace.
@@ -105,9 +111,8 @@ struct InformerOptions {
   // the cache then keeps only the rest. May be empty.
   std::function<void(typename R::Object&)> transform;
   // Called on the informer's thread whenever a watch ends and another (or a
-  // relist) follows; reason is "closed" (the stream ended normally, e.g. its
-  // timeout), "gone" (410: relist) or "error". For metrics.
-  std::function<void(std::string_view reason)> on_watch_restart;
+  // relist) follows. For metrics.
+  std::function<void(WatchRestart reason)> on_watch_restart;
   // Seeds watch timeouts and backoff jitter; unset: random.
   std::optional<uint64_t> seed;
 };
@@ -187,7 +192,7 @@ class Informer {
   // the first failure in a row.
   void failed(const std::stop_token& stop, bool free_first);
   void setLastResourceVersion(const std::string& resource_version);
-  void notifyRestart(std::string_view reason) const;
+  void notifyRestart(WatchRestart reason) const;
 
   KubeApi& api_;
   Clock& clock_;

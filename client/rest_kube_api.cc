@@ -220,8 +220,7 @@ HttpRequest RestKubeApi::request(std::string method, std::string path, std::stri
   return req;
 }
 
-void RestKubeApi::observe(const std::string& verb, const std::string& code,
-                          Clock::Duration duration) {
+void RestKubeApi::observe(const std::string& verb, int code, Clock::Duration duration) {
   if (options_.request_observer) {
     options_.request_observer(RequestResult{verb, transport_.host(), code, duration});
   }
@@ -274,7 +273,7 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
     bool retryable = false;
     const HttpResponse* response = nullptr;
     if (!result.ok()) {
-      observe(req.method, "<error>", elapsed);
+      observe(req.method, RequestResult::kNoResponse, elapsed);
       error = result.status();
       if (error.code() == StatusCode::kCancelled) {
         return error;
@@ -282,7 +281,7 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
       retryable = isRetryable(error) &&
                   (policy == RetryPolicy::kAlways || error.reason() == kReasonRequestNotSent);
     } else {
-      observe(req.method, std::to_string(result->code), elapsed);
+      observe(req.method, result->code, elapsed);
       if (isSuccess(result->code)) {
         return result;
       }
@@ -436,7 +435,7 @@ Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
     bool handler_done = false;
     auto on_head = [&](const HttpResponse& head) {
       head_seen = true;
-      observe(req.method, std::to_string(head.code), clock_.now() - start);
+      observe(req.method, head.code, clock_.now() - start);
     };
     auto on_event = [&](Json&& raw) {
       auto event = decode_event(raw);
@@ -464,7 +463,7 @@ Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
     };
     StatusOr<HttpResponse> result = transport_.stream(req, on_head, on_chunk, stop);
     if (!head_seen) {
-      observe(req.method, "<error>", clock_.now() - start);
+      observe(req.method, RequestResult::kNoResponse, clock_.now() - start);
     }
 
     // The stream could not be opened: retry like any request.

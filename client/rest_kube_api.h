@@ -28,9 +28,11 @@ namespace rsc::client {
 // One HTTP attempt, for rest_client_requests_total and
 // rest_client_request_duration_seconds (client/ does not depend on metrics/).
 struct RequestResult {
+  // The code of an attempt that got no answer.
+  static constexpr int kNoResponse = 0;
   std::string verb;            // the HTTP method
   std::string host;            // "host:port"
-  std::string code;            // "200", "429", or "<error>" when no answer came
+  int code = kNoResponse;      // the HTTP status, or kNoResponse
   Clock::Duration duration{};  // until the whole answer (a watch: its head)
 };
 
@@ -174,7 +176,7 @@ class RestKubeApi final : public KubeApi {
   // Sleeps for `d` in short pieces; returns false as soon as `stop` (or
   // options_.stop) is requested.
   bool pause(Clock::Duration d, const std::stop_token& stop);
-  void observe(const std::string& verb, const std::string& code, Clock::Duration duration);
+  void observe(const std::string& verb, int code, Clock::Duration duration);
 
   // Request shorthands; `body` is JSON text or empty; `accept` the media type
   // asked for.

@@ -129,29 +129,23 @@ void recordLeadership(client::EventRecorder* recorder, const std::string& lease_
 
 std::function<void(const client::RequestResult&)> restRequestObserver(
     metrics::RestClientMetrics& m) {
-  return [&m](const client::RequestResult& r) {
-    int code = 0;
-    try {
-      code = std::stoi(r.code);
-    } catch (const std::exception&) {
-      code = metrics::RestClientMetrics::kNoResponse;
-    }
-    m.observe(r.verb, r.host, code, r.duration);
-  };
+  static_assert(client::RequestResult::kNoResponse == metrics::RestClientMetrics::kNoResponse);
+  return [&m](const client::RequestResult& r) { m.observe(r.verb, r.host, r.code, r.duration); };
 }
 
-std::function<void(std::string_view resource, std::string_view reason)> watchRestartObserver(
+std::function<void(std::string_view resource, client::WatchRestart reason)> watchRestartObserver(
     metrics::WatchMetrics& m) {
-  return [&m](std::string_view resource, std::string_view reason) {
+  return [&m](std::string_view resource, client::WatchRestart reason) {
     const auto watched = resource == client::NodeMetadata::kResource
                              ? metrics::WatchedResource::kNodes
                              : metrics::WatchedResource::kResourceSlices;
-    if (reason == "gone") {
-      m.restarted(watched, metrics::WatchRestartReason::kExpired);
-    } else if (reason == "closed") {
-      m.restarted(watched, metrics::WatchRestartReason::kClosed);
-    } else {
-      m.restarted(watched, metrics::WatchRestartReason::kError);
+    switch (reason) {
+      case client::WatchRestart::kGone:
+        return m.restarted(watched, metrics::WatchRestartReason::kExpired);
+      case client::WatchRestart::kClosed:
+        return m.restarted(watched, metrics::WatchRestartReason::kClosed);
+      case client::WatchRestart::kError:
+        return m.restarted(watched, metrics::WatchRestartReason::kError);
     }
   };
 }

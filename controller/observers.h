@@ -112,9 +112,8 @@ class WorkQueueMetricsObserver final : public reconcile::WorkQueueObserver {
 // Every API request by its verb, host and code (no response: kNoResponse).
 std::function<void(const client::RequestResult&)> restRequestObserver(
     metrics::RestClientMetrics& m);
-// An informer's watch restart: resource "nodes" or "resourceslices", reason
-// "gone" (expired), "closed", or anything else (an error).
-std::function<void(std::string_view resource, std::string_view reason)> watchRestartObserver(
+// An informer's watch restart: resource "nodes" or "resourceslices".
+std::function<void(std::string_view resource, client::WatchRestart reason)> watchRestartObserver(
     metrics::WatchMetrics& m);
 // The poller's fetches, sources and refusals.
 pull::PollerObserver pullObserver(metrics::PullMetrics& m);

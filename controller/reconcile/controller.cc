@@ -258,10 +258,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
     dropManagedFields(s);
   };
   if (options.on_watch_restart) {
-    informer_options.on_watch_restart = [report =
-                                             options.on_watch_restart](std::string_view reason) {
-      report(client::ResourceSlices::kResource, reason);
-    };
+    informer_options.on_watch_restart =
+        [report = options.on_watch_restart](client::WatchRestart reason) {
+          report(client::ResourceSlices::kResource, reason);
+        };
   }
   Controller* self = c.get();
   client::InformerHandlers<client::ResourceSlices> handlers;
@@ -291,7 +291,8 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   client::InformerOptions<client::NodeMetadata> node_options;
   node_options.transform = keepNodeIdentity;
   if (options.on_watch_restart) {
-    node_options.on_watch_restart = [report = options.on_watch_restart](std::string_view reason) {
+    node_options.on_watch_restart = [report =
+                                         options.on_watch_restart](client::WatchRestart reason) {
       report(client::NodeMetadata::kResource, reason);
     };
   }

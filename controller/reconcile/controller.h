@@ -99,7 +99,7 @@ struct ControllerOptions {
   WorkQueueObserver* queue_observer = nullptr;
   // An informer's watch restarted: resource is "resourceslices" or "nodes",
   // reason as InformerOptions::on_watch_restart says.
-  std::function<void(std::string_view resource, std::string_view reason)> on_watch_restart;
+  std::function<void(std::string_view resource, client::WatchRestart reason)> on_watch_restart;
   // --start-timeout: caches not synced this long after start() are a failure,
   // reported once to on_fatal with the informer's last list error (RBAC, an
   // API server out of reach). Zero or no on_fatal: never.

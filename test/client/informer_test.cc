@@ -299,9 +299,9 @@ class InformerTest : public ::testing::Test {
     options.label_selector = "app.kubernetes.io/managed-by=resourceslice-controller";
     options.index = poolKey;
     options.seed = 7;
-    options.on_watch_restart = [this](std::string_view reason) {
+    options.on_watch_restart = [this](WatchRestart reason) {
       std::lock_guard lock(mu_);
-      restarts_.emplace_back(reason);
+      restarts_.emplace_back(watchRestartName(reason));
     };
     return options;
   }
@@ -728,8 +728,8 @@ class NodeInformerTest : public ::testing::Test {
     InformerOptions<NodeMetadata> options;
     options.seed = 7;
     options.transform = keepIdentity;
-    options.on_watch_restart = [this](std::string_view reason) {
-      recorder_.record("restart " + std::string(reason));
+    options.on_watch_restart = [this](WatchRestart reason) {
+      recorder_.record("restart " + std::string(watchRestartName(reason)));
     };
     InformerHandlers<NodeMetadata> h;
     h.on_add = [this](const PartialObjectMetadata& n) {

@@ -488,8 +488,8 @@ TEST_F(RestKubeApiTest, RetriesTooManyRequestsAfterRetryAfter) {
   EXPECT_EQ(transport_.requests().size(), 2u);
   EXPECT_EQ(clock_.sleeps(), std::vector<Clock::Duration>{seconds(3)});
   ASSERT_EQ(observed_.size(), 2u);
-  EXPECT_EQ(observed_[0].code, "429");
-  EXPECT_EQ(observed_[1].code, "201");
+  EXPECT_EQ(observed_[0].code, 429);
+  EXPECT_EQ(observed_[1].code, 201);
   EXPECT_EQ(observed_[1].verb, "POST");
   EXPECT_EQ(observed_[1].host, "api.test:6443");
 }
@@ -515,7 +515,7 @@ TEST_F(RestKubeApiTest, RetriesUnavailableWithExponentialJitteredBackoff) {
               ::testing::ElementsAre(jittered(milliseconds(100)), jittered(milliseconds(200)),
                                      jittered(milliseconds(400))));
   ASSERT_EQ(observed_.size(), 4u);
-  EXPECT_EQ(observed_[1].code, "<error>");
+  EXPECT_EQ(observed_[1].code, RequestResult::kNoResponse);
 }
 
 TEST_F(RestKubeApiTest, BackoffStopsAtTheCap) {
@@ -772,7 +772,7 @@ TEST_F(RestKubeApiWatchTest, WatchDeliversEventsAcrossChunkBoundaries) {
   // The idle timeout outlasts the server's own end of the watch.
   EXPECT_EQ(req.timeout, std::chrono::duration_cast<milliseconds>(seconds(480 + 30)));
   ASSERT_EQ(observed_.size(), 1u);
-  EXPECT_EQ(observed_[0].code, "200");
+  EXPECT_EQ(observed_[0].code, 200);
 }
 
 TEST_F(RestKubeApiTest, WatchIdleTimeoutIsAtLeastTheDefault) {
@@ -852,9 +852,9 @@ TEST_F(RestKubeApiWatchTest, WatchRetriesOpeningTheStream) {
   // The Retry-After wait is one wait that a stop would end at once.
   EXPECT_THAT(clock_.sleeps(), ::testing::ElementsAre(seconds(2), jittered(milliseconds(200))));
   ASSERT_EQ(observed_.size(), 3u);
-  EXPECT_EQ(observed_[0].code, "429");
-  EXPECT_EQ(observed_[1].code, "<error>");
-  EXPECT_EQ(observed_[2].code, "200");
+  EXPECT_EQ(observed_[0].code, 429);
+  EXPECT_EQ(observed_[1].code, RequestResult::kNoResponse);
+  EXPECT_EQ(observed_[2].code, 200);
 }
 
 TEST_F(RestKubeApiWatchTest, WatchBrokenAfterEventsIsReturnedNotRetried) {

@@ -90,7 +90,9 @@ client::InformerOptions<client::ResourceSlices> InformerIntegration::optionsFor(
   client::InformerOptions<client::ResourceSlices> options;
   options.label_selector = std::string(kTestLabel) + "=" + test_case;
   options.index = [](const ResourceSlice& s) { return s.spec.driver + "/" + s.spec.pool.name; };
-  options.on_watch_restart = [this](std::string_view reason) { recorder_.restarted(reason); };
+  options.on_watch_restart = [this](client::WatchRestart reason) {
+    recorder_.restarted(client::watchRestartName(reason));
+  };
   return options;
 }
 

@@ -175,7 +175,7 @@ TEST_F(RestKubeApiIntegration, ResourceSliceLifecycle) {
   std::lock_guard lock(mu_);
   ASSERT_FALSE(observed_.empty());
   EXPECT_EQ(observed_.front().verb, "POST");
-  EXPECT_EQ(observed_.front().code, "201");
+  EXPECT_EQ(observed_.front().code, 201);
   EXPECT_EQ("https://" + observed_.front().host, ClusterEnvironment::get().server());
 }
 
