@@ -2,26 +2,47 @@
 
 namespace rsc::controller {
 
-void ReconcileMetricsObserver::sliceWrite(const std::string& driver, std::string_view verb,
-                                          std::string_view result) {
-  metrics::WriteVerb v = metrics::WriteVerb::kCreate;
-  if (verb == "update") v = metrics::WriteVerb::kUpdate;
-  if (verb == "delete") v = metrics::WriteVerb::kDelete;
-  metrics::WriteResult r = metrics::WriteResult::kSuccess;
-  if (result == "conflict") r = metrics::WriteResult::kConflict;
-  if (result == "error") r = metrics::WriteResult::kError;
-  m_.sliceWrite(driver, v, r);
+namespace {
+
+// The metric label enum of a reconcile enum, by one table each.
+template <typename From, typename To, std::size_t N>
+To mapped(const std::pair<From, To> (&table)[N], From value) {
+  for (const auto& [from, to] : table) {
+    if (from == value) return to;
+  }
+  return table[N - 1].second;
+}
+
+using reconcile::ReconcileOutcome;
+using reconcile::WriteOutcome;
+using reconcile::WriteVerb;
+constexpr std::pair<WriteVerb, metrics::WriteVerb> kVerbs[] = {
+    {WriteVerb::kCreate, metrics::WriteVerb::kCreate},
+    {WriteVerb::kUpdate, metrics::WriteVerb::kUpdate},
+    {WriteVerb::kDelete, metrics::WriteVerb::kDelete}};
+constexpr std::pair<WriteOutcome, metrics::WriteResult> kWriteResults[] = {
+    {WriteOutcome::kSuccess, metrics::WriteResult::kSuccess},
+    {WriteOutcome::kConflict, metrics::WriteResult::kConflict},
+    {WriteOutcome::kError, metrics::WriteResult::kError}};
+constexpr std::pair<ReconcileOutcome, metrics::ReconcileResult> kReconcileResults[] = {
+    {ReconcileOutcome::kSuccess, metrics::ReconcileResult::kSuccess},
+    {ReconcileOutcome::kRequeueAfter, metrics::ReconcileResult::kRequeueAfter},
+    {ReconcileOutcome::kError, metrics::ReconcileResult::kError}};
+
+}  // namespace
+
+void ReconcileMetricsObserver::sliceWrite(const std::string& driver, reconcile::WriteVerb verb,
+                                          reconcile::WriteOutcome outcome) {
+  m_.sliceWrite(driver, mapped(kVerbs, verb), mapped(kWriteResults, outcome));
 }
 
 void ReconcileMetricsObserver::published(const std::string& driver, Clock::Duration latency) {
   m_.observePublishLatency(driver, latency);
 }
 
-void ReconcileMetricsObserver::reconciled(std::string_view result, Clock::Duration took) {
-  metrics::ReconcileResult r = metrics::ReconcileResult::kSuccess;
-  if (result == "error") r = metrics::ReconcileResult::kError;
-  if (result == "requeue_after") r = metrics::ReconcileResult::kRequeueAfter;
-  m_.observeReconcile(r, took);
+void ReconcileMetricsObserver::reconciled(reconcile::ReconcileOutcome outcome,
+                                          Clock::Duration took) {
+  m_.observeReconcile(mapped(kReconcileResults, outcome), took);
 }
 
 void ReconcileMetricsObserver::activeWorkers(int n) {

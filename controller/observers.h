@@ -28,11 +28,11 @@ class ReconcileMetricsObserver final : public reconcile::ReconcilerObserver,
   explicit ReconcileMetricsObserver(metrics::ControllerMetrics& m) : m_(m) {}
 
   // ReconcilerObserver
-  void sliceWrite(const std::string& driver, std::string_view verb,
-                  std::string_view result) override;
+  void sliceWrite(const std::string& driver, reconcile::WriteVerb verb,
+                  reconcile::WriteOutcome outcome) override;
   void published(const std::string& driver, Clock::Duration latency) override;
   // ControllerObserver
-  void reconciled(std::string_view result, Clock::Duration took) override;
+  void reconciled(reconcile::ReconcileOutcome outcome, Clock::Duration took) override;
   void activeWorkers(int n) override;
   void counts(const std::map<std::string, reconcile::DriverCounts>& by_driver) override;
   void leaseExpired(const std::string& driver) override;
@@ -56,9 +56,9 @@ class ReconcileEventObserver final : public reconcile::ReconcilerObserver,
       : next_(next), recorder_(recorder) {}
 
   // ReconcilerObserver
-  void sliceWrite(const std::string& driver, std::string_view verb,
-                  std::string_view result) override {
-    next_.sliceWrite(driver, verb, result);
+  void sliceWrite(const std::string& driver, reconcile::WriteVerb verb,
+                  reconcile::WriteOutcome outcome) override {
+    next_.sliceWrite(driver, verb, outcome);
   }
   void published(const std::string& driver, Clock::Duration latency) override {
     next_.published(driver, latency);
@@ -70,8 +70,8 @@ class ReconcileEventObserver final : public reconcile::ReconcilerObserver,
   void poolHeld(const reconcile::PoolKey& key, const client::ObjectReference& regarding,
                 const std::string& node) override;
   // ControllerObserver
-  void reconciled(std::string_view result, Clock::Duration took) override {
-    next_.reconciled(result, took);
+  void reconciled(reconcile::ReconcileOutcome outcome, Clock::Duration took) override {
+    next_.reconciled(outcome, took);
   }
   void activeWorkers(int n) override { next_.activeWorkers(n); }
   void counts(const std::map<std::string, reconcile::DriverCounts>& by_driver) override {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "common/thread_name.h"
 #include "controller/reconcile/dropped_fields.h"
@@ -338,6 +339,14 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
   queue_ = std::make_unique<WorkQueue<PoolKey>>(*options_.clock, *limiter_, q);
 }
 
+std::string_view reconcileOutcomeName(ReconcileOutcome outcome) {
+  static constexpr auto kNames =
+      enumNames<ReconcileOutcome>({{ReconcileOutcome::kSuccess, "success"},
+                                   {ReconcileOutcome::kError, "error"},
+                                   {ReconcileOutcome::kRequeueAfter, "requeue_after"}});
+  return kNames(outcome);
+}
+
 ServerRelease probeServerRelease(client::KubeApi& api) {
   StatusOr<client::ServerVersion> version = api.getServerVersion();
   if (!version.ok()) {
@@ -533,9 +542,9 @@ bool Controller::processNextItem(bool block) {
   if (cache_->endReconcile(*key)) queue_->add(*key);
   const Clock::Duration took = options_.clock->now() - start;
 
-  std::string_view outcome = "success";
+  ReconcileOutcome outcome = ReconcileOutcome::kSuccess;
   if (!result.status.ok()) {
-    outcome = "error";
+    outcome = ReconcileOutcome::kError;
     log::error("Reconcile failed, will retry", result.status,
                {{"driver", key->driver},
                 {"pool", key->pool},
@@ -544,7 +553,7 @@ bool Controller::processNextItem(bool block) {
   } else {
     queue_->forget(*key);
     if (result.requeue_after) {
-      outcome = "requeue_after";
+      outcome = ReconcileOutcome::kRequeueAfter;
       queue_->addAfter(*key, *result.requeue_after);
     }
   }

@@ -52,12 +52,16 @@ struct DriverCounts {
   int64_t devices = 0;
 };
 
+// How one reconcile ended, as controller-runtime counts it.
+enum class ReconcileOutcome { kSuccess, kError, kRequeueAfter };
+// "success", "error", "requeue_after".
+std::string_view reconcileOutcomeName(ReconcileOutcome outcome);
+
 // Hooks for metrics, so that reconcile/ does not depend on metrics/.
 class ControllerObserver {
  public:
   virtual ~ControllerObserver() = default;
-  // result: success|error|requeue_after.
-  virtual void reconciled(std::string_view result, Clock::Duration took) = 0;
+  virtual void reconciled(ReconcileOutcome outcome, Clock::Duration took) = 0;
   virtual void activeWorkers(int n) = 0;
   virtual void counts(const std::map<std::string, DriverCounts>& by_driver) = 0;
   virtual void leaseExpired(const std::string& driver) = 0;

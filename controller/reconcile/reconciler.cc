@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "client/json_diff.h"
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "common/thread_name.h"
 #include "controller/reconcile/dropped_fields.h"
@@ -128,12 +129,18 @@ std::shared_ptr<const DesiredPool> wholePoolOf(const PoolKey& key, std::vector<S
   return desired;
 }
 
-// The result label of a slice write for metrics.
-std::string_view writeResult(const Status& status) {
-  if (status.ok()) return "success";
-  if (status.code() == StatusCode::kConflict) return "conflict";
-  return "error";
+WriteOutcome writeOutcome(const Status& status) {
+  if (status.ok()) return WriteOutcome::kSuccess;
+  if (status.code() == StatusCode::kConflict) return WriteOutcome::kConflict;
+  return WriteOutcome::kError;
 }
+
+constexpr auto kWriteVerbNames = enumNames<WriteVerb>({{WriteVerb::kCreate, "create"},
+                                                       {WriteVerb::kUpdate, "update"},
+                                                       {WriteVerb::kDelete, "delete"}});
+constexpr auto kWriteOutcomeNames = enumNames<WriteOutcome>({{WriteOutcome::kSuccess, "success"},
+                                                             {WriteOutcome::kConflict, "conflict"},
+                                                             {WriteOutcome::kError, "error"}});
 
 }  // namespace
 
@@ -218,10 +225,12 @@ std::shared_ptr<const Reconciler::Term> Reconciler::term() const {
   return term_;
 }
 
-void Reconciler::recordWrite(const std::string& driver, std::string_view verb,
-                             const Status& status) {
+std::string_view writeVerbName(WriteVerb verb) { return kWriteVerbNames(verb); }
+std::string_view writeOutcomeName(WriteOutcome outcome) { return kWriteOutcomeNames(outcome); }
+
+void Reconciler::recordWrite(const std::string& driver, WriteVerb verb, const Status& status) {
   if (options_.observer != nullptr)
-    options_.observer->sliceWrite(driver, verb, writeResult(status));
+    options_.observer->sliceWrite(driver, verb, writeOutcome(status));
 }
 
 void Reconciler::reportReverted(const PoolKey& key,
@@ -262,7 +271,7 @@ Status Reconciler::deleteSlice(const PoolKey& key, const SlicePtr& slice) {
   options_.cache->deleting(slice->metadata.name);
   Status status = options_.api->deleteResourceSlice(slice->metadata.name, pre);
   if (status.code() == StatusCode::kNotFound) status = okStatus();  // someone was quicker
-  recordWrite(key.driver, "delete", status);
+  recordWrite(key.driver, WriteVerb::kDelete, status);
   if (!status.ok()) {
     // Unavailable (429, 5xx, a connection that broke) and timeouts leave it
     // open whether the slice went.
@@ -283,7 +292,7 @@ StatusOr<client::ResourceSlice> Reconciler::updateSlice(const PoolKey& key,
                                                         client::ResourceSlice slice) {
   for (int attempt = 0;; ++attempt) {
     StatusOr<client::ResourceSlice> stored = options_.api->updateResourceSlice(slice);
-    recordWrite(key.driver, "update", stored.status());
+    recordWrite(key.driver, WriteVerb::kUpdate, stored.status());
     if (stored.ok()) {
       options_.cache->assumeWritten(*stored);
       return stored;
@@ -306,7 +315,7 @@ StatusOr<client::ResourceSlice> Reconciler::updateSlice(const PoolKey& key,
 StatusOr<client::ResourceSlice> Reconciler::createSlice(const PoolKey& key,
                                                         const client::ResourceSlice& slice) {
   StatusOr<client::ResourceSlice> stored = options_.api->createResourceSlice(slice);
-  recordWrite(key.driver, "create", stored.status());
+  recordWrite(key.driver, WriteVerb::kCreate, stored.status());
   if (!stored.ok()) return stored.status();  // the client names the call and the slice
   options_.cache->assumeWritten(*stored);
   return stored;

@@ -81,13 +81,19 @@ class NodeCache {
 };
 
 // Hooks for metrics and logs, so that reconcile/ does not depend on metrics/.
+// A slice write: its verb, and how it ended (kConflict: a 409, stale
+// resourceVersion or failed precondition, retried by the next reconcile).
+enum class WriteVerb { kCreate, kUpdate, kDelete };
+enum class WriteOutcome { kSuccess, kConflict, kError };
+// "create", "update", "delete"; "success", "conflict", "error".
+std::string_view writeVerbName(WriteVerb verb);
+std::string_view writeOutcomeName(WriteOutcome outcome);
+
 class ReconcilerObserver {
  public:
   virtual ~ReconcilerObserver() = default;
-  // verb: create|update|delete; result: success|conflict|error. Called from
-  // several threads at once (a pool's writes run concurrently).
-  virtual void sliceWrite(const std::string& driver, std::string_view verb,
-                          std::string_view result) = 0;
+  // Called from several threads at once (a pool's writes run concurrently).
+  virtual void sliceWrite(const std::string& driver, WriteVerb verb, WriteOutcome outcome) = 0;
   // A pool's pushed content reached the API server `latency` after the push.
   virtual void published(const std::string& driver, Clock::Duration latency) = 0;
   // Someone else changed a slice of a published pool, and the reconcile
@@ -214,7 +220,7 @@ class Reconciler : public PoolPreviewer {
   StatusOr<client::ResourceSlice> updateSlice(const PoolKey& key, client::ResourceSlice slice);
   StatusOr<client::ResourceSlice> createSlice(const PoolKey& key,
                                               const client::ResourceSlice& slice);
-  void recordWrite(const std::string& driver, std::string_view verb, const Status& status);
+  void recordWrite(const std::string& driver, WriteVerb verb, const Status& status);
   void fail(const PoolKey& key, const Status& status);
   // Logs and reports each slice of `edited` as a foreign change written back.
   void reportReverted(const PoolKey& key,

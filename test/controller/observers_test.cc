@@ -6,6 +6,7 @@
 #include "metrics/registry.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
+#include "test/metrics/snapshot.h"
 
 namespace rsc::controller {
 namespace {
@@ -82,6 +83,34 @@ TEST_F(ReconcileEventObserverTest, NothingToPointAtOrNoRecorderMeansNoEvent) {
   off.publishFailed(key_, slice_, Status(StatusCode::kUnavailable, "down"));
   recordLeadership(nullptr, "kube-system", "rsc", "replica-a", true);
   EXPECT_TRUE(sent().empty());
+}
+
+// Each reconcile verb and outcome is counted under the label of its own name.
+TEST_F(ReconcileEventObserverTest, ReconcileWordsAreTheMetricLabelsOfTheSameName) {
+  using reconcile::WriteOutcome;
+  using reconcile::WriteVerb;
+  for (WriteVerb verb : {WriteVerb::kCreate, WriteVerb::kUpdate, WriteVerb::kDelete}) {
+    for (WriteOutcome outcome :
+         {WriteOutcome::kSuccess, WriteOutcome::kConflict, WriteOutcome::kError}) {
+      metrics_observer_.sliceWrite("gpu.example.com", verb, outcome);
+      EXPECT_EQ(metrics::Snapshot(*registry_)
+                    .value("resourceslice_controller_slice_writes_total",
+                           {{"driver", "gpu.example.com"},
+                            {"verb", std::string(reconcile::writeVerbName(verb))},
+                            {"result", std::string(reconcile::writeOutcomeName(outcome))}}),
+                1.0);
+    }
+  }
+  using reconcile::ReconcileOutcome;
+  for (ReconcileOutcome outcome :
+       {ReconcileOutcome::kSuccess, ReconcileOutcome::kError, ReconcileOutcome::kRequeueAfter}) {
+    metrics_observer_.reconciled(outcome, std::chrono::milliseconds(5));
+    EXPECT_EQ(metrics::Snapshot(*registry_)
+                  .value("controller_runtime_reconcile_total",
+                         {{"controller", "resourceslice"},
+                          {"result", std::string(reconcile::reconcileOutcomeName(outcome))}}),
+              1.0);
+  }
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ const PoolKey kCluster{"gpu.example.com", "cluster"};
 
 class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
  public:
-  void sliceWrite(const std::string& /*driver*/, std::string_view /*verb*/,
-                  std::string_view /*result*/) override {}
+  void sliceWrite(const std::string& /*driver*/, WriteVerb /*verb*/,
+                  WriteOutcome /*outcome*/) override {}
   void published(const std::string& /*driver*/, Clock::Duration /*latency*/) override {}
   void foreignChangeReverted(const PoolKey& key, const client::ObjectReference& slice,
                              const std::string& changed_by) override {
@@ -47,9 +47,9 @@ class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
                      regarding.uid + (node == regarding.name ? "" : " (node " + node + ")"));
   }
   std::vector<std::string> events;
-  void reconciled(std::string_view result, Clock::Duration /*took*/) override {
+  void reconciled(ReconcileOutcome outcome, Clock::Duration /*took*/) override {
     std::lock_guard lock(mu);
-    results[std::string(result)]++;
+    results[std::string(reconcileOutcomeName(outcome))]++;
   }
   void activeWorkers(int /*n*/) override {}
   void counts(const std::map<std::string, DriverCounts>& by_driver) override {

@@ -61,10 +61,10 @@ class ListingSliceCache : public SliceCache {
 class CountingObserver : public ReconcilerObserver {
  public:
   // Called from the reconciler's write threads at once.
-  void sliceWrite(const std::string& driver, std::string_view verb,
-                  std::string_view result) override {
+  void sliceWrite(const std::string& driver, WriteVerb verb, WriteOutcome outcome) override {
     std::lock_guard lock(mu);
-    writes[driver + "/" + std::string(verb) + "/" + std::string(result)]++;
+    writes[driver + "/" + std::string(writeVerbName(verb)) + "/" +
+           std::string(writeOutcomeName(outcome))]++;
   }
   void published(const std::string& /*driver*/, Clock::Duration latency) override {
     latencies.push_back(latency);
