@@ -246,7 +246,8 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "max-parallel-slice-writes",
       "Slice writes of one pool sent at the same time when its generation changes, so that "
       "the scheduler sees the new generation incomplete for about one round trip; all writes "
-      "still share --kube-api-qps.",
+      "still share --kube-api-qps. The reconciling worker writes too; the helpers, this many "
+      "minus one in all, are shared by every reconcile and started on first demand.",
       &f.controller.max_parallel_writes, 1);
   fs.addDuration(
       "adoption-grace",

@@ -6,12 +6,10 @@
 #include <limits>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "client/json_diff.h"
 #include "common/enum_names.h"
 #include "common/log.h"
-#include "common/thread_name.h"
 #include "controller/reconcile/dropped_fields.h"
 
 namespace rsc::controller::reconcile {
@@ -144,41 +142,6 @@ constexpr auto kWriteOutcomeNames = enumNames<WriteOutcome>({{WriteOutcome::kSuc
 
 }  // namespace
 
-namespace {
-
-// Calls fn(i) for every i in [0, n) on up to `parallelism` threads, the
-// caller's included. After a failure no further call starts (those under way
-// finish); returns the first failure.
-Status forEachConcurrently(size_t n, int parallelism, const std::function<Status(size_t)>& fn) {
-  if (n == 0) return okStatus();
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  Status first;  // guarded by mu
-  std::atomic<bool> failed{false};
-  auto run = [&] {
-    for (size_t i = next++; i < n && !failed.load(); i = next++) {
-      Status s = fn(i);
-      if (s.ok()) continue;
-      std::lock_guard lock(mu);
-      if (!failed.exchange(true)) first = std::move(s);
-    }
-  };
-  const size_t helpers = std::min<size_t>(n, static_cast<size_t>(std::max(parallelism, 1))) - 1;
-  std::vector<std::jthread> threads;
-  threads.reserve(helpers);
-  for (size_t t = 0; t < helpers; ++t) {
-    threads.emplace_back([&run] {
-      setThreadName("slice-writes");
-      run();
-    });
-  }
-  run();
-  threads.clear();  // joins
-  return first;
-}
-
-}  // namespace
-
 client::ObjectReference sliceReference(const client::ResourceSlice& slice) {
   return {client::kResourceApiVersion, "ResourceSlice", "", slice.metadata.name,
           slice.metadata.uid};
@@ -209,7 +172,9 @@ StatusOr<std::unique_ptr<Reconciler>> Reconciler::create(ReconcilerOptions optio
   return std::unique_ptr<Reconciler>(new Reconciler(std::move(options)));
 }
 
-Reconciler::Reconciler(ReconcilerOptions options) : options_(std::move(options)) {
+Reconciler::Reconciler(ReconcilerOptions options)
+    : options_(std::move(options)),
+      writes_(static_cast<size_t>(std::max(options_.max_parallel_writes, 1) - 1)) {
   startTerm(
       {options_.adoption_grace_until, options_.counter_placement, options_.server_dropped_fields});
 }
@@ -660,8 +625,8 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
     for (size_t i = 0; i < plan.slices.size(); ++i) {
       if (wanted(i)) chosen.push_back(i);
     }
-    return forEachConcurrently(chosen.size(), options_.max_parallel_writes,
-                               [&](size_t k) { return write(chosen[k]); });
+    return writes_.forEach(chosen.size(), static_cast<size_t>(options_.max_parallel_writes),
+                           [&](size_t k) { return write(chosen[k]); });
   };
   for (const auto& wanted : std::initializer_list<std::function<bool(size_t)>>{
            [&](size_t i) { return d.newContent(i); },
@@ -669,15 +634,16 @@ Reconciler::Applied Reconciler::apply(const PoolKey& key, const Pool& pool,
        }) {
     if (Status s = write_each(wanted); !s.ok()) return stop(std::move(s));
   }
-  Status deleted = forEachConcurrently(plan.obsolete.size(), options_.max_parallel_writes,
-                                       [&](size_t k) -> Status {
-                                         const SlicePtr& slice = plan.obsolete[k];
-                                         RETURN_IF_ERROR(deleteSlice(key, slice));
-                                         std::lock_guard lock(out_mu);
-                                         known.erase(slice->metadata.name);
-                                         ++out.writes;
-                                         return okStatus();
-                                       });
+  Status deleted =
+      writes_.forEach(plan.obsolete.size(), static_cast<size_t>(options_.max_parallel_writes),
+                      [&](size_t k) -> Status {
+                        const SlicePtr& slice = plan.obsolete[k];
+                        RETURN_IF_ERROR(deleteSlice(key, slice));
+                        std::lock_guard lock(out_mu);
+                        known.erase(slice->metadata.name);
+                        ++out.writes;
+                        return okStatus();
+                      });
   return stop(std::move(deleted));
 }
 

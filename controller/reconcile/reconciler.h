@@ -25,6 +25,7 @@
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/planner.h"
 #include "controller/reconcile/preview.h"
+#include "controller/reconcile/write_executor.h"
 
 namespace rsc::controller::reconcile {
 
@@ -139,7 +140,8 @@ struct ReconcilerOptions {
   // Writes of one pool that run at the same time (on the reconciling thread
   // and up to this many minus one helpers), so that a new generation reaches
   // the API server in about one round trip instead of one per slice. 1:
-  // one after another.
+  // one after another. The helpers are one WriteExecutor shared by every
+  // reconcile: this many minus one threads in all.
   int max_parallel_writes = 8;
   // Where the automatic split puts counter sets: what the API server accepts
   // (counterPlacementFor its version).
@@ -227,6 +229,7 @@ class Reconciler : public PoolPreviewer {
                       const std::vector<std::pair<SlicePtr, std::string>>& edited);
 
   ReconcilerOptions options_;
+  WriteExecutor writes_;
   mutable std::mutex term_mu_;
   std::shared_ptr<const Term> term_;  // guarded by term_mu_
 };

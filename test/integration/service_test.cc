@@ -708,5 +708,40 @@ TEST_F(ServiceTest, APartNotReadyWithinTheStartTimeoutExitsWithCode1NamingIt) {
       << certificate->log();
 }
 
+// The threads of process `pid`, by name.
+std::map<std::string, int> threadsByName(int pid) {
+  std::map<std::string, int> by_name;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    by_name[name]++;
+  }
+  return by_name;
+}
+
+// A bump's writes run on helpers created once and shared by every reconcile
+// (--max-parallel-slice-writes - 1 of them): a second 16-slice bump starts no
+// thread.
+TEST_F(ServiceTest, BumpsRunOnWriteHelpersStartedOnce) {
+  ControllerProcess c = env_.startController(
+      "bump-threads", {"--auth=none", "--leader-elect=false", "--max-parallel-slice-writes=8"});
+  const std::string driver = "bump-threads.example.com";
+  // 2,048 devices: 16 slices of 128.
+  ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 2048, "A100")));
+  ASSERT_TRUE(env_.poolComplete(driver, "node-a", 16));
+  const std::map<std::string, int> first = threadsByName(c.process->pid());
+  EXPECT_GE(first.count("slice-writes") ? first.at("slice-writes") : 0, 1);
+  EXPECT_LE(first.count("slice-writes") ? first.at("slice-writes") : 0, 7);
+  // Every device changes: the generation is bumped and every slice rewritten.
+  for (const char* model : {"H100", "B200"}) {
+    ASSERT_TRUE(published(c, driver, "node-a", gpuPool("node-a", 2048, model)));
+    ASSERT_TRUE(env_.poolComplete(driver, "node-a", 16));
+    EXPECT_EQ(threadsByName(c.process->pid()), first) << "after the bump to " << model;
+  }
+  expectCleanStop(c);
+}
+
 }  // namespace
 }  // namespace rsc::testing
