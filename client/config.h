@@ -1,8 +1,8 @@
 // ClientConfig: where the API server is and how to authenticate to it, loaded
-// in the order of DESIGN.md section 6: --kubeconfig, in-cluster (service
-// account), $KUBECONFIG, ~/.kube/config. The loaders live by job:
-// kubeconfig.h (files merged, a context selected), in_cluster.h (the pod's
-// service account); credentials.h turns a ClientConfig into the token and
+// in the order of DESIGN.md section 6 by load_config.h: --kubeconfig,
+// in-cluster (service account), $KUBECONFIG, ~/.kube/config. The loaders live
+// by job: kubeconfig.h (files merged, a context selected), in_cluster.h (the
+// pod's service account); credentials.h turns a ClientConfig into the token and
 // client certificate to send (token files, exec plugins). main loads the
 // configuration once; CpprestTransport is built from it. Loading reads files
 // but keeps nothing open; a config that cannot work fails with a message
@@ -141,16 +141,6 @@ struct ConfigEnvironment {
   // Reads the variables above from the real environment.
   static ConfigEnvironment fromProcess();
 };
-
-// Loads the configuration in DESIGN order: `explicit_kubeconfig_path` when not
-// empty (it must exist), then in-cluster when KUBERNETES_SERVICE_HOST/PORT are
-// set and the service account token exists, then the files of $KUBECONFIG
-// (':'-separated) that exist, merged, then ~/.kube/config. `context`, when not
-// empty, selects that context instead of current-context (as kubectl's
-// --context); in-cluster has no contexts, so it is then skipped.
-StatusOr<ClientConfig> loadConfig(const std::string& explicit_kubeconfig_path,
-                                  const ConfigEnvironment& env = ConfigEnvironment::fromProcess(),
-                                  const std::string& context = "");
 
 // Reads a file that configuration names, up to kMaxConfigFileBytes. The
 // error says "file X not found" or why it could not be read, for the caller

@@ -1,12 +1,8 @@
 #include "client/device_form.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
-
-#include "client/resource_slice.h"
 
 namespace rsc::client {
 
@@ -80,52 +76,15 @@ const SipHashKey& digestKey() {
 
 }  // namespace
 
-Device DeviceForm::decode() const {
-  StatusOr<Device> device = deviceFromJson(Json::parse(parts_.json), "");
-  if (!device.ok()) {
-    // The JSON was encoded from a typed device by the same tables.
-    std::fprintf(stderr, "internal error: a device form does not decode: %s\n",
-                 device.status().message().c_str());
-    std::abort();
-  }
-  return *std::move(device);
-}
-
-DeviceRef::DeviceRef(const Device& device) {
-  DeviceForm::Parts parts;
-  parts.name = device.name;
-  parts.json = toJson(device).dump();
+std::shared_ptr<const DeviceForm> DeviceRef::intern(DeviceForm::Parts&& parts) {
   parts.digest = sipHash128(digestKey(), parts.json);
-  parts.features = featuresOf(device);
-  parts.advanced = device.usesAdvancedFeatures();
-  parts.consumes_counters = !device.consumes_counters.empty();
-  parts.placed = device.node_name || device.node_selector || device.all_nodes;
-  form_ = interner().intern(std::move(parts));
+  return interner().intern(std::move(parts));
 }
 
 DeviceRef DeviceRef::interned(std::string_view json) {
   DeviceRef ref;
   ref.form_ = interner().find(sipHash128(digestKey(), json), json);
   return ref;
-}
-
-const Device DeviceRef::device() const { return form_->decode(); }
-
-void DeviceRef::edit(const std::function<void(Device&)>& change) {
-  Device device = form_->decode();
-  change(device);
-  *this = DeviceRef(device);
-}
-
-void editDevices(std::vector<DeviceRef>& devices, const std::function<void(Device&)>& change) {
-  for (DeviceRef& ref : devices) ref.edit(change);
-}
-
-std::vector<Device> decodeAll(const std::vector<DeviceRef>& devices) {
-  std::vector<Device> out;
-  out.reserve(devices.size());
-  for (const DeviceRef& ref : devices) out.push_back(ref->decode());
-  return out;
 }
 
 bool operator==(const DeviceRef& a, const DeviceRef& b) {

@@ -6,6 +6,8 @@
 // store, the informer's cache, plans and answers to writes hold one copy of each device and
 // 16 bytes per reference. A typed Device exists only while it is decoded, validated or edited.
 //
+// The members that take or give a typed Device (decode, the DeviceRef from a Device, edit) are
+// defined with the device's codec in resource_slice.cc: this file knows Device by name only.
 // Thread-safe: a form never changes; the intern table has its own lock.
 #pragma once
 
@@ -85,6 +87,9 @@ class DeviceRef {
   friend bool operator==(const DeviceRef& a, const DeviceRef& b);
 
  private:
+  // Digests `parts` (its json) and returns the interned form of that JSON.
+  static std::shared_ptr<const DeviceForm> intern(DeviceForm::Parts&& parts);
+
   std::shared_ptr<const DeviceForm> form_;
 };
 

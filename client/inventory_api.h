@@ -1,6 +1,7 @@
 // The inventory API's answers as JSON (controller/inventory/openapi.json, schemas PoolStatus and
 // DryRunResult): one codec table each, which the controller writes with and resourceslicectl
-// reads with, so that the two cannot drift. Wire shapes only: what a phase means is the
+// reads with, so that the two cannot drift; and the Lease annotations that say where the
+// leader's inventory API is. Wire shapes only: what a phase means is the
 // controller's (reconcile/). Plain values and constant tables: thread-safe.
 #pragma once
 
@@ -12,6 +13,13 @@
 #include "client/codec.h"
 
 namespace rsc::client {
+
+// Written by the leader on its Lease, for the other replicas and resourceslicectl to reach its
+// inventory API: the URL (https://POD_IP:PORT with TLS), and the name its certificate carries
+// (--inventory-server-name, the Service's DNS name), which the pod address is verified against.
+inline constexpr char kInventoryUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
+inline constexpr char kInventoryServerNameAnnotation[] =
+    "resourceslice.dra.k8s.io/inventory-server-name";
 
 // Why a pool's last attempt failed: a reason word and the message.
 struct PoolStatusError {

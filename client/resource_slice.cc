@@ -1,6 +1,8 @@
 #include "client/resource_slice.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -524,6 +526,50 @@ bool semanticEqual(const ResourceSliceSpec& desired, const ResourceSliceSpec& li
     }
   }
   return true;
+}
+
+// The members of DeviceForm and DeviceRef that take or give a typed Device:
+// here, with the device's codec, so that device_form.cc does not depend on it.
+
+Device DeviceForm::decode() const {
+  StatusOr<Device> device = deviceFromJson(Json::parse(parts_.json), "");
+  if (!device.ok()) {
+    // The JSON was encoded from a typed device by the same tables.
+    std::fprintf(stderr, "internal error: a device form does not decode: %s\n",
+                 device.status().message().c_str());
+    std::abort();
+  }
+  return *std::move(device);
+}
+
+DeviceRef::DeviceRef(const Device& device) {
+  DeviceForm::Parts parts;
+  parts.name = device.name;
+  parts.json = toJson(device).dump();
+  parts.features = featuresOf(device);
+  parts.advanced = device.usesAdvancedFeatures();
+  parts.consumes_counters = !device.consumes_counters.empty();
+  parts.placed = device.node_name || device.node_selector || device.all_nodes;
+  form_ = intern(std::move(parts));
+}
+
+const Device DeviceRef::device() const { return form_->decode(); }
+
+void DeviceRef::edit(const std::function<void(Device&)>& change) {
+  Device device = form_->decode();
+  change(device);
+  *this = DeviceRef(device);
+}
+
+void editDevices(std::vector<DeviceRef>& devices, const std::function<void(Device&)>& change) {
+  for (DeviceRef& ref : devices) ref.edit(change);
+}
+
+std::vector<Device> decodeAll(const std::vector<DeviceRef>& devices) {
+  std::vector<Device> out;
+  out.reserve(devices.size());
+  for (const DeviceRef& ref : devices) out.push_back(ref->decode());
+  return out;
 }
 
 }  // namespace rsc::client

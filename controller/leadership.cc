@@ -1,14 +1,14 @@
 #include "controller/leadership.h"
 
+#include "client/inventory_api.h"
 #include "common/log.h"
 #include "common/thread_name.h"
-#include "controller/leader/lease_annotations.h"
 #include "controller/observers.h"
 
 namespace rsc::controller {
 
-using leader::kInventoryServerNameAnnotation;
-using leader::kInventoryUrlAnnotation;
+using client::kInventoryServerNameAnnotation;
+using client::kInventoryUrlAnnotation;
 
 Leadership::Leadership(LeadershipOptions options) : options_(std::move(options)) {}
 

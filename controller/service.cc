@@ -9,6 +9,7 @@
 #include "client/config.h"
 #include "client/event_recorder.h"
 #include "client/http_transport.h"
+#include "client/load_config.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/log.h"

@@ -9,18 +9,19 @@
 
 #include "client/config.h"
 #include "client/http_transport.h"
+#include "client/inventory_api.h"
+#include "client/load_config.h"
 #include "client/rest_kube_api.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "controller/ctl/args.h"
 #include "controller/ctl/commands.h"
-#include "controller/leader/lease_annotations.h"
 
 namespace rsc::ctl {
 namespace {
 
-using controller::leader::kInventoryServerNameAnnotation;
-using controller::leader::kInventoryUrlAnnotation;
+using client::kInventoryServerNameAnnotation;
+using client::kInventoryUrlAnnotation;
 constexpr char kUserAgent[] = "resourceslicectl";
 // A CLI answers its operator promptly: one retry of a failed request, not a
 // controller's five.

@@ -12,6 +12,7 @@
 
 #include "client/in_cluster.h"
 #include "client/kubeconfig.h"
+#include "client/load_config.h"
 #include "test/metrics/temp_dir.h"
 
 namespace rsc::client {

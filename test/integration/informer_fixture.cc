@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "client/config.h"
+#include "client/load_config.h"
 #include "test/integration/cluster_env.h"
 
 namespace rsc::testing {

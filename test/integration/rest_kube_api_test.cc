@@ -18,6 +18,7 @@
 
 #include "client/config.h"
 #include "client/http_transport.h"
+#include "client/load_config.h"
 #include "test/integration/cluster_env.h"
 
 namespace rsc::client {
