@@ -31,10 +31,11 @@ using web::http::http_response;
 using web::http::client::http_client;
 using web::http::client::http_client_config;
 
-// The pplx pool runs Asio handlers and task continuations only; our callers
-// block on their own threads, never on these, so a handful is plenty (the
-// library's default is 40).
-constexpr size_t kPplxThreads = 4;
+// The pplx pool runs Asio handlers and task continuations only (reads,
+// writes, TLS records); our callers block on their own threads, never on
+// these, and Asio multiplexes every connection over them, so two are plenty
+// (the library's default is 40).
+constexpr size_t kPplxThreads = 2;
 // A watch event larger than the decoder allows is an error anyway; this is
 // only how much we copy out of cpprest's buffer per call.
 constexpr size_t kStreamReadBytes = size_t{64} * 1024;

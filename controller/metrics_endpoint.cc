@@ -52,9 +52,14 @@ struct MetricsEndpoint::Workers {
 };
 
 MetricsEndpoint::MetricsEndpoint(MetricsEndpointOptions options)
-    : options_(std::move(options)), workers_(std::make_unique<Workers>(options_.workers)) {}
+    : options_(std::move(options)),
+      // Only reviews need them: without an authenticator, no thread.
+      workers_(options_.authenticator != nullptr ? std::make_unique<Workers>(options_.workers)
+                                                 : nullptr) {}
 
-MetricsEndpoint::~MetricsEndpoint() { workers_->pool.join(); }
+MetricsEndpoint::~MetricsEndpoint() {
+  if (workers_) workers_->pool.join();
+}
 
 inv::Admission MetricsEndpoint::admit(const inv::HttpRequest& head) {
   inv::Admission admission;

@@ -26,8 +26,8 @@ struct MetricsEndpointOptions {
   // Null: every request is admitted (--metrics-secure=false). Must outlive
   // the endpoint.
   inventory::Authenticator* authenticator = nullptr;
-  // Threads that wait on TokenReview and SubjectAccessReview; a scraper or
-  // two need little.
+  // Threads that wait on TokenReview and SubjectAccessReview, started only
+  // with an authenticator; a scraper or two need little.
   size_t workers = 2;
 };
 

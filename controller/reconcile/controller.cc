@@ -335,7 +335,7 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
   limiter_ = defaultControllerRateLimiter<PoolKey>(*options_.clock);
   WorkQueueOptions q;
   q.observer = options_.queue_observer;
-  q.release_in_background = !options_.manual_for_test;
+  q.release_due_in_get = !options_.manual_for_test;
   queue_ = std::make_unique<WorkQueue<PoolKey>>(*options_.clock, *limiter_, q);
 }
 
@@ -573,6 +573,7 @@ void Controller::workerLoop() {
 }
 
 void Controller::housekeeping() {
+  queue_->updateUnfinishedWork();
   // Withdraw pools whose lease ran out (the store enqueues them).
   for (const PoolKey& key : options_.store->expireLeases()) {
     log::info("Pool lease expired: withdrawing", {{"driver", key.driver}, {"pool", key.pool}});

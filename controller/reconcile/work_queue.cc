@@ -7,7 +7,7 @@ WorkQueueObserver& noOpWorkQueueObserver() {
   return observer;
 }
 
-// Clock can sleep but cannot be woken early, and the background thread must
+// Clock can sleep but cannot be woken early, and a getter waiting for a due key must
 // wake early when a key with an earlier due time arrives or the queue shuts
 // down, so it waits on a condition variable instead. wait_for measures the
 // timeout on std::chrono::steady_clock, the one exception to "all time through

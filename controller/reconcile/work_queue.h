@@ -2,8 +2,9 @@
 // client-go's workqueue semantics: a key is queued at most once, is never handed
 // to two workers at once, and is retried later with per-key backoff. Event
 // handlers and the inventory API add keys; reconcile workers get() and done()
-// them. Every method is thread-safe; get() blocks. A background thread moves
-// delayed keys into the queue when they are due.
+// them. Every method is thread-safe; get() blocks. The getters themselves move
+// delayed keys into the queue when they are due (no thread of the queue's own);
+// the controller's housekeeping reports unfinished work.
 #pragma once
 
 #include <algorithm>
@@ -15,13 +16,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/clock.h"
-#include "common/thread_name.h"
 #include "controller/reconcile/rate_limiter.h"
 
 namespace rsc::controller::reconcile {
@@ -59,21 +58,17 @@ struct WorkQueueOptions {
   // Receives the queue's events; null means nobody listens. Must outlive the
   // queue.
   WorkQueueObserver* observer = nullptr;
-  // Whether a background thread releases delayed keys when they are due and
-  // reports unfinished work every kUnfinishedWorkUpdatePeriod. Tests with a
-  // FakeClock turn it off and call releaseDueForTest() and
-  // updateUnfinishedWork() after advancing the clock, because a background
-  // thread notices a FakeClock's advance only when its real-time wait ends.
-  bool release_in_background = true;
+  // Whether get() releases delayed keys when they are due, waiting for the
+  // earliest. Tests with a FakeClock turn it off and call releaseDueForTest()
+  // after advancing the clock, because a blocked getter notices a FakeClock's
+  // advance only when its real-time wait ends.
+  bool release_due_in_get = true;
 };
 
-// The background thread re-reads the clock at least this often even when
-// nothing is due, as client-go's heartbeat does, so no mistake in a computed
-// wait can hold a key back for longer.
+// A getter waiting for a delayed key re-reads the clock at least this often,
+// as client-go's heartbeat does, so no mistake in a computed wait can hold a
+// key back for longer.
 inline constexpr Clock::Duration kMaxDelayWait = std::chrono::seconds(10);
-// How often unfinished work is reported: client-go's period, well inside a
-// Prometheus scrape interval, so a stuck worker shows on the next scrape.
-inline constexpr Clock::Duration kUnfinishedWorkUpdatePeriod = std::chrono::milliseconds(500);
 
 namespace internal {
 
@@ -113,9 +108,8 @@ void waitAtMost(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
 //
 // Threading: every method may be called from any thread. get() blocks until a
 // key is queued or the queue shuts down. Destroy the queue only after the
-// threads that call get() have returned; destruction shuts it down and joins
-// the background thread. The clock, the rate limiter and the observer must
-// outlive the queue.
+// threads that call get() have returned; destruction shuts it down. The
+// clock, the rate limiter and the observer must outlive the queue.
 //
 // Example worker loop:
 //   while (std::optional<PoolKey> key = queue.get()) {
@@ -134,24 +128,9 @@ class WorkQueue {
         limiter_(limiter),
         observer_(options.observer != nullptr ? *options.observer
                                               : internal::noOpWorkQueueObserver()),
-        report_unfinished_work_(options.observer != nullptr) {
-    if (options.release_in_background) {
-      // Read the clock here, not in the thread, so the first report is due a
-      // period after construction however late the thread starts running.
-      const Clock::TimePoint first_report = clock_.now() + kUnfinishedWorkUpdatePeriod;
-      background_ = std::thread([this, first_report] {
-        setThreadName("queue-delays");
-        backgroundLoop(first_report);
-      });
-    }
-  }
+        release_due_in_get_(options.release_due_in_get) {}
 
-  ~WorkQueue() {
-    shutDown();
-    if (background_.joinable()) {
-      background_.join();
-    }
-  }
+  ~WorkQueue() { shutDown(); }
 
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -174,7 +153,19 @@ class WorkQueue {
     std::unique_lock lock(mu_);
     ++blocked_getters_;
     idle_cv_.notify_all();
-    items_cv_.wait(lock, [this] { return !queue_.empty() || shutting_down_; });
+    for (;;) {
+      const Clock::TimePoint now = clock_.now();
+      if (release_due_in_get_) releaseDueLocked(now);
+      if (!queue_.empty() || shutting_down_) break;
+      if (release_due_in_get_ && !waiting_.empty()) {
+        // Until the earliest delayed key is due, an add, or shutdown.
+        const Clock::TimePoint due = waiting_.begin()->first;
+        internal::waitAtMost(items_cv_, lock,
+                             due - now < kMaxDelayWait ? due - now : kMaxDelayWait);
+      } else {
+        items_cv_.wait(lock);
+      }
+    }
     --blocked_getters_;
     if (queue_.empty()) {
       return std::nullopt;
@@ -241,9 +232,9 @@ class WorkQueue {
     } else {
       known = waiting_index_.emplace(key, waiting_.emplace(due, key)).first;
     }
-    // Only a new earliest due time changes when the background thread must wake.
+    // Only a new earliest due time changes when a waiting getter must wake.
     if (known->second == waiting_.begin()) {
-      delay_cv_.notify_one();
+      items_cv_.notify_all();
     }
   }
 
@@ -282,8 +273,9 @@ class WorkQueue {
     return shutting_down_;
   }
 
-  // Reports the work in progress to the observer. The background thread calls
-  // it every kUnfinishedWorkUpdatePeriod; without one, call it directly.
+  // Reports the work in progress to the observer; the controller's
+  // housekeeping calls it every second, well inside a Prometheus scrape
+  // interval, so a stuck worker shows on the next scrape.
   void updateUnfinishedWork() {
     std::lock_guard lock(mu_);
     if (!shutting_down_) {
@@ -292,7 +284,7 @@ class WorkQueue {
   }
 
   // Adds the waiting keys that are due by the clock's time now, and returns how
-  // many there were. For tests that run without the background thread.
+  // many there were. For tests whose getters do not release them.
   std::size_t releaseDueForTest() {
     std::lock_guard lock(mu_);
     if (shutting_down_) {
@@ -368,7 +360,6 @@ class WorkQueue {
     waiting_index_.clear();
     items_cv_.notify_all();
     drained_cv_.notify_all();
-    delay_cv_.notify_all();
     idle_cv_.notify_all();
   }
 
@@ -394,40 +385,16 @@ class WorkQueue {
     observer_.unfinishedWork(total, longest);
   }
 
-  void backgroundLoop(Clock::TimePoint next_report) {
-    std::unique_lock lock(mu_);
-    while (!shutting_down_) {
-      const Clock::TimePoint now = clock_.now();
-      releaseDueLocked(now);
-      if (report_unfinished_work_ && now >= next_report) {
-        reportUnfinishedWorkLocked(now);
-        next_report = now + kUnfinishedWorkUpdatePeriod;
-      }
-      Clock::TimePoint wake = now + kMaxDelayWait;
-      if (!waiting_.empty()) {
-        wake = std::min(wake, waiting_.begin()->first);
-      }
-      if (report_unfinished_work_) {
-        wake = std::min(wake, next_report);
-      }
-      internal::waitAtMost(delay_cv_, lock, wake - now);
-    }
-  }
-
   Clock& clock_;
   RateLimiter<Key>& limiter_;
   WorkQueueObserver& observer_;
-  // client-go runs the unfinished-work loop only when metrics are wanted.
-  const bool report_unfinished_work_;
+  const bool release_due_in_get_;
 
   mutable std::mutex mu_;
-  // Getters wait here for a queued key or shutdown.
+  // Getters wait here for a queued key, an earlier delayed key, or shutdown.
   std::condition_variable items_cv_;
   // shutDownWithDrain() waits here for processing_ to empty.
   std::condition_variable drained_cv_;
-  // The background thread waits here for the next due time, an earlier key or
-  // shutdown.
-  std::condition_variable delay_cv_;
   // waitIdleForTest() waits here for getters to block and processing_ to
   // empty, waitShuttingDownForTest() for shutdown.
   mutable std::condition_variable idle_cv_;
@@ -444,10 +411,6 @@ class WorkQueue {
   bool shutting_down_ = false;
   bool drain_ = false;
   std::size_t blocked_getters_ = 0;
-
-  // Started by the constructor when release_in_background is set; joined by
-  // the destructor.
-  std::thread background_;
 };
 
 }  // namespace rsc::controller::reconcile

@@ -609,12 +609,16 @@ TEST_F(ServiceTest, IdleThreadsAreNamedAndCounted) {
   std::cout << "threads at idle: " << total << "\n";
   EXPECT_EQ(by_name["reconcile"], 4) << "--workers";
   EXPECT_EQ(by_name["pull-fetch"], 0) << "pull workers start with the first source";
-  for (const char* one : {"signals", "housekeeping", "queue-delays", "events", "i:resourceslice",
-                          "i:nodes", "http-inventory", "http-metrics", "http-health"}) {
+  EXPECT_EQ(by_name["metrics-auth"], 0) << "reviews of scrapers only with --metrics-secure";
+  EXPECT_EQ(by_name["slice-writes"], 0) << "write helpers start with the first bump";
+  EXPECT_EQ(by_name["queue-delays"], 0) << "the workers release delayed keys";
+  EXPECT_LE(by_name["api-client"], 3) << "two I/O threads and Asio's resolver";
+  for (const char* one : {"signals", "housekeeping", "events", "i:resourceslice", "i:nodes",
+                          "http-inventory", "http-metrics", "http-health"}) {
     EXPECT_EQ(by_name[one], 1) << one;
   }
   EXPECT_EQ(by_name["resourceslice-c"], 1) << "only the main thread goes unnamed";
-  EXPECT_LE(total, 25);
+  EXPECT_LE(total, 20);
   expectCleanStop(c);
 }
 

@@ -54,12 +54,12 @@ struct std::hash<rsc::controller::reconcile::PoolKey> {
 namespace rsc::controller::reconcile {
 namespace {
 
-// A queue on a FakeClock without the background thread: tests move time with
+// A queue on a FakeClock whose getters release nothing: tests move time with
 // clock.advance() and release due keys with releaseDueForTest().
 struct FakeTimeQueue {
   explicit FakeTimeQueue(WorkQueueObserver* observer = nullptr)
-      : queue(clock, limiter,
-              WorkQueueOptions{.observer = observer, .release_in_background = false}) {}
+      : queue(clock, limiter, WorkQueueOptions{.observer = observer, .release_due_in_get = false}) {
+  }
 
   testing::FakeClock clock;
   ItemExponentialFailureRateLimiter<std::string> limiter;
@@ -137,7 +137,7 @@ TEST(WorkQueue, NeverHandsOneKeyToTwoWorkersAtOnce) {
   testing::FakeClock clock;
   ItemExponentialFailureRateLimiter<PoolKey> limiter;
   WorkQueue<PoolKey> queue(clock, limiter,
-                           WorkQueueOptions{.observer = nullptr, .release_in_background = false});
+                           WorkQueueOptions{.observer = nullptr, .release_due_in_get = false});
   constexpr int kWorkers = 4;
   constexpr int kKeys = 20;
   constexpr int kAdds = 4000;
@@ -559,7 +559,7 @@ TEST(WorkQueue, ObserverSeesAddsGetsDonesRetriesAndDepth) {
   EXPECT_EQ(observer.unfinished().size(), reports);
 }
 
-TEST(WorkQueue, BackgroundThreadReleasesDueKeysWithRealClock) {
+TEST(WorkQueue, AGetterReleasesDueKeysWithRealClock) {
   ItemExponentialFailureRateLimiter<std::string> limiter;
   WorkQueue<std::string> queue(RealClock::instance(), limiter);
   const Clock::TimePoint start = RealClock::instance().now();
@@ -573,25 +573,26 @@ TEST(WorkQueue, BackgroundThreadReleasesDueKeysWithRealClock) {
   EXPECT_GE(RealClock::instance().now() - start, milliseconds(1));
 }
 
-TEST(WorkQueue, EarlierKeyWakesBackgroundThread) {
+TEST(WorkQueue, AnEarlierKeyWakesAWaitingGetter) {
   ItemExponentialFailureRateLimiter<std::string> limiter;
   WorkQueue<std::string> queue(RealClock::instance(), limiter);
-  // The background thread now waits for "late", at most kMaxDelayWait.
+  // The getter waits for "late", at most kMaxDelayWait, until "early" comes.
   queue.addAfter("late", hours(1));
-  queue.addAfter("early", milliseconds(1));
   auto result = std::async(std::launch::async, [&queue] { return queue.get(); });
+  ASSERT_TRUE(queue.waitIdleForTest(1, kSafetyNet));
+  queue.addAfter("early", milliseconds(1));
   // Well under kMaxDelayWait: only the wake-up on the earlier key releases it
   // this soon.
   if (result.wait_for(kMaxDelayWait / 2) != std::future_status::ready) {
     queue.shutDown();
-    FAIL() << "the earlier key did not wake the background thread";
+    FAIL() << "the earlier key did not wake the getter";
   }
   EXPECT_EQ(result.get(), "early");
   ASSERT_EQ(queue.waitingForTest().size(), 1u);
   EXPECT_EQ(queue.waitingForTest()[0].first, "late");
 }
 
-TEST(WorkQueue, BackgroundThreadReadsDueTimesFromTheClock) {
+TEST(WorkQueue, AGetterReadsDueTimesFromTheClock) {
   testing::FakeClock clock;
   ItemExponentialFailureRateLimiter<std::string> limiter;
   WorkQueue<std::string> queue(clock, limiter);
@@ -606,20 +607,6 @@ TEST(WorkQueue, BackgroundThreadReadsDueTimesFromTheClock) {
   EXPECT_EQ(result.get(), "a");
   // An hour of real time has not passed, and the fake clock did not move: "b" waits.
   EXPECT_EQ(queue.waitingForTest().size(), 1u);
-}
-
-TEST(WorkQueue, BackgroundThreadReportsUnfinishedWorkToObserver) {
-  RecordingObserver observer;
-  testing::FakeClock clock;
-  ItemExponentialFailureRateLimiter<std::string> limiter;
-  WorkQueue<std::string> queue(clock, limiter, WorkQueueOptions{.observer = &observer});
-  queue.add("a");
-  ASSERT_EQ(queue.get(), "a");
-  // The thread reports once the clock has moved a period past its start.
-  clock.advance(kUnfinishedWorkUpdatePeriod);
-  ASSERT_TRUE(observer.waitForUnfinished(1));
-  EXPECT_EQ(observer.unfinished()[0],
-            std::make_pair(kUnfinishedWorkUpdatePeriod, kUnfinishedWorkUpdatePeriod));
 }
 
 }  // namespace
