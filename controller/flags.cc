@@ -40,8 +40,8 @@ std::optional<std::string> addBinding(std::vector<pull::PullBinding>& bindings,
   return std::nullopt;
 }
 
-// The flags, each bound to the member of `f` it sets.
-void addFlags(FlagSet& fs, ServiceFlags& f) {
+// The API server, leader election and this replica's identity.
+void addClientFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addString(
       "kubeconfig",
       "Path to a kubeconfig. Unset: in-cluster config, then $KUBECONFIG (files separated by ':', "
@@ -71,6 +71,10 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
                  &f.leader_election.retry_period);
   fs.addText("identity", "This replica's identity in the Lease. Unset: pod or host name + random.",
              &f.leader_election.identity);
+}
+
+// The metrics, health and inventory servers: addresses and TLS.
+void addServerFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addText("metrics-bind-address",
              "Address of the Prometheus /metrics endpoint; \"0\" disables it.",
              &f.metrics_bind_address);
@@ -142,6 +146,10 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "verified against --inventory-ca-file (or the self-signed CA), and otherwise "
       "answers 503 naming the leader. Whoever may patch the Lease chooses that URL.",
       &f.forwarding.allow_insecure);
+}
+
+// Limits of the inventory API: sizes, connections, timeouts, reviews.
+void addLimitFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addNumber("max-request-bytes",
                "Largest body of PUT pool and PUT driver (413 past it; other requests take at most "
                "4 KiB).",
@@ -197,6 +205,10 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
                "Let a token bound to no node publish devices of a named node (nodeName, per-device "
                "nodeName). Off: only a token of a pod on that node may.",
                &f.inventory.allow_unbound_node_pools);
+}
+
+// Authentication, the API client's budget and exec plugins, Events.
+void addApiFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addChoice("auth",
                "How drivers are authenticated: tokenreview (TokenReview + SubjectAccessReview) or "
                "none (local development only).",
@@ -241,6 +253,10 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addNumber("event-queue-size",
                "Events waiting to be sent; past it new ones are dropped (result=\"queue_full\").",
                &f.event_recorder.queue_size, size_t{1});
+}
+
+// The reconcile loop and pull mode.
+void addReconcileFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addNumber("workers", "Pools reconciled at the same time.", &f.controller.workers, 1);
   fs.addNumber(
       "max-parallel-slice-writes",
@@ -316,6 +332,10 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
       "A bearer token file (a projected ServiceAccount token with the audience drivers check) "
       "sent to HTTPS inventory endpoints, never over plain HTTP; re-read as it rotates.",
       &f.pull.credentials.token_file);
+}
+
+// Shutdown, start, logs and the process's modes.
+void addProcessFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addDuration(
       "shutdown-timeout",
       "Longest shutdown after SIGTERM or SIGINT: held ?wait= pushes get half of it, then "
@@ -354,6 +374,16 @@ void addFlags(FlagSet& fs, ServiceFlags& f) {
   fs.addSwitch("version", "Print the version and exit.", &f.version);
   fs.addSwitch("help", "Print this help and exit.", &f.help);
   fs.shorthand("help", 'h');
+}
+
+// The flags, each bound to the member of `f` it sets, in the order --help lists them.
+void addFlags(FlagSet& fs, ServiceFlags& f) {
+  addClientFlags(fs, f);
+  addServerFlags(fs, f);
+  addLimitFlags(fs, f);
+  addApiFlags(fs, f);
+  addReconcileFlags(fs, f);
+  addProcessFlags(fs, f);
 }
 
 }  // namespace
