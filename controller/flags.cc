@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "common/flag_set.h"
-#include "controller/inventory/names.h"
 
 namespace rsc::controller {
 namespace {

@@ -7,14 +7,17 @@
 #include <variant>
 
 #include "client/http_status.h"
+#include "client/names.h"
 #include "common/duration.h"
 #include "common/strings.h"
-#include "controller/inventory/names.h"
 #include "controller/inventory/node_restriction.h"
 #include "controller/inventory/openapi.h"
 #include "controller/inventory/pool_json.h"
 
 namespace rsc::controller::inventory {
+
+using client::driverNameError;
+using client::poolNameError;
 
 namespace {
 

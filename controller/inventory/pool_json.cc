@@ -9,13 +9,21 @@
 #include "client/codec.h"
 #include "client/inventory_api.h"
 #include "client/json_nesting.h"
+#include "client/names.h"
 #include "client/resource_slice.h"
 #include "common/clock.h"
 #include "common/strings.h"
-#include "controller/inventory/names.h"
 #include "controller/reconcile/planner.h"
 
 namespace rsc::controller::inventory {
+
+using client::deviceQualifiedNameError;
+using client::dnsLabelError;
+using client::labelKeyError;
+using client::labelValueError;
+using client::nodeNameError;
+using client::poolNameError;
+using client::semverError;
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <tuple>
 #include <utility>
 
+#include "client/names.h"
 #include "common/strings.h"
 #include "common/thread_name.h"
-#include "controller/inventory/names.h"
 #include "controller/pull/fetcher.h"
 
 namespace rsc::controller::pull {
@@ -46,7 +46,7 @@ std::optional<ServiceSettings> settingsOf(const client::Service& service,
   }
   ServiceSettings settings;
   settings.driver = label->second;
-  if (auto error = inventory::driverNameError(settings.driver)) {
+  if (auto error = client::driverNameError(settings.driver)) {
     problem = "label " + std::string(kDriverLabel) + ": " + *error;
     return std::nullopt;
   }
@@ -201,7 +201,7 @@ StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value) {
                            ": must be DRIVER=NAMESPACE[/SERVICEACCOUNT][,NAMESPACE[/SA]...]");
   }
   const std::string driver(value.substr(0, eq));
-  if (auto why = inventory::driverNameError(driver)) {
+  if (auto why = client::driverNameError(driver)) {
     return invalidArgument("the driver name " + inQuotes(driver) + " " + *why);
   }
   std::vector<PullBinding> bindings;
@@ -212,12 +212,12 @@ StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value) {
     binding.namespace_ = std::string(item.substr(0, slash));
     if (slash != std::string_view::npos) {
       binding.service_account = std::string(item.substr(slash + 1));
-      if (auto why = inventory::dnsSubdomainError(binding.service_account)) {
+      if (auto why = client::dnsSubdomainError(binding.service_account)) {
         return invalidArgument("driver " + inQuotes(driver) + ": the ServiceAccount name " +
                                inQuotes(binding.service_account) + " " + *why);
       }
     }
-    if (auto why = inventory::dnsLabelError(binding.namespace_)) {
+    if (auto why = client::dnsLabelError(binding.namespace_)) {
       return invalidArgument("driver " + inQuotes(driver) + ": the namespace name " +
                              inQuotes(binding.namespace_) + " " + *why);
     }

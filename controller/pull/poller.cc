@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "client/codec.h"
+#include "client/names.h"
 #include "common/strings.h"
 #include "common/thread_name.h"
-#include "controller/inventory/names.h"
 
 namespace rsc::controller::pull {
 
@@ -154,7 +154,7 @@ Poller::Poller(PollerOptions options)
 Poller::~Poller() { stop(); }
 
 StatusOr<std::unique_ptr<Poller::Source>> Poller::makeSource(const SourceSpec& spec) {
-  if (auto why = inventory::driverNameError(spec.driver)) {
+  if (auto why = client::driverNameError(spec.driver)) {
     return invalidArgument("the driver name " + *why);
   }
   ASSIGN_OR_RETURN(SourceUrl url, parseSourceUrl(spec.url));

@@ -1,10 +1,10 @@
-#include "controller/inventory/names.h"
+#include "client/names.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace rsc::controller::inventory {
+namespace rsc::client {
 namespace {
 
 struct NameCase {
@@ -141,4 +141,4 @@ TEST(Names, Semver) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::client

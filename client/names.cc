@@ -1,6 +1,6 @@
-#include "controller/inventory/names.h"
+#include "client/names.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::client {
 
 namespace {
 
@@ -238,4 +238,4 @@ std::optional<std::string> semverError(std::string_view text) {
   return std::nullopt;
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::client

@@ -1,5 +1,5 @@
-// The Kubernetes name rules a pushed pool must satisfy, written out as the API
-// server applies them to ResourceSlices (apimachinery validation and the
+// The Kubernetes name rules, next to the API types they constrain: written out
+// as the API server applies them to ResourceSlices (apimachinery validation and the
 // resource.k8s.io validation): DNS labels and subdomains, qualified names,
 // label values, semantic versions. Each function returns why `text` is not
 // valid, or nullopt when it is. Pure functions; thread-safe.
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace rsc::controller::inventory {
+namespace rsc::client {
 
 inline constexpr size_t kDnsLabelMaxLength = 63;
 inline constexpr size_t kDnsSubdomainMaxLength = 253;
@@ -48,4 +48,4 @@ std::optional<std::string> labelValueError(std::string_view text);
 // Semantic Versioning 2.0.0 ("1.2.3-rc.1+build.5").
 std::optional<std::string> semverError(std::string_view text);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::client
