@@ -1,6 +1,6 @@
 // Owners of OpenSSL objects, freed on every path: for the code that reads
 // certificates and keys (client/http_transport.cc, the CA bundles and client
-// certificates of kubeconfigs; controller/inventory/certificates.cc, the
+// certificates of kubeconfigs; controller/http/certificates.cc, the
 // inventory API's own CA). Plain RAII, no shared state.
 #pragma once
 

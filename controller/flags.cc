@@ -402,7 +402,7 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   FlagSet fs;
   addFlags(fs, flags);
   RETURN_IF_ERROR(fs.parse(args));
-  const inventory::HttpServerOptions& server = flags.inventory_server;
+  const http::HttpServerOptions& server = flags.inventory_server;
   if (server.tls_cert_file.empty() != server.tls_key_file.empty()) {
     return invalidArgument(
         "flags --inventory-tls-cert-file and --inventory-tls-key-file must be given together");

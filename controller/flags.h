@@ -13,11 +13,11 @@
 #include "client/rest_kube_api.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "controller/http/http_server.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/forwarder.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
 #include "controller/pull/discovery.h"
 #include "controller/pull/poller.h"
@@ -50,7 +50,7 @@ struct ServiceFlags {
   // handler (body limits, --allow-unbound-node-pools), how other replicas
   // reach this one when it leads (empty: POD_IP and the inventory port), and
   // how a follower checks the leader it forwards to.
-  inventory::HttpServerOptions inventory_server;
+  http::HttpServerOptions inventory_server;
   inventory::InventoryHandlerOptions inventory;
   // The one budget of bodies being decoded at once, pushes and pulls
   // (--max-inflight-decoded-bytes); main makes it and hands it to the handler and the fetchers.

@@ -7,13 +7,13 @@
 
 #include <functional>
 
-#include "controller/inventory/http.h"
+#include "controller/http/http.h"
 
 namespace rsc::controller {
 
 // 200 "ok" on /healthz and /livez; on /readyz 200 "ok" once `synced()`
 // returns true, else 503; 404 elsewhere. `synced` is called for /readyz only.
-inventory::HttpResponse healthResponse(const inventory::HttpRequest& request,
-                                       const std::function<bool()>& synced);
+http::HttpResponse healthResponse(const http::HttpRequest& request,
+                                  const std::function<bool()>& synced);
 
 }  // namespace rsc::controller

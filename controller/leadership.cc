@@ -31,7 +31,7 @@ inventory::LeaderHooks Leadership::hooks() {
     const leader::LeaderElector* e = holder_.load();
     return e != nullptr ? e->leader() : std::string();
   };
-  hooks.forward = [this](const inventory::HttpRequest& req) {
+  hooks.forward = [this](const http::HttpRequest& req) {
     inventory::LeaderForwarder* f = forwarder_ptr_.load();
     return f != nullptr ? f->forward(req) : std::nullopt;
   };

@@ -5,36 +5,35 @@
 
 #include "common/log.h"
 #include "common/thread_name.h"
-#include "controller/inventory/asio.h"
+#include "controller/http/asio.h"
 #include "metrics/exposition.h"
 
 namespace rsc::controller {
 
 namespace inv = inventory;
-namespace asio = inventory::asio;
 
 namespace {
 
-using inv::textResponse;
+using http::textResponse;
 
 // The HTTP answer to a failed check, as the API server's own authn/authz
 // filters give it.
-inv::HttpResponse refusalOf(const Status& status) {
+http::HttpResponse refusalOf(const Status& status) {
   switch (status.code()) {
     case StatusCode::kUnauthenticated: {
-      inv::HttpResponse r = textResponse(401, "Unauthorized: " + status.message() + "\n");
+      http::HttpResponse r = textResponse(401, "Unauthorized: " + status.message() + "\n");
       r.headers.emplace_back("WWW-Authenticate", "Bearer");
       return r;
     }
     case StatusCode::kPermissionDenied:
       return textResponse(403, "Forbidden: " + status.message() + "\n");
     case StatusCode::kResourceExhausted: {
-      inv::HttpResponse r = textResponse(429, status.message() + "\n");
+      http::HttpResponse r = textResponse(429, status.message() + "\n");
       r.headers.emplace_back("Retry-After", "1");
       return r;
     }
     default: {
-      inv::HttpResponse r = textResponse(503, status.message() + "\n");
+      http::HttpResponse r = textResponse(503, status.message() + "\n");
       r.headers.emplace_back("Retry-After", "1");
       return r;
     }
@@ -61,8 +60,8 @@ MetricsEndpoint::~MetricsEndpoint() {
   if (workers_) workers_->pool.join();
 }
 
-inv::Admission MetricsEndpoint::admit(const inv::HttpRequest& head) {
-  inv::Admission admission;
+http::Admission MetricsEndpoint::admit(const http::HttpRequest& head) {
+  http::Admission admission;
   // Scrapes have no body.
   admission.max_body_bytes = 0;
   if (options_.authenticator == nullptr) return admission;
@@ -71,8 +70,8 @@ inv::Admission MetricsEndpoint::admit(const inv::HttpRequest& head) {
         options_.authenticator->authenticate(head.header("authorization"), head.client_address);
     if (!caller.ok()) return caller.status();
     // The verb of a non-resource request is its method in lower case.
-    return options_.authenticator->authorizePath(*caller, inv::asciiLower(head.method),
-                                                 inv::splitTarget(head.target).first);
+    return options_.authenticator->authorizePath(*caller, http::asciiLower(head.method),
+                                                 http::splitTarget(head.target).first);
   }();
   if (!checked.ok()) {
     admission.refusal = refusalOf(checked);
@@ -85,32 +84,32 @@ inv::Admission MetricsEndpoint::admit(const inv::HttpRequest& head) {
   return admission;
 }
 
-inv::HttpResponse MetricsEndpoint::handle(const inv::HttpRequest& request) const {
-  if (inv::splitTarget(request.target).first != "/metrics") {
+http::HttpResponse MetricsEndpoint::handle(const http::HttpRequest& request) const {
+  if (http::splitTarget(request.target).first != "/metrics") {
     return textResponse(404, "not found\n");
   }
   if (request.method != "GET" && request.method != "HEAD") {
-    inv::HttpResponse r = textResponse(405, "method not allowed\n");
+    http::HttpResponse r = textResponse(405, "method not allowed\n");
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
-  inv::HttpResponse r;
+  http::HttpResponse r;
   r.status = 200;
   r.content_type = std::string(metrics::kTextContentType);
   r.body = metrics::serializeText(options_.collectables);
   return r;
 }
 
-std::function<void(const inv::HttpRequest&, std::function<void(inv::Admission)>)>
+std::function<void(const http::HttpRequest&, std::function<void(http::Admission)>)>
 MetricsEndpoint::admitHandler() {
   if (options_.authenticator == nullptr) return nullptr;
-  return [this](const inv::HttpRequest& head, std::function<void(inv::Admission)> decide) {
+  return [this](const http::HttpRequest& head, std::function<void(http::Admission)> decide) {
     asio::post(workers_->pool, [this, head, decide = std::move(decide)] { decide(admit(head)); });
   };
 }
 
-inv::HttpServer::Handler MetricsEndpoint::httpHandler() {
-  return [this](const inv::HttpRequest& request, const inv::HttpServer::Responder& respond) {
+http::HttpServer::Handler MetricsEndpoint::httpHandler() {
+  return [this](const http::HttpRequest& request, const http::HttpServer::Responder& respond) {
     respond(handle(request));
   };
 }

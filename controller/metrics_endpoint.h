@@ -14,9 +14,9 @@
 #include <memory>
 #include <vector>
 
+#include "controller/http/http.h"
+#include "controller/http/http_server.h"
 #include "controller/inventory/authenticator.h"
-#include "controller/inventory/http.h"
-#include "controller/inventory/http_server.h"
 
 namespace rsc::controller {
 
@@ -41,16 +41,16 @@ class MetricsEndpoint {
 
   // Decides on a request from its headers; blocks on the API server on a
   // cache miss. Pure apart from the authenticator, for tests.
-  inventory::Admission admit(const inventory::HttpRequest& head);
+  http::Admission admit(const http::HttpRequest& head);
   // Answers an admitted request: the scrape on GET /metrics, else 404.
-  inventory::HttpResponse handle(const inventory::HttpRequest& request) const;
+  http::HttpResponse handle(const http::HttpRequest& request) const;
 
   // For HttpServerOptions::admit: admit() on the worker threads. Unset
   // (nullptr) when there is no authenticator.
-  std::function<void(const inventory::HttpRequest&, std::function<void(inventory::Admission)>)>
+  std::function<void(const http::HttpRequest&, std::function<void(http::Admission)>)>
   admitHandler();
   // For HttpServer::start.
-  inventory::HttpServer::Handler httpHandler();
+  http::HttpServer::Handler httpHandler();
 
  private:
   struct Workers;

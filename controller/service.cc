@@ -16,12 +16,12 @@
 #include "common/thread_name.h"
 #include "controller/cleanup.h"
 #include "controller/health_endpoint.h"
+#include "controller/http/certificates.h"
+#include "controller/http/http_server.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
-#include "controller/inventory/certificates.h"
 #include "controller/inventory/endpoint.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/http_server.h"
 #include "controller/leader/write_fence.h"
 #include "controller/leadership.h"
 #include "controller/metrics_endpoint.h"
@@ -64,22 +64,22 @@ std::string hostName() {
 // The self-signed certificate of a secure /metrics without certificate
 // files, made in memory at start as controller-runtime does; scrapers skip
 // verification or pin it by name. Names: the host (the pod) and loopback.
-StatusOr<inv::TlsKeyPair> metricsSelfSigned(Clock& clock) {
-  inv::CertificateRequest request;
+StatusOr<http::TlsKeyPair> metricsSelfSigned(Clock& clock) {
+  http::CertificateRequest request;
   request.common_name = "resourceslice-controller-metrics";
   request.names = {hostName(), "localhost", "127.0.0.1"};
   if (const char* ip = std::getenv("POD_IP"); ip != nullptr && *ip != '\0') {
     request.names.emplace_back(ip);
   }
   request.not_before = clock.systemNow();
-  return inv::issueServingCertificate(request, nullptr);
+  return http::issueServingCertificate(request, nullptr);
 }
 
 // --metrics-secure without certificate files: a self-signed certificate.
-Status selfSign(inv::HttpServerOptions& options, Clock& clock) {
-  StatusOr<inv::TlsKeyPair> pair = metricsSelfSigned(clock);
+Status selfSign(http::HttpServerOptions& options, Clock& clock) {
+  StatusOr<http::TlsKeyPair> pair = metricsSelfSigned(clock);
   if (!pair.ok()) return pair.status().withContext("metrics certificate");
-  auto shared = std::make_shared<const inv::TlsKeyPair>(std::move(*pair));
+  auto shared = std::make_shared<const http::TlsKeyPair>(std::move(*pair));
   options.tls_key_pair = [shared] { return shared; };
   return {};
 }
@@ -89,8 +89,8 @@ class ServerPart final : public Runnable {
  public:
   // `flag` names the bind address's flag in a failure.
   // `started`, when set, is called once the server listens.
-  ServerPart(inv::HttpServerOptions options, inv::HttpServer::Handler handler, std::string flag,
-             std::unique_ptr<inv::HttpServer>& server, std::function<void()> started = nullptr)
+  ServerPart(http::HttpServerOptions options, http::HttpServer::Handler handler, std::string flag,
+             std::unique_ptr<http::HttpServer>& server, std::function<void()> started = nullptr)
       : options_(std::move(options)),
         handler_(std::move(handler)),
         flag_(std::move(flag)),
@@ -100,7 +100,7 @@ class ServerPart final : public Runnable {
     if (prepare) {
       if (Status s = prepare(options_); !s.ok()) return s;
     }
-    auto server = inv::HttpServer::start(options_, handler_);
+    auto server = http::HttpServer::start(options_, handler_);
     if (!server.ok()) return server.status().withContext("flag --" + flag_);
     server_ = std::move(*server);
     if (started_) started_();
@@ -110,13 +110,13 @@ class ServerPart final : public Runnable {
 
   // Run by start() before the server starts: what may fail at start only
   // (a certificate made in memory).
-  std::function<Status(inv::HttpServerOptions&)> prepare;
+  std::function<Status(http::HttpServerOptions&)> prepare;
 
  private:
-  inv::HttpServerOptions options_;
-  inv::HttpServer::Handler handler_;
+  http::HttpServerOptions options_;
+  http::HttpServer::Handler handler_;
   std::string flag_;
-  std::unique_ptr<inv::HttpServer>& server_;
+  std::unique_ptr<http::HttpServer>& server_;
   std::function<void()> started_;
 };
 
@@ -260,11 +260,11 @@ struct Service::Parts {
   std::unique_ptr<inv::InventoryEndpoint> endpoint;
   std::unique_ptr<inv::CertificateSecret> certificates;
   bool tls = false;
-  std::unique_ptr<inv::HttpServer> inventory_server;
+  std::unique_ptr<http::HttpServer> inventory_server;
   std::unique_ptr<inv::TokenReviewAuthenticator> metrics_authenticator;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
-  std::unique_ptr<inv::HttpServer> metrics_server;
-  std::unique_ptr<inv::HttpServer> health_server;
+  std::unique_ptr<http::HttpServer> metrics_server;
+  std::unique_ptr<http::HttpServer> health_server;
   // The servers' parts, until addParts() hands them to the group.
   std::unique_ptr<Runnable> health_part;
   std::unique_ptr<Runnable> certificate_part;
@@ -369,7 +369,7 @@ Status Service::Parts::buildPull() {
   popts.store = store.get();
   popts.clock = &clock;
   if (!flags.pull_ca_file.empty()) {
-    StatusOr<std::string> ca = inv::readCertificateFile(flags.pull_ca_file);
+    StatusOr<std::string> ca = http::readCertificateFile(flags.pull_ca_file);
     if (!ca.ok()) return ca.status().withContext("flag --pull-ca-file");
     popts.credentials.ca_pem = std::move(*ca);
   }
@@ -462,12 +462,12 @@ Status Service::Parts::buildInventory() {
 Status Service::Parts::buildServers() {
   // Health probes: /readyz once the caches synced.
   if (flags.health_probe_bind_address != "0") {
-    inv::HttpServerOptions popts;
+    http::HttpServerOptions popts;
     popts.bind_address = flags.health_probe_bind_address;
     popts.name = "health";
     popts.clock = &clock;
-    auto respond = [c = controller.get()](const inv::HttpRequest& req,
-                                          const inv::HttpServer::Responder& answer) {
+    auto respond = [c = controller.get()](const http::HttpRequest& req,
+                                          const http::HttpServer::Responder& answer) {
       answer(healthResponse(req, [c] { return c->hasSynced(); }));
     };
     health_part =
@@ -484,7 +484,7 @@ Status Service::Parts::buildServers() {
     MetricsEndpointOptions meopts;
     meopts.collectables = {registry, process_collector};
     bool self_signed = false;
-    inv::HttpServerOptions mopts;
+    http::HttpServerOptions mopts;
     mopts.bind_address = flags.metrics_bind_address;
     mopts.name = "metrics";
     mopts.clock = &clock;
@@ -510,16 +510,16 @@ Status Service::Parts::buildServers() {
     auto part = std::make_unique<ServerPart>(mopts, metrics_endpoint->httpHandler(),
                                              "metrics-bind-address", metrics_server);
     if (self_signed)
-      part->prepare = [this](inv::HttpServerOptions& o) { return selfSign(o, clock); };
+      part->prepare = [this](http::HttpServerOptions& o) { return selfSign(o, clock); };
     metrics_part = std::move(part);
   }
 
   // The inventory API: authentication and authorization before any body is
   // read, the server's own refusals (413, 431, 503...) in the API's JSON form.
-  inv::HttpServerOptions iopts = flags.inventory_server;
+  http::HttpServerOptions iopts = flags.inventory_server;
   iopts.admit = endpoint->admitHandler();
-  iopts.on_refused = [this](inv::Refusal refusal) {
-    metrics->inventory.refused(inv::refusalName(refusal));
+  iopts.on_refused = [this](http::Refusal refusal) {
+    metrics->inventory.refused(http::refusalName(refusal));
   };
   if (certificates) iopts.tls_key_pair = [c = certificates.get()] { return c->current(); };
   iopts.clock = &clock;

@@ -6,9 +6,18 @@
 
 #include "common/enum_names.h"
 #include "common/log.h"
-#include "controller/inventory/certificates.h"
+#include "controller/http/certificates.h"
 
 namespace rsc::controller::inventory {
+
+using http::CertificateRequest;
+using http::certificateSignedBy;
+using http::certificateValidity;
+using http::issueServingCertificate;
+using http::kCertificateBackdate;
+using http::makeCertificateAuthority;
+using http::TlsKeyPair;
+using http::Validity;
 namespace {
 
 constexpr std::string_view kPemEnd = "-----END CERTIFICATE-----";

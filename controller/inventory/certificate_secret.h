@@ -26,7 +26,7 @@
 #include "client/kube_api.h"
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/http_server.h"
+#include "controller/http/http_server.h"
 
 namespace rsc::controller::inventory {
 
@@ -91,7 +91,7 @@ class CertificateSecret {
 
   // The pair to serve (HttpServerOptions::tls_key_pair); null before the
   // first successful sync. A rotation gives a new pointer.
-  std::shared_ptr<const TlsKeyPair> current() const;
+  std::shared_ptr<const http::TlsKeyPair> current() const;
   // The CA bundle, PEM, "" before the first successful sync.
   std::string caBundle() const;
 
@@ -107,8 +107,8 @@ class CertificateSecret {
 
   const CertificateSecretOptions options_;
   mutable std::mutex mu_;
-  std::shared_ptr<const TlsKeyPair> current_;  // guarded by mu_
-  std::string bundle_;                         // guarded by mu_
+  std::shared_ptr<const http::TlsKeyPair> current_;  // guarded by mu_
+  std::string bundle_;                               // guarded by mu_
 };
 
 }  // namespace rsc::controller::inventory

@@ -8,9 +8,14 @@
 
 #include "common/log.h"
 #include "common/thread_name.h"
-#include "controller/inventory/asio.h"
+#include "controller/http/asio.h"
 
 namespace rsc::controller::inventory {
+
+using http::Admission;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpServer;
 
 struct InventoryEndpoint::Impl {
   Impl(InventoryHandler& h, Clock& c, size_t workers)

@@ -15,8 +15,8 @@
 #include <mutex>
 
 #include "common/clock.h"
+#include "controller/http/http_server.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/http_server.h"
 
 namespace rsc::controller::inventory {
 
@@ -34,12 +34,13 @@ class InventoryEndpoint {
   InventoryEndpoint& operator=(const InventoryEndpoint&) = delete;
 
   // The handler to give HttpServer.
-  HttpServer::Handler httpHandler();
+  http::HttpServer::Handler httpHandler();
   // The admission step to give HttpServer (HttpServerOptions::admit): runs
   // InventoryHandler::admit on the worker threads (admitNow on the I/O
   // thread when the credentials are cached), so that authentication happens
   // before the server reads a body, without blocking the I/O thread.
-  std::function<void(const HttpRequest&, std::function<void(Admission)>)> admitHandler();
+  std::function<void(const http::HttpRequest&, std::function<void(http::Admission)>)>
+  admitHandler();
 
   // Tells held pushes of `key` to look again. Cheap; any thread, also the
   // store's listener thread.

@@ -2,10 +2,14 @@
 
 #include "client/config.h"
 #include "common/log.h"
-#include "controller/inventory/certificates.h"
+#include "controller/http/certificates.h"
 #include "controller/inventory/handler.h"
 
 namespace rsc::controller::inventory {
+
+using http::HttpRequest;
+using http::HttpResponse;
+using http::readCertificateFile;
 
 // The header a forwarded request carries, so that a leader that lost its
 // lease meanwhile does not send the request around again.

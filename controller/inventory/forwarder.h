@@ -22,7 +22,7 @@
 #include "client/http_transport.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "controller/inventory/http.h"
+#include "controller/http/http.h"
 
 namespace rsc::controller::inventory {
 
@@ -62,7 +62,7 @@ class LeaderForwarder {
   // Returns the leader's answer; a 503 naming the leader and why when its
   // URL is refused or it cannot be reached or verified; nullopt when there is
   // no other leader to ask (the caller answers 503).
-  std::optional<HttpResponse> forward(const HttpRequest& request);
+  std::optional<http::HttpResponse> forward(const http::HttpRequest& request);
 
   // How many times the CA bundle was (re)loaded; for tests.
   size_t caLoadsForTest() const;
@@ -71,7 +71,8 @@ class LeaderForwarder {
   // Re-reads ca_file when due; drops the transport when the bundle changed.
   void refreshCaLocked();
   // The 503 of a refused or failed forward, counted and logged (throttled).
-  HttpResponse refuse(std::string_view reason, const std::string& url, const std::string& why);
+  http::HttpResponse refuse(std::string_view reason, const std::string& url,
+                            const std::string& why);
 
   LeaderForwarderOptions options_;
   log::Throttle throttle_;  // of the refusals' log lines

@@ -16,6 +16,14 @@
 
 namespace rsc::controller::inventory {
 
+using http::Admission;
+using http::asciiLower;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::parseQuery;
+using http::percentDecode;
+using http::splitTarget;
+
 using client::driverNameError;
 using client::poolNameError;
 

@@ -19,10 +19,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "controller/http/http.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/body_digest.h"
 #include "controller/inventory/decode_budget.h"
-#include "controller/inventory/http.h"
 #include "controller/inventory/pool_json.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/preview.h"
@@ -63,7 +63,7 @@ struct PendingWait {
 };
 
 struct HandlerResult {
-  HttpResponse response;
+  http::HttpResponse response;
   // Set when the request asked to wait and the push is not yet published:
   // hold `response`, answer render(*wait) once done(*wait) or at the deadline.
   std::optional<PendingWait> wait = std::nullopt;
@@ -78,7 +78,7 @@ struct LeaderHooks {
   // Sends a request to the leader and returns its answer; nullopt when it
   // cannot (the handler then answers 503). Unset: never forwards. Called on a
   // handler thread; it may block up to the request's wait.
-  std::function<std::optional<HttpResponse>(const HttpRequest&)> forward;
+  std::function<std::optional<http::HttpResponse>(const http::HttpRequest&)> forward;
 };
 
 struct InventoryHandlerOptions {
@@ -136,13 +136,13 @@ class InventoryHandler {
   // Decides on a request from its headers alone (route, query,
   // authentication, authorization) and sets its body limit; for
   // HttpServerOptions::admit. May block on the Authenticator.
-  Admission admit(const HttpRequest& head);
+  http::Admission admit(const http::HttpRequest& head);
 
   // Answers one request: one that admit() let in (its decision in
   // request.admission), or any other, which is admitted first. May block on
   // the Authenticator (cached API calls) and the forward hook; never waits
   // for publication.
-  HandlerResult handle(const HttpRequest& request);
+  HandlerResult handle(const http::HttpRequest& request);
 
   // The two calls above where they need no blocking call, for the HTTP
   // server's I/O thread; nullopt where they would block, and the caller
@@ -151,8 +151,8 @@ class InventoryHandler {
   // driver renewing its lease by pushing the body that set its pool's
   // current content (on the leader, admitted, at most kMaxBodyDigestedNow
   // bytes); its answer and counting equal handle()'s.
-  std::optional<Admission> admitNow(const HttpRequest& head);
-  std::optional<HandlerResult> handleNow(const HttpRequest& request);
+  std::optional<http::Admission> admitNow(const http::HttpRequest& head);
+  std::optional<HandlerResult> handleNow(const http::HttpRequest& request);
   // The largest body handleNow() digests on the calling thread (about 0.1 ms
   // of CPU); larger ones wait for a worker.
   static constexpr size_t kMaxBodyDigestedNow = 1024 * 1024;
@@ -161,7 +161,7 @@ class InventoryHandler {
   bool done(const PendingWait& wait) const;
   // The answer to a held push now: 200 when done, 422 when the API server
   // refused the slices of a waited-for pool, else 202.
-  HttpResponse render(const PendingWait& wait);
+  http::HttpResponse render(const PendingWait& wait);
 
  private:
   explicit InventoryHandler(InventoryHandlerOptions options);
@@ -182,37 +182,37 @@ class InventoryHandler {
   // Routing, query, authentication and authorization: a refusal, or what
   // serve() needs; with `may_block` false, WouldBlock where the
   // Authenticator would have to ask the API server.
-  using Decision = std::variant<HttpResponse, Admitted, WouldBlock>;
-  Decision admitRequest(const HttpRequest& request, PushInfo& push, bool may_block);
-  Admission admission(Decision decided, const HttpRequest& head, const PushInfo& push);
-  HandlerResult serve(const HttpRequest& request, const Admitted& admitted, PushInfo& push);
-  void countPush(const PushInfo& push, const HttpResponse& response);
-  HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
-  HttpResponse getPool(Context& ctx);
-  HttpResponse putPool(Context& ctx);
+  using Decision = std::variant<http::HttpResponse, Admitted, WouldBlock>;
+  Decision admitRequest(const http::HttpRequest& request, PushInfo& push, bool may_block);
+  http::Admission admission(Decision decided, const http::HttpRequest& head, const PushInfo& push);
+  HandlerResult serve(const http::HttpRequest& request, const Admitted& admitted, PushInfo& push);
+  void countPush(const PushInfo& push, const http::HttpResponse& response);
+  http::HttpResponse dispatch(Context& ctx, size_t route, const std::string& method);
+  http::HttpResponse getPool(Context& ctx);
+  http::HttpResponse putPool(Context& ctx);
   // The digest of the request's body, when the request is a PUT of a pool
   // with a JSON body (putPool's other answers need no digest).
   std::optional<Digest128> poolBodyDigest(const Context& ctx) const;
   // Answers a PUT of a pool whose body has the digest of the body that set
   // the pool's current content, as putPool would; nullopt when it has not,
   // or, unless `may_block`, when another write holds the store.
-  std::optional<HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest,
-                                               bool may_block);
+  std::optional<http::HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest,
+                                                     bool may_block);
   // The request's body parsed under the decode budget; a refusal is counted and logged.
   StatusOr<BudgetedJson> parseBody(const Context& ctx);
-  HttpResponse deletePool(Context& ctx);
-  HttpResponse renewPool(Context& ctx);
-  HttpResponse getDriver(Context& ctx);
-  HttpResponse putDriver(Context& ctx);
-  HttpResponse listDrivers(Context& ctx);
+  http::HttpResponse deletePool(Context& ctx);
+  http::HttpResponse renewPool(Context& ctx);
+  http::HttpResponse getDriver(Context& ctx);
+  http::HttpResponse putDriver(Context& ctx);
+  http::HttpResponse listDrivers(Context& ctx);
   // Answers a push: at once when done or not waiting, else held.
-  HttpResponse answerPush(Context& ctx, PendingWait wait);
+  http::HttpResponse answerPush(Context& ctx, PendingWait wait);
   // answerPush() of the request's one pool, accepted at `version`.
-  HttpResponse answerPoolPush(Context& ctx, uint64_t version);
-  HttpResponse renderNow(const PendingWait& wait, bool is_done);
+  http::HttpResponse answerPoolPush(Context& ctx, uint64_t version);
+  http::HttpResponse renderNow(const PendingWait& wait, bool is_done);
   // The answer to a dry run of the driver's pools: each pool's preview with
   // its desired content (null: withdrawn).
-  HttpResponse answerDryRun(
+  http::HttpResponse answerDryRun(
       const Context& ctx, const std::vector<std::pair<std::string, const reconcile::Pool*>>& pools);
   std::string leaderIdentity() const;
   LeaderHooks hooks() const;
@@ -239,9 +239,9 @@ StatusOr<Clock::Duration> parseWaitDuration(std::string_view text);
 // The answer for a Status error: {code, reason, message, details}, with the
 // HTTP code its StatusCode maps to (400, 401, 403, 404, 409, 413, 422, 503,
 // else 500).
-HttpResponse errorResponse(const Status& status);
+http::HttpResponse errorResponse(const Status& status);
 // An error answer with an explicit HTTP code (405, 415, ...).
-HttpResponse errorResponse(int http_code, std::string_view message,
-                           const std::vector<FieldError>& details = {});
+http::HttpResponse errorResponse(int http_code, std::string_view message,
+                                 const std::vector<FieldError>& details = {});
 
 }  // namespace rsc::controller::inventory

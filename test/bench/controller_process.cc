@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "controller/inventory/http_server.h"
+#include "controller/http/http_server.h"
 #include "test/bench/http_load.h"
 
 namespace rsc::bench {
@@ -148,13 +148,13 @@ int serveMinimal(const std::filesystem::path& port_file) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  namespace inv = controller::inventory;
-  inv::HttpServerOptions options;
+  controller::http::HttpServerOptions options;
   options.bind_address = "127.0.0.1:0";
   options.name = "minimal";
-  auto server = inv::HttpServer::start(
-      options, [](const inv::HttpRequest&, const inv::HttpServer::Responder& r) {
-        inv::HttpResponse ok;
+  auto server = controller::http::HttpServer::start(
+      options,
+      [](const controller::http::HttpRequest&, const controller::http::HttpServer::Responder& r) {
+        controller::http::HttpResponse ok;
         ok.status = 200;
         r(std::move(ok));
       });

@@ -7,12 +7,12 @@
 #include <optional>
 #include <thread>
 
-#include "controller/inventory/asio.h"
+#include "controller/http/asio.h"
 
 namespace rsc::bench {
 
-namespace asio = controller::inventory::asio;
-namespace beast = controller::inventory::beast;
+namespace asio = controller::asio;
+namespace beast = controller::beast;
 namespace http = beast::http;
 
 namespace {

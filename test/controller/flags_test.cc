@@ -7,10 +7,10 @@
 
 #include "client/config.h"
 #include "client/event_recorder.h"
+#include "controller/http/http_server.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/certificate_secret.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/http_server.h"
 #include "controller/leader/leader_elector.h"
 #include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
@@ -80,7 +80,7 @@ TEST(Flags, EachSetsTheOptionItIsBoundTo) {
   EXPECT_EQ(leader.retry_period, seconds(4));
   EXPECT_EQ(leader.identity, "replica-1");
 
-  const inventory::HttpServerOptions& server = f->inventory_server;
+  const http::HttpServerOptions& server = f->inventory_server;
   EXPECT_EQ(server.bind_address, ":9443");
   EXPECT_EQ(server.max_connections, 10u);
   EXPECT_EQ(server.max_connections_per_client, 3u);
@@ -135,7 +135,7 @@ TEST(Flags, ServiceDefaults) {
   EXPECT_EQ(f.inventory_server.bind_address, ":8082");
   EXPECT_EQ(f.auth_review.audience, "resourceslice-controller");
   // The rest are the components' own.
-  EXPECT_EQ(f.inventory_server.max_connections, inventory::HttpServerOptions().max_connections);
+  EXPECT_EQ(f.inventory_server.max_connections, http::HttpServerOptions().max_connections);
   EXPECT_EQ(f.controller.workers, reconcile::ControllerOptions().workers);
 }
 

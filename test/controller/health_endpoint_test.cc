@@ -7,8 +7,8 @@
 namespace rsc::controller {
 namespace {
 
-inventory::HttpResponse get(const std::string& target, bool synced, int* asked = nullptr) {
-  inventory::HttpRequest request;
+http::HttpResponse get(const std::string& target, bool synced, int* asked = nullptr) {
+  http::HttpRequest request;
   request.method = "GET";
   request.target = target;
   return healthResponse(request, [&] {
@@ -20,7 +20,7 @@ inventory::HttpResponse get(const std::string& target, bool synced, int* asked =
 TEST(HealthResponse, LivenessDoesNotWaitForTheCaches) {
   int asked = 0;
   for (const char* target : {"/healthz", "/livez", "/healthz?verbose=1"}) {
-    inventory::HttpResponse r = get(target, /*synced=*/false, &asked);
+    http::HttpResponse r = get(target, /*synced=*/false, &asked);
     EXPECT_EQ(r.status, 200) << target;
     EXPECT_EQ(r.body, "ok\n") << target;
     EXPECT_EQ(r.content_type, "text/plain; charset=utf-8") << target;
@@ -30,7 +30,7 @@ TEST(HealthResponse, LivenessDoesNotWaitForTheCaches) {
 
 TEST(HealthResponse, ReadinessFollowsTheCaches) {
   EXPECT_EQ(get("/readyz", /*synced=*/true).status, 200);
-  inventory::HttpResponse not_ready = get("/readyz", /*synced=*/false);
+  http::HttpResponse not_ready = get("/readyz", /*synced=*/false);
   EXPECT_EQ(not_ready.status, 503);
   EXPECT_EQ(not_ready.body, "informer cache not synced\n");
 }

@@ -10,8 +10,8 @@
 namespace rsc::controller {
 namespace {
 
+using http::HttpRequest;
 using inventory::FakeAuthenticator;
-using inventory::HttpRequest;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -73,7 +73,7 @@ TEST_F(MetricsEndpointTest, AnswersTheScrapeAndNothingElse) {
   MetricsEndpoint endpoint(options(false));
   EXPECT_EQ(endpoint.admitHandler(), nullptr);
   EXPECT_FALSE(endpoint.admit(get("/metrics")).refusal.has_value());
-  inventory::HttpResponse scrape = endpoint.handle(get("/metrics"));
+  http::HttpResponse scrape = endpoint.handle(get("/metrics"));
   EXPECT_EQ(scrape.status, 200);
   EXPECT_THAT(scrape.body, HasSubstr("scrapes_seen_total 0"));
   EXPECT_EQ(endpoint.handle(get("/metricsx")).status, 404);

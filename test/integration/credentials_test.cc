@@ -16,8 +16,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "controller/inventory/http_server.h"
-#include "test/controller/inventory/test_http_client.h"
+#include "controller/http/http_server.h"
+#include "test/controller/http/test_http_client.h"
 #include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
 
@@ -27,7 +27,6 @@ namespace {
 const auto* const kCluster = ClusterEnvironment::install();
 
 using ::testing::HasSubstr;
-namespace inv = controller::inventory;
 
 constexpr char kUrlAnnotation[] = "resourceslice.dra.k8s.io/inventory-url";
 constexpr char kServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-server-name";
@@ -37,22 +36,23 @@ constexpr char kServerNameAnnotation[] = "resourceslice.dra.k8s.io/inventory-ser
 class Listener {
  public:
   // Plain http, or https with a certificate of `cert` (a CA of its own).
-  explicit Listener(const inv::TestCertificate* cert = nullptr) {
-    inv::HttpServerOptions o;
+  explicit Listener(const controller::http::TestCertificate* cert = nullptr) {
+    controller::http::HttpServerOptions o;
     o.bind_address = "127.0.0.1:0";
     if (cert != nullptr) {
       cert->writeTo(dir_.path() / "tls.crt", dir_.path() / "tls.key");
       o.tls_cert_file = (dir_.path() / "tls.crt").string();
       o.tls_key_file = (dir_.path() / "tls.key").string();
     }
-    auto server =
-        inv::HttpServer::start(o, [this](inv::HttpRequest req, inv::HttpServer::Responder respond) {
+    auto server = controller::http::HttpServer::start(
+        o,
+        [this](controller::http::HttpRequest req, controller::http::HttpServer::Responder respond) {
           {
             std::lock_guard lock(mu_);
             const auto auth = req.header("authorization");
             seen_.push_back(req.method + " " + req.target + " " + std::string(auth.value_or("")));
           }
-          inv::HttpResponse r;
+          controller::http::HttpResponse r;
           r.content_type = "application/json";
           r.body = R"({"leader": "fake", "items": []})";
           respond(std::move(r));
@@ -69,8 +69,8 @@ class Listener {
   }
 
  private:
-  inv::TempDir dir_;
-  std::unique_ptr<inv::HttpServer> server_;
+  controller::http::TempDir dir_;
+  std::unique_ptr<controller::http::HttpServer> server_;
   std::string url_;
   mutable std::mutex mu_;
   std::vector<std::string> seen_;
@@ -165,10 +165,10 @@ TEST_F(CredentialsTest, CtlSendsNothingToAPlainHttpUrlOfTheLease) {
 // one the controller publishes: refused, with --insecure-skip-tls-verify too
 // (it is for --server only), and nothing reaches the listener.
 TEST_F(CredentialsTest, CtlSendsNothingToAnUnverifiedHttpsUrlOfTheLease) {
-  const auto other_ca = inv::TestCertificate::make("someone-else");
+  const auto other_ca = controller::http::TestCertificate::make("someone-else");
   Listener listener(&other_ca);
   lease("creds-https", "someone", listener.url());
-  const auto published = inv::TestCertificate::make("controller");
+  const auto published = controller::http::TestCertificate::make("controller");
   env_.kube("DELETE", "/api/v1/namespaces/default/configmaps/creds-ca");
   env_.ensure("/api/v1/namespaces/default/configmaps",
               Json{{"apiVersion", "v1"},
@@ -198,7 +198,7 @@ TEST_F(CredentialsTest, CtlSendsNothingToAnUnverifiedHttpsUrlOfTheLease) {
 // it and chains to the published CA; a name of the namespace that the
 // certificate does not carry fails verification. Nothing reaches the listener.
 TEST_F(CredentialsTest, CtlVerifiesTheLeaseUrlOnlyAgainstAServiceNameOfItsNamespace) {
-  const auto published = inv::TestCertificate::make("controller");
+  const auto published = controller::http::TestCertificate::make("controller");
   Listener listener(&published);
   env_.kube("DELETE", "/api/v1/namespaces/default/configmaps/creds-name-ca");
   env_.ensure("/api/v1/namespaces/default/configmaps",
@@ -239,13 +239,13 @@ TEST_F(CredentialsTest, CtlVerifiesTheLeaseUrlOnlyAgainstAServiceNameOfItsNamesp
 // an https listener whose certificate is of another CA.
 TEST_F(CredentialsTest, FollowerForwardsNothingToAUrlOfTheLeaseThatIsNotVerifiedHttps) {
   env_.ensureNode("node-a");
-  inv::TempDir dir;
-  const auto cert = inv::TestCertificate::make("replicas");
+  controller::http::TempDir dir;
+  const auto cert = controller::http::TestCertificate::make("replicas");
   cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
-  const auto other_ca = inv::TestCertificate::make("someone-else");
+  const auto other_ca = controller::http::TestCertificate::make("someone-else");
   struct Case {
     std::string name;
-    const inv::TestCertificate* listener_cert;
+    const controller::http::TestCertificate* listener_cert;
     int pushes;
     std::string reason;
   };

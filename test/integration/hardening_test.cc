@@ -16,9 +16,9 @@
 #include <random>
 #include <thread>
 
+#include "controller/http/http_server.h"
 #include "controller/inventory/decode_budget.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/http_server.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -495,13 +495,13 @@ TEST_F(HardeningTest, ConcurrentLargestPushesShareOneDecodeBudget) {
 class InventoryEndpoint {
  public:
   InventoryEndpoint() {
-    controller::inventory::HttpServerOptions options;
+    controller::http::HttpServerOptions options;
     options.bind_address = "127.0.0.1:0";
     options.name = "inventory-endpoint";
-    auto started = controller::inventory::HttpServer::start(
-        options, [this](const controller::inventory::HttpRequest&,
-                        const controller::inventory::HttpServer::Responder& respond) {
-          controller::inventory::HttpResponse response;
+    auto started = controller::http::HttpServer::start(
+        options, [this](const controller::http::HttpRequest&,
+                        const controller::http::HttpServer::Responder& respond) {
+          controller::http::HttpResponse response;
           response.content_type = "application/json";
           std::lock_guard lock(mu_);
           ++fetches_;
@@ -528,7 +528,7 @@ class InventoryEndpoint {
   std::shared_ptr<const std::string> body_ =
       std::make_shared<const std::string>(R"({"pools": {}})");  // guarded by mu_
   int fetches_ = 0;                                             // guarded by mu_
-  std::unique_ptr<controller::inventory::HttpServer> server_;
+  std::unique_ptr<controller::http::HttpServer> server_;
 };
 
 // Issue 31: eight inventory endpoints answering at once with a body that passed every limit took

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <future>
 
-#include "test/controller/inventory/test_http_client.h"
+#include "test/controller/http/test_http_client.h"
 #include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
 
@@ -109,8 +109,8 @@ TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName)
   env_.ensureNode("node-c");
   // One certificate for every replica, for localhost and 127.0.0.1; it is
   // its own CA. The test, as a driver, trusts it too.
-  controller::inventory::TempDir dir;
-  const auto cert = controller::inventory::TestCertificate::make("replicas");
+  controller::http::TempDir dir;
+  const auto cert = controller::http::TestCertificate::make("replicas");
   cert.writeTo(dir.path() / "tls.crt", dir.path() / "tls.key");
   const std::string ca = (dir.path() / "ca.crt").string();
   std::ofstream(ca) << cert.cert_pem;

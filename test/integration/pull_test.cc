@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "client/resource_slice.h"
-#include "controller/inventory/certificates.h"
-#include "controller/inventory/http_server.h"
+#include "controller/http/certificates.h"
+#include "controller/http/http_server.h"
 #include "test/integration/leader_flags.h"
 #include "test/integration/service_env.h"
 
@@ -28,7 +28,6 @@ const auto* const kCluster = ClusterEnvironment::install();
 
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-namespace inv = controller::inventory;
 
 constexpr char kDriver[] = "nic.example.com";
 
@@ -39,18 +38,20 @@ class DriverEndpoint {
   // Listens on `address` (loopback unless a test needs an address an EndpointSlice may hold),
   // over TLS with `tls` when given.
   explicit DriverEndpoint(const std::string& address = "127.0.0.1",
-                          std::optional<inv::TlsKeyPair> tls = std::nullopt)
+                          std::optional<controller::http::TlsKeyPair> tls = std::nullopt)
       : address_(address) {
-    inv::HttpServerOptions options;
+    controller::http::HttpServerOptions options;
     options.bind_address = address + ":0";
     options.name = "driver-endpoint";
     if (tls) {
-      auto pair = std::make_shared<const inv::TlsKeyPair>(std::move(*tls));
+      auto pair = std::make_shared<const controller::http::TlsKeyPair>(std::move(*tls));
       options.tls_key_pair = [pair] { return pair; };
     }
-    auto started = inv::HttpServer::start(
-        options, [this](const inv::HttpRequest& request,
-                        const inv::HttpServer::Responder& respond) { respond(answer(request)); });
+    auto started = controller::http::HttpServer::start(
+        options, [this](const controller::http::HttpRequest& request,
+                        const controller::http::HttpServer::Responder& respond) {
+          respond(answer(request));
+        });
     EXPECT_TRUE(started.ok()) << started.status().toString();
     server_ = std::move(*started);
   }
@@ -84,14 +85,14 @@ class DriverEndpoint {
   void stop() { server_->stop(seconds(1)); }
 
  private:
-  inv::HttpResponse answer(const inv::HttpRequest& request) {
+  controller::http::HttpResponse answer(const controller::http::HttpRequest& request) {
     std::lock_guard lock(mu_);
     ++fetches_;
     if (auto authorization = request.header("authorization")) {
       authorizations_.emplace_back(*authorization);
     }
-    if (request.target != "/v1/inventory") return inv::textResponse(404, "not here");
-    inv::HttpResponse response;
+    if (request.target != "/v1/inventory") return controller::http::textResponse(404, "not here");
+    controller::http::HttpResponse response;
     response.headers.emplace_back("ETag", etag_);
     if (request.header("if-none-match") == etag_) {
       ++not_modified_;
@@ -111,7 +112,7 @@ class DriverEndpoint {
   int fetches_ = 0;                          // guarded by mu_
   int not_modified_ = 0;                     // guarded by mu_
   std::vector<std::string> authorizations_;  // guarded by mu_
-  std::unique_ptr<inv::HttpServer> server_;
+  std::unique_ptr<controller::http::HttpServer> server_;
 };
 
 Json example(const std::string& name) {
@@ -605,14 +606,15 @@ TEST_F(PullDoorsTest, AServiceCannotTakeOverAPushingDriverAcrossARestart) {
 TEST_F(PullDoorsTest, ThePullTokenGoesOnlyToEndpointsThatPassedEveryCheck) {
   constexpr char kToken[] = "pull-token-for-drivers-only";
   const auto tls_for = [&](const std::string& name) {
-    inv::CertificateRequest request;
+    controller::http::CertificateRequest request;
     request.common_name = name + " CA";
     request.not_before = std::chrono::system_clock::now();
-    StatusOr<inv::TlsKeyPair> ca = inv::makeCertificateAuthority(request);
+    StatusOr<controller::http::TlsKeyPair> ca = controller::http::makeCertificateAuthority(request);
     EXPECT_TRUE(ca.ok()) << ca.status().toString();
     request.common_name = name;  // not the CA's: a leaf named as its issuer reads as self-signed
     request.names = {name};
-    StatusOr<inv::TlsKeyPair> leaf = inv::issueServingCertificate(request, &*ca);
+    StatusOr<controller::http::TlsKeyPair> leaf =
+        controller::http::issueServingCertificate(request, &*ca);
     EXPECT_TRUE(leaf.ok()) << leaf.status().toString();
     return std::pair(ca->cert_pem, *leaf);
   };

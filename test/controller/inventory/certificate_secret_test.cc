@@ -5,11 +5,16 @@
 
 #include <deque>
 
-#include "controller/inventory/certificates.h"
+#include "controller/http/certificates.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
 
 namespace rsc::controller::inventory {
+
+using http::certificateSignedBy;
+using http::certificateValidity;
+using http::TlsKeyPair;
+using http::Validity;
 namespace {
 
 using std::chrono::seconds;

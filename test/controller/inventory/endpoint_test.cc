@@ -12,11 +12,20 @@
 #include <string>
 #include <thread>
 
+#include "test/controller/http/test_http_client.h"
 #include "test/controller/inventory/fake_authenticator.h"
-#include "test/controller/inventory/test_http_client.h"
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::inventory {
+
+using http::TestHttpClient;
+using http::TestResponse;
+
+using http::Admission;
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpServer;
+using http::HttpServerOptions;
 namespace {
 
 using namespace std::chrono_literals;

@@ -4,11 +4,19 @@
 
 #include <atomic>
 
-#include "controller/inventory/http_server.h"
-#include "test/controller/inventory/test_http_client.h"
+#include "controller/http/http_server.h"
+#include "test/controller/http/test_http_client.h"
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::inventory {
+
+using http::TempDir;
+using http::TestCertificate;
+
+using http::HttpRequest;
+using http::HttpResponse;
+using http::HttpServer;
+using http::HttpServerOptions;
 namespace {
 
 using std::chrono::seconds;

@@ -12,6 +12,10 @@
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::inventory {
+
+using http::Admission;
+using http::HttpRequest;
+using http::HttpResponse;
 namespace {
 
 using ::testing::ElementsAre;

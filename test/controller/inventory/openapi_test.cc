@@ -16,6 +16,8 @@
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::inventory {
+
+using http::HttpRequest;
 namespace {
 
 using Json = nlohmann::json;

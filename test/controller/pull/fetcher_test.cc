@@ -7,8 +7,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "controller/inventory/certificates.h"
-#include "controller/inventory/http_server.h"
+#include "controller/http/certificates.h"
+#include "controller/http/http_server.h"
 #include "test/controller/pull/scripted_transport.h"
 #include "test/fakes/fake_clock.h"
 #include "test/metrics/temp_dir.h"
@@ -297,12 +297,13 @@ TEST(SourceUrl, RefusesWhatIsNotAnEndpointUrl) {
 // (cpprest would follow up to 10 by default) and is refused; an oversize body is cut off.
 class RealTransport : public ::testing::Test {
  protected:
-  void serve(inventory::HttpResponse answer) {
-    inventory::HttpServerOptions options;
+  void serve(http::HttpResponse answer) {
+    http::HttpServerOptions options;
     options.bind_address = "127.0.0.1:0";
-    auto started = inventory::HttpServer::start(
-        options, [answer](const inventory::HttpRequest&,
-                          const inventory::HttpServer::Responder& respond) { respond(answer); });
+    auto started = http::HttpServer::start(
+        options, [answer](const http::HttpRequest&, const http::HttpServer::Responder& respond) {
+          respond(answer);
+        });
     ASSERT_TRUE(started.ok()) << started.status().toString();
     server_ = std::move(*started);
     auto url = parseSourceUrl("http://127.0.0.1:" + std::to_string(server_->port()));
@@ -317,12 +318,12 @@ class RealTransport : public ::testing::Test {
     return fetcher.fetch("", std::nullopt);
   }
 
-  std::unique_ptr<inventory::HttpServer> server_;
+  std::unique_ptr<http::HttpServer> server_;
   std::shared_ptr<client::HttpTransport> transport_;
 };
 
 TEST_F(RealTransport, RedirectIsNotFollowed) {
-  inventory::HttpResponse redirect;
+  http::HttpResponse redirect;
   redirect.status = 307;
   redirect.headers.emplace_back("Location", "http://127.0.0.1:1/elsewhere");
   serve(redirect);
@@ -331,7 +332,7 @@ TEST_F(RealTransport, RedirectIsNotFollowed) {
 }
 
 TEST_F(RealTransport, OversizeBodyIsRefused) {
-  inventory::HttpResponse big;
+  http::HttpResponse big;
   big.content_type = "application/json";
   big.body = std::string(64 * 1024, ' ');
   serve(big);
@@ -340,7 +341,7 @@ TEST_F(RealTransport, OversizeBodyIsRefused) {
 }
 
 TEST_F(RealTransport, ErrorAnswerIsReadOnlyToItsLimit) {
-  inventory::HttpResponse page;
+  http::HttpResponse page;
   page.status = 500;
   page.body = "broken\n" + std::string(1024 * 1024, 'x');
   serve(page);
@@ -359,7 +360,7 @@ TEST_F(RealTransport, ErrorAnswerIsReadOnlyToItsLimit) {
 }
 
 TEST_F(RealTransport, InventoryIsFetched) {
-  inventory::HttpResponse ok;
+  http::HttpResponse ok;
   ok.content_type = "application/json";
   ok.headers.emplace_back("ETag", "\"abc\"");
   ok.body = kOnePool;
@@ -375,17 +376,17 @@ TEST_F(RealTransport, InventoryIsFetched) {
 class HttpsEndpoint : public ::testing::Test {
  protected:
   void SetUp() override {
-    inventory::CertificateRequest request;
+    http::CertificateRequest request;
     request.common_name = "test CA";
     request.not_before = std::chrono::system_clock::now();
-    auto ca = inventory::makeCertificateAuthority(request);
+    auto ca = http::makeCertificateAuthority(request);
     ASSERT_TRUE(ca.ok()) << ca.status().toString();
     ca_pem_ = ca->cert_pem;
     request.common_name = "nic-inventory";
     request.names = {"nic-inventory.dra.svc"};
-    auto serving = inventory::issueServingCertificate(request, &*ca);
+    auto serving = http::issueServingCertificate(request, &*ca);
     ASSERT_TRUE(serving.ok()) << serving.status().toString();
-    pair_ = std::make_shared<const inventory::TlsKeyPair>(*serving);
+    pair_ = std::make_shared<const http::TlsKeyPair>(*serving);
     tls_server_ = startServer(pair_);
     plain_server_ = startServer(nullptr);
     token_file_ = dir_.path() / "token";
@@ -394,19 +395,18 @@ class HttpsEndpoint : public ::testing::Test {
 
   // A server on loopback answering one pool and recording the Authorization header; HTTPS
   // with `pair`, else plain HTTP.
-  std::unique_ptr<inventory::HttpServer> startServer(
-      std::shared_ptr<const inventory::TlsKeyPair> pair) {
-    inventory::HttpServerOptions options;
+  std::unique_ptr<http::HttpServer> startServer(std::shared_ptr<const http::TlsKeyPair> pair) {
+    http::HttpServerOptions options;
     options.bind_address = "127.0.0.1:0";
     if (pair) options.tls_key_pair = [pair] { return pair; };
-    auto started = inventory::HttpServer::start(
-        options, [this](const inventory::HttpRequest& request,
-                        const inventory::HttpServer::Responder& respond) {
+    auto started = http::HttpServer::start(
+        options,
+        [this](const http::HttpRequest& request, const http::HttpServer::Responder& respond) {
           {
             std::lock_guard lock(mu_);
             authorization_ = std::string(request.header("authorization").value_or("<none>"));
           }
-          inventory::HttpResponse ok;
+          http::HttpResponse ok;
           ok.content_type = "application/json";
           ok.body = kOnePool;
           respond(ok);
@@ -433,11 +433,11 @@ class HttpsEndpoint : public ::testing::Test {
   rsc::metrics::testing::TempDir dir_;
   std::filesystem::path token_file_;
   std::string ca_pem_;
-  std::shared_ptr<const inventory::TlsKeyPair> pair_;
+  std::shared_ptr<const http::TlsKeyPair> pair_;
   std::mutex mu_;
   std::string authorization_;  // guarded by mu_
-  std::unique_ptr<inventory::HttpServer> tls_server_;
-  std::unique_ptr<inventory::HttpServer> plain_server_;
+  std::unique_ptr<http::HttpServer> tls_server_;
+  std::unique_ptr<http::HttpServer> plain_server_;
 };
 
 TEST_F(HttpsEndpoint, CertificateIsCheckedAgainstTheServiceNameWithTheConfiguredCa) {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 struct HttpRequest {
   std::string method;  // "GET", "PUT", ...
@@ -69,4 +69,4 @@ std::optional<std::vector<std::pair<std::string, std::string>>> parseQuery(std::
 // Returns `text` with ASCII letters lowercased.
 std::string asciiLower(std::string_view text);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

@@ -1,8 +1,8 @@
-#include "controller/inventory/http.h"
+#include "controller/http/http.h"
 
 #include <utility>
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 namespace {
 
@@ -102,4 +102,4 @@ std::string asciiLower(std::string_view text) {
   return out;
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

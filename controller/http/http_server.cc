@@ -1,4 +1,4 @@
-#include "controller/inventory/http_server.h"
+#include "controller/http/http_server.h"
 
 #include <openssl/ssl.h>
 
@@ -18,13 +18,13 @@
 #include "common/enum_names.h"
 #include "common/log.h"
 #include "common/thread_name.h"
-#include "controller/inventory/asio.h"
+#include "controller/http/asio.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 namespace {
 
-namespace http = beast::http;
+namespace bhttp = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
@@ -406,20 +406,20 @@ class Connection final : public ConnectionBase,
         static_cast<uint32_t>(std::min<size_t>(server_->options().max_header_bytes, UINT32_MAX)));
     parser_->body_limit(server_->options().max_request_bytes);
     lowest().expires_after(server_->options().header_timeout);
-    http::async_read_header(
+    bhttp::async_read_header(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->onHeader(ec); });
   }
 
   void onHeader(beast::error_code ec) {
-    if (ec == http::error::header_limit) {
+    if (ec == bhttp::error::header_limit) {
       server_->refused(Refusal::kHeadersTooLarge, remote_);
       sendError(431, "request headers too large");
       return;
     }
     // The parser compares a Content-Length with the limit as soon as the
     // headers are in, before any of the body is read.
-    if (ec == http::error::body_limit) {
+    if (ec == bhttp::error::body_limit) {
       server_->refused(Refusal::kBodyTooLarge, remote_);
       sendError(413, "request body exceeds the limit of " +
                          std::to_string(server_->options().max_request_bytes) + " bytes");
@@ -430,7 +430,7 @@ class Connection final : public ConnectionBase,
       close();
       return;
     }
-    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
         ec == asio::error::operation_aborted || ec == asio::error::connection_reset) {
       close();
       return;
@@ -504,9 +504,9 @@ class Connection final : public ConnectionBase,
     parser().body_limit(body_limit_);
     state_ = State::kReading;
     reading_body_ = true;
-    const auto expect = parser().get()[http::field::expect];
+    const auto expect = parser().get()[bhttp::field::expect];
     if (beast::iequals(expect, "100-continue") && !parser().is_done()) {
-      writeThen(std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11),
+      writeThen(std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_, 11),
                 [](Connection& self, const auto&) { self.readBody(); });
       return;
     }
@@ -519,42 +519,42 @@ class Connection final : public ConnectionBase,
       return;
     }
     lowest().expires_after(server_->options().body_timeout);
-    http::async_read(stream_, buffer_, parser(),
-                     [self = this->shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec == http::error::body_limit) {
-                         self->server_->refused(Refusal::kBodyTooLarge, self->remote_);
-                         self->sendError(413, "request body exceeds the limit of " +
-                                                  std::to_string(self->body_limit_) +
-                                                  " bytes for this request");
-                         return;
-                       }
-                       if (ec == http::error::bad_chunk || ec == http::error::bad_chunk_extension ||
-                           ec == http::error::bad_transfer_encoding) {
-                         self->server_->refused(Refusal::kMalformed, self->remote_);
-                         self->sendError(400, "malformed request body: " + ec.message());
-                         return;
-                       }
-                       if (ec == beast::error::timeout) {
-                         self->server_->refused(Refusal::kBodyTimeout, self->remote_);
-                       }
-                       if (ec) {
-                         self->close();
-                         return;
-                       }
-                       self->onRequest();
-                     });
+    bhttp::async_read(
+        stream_, buffer_, parser(),
+        [self = this->shared_from_this()](beast::error_code ec, size_t) {
+          if (ec == bhttp::error::body_limit) {
+            self->server_->refused(Refusal::kBodyTooLarge, self->remote_);
+            self->sendError(413, "request body exceeds the limit of " +
+                                     std::to_string(self->body_limit_) + " bytes for this request");
+            return;
+          }
+          if (ec == bhttp::error::bad_chunk || ec == bhttp::error::bad_chunk_extension ||
+              ec == bhttp::error::bad_transfer_encoding) {
+            self->server_->refused(Refusal::kMalformed, self->remote_);
+            self->sendError(400, "malformed request body: " + ec.message());
+            return;
+          }
+          if (ec == beast::error::timeout) {
+            self->server_->refused(Refusal::kBodyTimeout, self->remote_);
+          }
+          if (ec) {
+            self->close();
+            return;
+          }
+          self->onRequest();
+        });
   }
 
   // The parser of the request being read: set by the read of its headers,
   // before anything here runs (an empty one is a programming error).
-  http::request_parser<http::string_body>& parser() {
+  bhttp::request_parser<bhttp::string_body>& parser() {
     if (!parser_.has_value()) std::abort();
     return *parser_;
   }
 
   // The request as far as its headers go.
   HttpRequest head() {
-    const http::request<http::string_body>& message = parser().get();
+    const bhttp::request<bhttp::string_body>& message = parser().get();
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -572,9 +572,9 @@ class Connection final : public ConnectionBase,
     state_ = State::kHandling;
     lowest().expires_never();
     HttpRequest request = head();
-    http::request<http::string_body> message = parser().release();
+    bhttp::request<bhttp::string_body> message = parser().release();
     keep_alive_ = message.keep_alive();
-    head_request_ = message.method() == http::verb::head;
+    head_request_ = message.method() == bhttp::verb::head;
     request.body = std::move(message.body());
     request.admission = std::move(admission_);
 
@@ -618,12 +618,12 @@ class Connection final : public ConnectionBase,
     if (state_ != State::kHandling || sequence != sequence_) return;
     state_ = State::kWriting;
     releaseBody();
-    auto message = std::make_shared<http::response<http::string_body>>();
+    auto message = std::make_shared<bhttp::response<bhttp::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
     message->reason(toBeast(client::httpReasonPhrase(response.status)));
     if (!response.content_type.empty())
-      message->set(http::field::content_type, toBeast(response.content_type));
+      message->set(bhttp::field::content_type, toBeast(response.content_type));
     for (const auto& [name, value] : response.headers)
       message->insert(toBeast(name), toBeast(value));
     message->body() = std::move(response.body);
@@ -645,7 +645,7 @@ class Connection final : public ConnectionBase,
   template <typename Message, typename Next>
   void writeThen(const std::shared_ptr<Message>& message, Next next) {
     lowest().expires_after(server_->options().write_timeout);
-    http::async_write(
+    bhttp::async_write(
         stream_, *message,
         [self = this->shared_from_this(), message, next](beast::error_code ec, size_t) {
           if (ec) {
@@ -711,7 +711,7 @@ class Connection final : public ConnectionBase,
   size_t reserved_ = 0;
   bool reading_body_ = false;
   std::any admission_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   State state_ = State::kIdle;
   bool keep_alive_ = true;
   // Counts requests, so that a late answer to an old one is ignored.
@@ -899,13 +899,13 @@ void HttpServer::Impl::reject(tcp::socket socket, Refusal refusal, const std::st
     // A short answer fits the empty send buffer of a fresh socket; the
     // non-blocking write never holds up the I/O thread.
     HttpResponse busy = options_.error_response(503, "too many connections; retry");
-    http::response<http::string_body> message;
+    bhttp::response<bhttp::string_body> message;
     message.version(11);
     message.result(503);
     message.reason(toBeast(client::httpReasonPhrase(503)));
     if (!busy.content_type.empty())
-      message.set(http::field::content_type, toBeast(busy.content_type));
-    message.set(http::field::retry_after, "1");
+      message.set(bhttp::field::content_type, toBeast(busy.content_type));
+    message.set(bhttp::field::retry_after, "1");
     message.body() = std::move(busy.body);
     message.keep_alive(false);
     message.prepare_payload();
@@ -1011,4 +1011,4 @@ size_t HttpServer::tlsLoadCount() const { return impl_->tls_loads_; }
 
 size_t HttpServer::refusalCount() const { return impl_->refusals_; }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

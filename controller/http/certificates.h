@@ -12,9 +12,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/http_server.h"
+#include "controller/http/http_server.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 // Certificates are valid from this long before they are made: clients'
 // clocks may lag ours.
@@ -56,4 +56,4 @@ bool certificateSignedBy(std::string_view cert_pem, std::string_view key_pem,
 // Unavailable when it cannot be read, InvalidArgument when it holds no PEM certificate.
 StatusOr<std::string> readCertificateFile(const std::string& path);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

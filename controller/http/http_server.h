@@ -17,9 +17,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/http.h"
+#include "controller/http/http.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 // Why the server refused a connection or a request itself; the label of the
 // refusals metric.
@@ -158,4 +158,4 @@ class HttpServer {
 // port. Fails with InvalidArgument on anything else.
 StatusOr<std::pair<std::string, uint16_t>> parseBindAddress(std::string_view address);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

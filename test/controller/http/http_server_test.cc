@@ -1,7 +1,7 @@
 // HttpServer over loopback, port 0. The timeout tests wait in real time,
 // bounded and short (header timeouts of 200 ms); everything else is
 // synchronised on the requests themselves.
-#include "controller/inventory/http_server.h"
+#include "controller/http/http_server.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,11 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "controller/inventory/certificates.h"
-#include "test/controller/inventory/test_http_client.h"
+#include "controller/http/certificates.h"
+#include "test/controller/http/test_http_client.h"
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -571,4 +571,4 @@ TEST(HttpServer, ParsesBindAddresses) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

@@ -1,4 +1,4 @@
-#include "controller/inventory/certificates.h"
+#include "controller/http/certificates.h"
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -17,7 +17,7 @@
 
 #include "client/openssl_ptr.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 namespace {
 
 using Key = client::PkeyPtr;
@@ -206,4 +206,4 @@ StatusOr<std::string> readCertificateFile(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

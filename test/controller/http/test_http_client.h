@@ -20,9 +20,9 @@
 #include <optional>
 #include <string>
 
-#include "controller/inventory/asio.h"
+#include "controller/http/asio.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 
 struct TestResponse {
   int status = 0;
@@ -52,31 +52,31 @@ class TestHttpClient {
   TestResponse send(const std::string& method, const std::string& target,
                     const std::string& body = "",
                     const std::map<std::string, std::string>& headers = {}) {
-    namespace http = beast::http;
-    http::request<http::string_body> request;
+    namespace bhttp = beast::http;
+    bhttp::request<bhttp::string_body> request;
     request.method_string(method);
     request.target(target);
     request.version(11);
-    request.set(http::field::host, "localhost");
+    request.set(bhttp::field::host, "localhost");
     for (const auto& [name, value] : headers) request.set(name, value);
     request.body() = body;
     request.prepare_payload();
     if (tls_) {
-      http::write(*tls_, request);
+      bhttp::write(*tls_, request);
     } else {
-      http::write(*plain_, request);
+      bhttp::write(*plain_, request);
     }
     return read();
   }
 
   TestResponse read() {
-    namespace http = beast::http;
-    http::response_parser<http::string_body> parser;
+    namespace bhttp = beast::http;
+    bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
     if (tls_) {
-      http::read(*tls_, buffer_, parser);
+      bhttp::read(*tls_, buffer_, parser);
     } else {
-      http::read(*plain_, buffer_, parser);
+      bhttp::read(*plain_, buffer_, parser);
     }
     const auto& message = parser.get();
     TestResponse out;
@@ -211,4 +211,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http

@@ -14,9 +14,10 @@
 #include <boost/beast/ssl.hpp>
 // clang-format on
 
-namespace rsc::controller::inventory {
+// For every room of controller/ that serves or calls over Asio.
+namespace rsc::controller {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller

@@ -1,4 +1,4 @@
-#include "controller/inventory/certificates.h"
+#include "controller/http/certificates.h"
 
 #include <gtest/gtest.h>
 #include <openssl/pem.h>
@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::http {
 namespace {
 
 using std::chrono::hours;
@@ -108,4 +108,4 @@ TEST(Certificates, ReadsValidity) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::http
