@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "client/config.h"
 #include "client/event_recorder.h"
@@ -185,8 +186,8 @@ struct ServiceMetrics {
 
 // Every part, in the order it is built; destroyed in the reverse order.
 struct Service::Parts {
-  Parts(const ServiceFlags& f, const ServiceBuild& b, ShutdownSignals& s, RunnableGroup& g)
-      : flags(f), build(b), signals(s), group(g) {}
+  Parts(const ServiceFlags& f, ServiceBuild b, ShutdownSignals& s, RunnableGroup& g)
+      : flags(f), build(std::move(b)), signals(s), group(g) {}
 
   Status buildClients();
   Status buildReconcile();
