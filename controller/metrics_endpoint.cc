@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/log.h"
-#include "common/thread_name.h"
-#include "controller/http/asio.h"
 #include "metrics/exposition.h"
 
 namespace rsc::controller {
@@ -43,21 +42,25 @@ http::HttpResponse refusalOf(const Status& status) {
 }  // namespace
 
 struct MetricsEndpoint::Workers {
-  explicit Workers(size_t n) : pool(std::max<size_t>(n, 1)) {
-    nameEveryThread(std::max<size_t>(n, 1), "metrics-auth",
-                    [this](auto task) { asio::post(pool, std::move(task)); });
-  }
-  asio::thread_pool pool;
+  Workers(size_t n, WorkerPool* shared)
+      : own_pool(shared == nullptr
+                     ? std::make_unique<WorkerPool>(RealClock::instance(), "metrics-auth", n)
+                     : nullptr),
+        lane((shared != nullptr ? *shared : *own_pool).lane(n)) {}
+  // Without a shared pool, one of its own; before the lane.
+  std::unique_ptr<WorkerPool> own_pool;
+  std::unique_ptr<WorkerPool::Lane> lane;
 };
 
 MetricsEndpoint::MetricsEndpoint(MetricsEndpointOptions options)
     : options_(std::move(options)),
-      // Only reviews need them: without an authenticator, no thread.
-      workers_(options_.authenticator != nullptr ? std::make_unique<Workers>(options_.workers)
-                                                 : nullptr) {}
+      // Only reviews need them: without an authenticator, no lane.
+      workers_(options_.authenticator != nullptr
+                   ? std::make_unique<Workers>(options_.workers, options_.pool)
+                   : nullptr) {}
 
 MetricsEndpoint::~MetricsEndpoint() {
-  if (workers_) workers_->pool.join();
+  if (workers_) workers_->lane->drain();
 }
 
 http::Admission MetricsEndpoint::admit(const http::HttpRequest& head) {
@@ -104,7 +107,13 @@ std::function<void(const http::HttpRequest&, std::function<void(http::Admission)
 MetricsEndpoint::admitHandler() {
   if (options_.authenticator == nullptr) return nullptr;
   return [this](const http::HttpRequest& head, std::function<void(http::Admission)> decide) {
-    asio::post(workers_->pool, [this, head, decide = std::move(decide)] { decide(admit(head)); });
+    // A shared_ptr, so that a refused post can still answer.
+    auto answer = std::make_shared<std::function<void(http::Admission)>>(std::move(decide));
+    if (!workers_->lane->post([this, head, answer] { (*answer)(admit(head)); })) {
+      http::Admission refused;
+      refused.refusal = refusalOf(unavailable("the metrics endpoint is shutting down"));
+      (*answer)(std::move(refused));
+    }
   };
 }
 

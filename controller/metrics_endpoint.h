@@ -2,8 +2,8 @@
 // (--metrics-secure) every request must carry a bearer token that passes TokenReview and a
 // SubjectAccessReview for its verb on its path (RBAC nonResourceURLs, get /metrics), as
 // controller-runtime's metrics filter does: 401 without or with a bad token, 403 without the
-// grant. The checks run in the server's admission step on worker threads of their own, so the
-// I/O thread never blocks on the API server. main builds it and gives admitHandler() and
+// grant. The checks run in the server's admission step on a lane of a WorkerPool, so the I/O
+// thread never blocks on the API server. main builds it and gives admitHandler() and
 // httpHandler() to the metrics server. Thread-safe.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/worker_pool.h"
 #include "controller/http/http.h"
 #include "controller/http/http_server.h"
 #include "controller/inventory/authenticator.h"
@@ -26,15 +27,18 @@ struct MetricsEndpointOptions {
   // Null: every request is admitted (--metrics-secure=false). Must outlive
   // the endpoint.
   inventory::Authenticator* authenticator = nullptr;
-  // Threads that wait on TokenReview and SubjectAccessReview, started only
+  // How many TokenReview and SubjectAccessReview calls wait at once, only
   // with an authenticator; a scraper or two need little.
   size_t workers = 2;
+  // Where they wait; must outlive the endpoint. Null: a pool of its own, of
+  // `workers` threads ("metrics-auth"), made with an authenticator.
+  WorkerPool* pool = nullptr;
 };
 
 class MetricsEndpoint {
  public:
   explicit MetricsEndpoint(MetricsEndpointOptions options);
-  // Joins the workers: destroy after the server is stopped.
+  // Waits for the reviews under way: destroy after the server is stopped.
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

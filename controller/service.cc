@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/thread_name.h"
+#include "common/worker_pool.h"
 #include "controller/cleanup.h"
 #include "controller/health_endpoint.h"
 #include "controller/http/certificates.h"
@@ -255,7 +256,11 @@ struct Service::Parts {
   std::unique_ptr<pull::Poller> poller;
   std::unique_ptr<pull::SourceDiscovery> discovery;
 
-  // The inventory API and the servers.
+  // The inventory API and the servers. The endpoints' blocking work (reviews,
+  // forwarding, decodes, held pushes' deadlines) shares one pool, each endpoint
+  // within its own bound; room for both bounds, so neither waits for the other.
+  WorkerPool http_work{clock, "http-work",
+                       inv::InventoryEndpoint::kDefaultWorkers + MetricsEndpointOptions{}.workers};
   std::unique_ptr<inv::Authenticator> authenticator;
   std::unique_ptr<inv::InventoryHandler> handler;
   std::unique_ptr<inv::InventoryEndpoint> endpoint;
@@ -432,7 +437,8 @@ Status Service::Parts::buildInventory() {
   auto made = inv::InventoryHandler::create(hopts);
   if (!made.ok()) return made.status();
   handler = std::move(*made);
-  endpoint = std::make_unique<inv::InventoryEndpoint>(*handler, clock);
+  endpoint = std::make_unique<inv::InventoryEndpoint>(
+      *handler, clock, inv::InventoryEndpoint::kDefaultWorkers, &http_work);
   store->setStatusListener(
       [e = endpoint.get()](const reconcile::PoolKey& key) { e->poolStatusChanged(key); });
 
@@ -484,6 +490,7 @@ Status Service::Parts::buildServers() {
   if (flags.metrics_bind_address != "0") {
     MetricsEndpointOptions meopts;
     meopts.collectables = {registry, process_collector};
+    meopts.pool = &http_work;
     bool self_signed = false;
     http::HttpServerOptions mopts;
     mopts.bind_address = flags.metrics_bind_address;

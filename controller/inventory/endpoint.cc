@@ -7,8 +7,6 @@
 #include <vector>
 
 #include "common/log.h"
-#include "common/thread_name.h"
-#include "controller/http/asio.h"
 
 namespace rsc::controller::inventory {
 
@@ -18,17 +16,18 @@ using http::HttpResponse;
 using http::HttpServer;
 
 struct InventoryEndpoint::Impl {
-  Impl(InventoryHandler& h, Clock& c, size_t workers)
-      : handler(h), clock(c), pool(std::max<size_t>(workers, 1)), strand(asio::make_strand(pool)) {
-    nameEveryThread(std::max<size_t>(workers, 1), "inventory-work",
-                    [this](auto task) { asio::post(pool, std::move(task)); });
-  }
+  Impl(InventoryHandler& h, Clock& c, size_t workers, WorkerPool* shared)
+      : handler(h),
+        clock(c),
+        own_pool(shared == nullptr ? std::make_unique<WorkerPool>(c, "inventory-work", workers)
+                                   : nullptr),
+        lane((shared != nullptr ? *shared : *own_pool).lane(workers)) {}
 
   // A push held until published or its deadline.
   struct Held {
     PendingWait wait;
     HttpServer::Responder respond;
-    std::shared_ptr<asio::steady_timer> timer;
+    uint64_t deadline_task = 0;  // the delayed task that answers it at its deadline
   };
 
   void run(const HttpRequest& request, const HttpServer::Responder& respond);
@@ -54,9 +53,10 @@ struct InventoryEndpoint::Impl {
 
   InventoryHandler& handler;
   Clock& clock;
-  asio::thread_pool pool;
-  // Every timer operation runs on this strand: timers are not thread-safe.
-  asio::strand<asio::thread_pool::executor_type> strand;
+  // Without a shared pool (tests), one of its own; before the lane.
+  std::unique_ptr<WorkerPool> own_pool;
+  // Null after stop(); guarded by mu from then.
+  std::unique_ptr<WorkerPool::Lane> lane;
 
   mutable std::mutex mu;
   bool stopping = false;          // guarded by mu
@@ -70,12 +70,14 @@ struct InventoryEndpoint::Impl {
 template <typename F>
 void InventoryEndpoint::Impl::post(F task) {
   ++tasks;  // the callers hold mu
-  asio::post(pool, [this, task = std::move(task)]() mutable {
+  const bool posted = lane->post([this, task = std::move(task)]() mutable {
     task();
     std::lock_guard lock(mu);
     --tasks;
     changed.notify_all();
   });
+  // Refused only once the pool stopped, after stop(): the callers checked.
+  if (!posted) --tasks;
 }
 
 void InventoryEndpoint::Impl::run(const HttpRequest& request,
@@ -124,8 +126,7 @@ void InventoryEndpoint::Impl::answer(HandlerResult result, const HttpRequest& re
 }
 
 void InventoryEndpoint::Impl::hold(PendingWait wait, HttpServer::Responder respond) {
-  auto timer = std::make_shared<asio::steady_timer>(strand);
-  const Clock::Duration remaining = std::max(wait.deadline - clock.now(), Clock::Duration::zero());
+  const Clock::TimePoint deadline = wait.deadline;
   uint64_t id = 0;
   {
     std::unique_lock lock(mu);
@@ -135,21 +136,11 @@ void InventoryEndpoint::Impl::hold(PendingWait wait, HttpServer::Responder respo
       return;
     }
     id = next_id++;
-    held.emplace(id, Held{std::move(wait), std::move(respond), timer});
+    // Under mu: complete() and stop() see the task's id with the push.
+    const uint64_t task = lane->postAt(deadline, [this, id] { complete(id); });
+    held.emplace(id, Held{std::move(wait), std::move(respond), task});
     changed.notify_all();
   }
-  asio::post(strand, [this, timer, id, remaining] {
-    // Answered already (published at once, or stopped): a timer started now
-    // would only keep the pool busy.
-    {
-      std::lock_guard lock(mu);
-      if (!held.contains(id)) return;
-    }
-    timer->expires_after(remaining);
-    timer->async_wait([this, id](const boost::system::error_code& ec) {
-      if (!ec) complete(id);
-    });
-  });
   // The pool may have been published between handle() and now, before this
   // push was registered for status changes.
   PendingWait copy;
@@ -171,8 +162,10 @@ void InventoryEndpoint::Impl::complete(uint64_t id) {
     taken = std::move(it->second);
     held.erase(it);
     changed.notify_all();
+    // Under mu, as stop() lets the lane go under mu. From the deadline task
+    // itself, a no-op.
+    lane->cancel(taken.deadline_task);
   }
-  asio::post(strand, [timer = taken.timer] { timer->cancel(); });
   taken.respond(handler.render(taken.wait));
 }
 
@@ -202,15 +195,18 @@ void InventoryEndpoint::Impl::stop() {
     stopping = true;
     taken.swap(held);
   }
-  for (auto& [id, h] : taken) {
-    asio::post(strand, [timer = h.timer] { timer->cancel(); });
-    h.respond(handler.render(h.wait));
-  }
-  pool.join();
+  for (auto& [id, h] : taken) h.respond(handler.render(h.wait));
+  // Drops the deadline tasks and waits for the others.
+  lane->drain();
+  // The handlers the server holds may keep this object past the pool's end
+  // (the service destroys the pool before the group that holds the server).
+  std::lock_guard lock(mu);
+  lane.reset();
 }
 
-InventoryEndpoint::InventoryEndpoint(InventoryHandler& handler, Clock& clock, size_t workers)
-    : impl_(std::make_shared<Impl>(handler, clock, workers)) {}
+InventoryEndpoint::InventoryEndpoint(InventoryHandler& handler, Clock& clock, size_t workers,
+                                     WorkerPool* pool)
+    : impl_(std::make_shared<Impl>(handler, clock, workers, pool)) {}
 
 InventoryEndpoint::~InventoryEndpoint() { stop(); }
 

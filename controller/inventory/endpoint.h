@@ -1,10 +1,10 @@
-// InventoryEndpoint: the InventoryHandler behind an HttpServer. It runs the handler on worker
-// threads of its own (authentication and forwarding may block), so the I/O thread never blocks,
+// InventoryEndpoint: the InventoryHandler behind an HttpServer. It runs the handler on a lane
+// of a WorkerPool (authentication and forwarding may block), so the I/O thread never blocks,
 // except for what the handler answers without blocking (cached credentials, a no-op push),
 // which is answered on the I/O thread; and it holds ?wait= pushes until the DesiredStore
-// reports them published or the deadline passes, without a thread per held request. main wires
-// store.setStatusListener() to poolStatusChanged() and gives httpHandler() to the server.
-// Thread-safe.
+// reports them published or the deadline passes (a delayed task on the Clock), without a thread
+// per held request. The service wires store.setStatusListener() to poolStatusChanged() and
+// gives httpHandler() to the server. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "common/clock.h"
+#include "common/worker_pool.h"
 #include "controller/http/http_server.h"
 #include "controller/inventory/handler.h"
 
@@ -22,12 +23,15 @@ namespace rsc::controller::inventory {
 
 class InventoryEndpoint {
  public:
-  // Pushes with ?wait= and TokenReview calls are the slow requests; four
-  // threads keep a few of them from delaying everyone else.
+  // TokenReview calls and forwarding to the leader are the slow requests;
+  // four at once keep a few of them from delaying everyone else.
   static constexpr size_t kDefaultWorkers = 4;
 
-  // `handler` and `clock` must outlive this object.
-  InventoryEndpoint(InventoryHandler& handler, Clock& clock, size_t workers = kDefaultWorkers);
+  // `handler` and `clock` must outlive this object, `pool` its stop(). At most
+  // `workers` of its tasks run at once on `pool`; without a pool it makes
+  // one of its own with that many threads ("inventory-work").
+  InventoryEndpoint(InventoryHandler& handler, Clock& clock, size_t workers = kDefaultWorkers,
+                    WorkerPool* pool = nullptr);
   // Calls stop().
   ~InventoryEndpoint();
   InventoryEndpoint(const InventoryEndpoint&) = delete;
@@ -47,7 +51,7 @@ class InventoryEndpoint {
   void poolStatusChanged(const reconcile::PoolKey& key);
 
   // Answers every held push with its current state, answers new requests
-  // 503 and joins the workers. Call before HttpServer::stop(), so that the
+  // 503 and waits for its tasks on the pool. Call before HttpServer::stop(), so that the
   // server's grace period is not spent on waits. Idempotent.
   void stop();
 

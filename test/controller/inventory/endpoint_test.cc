@@ -67,7 +67,8 @@ class InventoryEndpointTest : public ::testing::Test {
     });
   }
 
-  testing::FakeClock clock_;
+  // Blocking: a held push's deadline comes only when the test advances it.
+  testing::FakeClock clock_{testing::FakeClock::Sleeps::kBlock};
   reconcile::DesiredStore store_{clock_};
   FakeAuthenticator auth_;
   std::unique_ptr<InventoryHandler> handler_;
@@ -104,6 +105,10 @@ TEST_F(InventoryEndpointTest, HoldsAPushUntilItIsPublished) {
 
 TEST_F(InventoryEndpointTest, AnswersAcceptedWhenTheWaitRunsOut) {
   std::future<HttpResponse> answer = send("PUT", "/v1/drivers/nic.example.com/pools/p?wait=50ms");
+  ASSERT_TRUE(endpoint_->waitIdleForTest(1));
+  ASSERT_TRUE(clock_.waitForSleepers(1)) << "a pool thread sleeps until the deadline";
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
+  clock_.advance(50ms);
   ASSERT_EQ(answer.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(answer.get().status, 202);
   EXPECT_EQ(endpoint_->pendingCount(), 0U);
