@@ -104,6 +104,11 @@ Status Leadership::startElection() {
   // https and verifies (or --forward-insecure); else it answers 503 naming
   // the leader.
   fopts.leader_identity = [e] { return e->leader(); };
+  // A leader that cannot be reached may have gone and released the Lease:
+  // the elector reads it at once (at most once per retry period).
+  fopts.refresh_leader = [e](Clock::TimePoint deadline) { e->pollNow(deadline); };
+  fopts.refresh_interval = options_.election.retry_period;
+  fopts.refresh_wait = options_.election.retry_period;
   if (!options_.tls && !fopts.allow_insecure) {
     log::warning(
         "Inventory TLS is off: this replica does not forward pushes to the leader while it "

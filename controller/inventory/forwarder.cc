@@ -70,11 +70,44 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
   if (request.header(kForwardedHeader)) return std::nullopt;
   const std::string url = options_.leader_url ? options_.leader_url() : "";
   if (url.empty() || url == options_.own_url) return std::nullopt;
+  Sent sent = send(url, request);
+  if (sent.response) return std::move(sent.response);
+  // Not reached. The Lease as this replica last read it may name a leader
+  // that went away: read it again, and try the leader it names now, once.
+  const std::optional<std::string> fresh = refreshedLeaderUrl(url);
+  if (!fresh) return refuse("forward_failed", url, sent.unreachable);
+  if (fresh->empty() || *fresh == options_.own_url) return std::nullopt;
+  log::info("Forwarding to the leader the Lease names now",
+            {{"unreachable", url}, {"url", *fresh}});
+  Sent again = send(*fresh, request);
+  if (again.response) return std::move(again.response);
+  return refuse("forward_failed", *fresh, again.unreachable);
+}
+
+std::optional<std::string> LeaderForwarder::refreshedLeaderUrl(const std::string& failed) {
+  if (!options_.refresh_leader) return std::nullopt;
+  bool read = false;
+  {
+    std::lock_guard lock(mu_);
+    const Clock::TimePoint now = options_.clock->now();
+    if (!refreshed_at_ || now - *refreshed_at_ >= options_.refresh_interval) {
+      refreshed_at_ = now;
+      read = true;
+    }
+  }
+  if (read) options_.refresh_leader(options_.clock->now() + options_.refresh_wait);
+  std::string url = options_.leader_url();
+  if (url == failed) return std::nullopt;
+  return url;
+}
+
+LeaderForwarder::Sent LeaderForwarder::send(const std::string& url, const HttpRequest& request) {
   const bool plain = url.starts_with("http://");
   if (!url.starts_with("https://") && !(plain && options_.allow_insecure)) {
-    return refuse("forward_insecure", url,
-                  "its URL is not https, and the driver's credentials go only over verified TLS "
-                  "(--forward-insecure allows plain http for a local test)");
+    return {refuse("forward_insecure", url,
+                   "its URL is not https, and the driver's credentials go only over verified TLS "
+                   "(--forward-insecure allows plain http for a local test)"),
+            ""};
   }
 
   std::shared_ptr<client::HttpTransport> transport;
@@ -103,9 +136,7 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
     }
     if (made_status.ok()) transport = transport_;
   }
-  if (!made_status.ok()) {
-    return refuse(reason, url, made_status.message());
-  }
+  if (!made_status.ok()) return {refuse(reason, url, made_status.message()), ""};
 
   client::HttpRequest out;
   out.method = request.method;
@@ -121,9 +152,8 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
   out.headers.emplace_back(kForwardedHeader, "1");
   StatusOr<client::HttpResponse> answer = transport->send(out);
   if (!answer.ok()) {
-    return refuse(
-        "forward_failed", url,
-        "it cannot be reached or its certificate does not verify: " + answer.status().message());
+    return {std::nullopt, "it cannot be reached or its certificate does not verify: " +
+                              answer.status().message()};
   }
   HttpResponse response;
   response.status = answer->code;
@@ -133,7 +163,7 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
     const std::string v = answer->header(name);
     if (!v.empty()) response.headers.emplace_back(name, v);
   }
-  return response;
+  return {std::move(response), ""};
 }
 
 }  // namespace rsc::controller::inventory

@@ -52,6 +52,15 @@ struct LeaderForwarderOptions {
   // ("forward_failed": the leader cannot be reached or its certificate does
   // not verify). Optional.
   std::function<void(std::string_view reason)> on_refused = nullptr;
+  // When the leader cannot be reached, asks for a fresh read of the Lease
+  // and returns once it was read or at the deadline given (the elector's
+  // pollNow()): a leader that went away released the Lease, and another
+  // replica, maybe this one, holds it by now. Then the request goes to the
+  // new leader, once. At most one such read per refresh_interval, however
+  // many requests fail; a push waits at most refresh_wait for it. Optional.
+  std::function<void(Clock::TimePoint deadline)> refresh_leader = nullptr;
+  Clock::Duration refresh_interval = std::chrono::seconds(2);
+  Clock::Duration refresh_wait = std::chrono::seconds(2);
 };
 
 class LeaderForwarder {
@@ -61,7 +70,7 @@ class LeaderForwarder {
 
   // Returns the leader's answer; a 503 naming the leader and why when its
   // URL is refused or it cannot be reached or verified; nullopt when there is
-  // no other leader to ask (the caller answers 503).
+  // no other leader to ask (the caller answers 503, unless it leads by now).
   std::optional<http::HttpResponse> forward(const http::HttpRequest& request);
 
   // How many times the CA bundle was (re)loaded; for tests.
@@ -70,6 +79,17 @@ class LeaderForwarder {
  private:
   // Re-reads ca_file when due; drops the transport when the bundle changed.
   void refreshCaLocked();
+  // What sending to one URL gave: the answer (the leader's, or the 503 of a
+  // refused URL), or why the leader could not be reached.
+  struct Sent {
+    std::optional<http::HttpResponse> response;
+    std::string unreachable;
+  };
+  Sent send(const std::string& url, const http::HttpRequest& request);
+  // After `failed` could not be reached: the leader's URL after a fresh read
+  // of the Lease (or the last one, within refresh_interval of another), or
+  // nullopt when it still names `failed`.
+  std::optional<std::string> refreshedLeaderUrl(const std::string& failed);
   // The 503 of a refused or failed forward, counted and logged (throttled).
   http::HttpResponse refuse(std::string_view reason, const std::string& url,
                             const std::string& why);
@@ -82,6 +102,7 @@ class LeaderForwarder {
   std::string ca_pem_;                                // guarded by mu_
   std::optional<Clock::TimePoint> ca_checked_at_;     // guarded by mu_
   size_t ca_loads_ = 0;                               // guarded by mu_
+  std::optional<Clock::TimePoint> refreshed_at_;      // guarded by mu_
 };
 
 }  // namespace rsc::controller::inventory

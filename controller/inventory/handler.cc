@@ -394,10 +394,14 @@ HandlerResult InventoryHandler::serve(const HttpRequest& request, const Admitted
         return {std::move(*forwarded)};
       }
     }
-    HttpResponse response =
-        errorResponse(503, "this replica is not the leader and cannot forward the request; retry");
-    response.headers.emplace_back("Retry-After", "1");
-    return {std::move(response)};
+    // The forwarder may have found this replica leading: it took the lease
+    // of a leader that went away.
+    if (!leader.is_leader()) {
+      HttpResponse response = errorResponse(
+          503, "this replica is not the leader and cannot forward the request; retry");
+      response.headers.emplace_back("Retry-After", "1");
+      return {std::move(response)};
+    }
   }
 
   Context ctx{request,         admitted.driver,  admitted.pool, admitted.wait,

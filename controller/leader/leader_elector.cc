@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <thread>
+#include <utility>
 
 #include "common/log.h"
 #include "common/thread_name.h"
@@ -197,10 +198,48 @@ Clock::Duration LeaderElector::jittered(Clock::Duration d) {
 
 bool LeaderElector::sleep(Clock::Duration d, const std::stop_token& stop) {
   // Until a time on the clock, so that a process that was frozen meanwhile
-  // checks its renew deadline as soon as it runs again; a stop request ends
-  // the wait at once.
-  options_.clock->sleepUntil(options_.clock->now() + d, stop);
+  // checks its renew deadline as soon as it runs again; a stop request, or
+  // pollNow() while campaigning, ends the wait at once.
+  std::stop_source waker;
+  std::stop_callback relay(stop, [&waker] { waker.request_stop(); });
+  {
+    std::lock_guard lock(mu_);
+    if (std::exchange(poll_asked_, false)) return !stop.stop_requested();
+    poll_waker_ = &waker;
+  }
+  options_.clock->sleepUntil(options_.clock->now() + d, waker.get_token());
+  {
+    std::lock_guard lock(mu_);
+    poll_waker_ = nullptr;
+    poll_asked_ = false;
+  }
   return !stop.stop_requested();
+}
+
+void LeaderElector::pollNow(Clock::TimePoint deadline) {
+  std::stop_source done;
+  {
+    std::lock_guard lock(mu_);
+    if (!campaigning_) return;
+    poll_waiters_.push_back({&done, polls_begun_ + 1});
+    if (poll_waker_ != nullptr) {
+      poll_waker_->request_stop();
+    } else {
+      poll_asked_ = true;  // it polls now: its next wait ends at once
+    }
+  }
+  options_.clock->sleepUntil(deadline, done.get_token());
+  std::lock_guard lock(mu_);
+  std::erase_if(poll_waiters_, [&done](const PollWaiter& w) { return w.done == &done; });
+}
+
+void LeaderElector::pollDone(uint64_t poll) {
+  std::lock_guard lock(mu_);
+  std::erase_if(poll_waiters_, [poll](const PollWaiter& w) {
+    if (w.poll > poll) return false;
+    w.done->request_stop();
+    return true;
+  });
 }
 
 bool LeaderElector::holdsLease() const {
@@ -238,16 +277,34 @@ void LeaderElector::run(std::stop_token stop) {
   log::info("Campaigning for the leader lease",
             {{"lease", options_.lease_namespace + "/" + options_.lease_name},
              {"identity", options_.identity}});
-  while (!stop.stop_requested()) {
-    const Clock::TimePoint sent = options_.clock->now();
-    if (tryAcquireOrRenew()) {
-      setRenewedAt(sent);
-      break;
-    }
-    if (!sleep(jittered(options_.retry_period), stop)) return;
+  {
+    std::lock_guard lock(mu_);
+    campaigning_ = true;
   }
-  if (stop.stop_requested()) return;
-  leading_ = true;
+  bool elected = false;
+  while (!stop.stop_requested()) {
+    uint64_t poll = 0;
+    {
+      std::lock_guard lock(mu_);
+      poll = ++polls_begun_;
+    }
+    const Clock::TimePoint sent = options_.clock->now();
+    elected = tryAcquireOrRenew();
+    if (elected) {
+      setRenewedAt(sent);
+      leading_ = true;  // before the waiters look
+    }
+    pollDone(poll);
+    if (elected || !sleep(jittered(options_.retry_period), stop)) break;
+  }
+  {
+    std::lock_guard lock(mu_);
+    campaigning_ = false;
+    for (const PollWaiter& w : std::exchange(poll_waiters_, {})) w.done->request_stop();
+  }
+  // Stopped as it was elected: nothing was started; release() gives the
+  // lease up.
+  if (!elected || stop.stop_requested()) return;
   log::info("Became the leader", {{"identity", options_.identity}});
 
   // Lead on a thread of its own, so that renewals go on while it works.

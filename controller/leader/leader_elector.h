@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include <random>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "client/kube_api.h"
 #include "common/clock.h"
@@ -90,6 +92,16 @@ class LeaderElector {
   std::string leaseAnnotation(const std::string& key) const;
   const std::string& identity() const { return options_.identity; }
 
+  // For a follower whose leader stopped answering (its pod went away and
+  // released the Lease, which the follower would learn only at its next
+  // poll): cuts run()'s wait between polls short, so that the Lease is read
+  // now, and returns once that poll is done (leader(), leaseAnnotation() and
+  // isLeader() then say what it found: another leader, or this process, which
+  // took a released lease), or at `deadline`. Returns at once while this
+  // process leads or run() is not campaigning. Callers bound how often they
+  // call it: every call costs a read of the Lease.
+  void pollNow(Clock::TimePoint deadline);
+
  private:
   explicit LeaderElector(LeaderElectionOptions options);
   bool sleep(Clock::Duration d, const std::stop_token& stop);
@@ -102,6 +114,9 @@ class LeaderElector {
   // Writes holder_annotations into a lease we are about to hold.
   void stampAnnotations(client::Lease& lease) const;
   void setLeader(const std::string& identity);
+  // Campaign poll `poll` is done: wakes the pollNow() callers that asked
+  // before it began.
+  void pollDone(uint64_t poll);
 
   LeaderElectionOptions options_;
   std::atomic<bool> leading_{false};
@@ -114,6 +129,19 @@ class LeaderElector {
   std::map<std::string, std::string> annotations_;  // guarded by mu_
   // When the last successful acquisition or renewal was sent.
   Clock::TimePoint renewed_at_{};  // guarded by mu_
+  // pollNow(): run() is campaigning (between the first poll and leading);
+  // its current wait between polls, cut short through this (null while it
+  // polls); a poll asked for while none waits; the polls begun so far; and
+  // the callers waiting, each for the end of a poll begun after it asked.
+  struct PollWaiter {
+    std::stop_source* done;
+    uint64_t poll;
+  };
+  bool campaigning_ = false;                // guarded by mu_
+  std::stop_source* poll_waker_ = nullptr;  // guarded by mu_
+  bool poll_asked_ = false;                 // guarded by mu_
+  uint64_t polls_begun_ = 0;                // guarded by mu_
+  std::vector<PollWaiter> poll_waiters_;    // guarded by mu_
 };
 
 // Returns "<name>_<16 random hex digits>", the identity convention of

@@ -105,6 +105,47 @@ TEST_F(LeadershipTest, FrozenLeaderWritesNothingAfterItResumes) {
   expectCleanStop(next_leader);
 }
 
+// A leader that stops releases the Lease, and the followers learn of it only
+// at their next poll: a retry period later (2 s by default; 10 s here, so
+// that the pushes below come well before it). A push meanwhile must not fail
+// on the leader that went away: the follower reads the Lease at once, takes
+// the released lease and serves the push, and another follower that still
+// names the old leader forwards to the new one.
+TEST_F(LeadershipTest, PushesRightAfterTheLeaderStoppedReachTheNextLeader) {
+  env_.ensureNode("node-d");
+  const std::string lease = "le-stale";
+  const std::vector<std::string> slow_polls = {"--leader-elect-lease-duration=30s",
+                                               "--leader-elect-renew-deadline=20s",
+                                               "--leader-elect-retry-period=10s"};
+  ControllerProcess r1 = replica("st-1", lease, slow_polls);
+  ASSERT_TRUE(ServiceEnv::eventually([&] { return holder(lease) == r1.identity; }, seconds(20)));
+  ControllerProcess r2 = replica("st-2", lease, slow_polls);
+  ControllerProcess r3 = replica("st-3", lease, slow_polls);
+  // Both followers read the Lease (they forward to r1).
+  for (ControllerProcess* f : {&r2, &r3}) {
+    ASSERT_TRUE(ServiceEnv::eventually([&] {
+      const HttpAnswer a = env_.http("PUT", poolUrl(*f, "node-d"), gpuPool("node-d", 1).dump());
+      return a.code == 200 && a.json().value("leader", "") == r1.identity;
+    })) << f->identity;
+  }
+
+  // r1 stops and releases the Lease; r2 and r3 still name it as the leader.
+  expectCleanStop(r1);
+  const auto stopped = std::chrono::steady_clock::now();
+  HttpAnswer a = env_.http("PUT", poolUrl(r2, "node-d"), gpuPool("node-d", 2).dump());
+  EXPECT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json().value("leader", ""), r2.identity) << a.body;
+  a = env_.http("PUT", poolUrl(r3, "node-d"), gpuPool("node-d", 3).dump());
+  EXPECT_EQ(a.code, 200) << a.body;
+  EXPECT_EQ(a.json().value("leader", ""), r2.identity) << a.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, seconds(10))
+      << "the pushes took as long as a poll: they did not test a stale follower";
+  EXPECT_EQ(holder(lease), r2.identity);
+  EXPECT_EQ(snapshot(env_, "node-d").second, 3U);
+  expectCleanStop(r3);
+  expectCleanStop(r2);
+}
+
 TEST_F(LeadershipTest, FollowerForwardsOverTlsCheckingTheCaFileAndTheServerName) {
   env_.ensureNode("node-c");
   // One certificate for every replica, for localhost and 127.0.0.1; it is

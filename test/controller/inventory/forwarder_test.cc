@@ -165,5 +165,55 @@ TEST_F(LeaderForwarderTest, NeverForwardsToItselfOrAForwardedRequest) {
   EXPECT_FALSE(forwarder.forward(again).has_value());
 }
 
+// The leader a follower last read in the Lease went away: a refused
+// connection makes the forwarder ask for a fresh read (at most once per
+// refresh_interval) and send the request to the leader named now.
+TEST_F(LeaderForwarderTest, AnUnreachableLeaderMakesItReadTheLeaseAgainOnce) {
+  writeCa(leader_.certPem());
+  LeaderForwarderOptions o = options("localhost");
+  std::string url = "https://127.0.0.1:1";  // the leader that went away
+  int refreshes = 0;
+  Clock::TimePoint asked_deadline{};
+  o.leader_url = [&] { return url; };
+  o.refresh_leader = [&](Clock::TimePoint deadline) {
+    ++refreshes;
+    asked_deadline = deadline;
+    url = leader_.url();
+  };
+  LeaderForwarder forwarder(o);
+  EXPECT_EQ(statusOf(forwarder.forward(push())), 200);
+  EXPECT_EQ(leader_.requests(), 1);
+  EXPECT_EQ(refreshes, 1);
+  EXPECT_EQ(asked_deadline, clock_.now() + o.refresh_wait);
+  EXPECT_TRUE(refused_.empty());
+
+  // Gone again, within refresh_interval: no second read, a 503 naming it.
+  url = "https://127.0.0.1:1";
+  std::optional<HttpResponse> refused = forwarder.forward(push());
+  EXPECT_EQ(statusOf(refused), 503);
+  EXPECT_NE(refused->body.find("https://127.0.0.1:1"), std::string::npos) << refused->body;
+  EXPECT_EQ(refreshes, 1);
+  EXPECT_EQ(refused_, std::vector<std::string>{"forward_failed"});
+  // After it, the Lease is read again.
+  clock_.advance(o.refresh_interval);
+  EXPECT_EQ(statusOf(forwarder.forward(push())), 200);
+  EXPECT_EQ(refreshes, 2);
+  EXPECT_EQ(leader_.requests(), 2);
+}
+
+// The fresh read found no other leader (this replica took the released
+// lease, or nobody holds it yet): nullopt, and the caller decides.
+TEST_F(LeaderForwarderTest, AnUnreachableLeaderReplacedByThisReplicaIsNotForwardedTo) {
+  writeCa(leader_.certPem());
+  LeaderForwarderOptions o = options("localhost");
+  std::string url = "https://127.0.0.1:1";
+  o.leader_url = [&] { return url; };
+  o.refresh_leader = [&](Clock::TimePoint) { url = o.own_url; };
+  LeaderForwarder forwarder(o);
+  EXPECT_FALSE(forwarder.forward(push()).has_value());
+  EXPECT_EQ(leader_.requests(), 0);
+  EXPECT_TRUE(refused_.empty());
+}
+
 }  // namespace
 }  // namespace rsc::controller::inventory

@@ -1332,6 +1332,22 @@ TEST_F(InventoryHandlerTest, NotLeaderWithoutForwardingIs503) {
   EXPECT_EQ(snapshot(), before);
 }
 
+// The forwarder read the Lease again (its leader went away) and found this
+// replica leading: the push is served here, not refused.
+TEST_F(InventoryHandlerTest, AFollowerThatLeadsOnceItTriedToForwardServesThePush) {
+  bool leading = false;
+  handler_->setLeaderHooks({.is_leader = [&] { return leading; },
+                            .leader_identity = nullptr,
+                            .forward =
+                                [&](const HttpRequest&) {
+                                  leading = true;
+                                  return std::optional<HttpResponse>();
+                                }});
+  HandlerResult result = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());
+  EXPECT_EQ(result.response.status, 202) << result.response.body;
+  EXPECT_EQ(store_.keys().size(), 1U);
+}
+
 TEST_F(InventoryHandlerTest, CredentialsThatCannotBeCheckedAre503) {
   auth_.setUnavailable(true);
   HandlerResult result = call("PUT", "/v1/drivers/nic.example.com/pools/p", allNodesPool());

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
@@ -14,16 +15,21 @@ namespace {
 
 using std::chrono::seconds;
 
+LeaderElectionOptions electionOptions(client::KubeApi& api, Clock& clock,
+                                      const std::string& identity) {
+  LeaderElectionOptions o;
+  o.api = &api;
+  o.clock = &clock;
+  o.lease_namespace = "kube-system";
+  o.lease_name = "resourceslice-controller";
+  o.identity = identity;
+  return o;
+}
+
 class LeaderElectorTest : public ::testing::Test {
  protected:
   LeaderElectionOptions options(const std::string& identity) {
-    LeaderElectionOptions o;
-    o.api = &api_;
-    o.clock = &clock_;
-    o.lease_namespace = "kube-system";
-    o.lease_name = "resourceslice-controller";
-    o.identity = identity;
-    return o;
+    return electionOptions(api_, clock_, identity);
   }
   std::unique_ptr<LeaderElector> make(const std::string& identity) {
     auto e = LeaderElector::create(options(identity));
@@ -222,6 +228,91 @@ TEST_F(LeaderElectorTest, StartedLeadingRunsOnItsOwnThreadWhileRenewalsGoOn) {
   e->run(stop.get_token());
   EXPECT_EQ(renewals, 20);
   EXPECT_TRUE(released_by_stop);
+}
+
+// A follower whose leader went away (and released the Lease) learns of it at
+// its next poll, up to a retry period later; pollNow() reads the Lease at once
+// and returns when it was read: here the follower takes the released lease
+// without the clock moving.
+TEST(LeaderElectorPollNow, ReadsTheLeaseAtOnceAndReturnsWhenItWasRead) {
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  testing::FakeKubeApi api(clock);
+  auto options = [&](const std::string& identity) {
+    LeaderElectionOptions o = electionOptions(api, clock, identity);
+    o.holder_annotations["url"] = "https://" + identity;
+    return o;
+  };
+  auto a = std::move(*LeaderElector::create(options("a")));
+  ASSERT_TRUE(a->tryHold());
+  std::atomic<bool> b_started = false;
+  LeaderElectionOptions bo = options("b");
+  bo.on_started_leading = [&](std::stop_token) { b_started = true; };
+  auto b = std::move(*LeaderElector::create(bo));
+  EXPECT_EQ(b->leaseAnnotation("url"), "") << "before b's first poll";
+  b->pollNow(clock.now() + seconds(2));  // b is not campaigning: at once
+  std::stop_source stop;
+  std::thread campaign([&] { b->run(stop.get_token()); });
+  // b polled once (a holds the lease) and waits for its next poll.
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  EXPECT_EQ(b->leader(), "a");
+  EXPECT_EQ(b->leaseAnnotation("url"), "https://a");
+
+  ASSERT_TRUE(a->release().ok());
+  const Clock::TimePoint before = clock.now();
+  std::thread([&] { b->pollNow(clock.now() + seconds(2)); }).join();
+  EXPECT_EQ(clock.now(), before) << "pollNow() waited for the clock";
+  EXPECT_EQ(b->leader(), "b");
+  EXPECT_EQ(b->leaseAnnotation("url"), "https://b");
+  EXPECT_TRUE(b->holdsLease()) << "leading as soon as pollNow() returns";
+  EXPECT_EQ(api.lease("kube-system", "resourceslice-controller")->spec.holder_identity, "b");
+
+  // A leader's pollNow() returns at once.
+  b->pollNow(clock.now() + seconds(2));
+  clock.stopBlocking();
+  stop.request_stop();
+  campaign.join();
+  EXPECT_TRUE(b_started);
+}
+
+// pollNow() gives up at its deadline when no poll answers it in time (the
+// API server is slow): the clock, not the Lease read, bounds the caller.
+TEST(LeaderElectorPollNow, GivesUpAtItsDeadline) {
+  testing::FakeClock clock(testing::FakeClock::Sleeps::kBlock);
+  testing::FakeKubeApi api(clock);
+  ASSERT_TRUE((*LeaderElector::create(electionOptions(api, clock, "a")))->tryAcquireOrRenew());
+  auto b = std::move(*LeaderElector::create(electionOptions(api, clock, "b")));
+  // b's second read of the Lease hangs until released.
+  std::atomic<int> gets = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release_get = false;
+  api.prependReactor("get", "leases", [&](testing::FakeKubeApi::Request&) {
+    if (++gets == 2) {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return release_get; });
+    }
+    return okStatus();
+  });
+  std::stop_source stop;
+  std::thread campaign([&] { b->run(stop.get_token()); });
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  std::thread asker([&] { b->pollNow(clock.now() + seconds(2)); });
+  // b's read hangs; then the asker is the one sleeper, until its deadline.
+  for (int i = 0; i < 10'000 && gets < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(gets, 2);
+  ASSERT_TRUE(clock.waitForSleepers(1));
+  clock.advance(seconds(2));
+  asker.join();
+  EXPECT_EQ(gets, 2);
+  {
+    std::lock_guard lock(mu);
+    release_get = true;
+  }
+  cv.notify_all();
+  clock.stopBlocking();
+  stop.request_stop();
+  campaign.join();
 }
 
 TEST_F(LeaderElectorTest, RejectsTimingsClientGoWouldReject) {
