@@ -232,6 +232,13 @@ struct Service::Parts {
   std::string own_namespace;
   std::string identity;
 
+  // Blocking and periodic work off the I/O threads: the endpoints' (reviews,
+  // forwarding, decodes, held pushes' deadlines) and the controller's
+  // housekeeping, each within its own bound; room for every bound, so none
+  // waits for another. Declared before its users, which it outlives.
+  WorkerPool work{clock, "service-work",
+                  inv::InventoryEndpoint::kDefaultWorkers + MetricsEndpointOptions{}.workers + 1};
+
   // API clients.
   client::ClientConfig config;
   std::shared_ptr<prometheus::Registry> registry = metrics::newRegistry();
@@ -256,11 +263,6 @@ struct Service::Parts {
   std::unique_ptr<pull::Poller> poller;
   std::unique_ptr<pull::SourceDiscovery> discovery;
 
-  // The inventory API and the servers. The endpoints' blocking work (reviews,
-  // forwarding, decodes, held pushes' deadlines) shares one pool, each endpoint
-  // within its own bound; room for both bounds, so neither waits for the other.
-  WorkerPool http_work{clock, "http-work",
-                       inv::InventoryEndpoint::kDefaultWorkers + MetricsEndpointOptions{}.workers};
   std::unique_ptr<inv::Authenticator> authenticator;
   std::unique_ptr<inv::InventoryHandler> handler;
   std::unique_ptr<inv::InventoryEndpoint> endpoint;
@@ -356,6 +358,7 @@ Status Service::Parts::buildReconcile() {
   copts.on_watch_restart = watchRestartObserver(metrics->watch);
   copts.start_timeout = flags.start_timeout;
   copts.on_fatal = group.failer("informers");
+  copts.pool = &work;
   auto made = reconcile::Controller::create(copts);
   if (!made.ok()) return made.status();
   controller = std::move(*made);
@@ -438,7 +441,7 @@ Status Service::Parts::buildInventory() {
   if (!made.ok()) return made.status();
   handler = std::move(*made);
   endpoint = std::make_unique<inv::InventoryEndpoint>(
-      *handler, clock, inv::InventoryEndpoint::kDefaultWorkers, &http_work);
+      *handler, clock, inv::InventoryEndpoint::kDefaultWorkers, &work);
   store->setStatusListener(
       [e = endpoint.get()](const reconcile::PoolKey& key) { e->poolStatusChanged(key); });
 
@@ -490,7 +493,7 @@ Status Service::Parts::buildServers() {
   if (flags.metrics_bind_address != "0") {
     MetricsEndpointOptions meopts;
     meopts.collectables = {registry, process_collector};
-    meopts.pool = &http_work;
+    meopts.pool = &work;
     bool self_signed = false;
     http::HttpServerOptions mopts;
     mopts.bind_address = flags.metrics_bind_address;

@@ -386,10 +386,14 @@ void Controller::start() {
   if (options_.manual_for_test) return;
   informer_->start();
   node_informer_->start();
-  housekeeping_ = std::jthread([this](std::stop_token stop) {
-    setThreadName("housekeeping");
-    housekeepingLoop(stop);
-  });
+  WorkerPool* pool = options_.pool;
+  if (pool == nullptr) {
+    own_pool_ = std::make_unique<WorkerPool>(*options_.clock, "housekeeping", 1);
+    pool = own_pool_.get();
+  }
+  housekeeping_ = pool->lane(1);
+  started_ = options_.clock->now();
+  housekeeping_->post([this] { housekeepingRound(); });
 }
 
 bool Controller::waitForCacheSync(std::stop_token stop) {
@@ -503,10 +507,9 @@ void Controller::stop() {
     workers.swap(workers_);
   }
   for (std::thread& t : workers) t.join();
-  if (housekeeping_.joinable()) {
-    housekeeping_.request_stop();
-    housekeeping_.join();
-  }
+  // Drops the next round and waits for a running one.
+  if (housekeeping_) housekeeping_->drain();
+  if (own_pool_) own_pool_->stop();
   informer_->stop();
   node_informer_->stop();
 }
@@ -609,16 +612,13 @@ bool Controller::checkCacheSync(Clock::TimePoint started) {
   return true;
 }
 
-void Controller::housekeepingLoop(std::stop_token stop) {
-  const Clock::TimePoint started = options_.clock->now();
-  bool sync_settled = false;
-  while (!stop.stop_requested()) {
-    if (!sync_settled) sync_settled = checkCacheSync(started);
-    // Leases are only enforced by the leader; followers hold no pools.
-    housekeeping();
-    // stop() ends the wait at once.
-    options_.clock->sleepUntil(options_.clock->now() + kHousekeepingPeriod, stop);
-  }
+void Controller::housekeepingRound() {
+  if (!sync_settled_) sync_settled_ = checkCacheSync(started_);
+  // Leases are only enforced by the leader; followers hold no pools.
+  housekeeping();
+  // Refused once stop() drained the lane.
+  housekeeping_->postAt(options_.clock->now() + kHousekeepingPeriod,
+                        [this] { housekeepingRound(); });
 }
 
 }  // namespace rsc::controller::reconcile

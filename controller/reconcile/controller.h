@@ -6,8 +6,9 @@
 // DesiredStore's change listener; foreign changes to managed slices, and a
 // Node that appears, goes or is re-created, enqueue through the informers'
 // handlers. Threading: the informers' threads only enqueue; `workers` threads
-// block on the queue; a housekeeping thread expires leases and refreshes
-// gauges. All public methods are thread-safe.
+// block on the queue; housekeeping (lease expiry, gauges) is a task every
+// second on the service's WorkerPool, or on a pool of its own with one thread
+// when none is given. All public methods are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -27,6 +28,7 @@
 #include "client/kube_api.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/worker_pool.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/rate_limiter.h"
 #include "controller/reconcile/reconciler.h"
@@ -109,9 +111,12 @@ struct ControllerOptions {
   // API server out of reach). Zero or no on_fatal: never.
   Clock::Duration start_timeout = Clock::Duration::zero();
   std::function<void(Status)> on_fatal;
+  // Where housekeeping runs (one task at a time, on a lane of its own); must
+  // outlive the controller. Null: a pool of one "housekeeping" thread.
+  WorkerPool* pool = nullptr;
   // Tests drive the loop themselves: no informer threads (a test starts
-  // them), no workers, no housekeeping thread, and the queue releases delayed
-  // keys only on releaseDueForTest().
+  // them), no workers, no housekeeping, and the queue releases delayed keys
+  // only on releaseDueForTest().
   bool manual_for_test = false;
 };
 
@@ -181,7 +186,9 @@ class Controller : public PoolPreviewer {
   bool processNextItem(bool block);
   void workerLoop();
   void housekeeping();
-  void housekeepingLoop(std::stop_token stop);
+  // One round on the pool: the start-up check, housekeeping(), and the next
+  // round a period later.
+  void housekeepingRound();
   // Reports caches still unsynced past start_timeout; true once settled.
   bool checkCacheSync(Clock::TimePoint started);
   // Reports the live slices of every pool as adopted (leading starts).
@@ -201,7 +208,12 @@ class Controller : public PoolPreviewer {
   std::mutex mu_;
   bool stopped_leading_ = false;      // guarded by mu_
   std::vector<std::thread> workers_;  // guarded by mu_
-  std::jthread housekeeping_;
+  // Housekeeping: its pool when none was given, its lane, and (on the lane
+  // only) when it started and whether the start-up check is settled.
+  std::unique_ptr<WorkerPool> own_pool_;
+  std::unique_ptr<WorkerPool::Lane> housekeeping_;
+  Clock::TimePoint started_{};
+  bool sync_settled_ = false;
 };
 
 }  // namespace rsc::controller::reconcile

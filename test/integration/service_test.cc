@@ -609,19 +609,21 @@ TEST_F(ServiceTest, IdleThreadsAreNamedAndCounted) {
   std::cout << "threads at idle: " << total << "\n";
   EXPECT_EQ(by_name["reconcile"], 4) << "--workers";
   EXPECT_EQ(by_name["pull-fetch"], 0) << "pull workers start with the first source";
-  // The endpoints' blocking work shares one pool whose threads start on
-  // demand: one push, one thread (its publication came a round trip later).
-  EXPECT_EQ(by_name["http-work"], 1) << "the inventory and metrics endpoints' pool";
-  EXPECT_EQ(by_name["inventory-work"] + by_name["metrics-auth"], 0) << "no pool of their own";
+  // The endpoints' blocking work and the controller's housekeeping share one
+  // pool whose threads start on demand: one push, and a round of
+  // housekeeping every second, one thread.
+  EXPECT_EQ(by_name["service-work"], 1) << "the endpoints' and housekeeping's pool";
+  EXPECT_EQ(by_name["inventory-work"] + by_name["metrics-auth"] + by_name["housekeeping"], 0)
+      << "no pool of their own";
   EXPECT_EQ(by_name["slice-writes"], 0) << "write helpers start with the first bump";
   EXPECT_EQ(by_name["queue-delays"], 0) << "the workers release delayed keys";
   EXPECT_LE(by_name["api-client"], 3) << "two I/O threads and Asio's resolver";
-  for (const char* one : {"signals", "housekeeping", "events", "i:resourceslice", "i:nodes",
-                          "http-inventory", "http-metrics", "http-health"}) {
+  for (const char* one : {"signals", "events", "i:resourceslice", "i:nodes", "http-inventory",
+                          "http-metrics", "http-health"}) {
     EXPECT_EQ(by_name[one], 1) << one;
   }
   EXPECT_EQ(by_name["resourceslice-c"], 1) << "only the main thread goes unnamed";
-  EXPECT_LE(total, 17);
+  EXPECT_LE(total, 16);
   expectCleanStop(c);
 }
 
