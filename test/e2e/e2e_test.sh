@@ -264,7 +264,12 @@ check "the upgrade replaced both pods" "" \
 # old leader's address does not answer. The time to the first accepted push
 # is a figure; after it, every push must work.
 t0="$(now)"
-push_ok() { [[ "$(push_from_driver)" == 200 ]]; }
+push_ok() {
+  local out
+  out="$(push_from_driver)"
+  [[ "$out" == 200 ]] || echo "push after the upgrade: $out" >&2
+  [[ "$out" == 200 ]]
+}
 wait_for 60 "a push through the Service after the upgrade" push_ok
 figure "helm upgrade rolled out to pushes accepted again (s)" "$(since "$t0")"
 out="$(pushes 8)"
