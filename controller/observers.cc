@@ -182,7 +182,7 @@ pull::PollerObserver pullObserver(metrics::PullMetrics& m) {
   };
   o.on_sources = [&m](const std::string& driver, size_t sources) { m.setSources(driver, sources); };
   o.on_expired = [&m](const std::string& driver, size_t expired) { m.setExpired(driver, expired); };
-  o.on_ignored = [&m](std::string_view reason) { m.ignored(reason); };
+  o.on_ignored = [&m](pull::IgnoredReason reason) { m.ignored(pull::ignoredReasonName(reason)); };
   o.on_fetch_delay = [&m](Clock::Duration late) { m.fetchDelayed(Seconds(late).count()); };
   o.on_waiting = [&m](size_t waiting) { m.setWaiting(waiting); };
   return o;

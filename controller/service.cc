@@ -390,7 +390,9 @@ Status Service::Parts::buildPull() {
   // poller whenever their list changes.
   if (flags.pull_discovery) {
     pull::DiscoveryOptions dopts = flags.discovery;
-    dopts.on_refused = [this](std::string_view reason) { metrics->pull.ignored(reason); };
+    dopts.on_refused = [this](pull::IgnoredReason reason) {
+      metrics->pull.ignored(pull::ignoredReasonName(reason));
+    };
     discovery = std::make_unique<pull::SourceDiscovery>(
         *api, clock, std::move(dopts),
         [p = poller.get()](const std::vector<pull::SourceSpec>& sources) {
@@ -559,8 +561,8 @@ void Service::Parts::buildLeadership() {
   lopts.config = &config;
   lopts.api_options = api_options;
   lopts.forwarding = flags.forwarding;
-  lopts.forwarding.on_refused = [this](std::string_view reason) {
-    metrics->inventory.refused(reason);
+  lopts.forwarding.on_refused = [this](inv::ForwardRefusal refusal) {
+    metrics->inventory.refused(inv::forwardRefusalName(refusal));
   };
   lopts.own_url = [this] { return ownUrl(); };
   lopts.tls = tls;

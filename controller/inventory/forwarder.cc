@@ -47,11 +47,22 @@ void LeaderForwarder::refreshCaLocked() {
   transport_.reset();
 }
 
-HttpResponse LeaderForwarder::refuse(std::string_view reason, const std::string& url,
+std::string_view forwardRefusalName(ForwardRefusal refusal) {
+  switch (refusal) {
+    case ForwardRefusal::kInsecure:
+      return "forward_insecure";
+    case ForwardRefusal::kFailed:
+      return "forward_failed";
+  }
+  return "forward_failed";
+}
+
+HttpResponse LeaderForwarder::refuse(ForwardRefusal refusal, const std::string& url,
                                      const std::string& why) {
+  const std::string_view reason = forwardRefusalName(refusal);
   std::string leader = options_.leader_identity ? options_.leader_identity() : std::string();
   if (leader.empty()) leader = "(unknown)";
-  if (options_.on_refused) options_.on_refused(reason);
+  if (options_.on_refused) options_.on_refused(refusal);
   if (std::optional<uint64_t> held = throttle_.allow(reason)) {
     log::warning("Not forwarding a push to the leader", {{"leader", leader},
                                                          {"url", url},
@@ -75,13 +86,13 @@ std::optional<HttpResponse> LeaderForwarder::forward(const HttpRequest& request)
   // Not reached. The Lease as this replica last read it may name a leader
   // that went away: read it again, and try the leader it names now, once.
   const std::optional<std::string> fresh = refreshedLeaderUrl(url);
-  if (!fresh) return refuse("forward_failed", url, sent.unreachable);
+  if (!fresh) return refuse(ForwardRefusal::kFailed, url, sent.unreachable);
   if (fresh->empty() || *fresh == options_.own_url) return std::nullopt;
   log::info("Forwarding to the leader the Lease names now",
             {{"unreachable", url}, {"url", *fresh}});
   Sent again = send(*fresh, request);
   if (again.response) return std::move(again.response);
-  return refuse("forward_failed", *fresh, again.unreachable);
+  return refuse(ForwardRefusal::kFailed, *fresh, again.unreachable);
 }
 
 std::optional<std::string> LeaderForwarder::refreshedLeaderUrl(const std::string& failed) {
@@ -104,7 +115,7 @@ std::optional<std::string> LeaderForwarder::refreshedLeaderUrl(const std::string
 LeaderForwarder::Sent LeaderForwarder::send(const std::string& url, const HttpRequest& request) {
   const bool plain = url.starts_with("http://");
   if (!url.starts_with("https://") && !(plain && options_.allow_insecure)) {
-    return {refuse("forward_insecure", url,
+    return {refuse(ForwardRefusal::kInsecure, url,
                    "its URL is not https, and the driver's credentials go only over verified TLS "
                    "(--forward-insecure allows plain http for a local test)"),
             ""};
@@ -112,12 +123,12 @@ LeaderForwarder::Sent LeaderForwarder::send(const std::string& url, const HttpRe
 
   std::shared_ptr<client::HttpTransport> transport;
   Status made_status = okStatus();
-  std::string_view reason = "forward_failed";
+  ForwardRefusal refusal = ForwardRefusal::kFailed;
   {
     std::lock_guard lock(mu_);
     refreshCaLocked();
     if (!plain && ca_pem_.empty()) {
-      reason = "forward_insecure";
+      refusal = ForwardRefusal::kInsecure;
       made_status = failedPrecondition(
           "there is no CA bundle to verify its certificate with (--inventory-ca-file)");
     } else if (url != url_ || transport_ == nullptr) {
@@ -136,7 +147,7 @@ LeaderForwarder::Sent LeaderForwarder::send(const std::string& url, const HttpRe
     }
     if (made_status.ok()) transport = transport_;
   }
-  if (!made_status.ok()) return {refuse(reason, url, made_status.message()), ""};
+  if (!made_status.ok()) return {refuse(refusal, url, made_status.message()), ""};
 
   client::HttpRequest out;
   out.method = request.method;

@@ -26,6 +26,14 @@
 
 namespace rsc::controller::inventory {
 
+// Why a follower did not forward a request, answering 503 instead.
+enum class ForwardRefusal {
+  kInsecure,  // the leader's URL is not https, or there is no CA bundle to verify it with
+  kFailed,    // the leader cannot be reached, or its certificate does not verify
+};
+// "forward_insecure", "forward_failed": the reason label of the inventory API's refusals.
+std::string_view forwardRefusalName(ForwardRefusal refusal);
+
 struct LeaderForwarderOptions {
   Clock* clock = nullptr;
   // Returns the leader's inventory URL ("" while unknown).
@@ -47,11 +55,8 @@ struct LeaderForwarderOptions {
   bool allow_insecure = false;
   // Returns the leader's identity (the Lease holder), for the 503's message.
   std::function<std::string()> leader_identity = nullptr;
-  // Counts a forward that was refused ("forward_insecure": the URL is not
-  // https, or there is no CA bundle to verify it with) or failed
-  // ("forward_failed": the leader cannot be reached or its certificate does
-  // not verify). Optional.
-  std::function<void(std::string_view reason)> on_refused = nullptr;
+  // Counts a forward that was refused or failed. Optional.
+  std::function<void(ForwardRefusal refusal)> on_refused = nullptr;
   // When the leader cannot be reached, asks for a fresh read of the Lease
   // and returns once it was read or at the deadline given (the elector's
   // pollNow()): a leader that went away released the Lease, and another
@@ -91,8 +96,7 @@ class LeaderForwarder {
   // nullopt when it still names `failed`.
   std::optional<std::string> refreshedLeaderUrl(const std::string& failed);
   // The 503 of a refused or failed forward, counted and logged (throttled).
-  http::HttpResponse refuse(std::string_view reason, const std::string& url,
-                            const std::string& why);
+  http::HttpResponse refuse(ForwardRefusal refusal, const std::string& url, const std::string& why);
 
   LeaderForwarderOptions options_;
   log::Throttle throttle_;  // of the refusals' log lines

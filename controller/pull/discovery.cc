@@ -155,8 +155,8 @@ void addSources(const client::Service& service, const ServiceSettings& settings,
       }
       std::string node;
       if (auto why = unverified(endpoint, address, ns, *settings.binding, pods, node)) {
-        refused.emplace(id,
-                        DiscoveryRefusal{id, settings.driver, kRefusedUnverified, std::move(*why)});
+        refused.emplace(
+            id, DiscoveryRefusal{id, settings.driver, IgnoredReason::kUnverified, std::move(*why)});
         continue;
       }
       SourceSpec& spec = sources[id];
@@ -287,7 +287,7 @@ DiscoveryResult discoveredSources(const std::vector<client::Service>& services,
     settings->binding = options.binding(settings->driver, ns);
     if (settings->binding == nullptr) {
       const std::string id = ns + "/" + service.metadata.name;
-      refused.emplace(id, DiscoveryRefusal{id, settings->driver, kRefusedUnbound,
+      refused.emplace(id, DiscoveryRefusal{id, settings->driver, IgnoredReason::kUnbound,
                                            "driver " + inQuotes(settings->driver) +
                                                " is not bound to namespace " + inQuotes(ns) +
                                                " (--pull-driver)"});
@@ -470,15 +470,16 @@ void SourceDiscovery::logProblems(const std::vector<DiscoveryProblem>& problems)
 }
 
 void SourceDiscovery::reportRefusals(const std::vector<DiscoveryRefusal>& refused) {
-  std::set<std::pair<std::string, std::string>> now;
+  std::set<std::pair<std::string, IgnoredReason>> now;
   for (const DiscoveryRefusal& refusal : refused) {
     std::pair key(refusal.id, refusal.reason);
     if (!refused_.contains(key)) {
       if (options_.on_refused) options_.on_refused(refusal.reason);
-      if (const auto held = refusal_log_.allow(refusal.reason)) {
+      const std::string_view reason = ignoredReasonName(refusal.reason);
+      if (const auto held = refusal_log_.allow(reason)) {
         log::warning("pull: inventory endpoint refused", {{"endpoint", refusal.id},
                                                           {"driver", refusal.driver},
-                                                          {"reason", refusal.reason},
+                                                          {"reason", reason},
                                                           {"problem", refusal.message},
                                                           {"linesHeldBack", *held}});
       }

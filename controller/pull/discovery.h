@@ -53,10 +53,10 @@ StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value);
 struct DiscoveryOptions {
   // Who may serve which driver (--pull-driver); discovery reads these namespaces only.
   std::vector<PullBinding> bindings;
-  // An endpoint was refused when it appeared (reason kRefusedUnbound or kRefusedUnverified):
-  // counted once per endpoint and reason while it stays refused. Optional; called on the
-  // thread that computed the list.
-  std::function<void(std::string_view reason)> on_refused;
+  // An endpoint was refused when it appeared (kUnbound or kUnverified): counted once per
+  // endpoint and reason while it stays refused. Optional; called on the thread that computed
+  // the list.
+  std::function<void(IgnoredReason reason)> on_refused;
 
   // The namespaces of the bindings, sorted, each once.
   std::vector<std::string> namespaces() const;
@@ -64,14 +64,12 @@ struct DiscoveryOptions {
   const PullBinding* binding(std::string_view driver, std::string_view ns) const;
 };
 
-// Why a labelled Service or one of its endpoints is not pulled (DiscoveryResult::refused, and
-// the reason label of resourceslice_controller_pull_sources_ignored_total):
-// - the Service names a driver that is not bound to its namespace;
-inline constexpr char kRefusedUnbound[] = "Unbound";
-// - the endpoint has no targetRef Pod that vouches for it: the Pod does not exist in the
-//   Service's namespace, is being deleted, has another IP, runs on another node than the
-//   EndpointSlice says or on none, or runs as another ServiceAccount than the binding names.
-inline constexpr char kRefusedUnverified[] = "Unverified";
+// Why a labelled Service or one of its endpoints is not pulled (DiscoveryResult::refused):
+// - IgnoredReason::kUnbound: the Service names a driver that is not bound to its namespace;
+// - IgnoredReason::kUnverified: the endpoint has no targetRef Pod that vouches for it: the Pod
+//   does not exist in the Service's namespace, is being deleted, has another IP, runs on
+//   another node than the EndpointSlice says or on none, or runs as another ServiceAccount
+//   than the binding names.
 
 // A labelled Service that was skipped, and why ("annotation ...: must start with '/'"), for
 // the caller to log with the Service's name.
@@ -86,8 +84,8 @@ struct DiscoveryProblem {
 struct DiscoveryRefusal {
   std::string id;
   std::string driver;
-  std::string reason;   // kRefusedUnbound or kRefusedUnverified
-  std::string message;  // what is wrong, for the log
+  IgnoredReason reason = IgnoredReason::kUnverified;  // kUnbound or kUnverified
+  std::string message;                                // what is wrong, for the log
   friend bool operator==(const DiscoveryRefusal&, const DiscoveryRefusal&) = default;
 };
 
@@ -100,8 +98,8 @@ struct DiscoveryResult {
 // The inventory sources the Services, EndpointSlices and Pods describe:
 // - a Service counts when its kDriverLabel names a valid driver that is bound to the Service's
 //   namespace and it has a port named kInventoryPortName; a valid driver bound elsewhere (or
-//   nowhere) refuses the Service (kRefusedUnbound); a bad label or port is a problem; Services
-//   of namespaces no binding names are ignored (discovery never reads them);
+//   nowhere) refuses the Service (IgnoredReason::kUnbound); a bad label or port is a problem;
+//   Services of namespaces no binding names are ignored (discovery never reads them);
 // - its EndpointSlices are those of its namespace labelled kServiceNameLabel=<its name>;
 //   hand-made EndpointSlices must carry that label, and kDriverLabel too, because
 //   SourceDiscovery's informers select EndpointSlices by it (the EndpointSlice controller
@@ -116,7 +114,7 @@ struct DiscoveryResult {
 //   namespace that vouches for it: it exists (and has the targetRef's uid, when given), is not
 //   being deleted, has that address among its IPs, runs on a node (the EndpointSlice's
 //   nodeName, when given, must be that node) and, when the binding names one, as its
-//   ServiceAccount; else the address is refused (kRefusedUnverified). What an EndpointSlice
+//   ServiceAccount; else the address is refused (IgnoredReason::kUnverified). What an EndpointSlice
 //   says is never believed on its own: anyone who may write one may write anything there;
 // - kScopeAnnotation "node" (the default) binds the source to its Pod's node, "cluster" to no
 //   node. A bad path or scope skips the Service with a problem. An address:port listed twice
@@ -183,8 +181,8 @@ class SourceDiscovery {
 
   // Serialises refreshes, so that on_change sees the lists in the order they were computed.
   std::mutex refresh_mu_;
-  std::map<std::string, std::string> logged_problems_;     // "ns/name" -> message; refresh_mu_
-  std::set<std::pair<std::string, std::string>> refused_;  // (id, reason); refresh_mu_
+  std::map<std::string, std::string> logged_problems_;       // "ns/name" -> message; refresh_mu_
+  std::set<std::pair<std::string, IgnoredReason>> refused_;  // (id, reason); refresh_mu_
   log::Throttle refusal_log_;
 
   mutable std::mutex mu_;

@@ -427,14 +427,14 @@ void Poller::setDiscovered(const std::vector<SourceSpec>& specs) {
         continue;
       }
       if (sources_.size() >= options_.max_sources) {
-        ignoredLocked("OverLimit", spec,
+        ignoredLocked(IgnoredReason::kOverLimit, spec,
                       "--pull-max-sources (" + std::to_string(options_.max_sources) +
                           ") sources are pulled already");
         continue;
       }
       StatusOr<std::unique_ptr<Source>> source = makeSource(spec);
       if (!source.ok()) {
-        ignoredLocked("Invalid", spec, source.status().message());
+        ignoredLocked(IgnoredReason::kInvalid, spec, source.status().message());
         continue;
       }
       addLocked(std::move(*source));
@@ -443,13 +443,13 @@ void Poller::setDiscovered(const std::vector<SourceSpec>& specs) {
   }
 }
 
-void Poller::ignoredLocked(std::string_view reason, const SourceSpec& spec,
-                           const std::string& why) {
+void Poller::ignoredLocked(IgnoredReason reason, const SourceSpec& spec, const std::string& why) {
   if (options_.observer.on_ignored) options_.observer.on_ignored(reason);
-  if (auto held = ignored_log_.allow(reason)) {
+  const std::string_view name = ignoredReasonName(reason);
+  if (auto held = ignored_log_.allow(name)) {
     log::warning("Inventory source ignored", {{"source", spec.id},
                                               {"url", spec.url},
-                                              {"reason", reason},
+                                              {"reason", name},
                                               {"error", why},
                                               {"linesHeldBack", *held}});
   }

@@ -91,7 +91,7 @@ struct PollerObserver {
   // The number of `driver`'s sources whose pools were withdrawn after the grace changed.
   std::function<void(const std::string& driver, size_t expired)> on_expired;
   // A discovered source was ignored: over --pull-max-sources, or its URL or transport failed.
-  std::function<void(std::string_view reason)> on_ignored;
+  std::function<void(IgnoredReason reason)> on_ignored;
   // A worker started a source's step `late` after it was due (the workers were busy).
   std::function<void(Clock::Duration late)> on_fetch_delay;
   // The number of sources that are due and wait for a free worker changed.
@@ -233,7 +233,7 @@ class Poller {
   // Discovery no longer lists the source: its grace starts.
   void departLocked(Source& source);
   // Counts and logs (rate-limited) a discovered spec that is not pulled.
-  void ignoredLocked(std::string_view reason, const SourceSpec& spec, const std::string& why);
+  void ignoredLocked(IgnoredReason reason, const SourceSpec& spec, const std::string& why);
   static std::vector<std::string> poolNames(const Source& source);
 
   // An entry of the due queue: the source's next step is due `when`; ties in the order the

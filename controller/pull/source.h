@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "controller/inventory/authenticator.h"
 
@@ -24,6 +25,16 @@ inline constexpr char kInventoryPortName[] = "inventory";
 inline constexpr char kPathAnnotation[] = "resourceslice.dra.k8s.io/inventory-path";
 inline constexpr char kCaAnnotation[] = "resourceslice.dra.k8s.io/inventory-ca";
 inline constexpr char kScopeAnnotation[] = "resourceslice.dra.k8s.io/inventory-scope";
+
+// Why a discovered source is not pulled; its name (ignoredReasonName) is the reason label of
+// resourceslice_controller_pull_sources_ignored_total and of the log lines.
+enum class IgnoredReason {
+  kOverLimit,   // --pull-max-sources sources are pulled already (the poller)
+  kInvalid,     // a URL or CA that cannot work (the poller)
+  kUnbound,     // a Service naming a driver not bound to its namespace (discovery)
+  kUnverified,  // an endpoint no Pod vouches for (discovery)
+};
+std::string_view ignoredReasonName(IgnoredReason reason);
 
 struct SourceSpec {
   std::string driver;

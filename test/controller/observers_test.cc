@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "metrics/registry.h"
 #include "test/fakes/fake_clock.h"
 #include "test/fakes/fake_kube_api.h"
@@ -111,6 +113,29 @@ TEST_F(ReconcileEventObserverTest, ReconcileWordsAreTheMetricLabelsOfTheSameName
                           {"result", std::string(reconcile::reconcileOutcomeName(outcome))}}),
               1.0);
   }
+}
+
+// Every reason a source is not pulled is a label of the ignored-sources
+// counter, under its own name, and every label is one of the reasons.
+TEST(PullObserver, IgnoredReasonsAreTheMetricLabelsOfTheSameName) {
+  using pull::IgnoredReason;
+  auto registry = metrics::newRegistry();
+  metrics::PullMetrics pull_metrics(*registry);
+  pull::PollerObserver observer = pullObserver(pull_metrics);
+  std::set<std::string_view> names;
+  for (IgnoredReason reason : {IgnoredReason::kOverLimit, IgnoredReason::kInvalid,
+                               IgnoredReason::kUnbound, IgnoredReason::kUnverified}) {
+    observer.on_ignored(reason);
+    const std::string_view name = pull::ignoredReasonName(reason);
+    names.insert(name);
+    EXPECT_EQ(
+        metrics::Snapshot(*registry).value("resourceslice_controller_pull_sources_ignored_total",
+                                           {{"reason", std::string(name)}}),
+        1.0)
+        << name;
+  }
+  EXPECT_EQ(names, std::set<std::string_view>(metrics::PullMetrics::kIgnoredReasons.begin(),
+                                              metrics::PullMetrics::kIgnoredReasons.end()));
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ class LeaderForwarderTest : public ::testing::Test {
     o.ca_file = ca_file_.string();
     o.tls_server_name = server_name;
     o.leader_identity = [] { return std::string("replica-1"); };
-    o.on_refused = [this](std::string_view reason) { refused_.emplace_back(reason); };
+    o.on_refused = [this](ForwardRefusal r) { refused_.emplace_back(forwardRefusalName(r)); };
     return o;
   }
   void writeCa(const std::string& pem) { std::ofstream(ca_file_, std::ios::trunc) << pem; }

@@ -289,11 +289,11 @@ TEST(DiscoveredSources, AServiceOfADriverNotBoundToItsNamespaceIsRefused) {
   ASSERT_EQ(result.refused.size(), 2u);
   EXPECT_EQ(result.refused[0].id, "drivers/nic");
   EXPECT_EQ(result.refused[0].driver, "nic.example.com");
-  EXPECT_EQ(result.refused[0].reason, kRefusedUnbound);
+  EXPECT_EQ(result.refused[0].reason, IgnoredReason::kUnbound);
   EXPECT_EQ(result.refused[0].message,
             "driver \"nic.example.com\" is not bound to namespace \"drivers\" (--pull-driver)");
   EXPECT_EQ(result.refused[1].id, "drivers/pushed");
-  EXPECT_EQ(result.refused[1].reason, kRefusedUnbound);
+  EXPECT_EQ(result.refused[1].reason, IgnoredReason::kUnbound);
 }
 
 // An endpoint is as good as the Pod its targetRef names: every way a hand-written
@@ -355,7 +355,7 @@ TEST(DiscoveredSources, AnEndpointCountsOnlyWhenItsPodVouchesForIt) {
     EXPECT_THAT(result.sources, IsEmpty()) << c.name;
     EXPECT_THAT(result.refused,
                 ElementsAre(DiscoveryRefusal{"drivers/gpu-inventory/10.0.0.1:8080", kDriver,
-                                             kRefusedUnverified, c.problem}))
+                                             IgnoredReason::kUnverified, c.problem}))
         << c.name;
   }
 }
@@ -456,9 +456,9 @@ class Recorder {
 class SourceDiscoveryTest : public ::testing::Test {
  protected:
   void start(DiscoveryOptions options = bound({kNs})) {
-    options.on_refused = [this](std::string_view reason) {
+    options.on_refused = [this](IgnoredReason reason) {
       std::lock_guard lock(refused_mu_);
-      refused_.emplace_back(reason);
+      refused_.emplace_back(ignoredReasonName(reason));
     };
     const size_t watches = options.namespaces().size();
     discovery_ = std::make_unique<SourceDiscovery>(
@@ -613,14 +613,14 @@ TEST_F(SourceDiscoveryTest, AnEndpointFollowsItsPodAndARefusalIsCountedOnce) {
   start();
   ASSERT_TRUE(recorder_.waitForCalls(1));
   EXPECT_THAT(recorder_.calls()[0], IsEmpty());
-  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified));
+  EXPECT_THAT(refused(), ElementsAre("Unverified"));
 
   // Other events recompute the list; the same refusal is not counted again.
   auto svc = service();
   svc.metadata.annotations["example.com/note"] = "x";
   ASSERT_TRUE(api_.putService(svc).ok());
   settle();
-  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified));
+  EXPECT_THAT(refused(), ElementsAre("Unverified"));
 
   // The Pod appears (scheduled, its IP set): the endpoint is a source on the Pod's node.
   client::Pod pod = podsFor({slice("a", {endpoint({"10.0.0.1"}, "node-a")})}).at(0);
@@ -633,7 +633,7 @@ TEST_F(SourceDiscoveryTest, AnEndpointFollowsItsPodAndARefusalIsCountedOnce) {
   ASSERT_TRUE(api_.putPod(pod).ok());
   ASSERT_TRUE(recorder_.waitForCalls(3));
   EXPECT_THAT(recorder_.calls()[2], IsEmpty());
-  EXPECT_THAT(refused(), ElementsAre(kRefusedUnverified, kRefusedUnverified));
+  EXPECT_THAT(refused(), ElementsAre("Unverified", "Unverified"));
 }
 
 }  // namespace

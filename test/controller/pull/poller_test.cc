@@ -232,8 +232,8 @@ class DiscoveredSourcesTest : public ::testing::Test {
     options.observer.on_sources = [this](const std::string& driver, size_t n) {
       sources_[driver] = n;
     };
-    options.observer.on_ignored = [this](std::string_view reason) {
-      ignored_.emplace_back(reason);
+    options.observer.on_ignored = [this](IgnoredReason reason) {
+      ignored_.emplace_back(ignoredReasonName(reason));
     };
     auto made = Poller::create(std::move(options));
     ASSERT_TRUE(made.ok()) << made.status().toString();
