@@ -214,7 +214,9 @@ bool isEmptyObject(const OwnerOf<T>& value);
 
 // ---- Value codecs -----------------------------------------------------------
 // Each has decode (null never reaches it: a null field reads as absent),
-// isEmpty (for omitempty) and encode.
+// isEmpty (for omitempty), and either encode (a leaf value, as a Json) or,
+// for the containers (Opt, ListOf, MapOf, Obj), a writer of their own in the
+// text encoder below: there is one encoder, and toJson() reads its text.
 
 struct Str {
   using Type = std::string;
@@ -288,8 +290,6 @@ struct Opt {
       return !o.has_value();
     }
   }
-  // Unset is null where the field is always written (Omit::kNever).
-  static Json encode(const Type& o) { return o ? V::encode(*o) : Json(nullptr); }
 };
 
 template <typename V>
@@ -313,12 +313,6 @@ struct ListOf {
     }
   }
   static bool isEmpty(const Type& list) { return list.empty(); }
-  static Json encode(const Type& list) {
-    Json j = Json::array();
-    j.get_ref<Json::array_t&>().reserve(list.size());
-    for (const auto& item : list) j.push_back(V::encode(item));
-    return j;
-  }
 };
 
 // A list of strings as metav1 and core types write them.
@@ -379,11 +373,6 @@ struct MapOf {
     }
   }
   static bool isEmpty(const Type& map) { return map.empty(); }
-  static Json encode(const Type& map) {
-    Json j = Json::object();
-    for (const auto& [key, value] : map) j[key] = V::encode(value);
-    return j;
-  }
 };
 
 // A nested object with its own table.
@@ -394,7 +383,6 @@ struct Obj {
     decodeObject<T>(v, out, at, d);
   }
   static bool isEmpty(const Type& x) { return isEmptyObject<T>(x); }
-  static Json encode(const Type& x) { return encodeObject<T>(x); }
 };
 
 // ---- Drivers ----------------------------------------------------------------
@@ -446,29 +434,13 @@ void decodeObject(const Json& j, OwnerOf<T>& out, const FieldPath& at, Decoder& 
 }
 
 template <typename T>
+std::string toJsonText(const OwnerOf<T>& value);
+
+// The tree of `value`, read from the text encoder's output (below): one
+// encoder, so the two forms cannot disagree.
+template <typename T>
 Json encodeObject(const OwnerOf<T>& value) {
-  using Info = TableInfo<T>;
-  Json j = Json::object();
-  if constexpr (Info::kCaptures) {
-    // Captured members first: a table field wins a tie.
-    if (const Json& unknown = value.*Table<T>::kUnknown; unknown.is_object()) j = unknown;
-  }
-  if constexpr (Info::kTypeMeta) {
-    j["apiVersion"] = std::string(Table<T>::kApiVersion);
-    j["kind"] = std::string(Table<T>::kKind);
-  }
-  std::apply(
-      [&](const auto&... f) {
-        const auto put = [&](const auto& row) {
-          using Codec = std::remove_cvref_t<decltype(row.codec)>;
-          const auto& member = std::invoke(row.access, value);
-          if (row.omit == Omit::kEmpty && Codec::isEmpty(member)) return;
-          j[std::string(row.name)] = Codec::encode(member);
-        };
-        (put(f), ...);
-      },
-      Info::kFields);
-  return j;
+  return Json::parse(toJsonText<T>(value));
 }
 
 // True when every field is empty and nothing was captured.
@@ -578,11 +550,11 @@ Json toJson(const OwnerOf<T>& value) {
 }
 
 // ---- Text encoding ------------------------------------------------------------
-// Writes JSON text into a string without building a DOM: the same bytes as
-// toJson(value).dump() with invalid UTF-8 replaced (keys in byte order,
-// captured members merged in, a written table field winning a tie). A value
-// codec with `write(value, JsonWriter&)` writes its own text: device forms
-// splice the JSON they hold, which is how request bodies are built.
+// The encoder: writes JSON text into a string without building a DOM (keys in
+// byte order, captured members merged in, a written table field winning a
+// tie, invalid UTF-8 replaced). A value codec with `write(value, JsonWriter&)`
+// writes its own text: device forms splice the JSON they hold, which is how
+// request bodies are built; a leaf codec's encode() is written as dump() would.
 
 class JsonWriter {
  public:

@@ -504,8 +504,6 @@ void Form::decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d
   if (d.failures() == before) out = DeviceRef(device);
 }
 
-Json Form::encode(const DeviceRef& ref) { return Json::parse(ref->json()); }
-
 }  // namespace codec
 
 FeatureSet featuresOf(const ResourceSliceSpec& spec) {
@@ -545,7 +543,7 @@ Device DeviceForm::decode() const {
 DeviceRef::DeviceRef(const Device& device) {
   DeviceForm::Parts parts;
   parts.name = device.name;
-  parts.json = toJson(device).dump();
+  parts.json = codec::toJsonText<Device>(device);
   parts.features = featuresOf(device);
   parts.advanced = device.usesAdvancedFeatures();
   parts.consumes_counters = !device.consumes_counters.empty();

@@ -427,12 +427,11 @@ struct Table<Device> : TableKeepingUnknown<Device> {
 };
 
 // A device held as a DeviceRef: decoded by the Device table, and made into its shared form only
-// when it decoded without problems; encoded from the form's JSON.
+// when it decoded without problems; written as the form's JSON.
 struct Form {
   using Type = DeviceRef;
   static void decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d);
   static bool isEmpty(const DeviceRef& ref) { return !ref; }
-  static Json encode(const DeviceRef& ref);
   // The form's bytes, spliced into the text.
   static void write(const DeviceRef& ref, JsonWriter& w) { w.raw(ref->json()); }
 };
