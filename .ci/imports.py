@@ -20,12 +20,18 @@ ALLOWED = {
     "controller/leader": {"client", "common"},
     # The HTTP status table and OpenSSL owners are client/'s (one place each).
     "controller/http": {"client", "common"},
-    "controller/inventory": {"controller/http", "controller/reconcile", "client", "common"},
-    "controller/pull": {"controller/inventory", "controller/reconcile", "client", "common"},
+    # The pool model: decoding, validation, node restriction, the decode budget.
+    "controller/pool": {"controller/reconcile", "client", "common"},
+    "controller/inventory": {
+        "controller/http", "controller/pool", "controller/reconcile", "client", "common",
+    },
+    "controller/pull": {
+        "controller/inventory", "controller/pool", "controller/reconcile", "client", "common",
+    },
     "controller/ctl": {"client", "common"},
     "controller": {
-        "controller/reconcile", "controller/leader", "controller/http", "controller/inventory",
-        "controller/pull",
+        "controller/reconcile", "controller/pool", "controller/leader", "controller/http",
+        "controller/inventory", "controller/pull",
         "metrics", "client", "common",
     },
 }

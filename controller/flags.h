@@ -19,6 +19,7 @@
 #include "controller/inventory/forwarder.h"
 #include "controller/inventory/handler.h"
 #include "controller/leader/leader_elector.h"
+#include "controller/pool/decode_budget.h"
 #include "controller/pull/discovery.h"
 #include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
@@ -54,7 +55,7 @@ struct ServiceFlags {
   inventory::InventoryHandlerOptions inventory;
   // The one budget of bodies being decoded at once, pushes and pulls
   // (--max-inflight-decoded-bytes); main makes it and hands it to the handler and the fetchers.
-  inventory::DecodeBudgetOptions decode_budget;
+  pool::DecodeBudgetOptions decode_budget;
   std::string inventory_advertise_url;
   inventory::LeaderForwarderOptions forwarding;
   // Self-signed TLS of the inventory API; an empty secret_name: off.

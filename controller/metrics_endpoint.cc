@@ -9,8 +9,6 @@
 
 namespace rsc::controller {
 
-namespace inv = inventory;
-
 namespace {
 
 using http::textResponse;
@@ -69,7 +67,7 @@ http::Admission MetricsEndpoint::admit(const http::HttpRequest& head) {
   admission.max_body_bytes = 0;
   if (options_.authenticator == nullptr) return admission;
   Status checked = [&]() -> Status {
-    StatusOr<inv::Caller> caller =
+    StatusOr<pool::Caller> caller =
         options_.authenticator->authenticate(head.header("authorization"), head.client_address);
     if (!caller.ok()) return caller.status();
     // The verb of a non-resource request is its method in lower case.

@@ -28,6 +28,7 @@
 #include "controller/leadership.h"
 #include "controller/metrics_endpoint.h"
 #include "controller/observers.h"
+#include "controller/pool/decode_budget.h"
 #include "controller/pull/discovery.h"
 #include "controller/pull/poller.h"
 #include "controller/reconcile/controller.h"
@@ -259,7 +260,7 @@ struct Service::Parts {
   std::unique_ptr<reconcile::Controller> controller;
 
   // Pull mode.
-  std::unique_ptr<inv::DecodeBudget> decode_budget;
+  std::unique_ptr<pool::DecodeBudget> decode_budget;
   std::unique_ptr<pull::Poller> poller;
   std::unique_ptr<pull::SourceDiscovery> discovery;
 
@@ -367,9 +368,9 @@ Status Service::Parts::buildReconcile() {
 
 Status Service::Parts::buildPull() {
   // One budget of bodies being decoded at once, for pushes and pulls alike.
-  inv::DecodeBudgetOptions budget = flags.decode_budget;
+  pool::DecodeBudgetOptions budget = flags.decode_budget;
   budget.clock = &clock;
-  decode_budget = std::make_unique<inv::DecodeBudget>(budget);
+  decode_budget = std::make_unique<pool::DecodeBudget>(budget);
   // Pull mode: the drivers whose inventory endpoints the controller fetches
   // itself, each over a transport of its own (the API server's credentials
   // are never sent to an endpoint).

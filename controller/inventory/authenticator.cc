@@ -58,7 +58,8 @@ void appendField(std::string& key, std::string_view s) {
   key.append(s);
 }
 
-std::string decisionKey(const Caller& caller, std::string_view verb, std::string_view driver) {
+std::string decisionKey(const pool::Caller& caller, std::string_view verb,
+                        std::string_view driver) {
   std::string key;
   appendField(key, verb);
   appendField(key, driver);
@@ -179,28 +180,28 @@ class TokenReviewAuthenticator::ClientLimits {
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
 };
 
-StatusOr<Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>,
-                                                   std::string_view) {
-  Caller caller;
+StatusOr<pool::Caller> NoAuthAuthenticator::authenticate(std::optional<std::string_view>,
+                                                         std::string_view) {
+  pool::Caller caller;
   caller.user.username = "system:anonymous";
   caller.unrestricted = true;
   return caller;
 }
 
-Status NoAuthAuthenticator::authorize(const Caller&, std::string_view, std::string_view) {
+Status NoAuthAuthenticator::authorize(const pool::Caller&, std::string_view, std::string_view) {
   return okStatus();
 }
 
-Status NoAuthAuthenticator::authorizePath(const Caller&, std::string_view, std::string_view) {
+Status NoAuthAuthenticator::authorizePath(const pool::Caller&, std::string_view, std::string_view) {
   return okStatus();
 }
 
-std::optional<StatusOr<Caller>> NoAuthAuthenticator::authenticateCached(
+std::optional<StatusOr<pool::Caller>> NoAuthAuthenticator::authenticateCached(
     std::optional<std::string_view> authorization) {
   return authenticate(authorization, "");
 }
 
-std::optional<Status> NoAuthAuthenticator::authorizeCached(const Caller& caller,
+std::optional<Status> NoAuthAuthenticator::authorizeCached(const pool::Caller& caller,
                                                            std::string_view verb,
                                                            std::string_view driver) {
   return authorize(caller, verb, driver);
@@ -211,8 +212,8 @@ TokenReviewAuthenticator::TokenReviewAuthenticator(client::KubeApi& api, Clock& 
     : api_(api),
       clock_(clock),
       options_(std::move(options)),
-      tokens_(std::make_unique<Cache<StatusOr<Caller>>>(clock_, options_.cache_ttl,
-                                                        options_.max_cache_entries)),
+      tokens_(std::make_unique<Cache<StatusOr<pool::Caller>>>(clock_, options_.cache_ttl,
+                                                              options_.max_cache_entries)),
       decisions_(
           std::make_unique<Cache<Status>>(clock_, options_.cache_ttl, options_.max_cache_entries)),
       clients_(std::make_unique<ClientLimits>(clock_, options_.client_review_qps,
@@ -247,7 +248,7 @@ Status TokenReviewAuthenticator::takeReview(std::string_view client) {
   return okStatus();
 }
 
-std::optional<StatusOr<Caller>> TokenReviewAuthenticator::authenticateCached(
+std::optional<StatusOr<pool::Caller>> TokenReviewAuthenticator::authenticateCached(
     std::optional<std::string_view> authorization) {
   if (!authorization) {
     return Status(StatusCode::kUnauthenticated,
@@ -261,9 +262,10 @@ std::optional<StatusOr<Caller>> TokenReviewAuthenticator::authenticateCached(
   return tokens_->get(sha256Hex(*token));
 }
 
-StatusOr<Caller> TokenReviewAuthenticator::authenticate(
+StatusOr<pool::Caller> TokenReviewAuthenticator::authenticate(
     std::optional<std::string_view> authorization, std::string_view client) {
-  if (std::optional<StatusOr<Caller>> known = authenticateCached(authorization)) return *known;
+  if (std::optional<StatusOr<pool::Caller>> known = authenticateCached(authorization))
+    return *known;
   // A well-formed bearer token that is not cached: authenticateCached
   // answered every other case.
   const std::optional<std::string_view> bearer =
@@ -284,7 +286,7 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
                   "cannot check the token now (TokenReview failed); try again");
   }
 
-  StatusOr<Caller> result = Status(StatusCode::kUnauthenticated, "invalid bearer token");
+  StatusOr<pool::Caller> result = Status(StatusCode::kUnauthenticated, "invalid bearer token");
   if (!reviewed->authenticated) {
     if (options_.on_rejected) options_.on_rejected();
     if (std::optional<uint64_t> held = throttle_.allow("rejected")) {
@@ -299,7 +301,7 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
     result = Status(StatusCode::kUnauthenticated,
                     "the token is not issued for audience " + options_.audience);
   } else {
-    Caller caller;
+    pool::Caller caller;
     caller.user = reviewed->user;
     auto node = caller.user.extra.find(kNodeNameExtra);
     if (node != caller.user.extra.end() && !node->second.empty() && !node->second.front().empty()) {
@@ -311,7 +313,7 @@ StatusOr<Caller> TokenReviewAuthenticator::authenticate(
   return result;
 }
 
-Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_view verb,
+Status TokenReviewAuthenticator::authorize(const pool::Caller& caller, std::string_view verb,
                                            std::string_view driver) {
   client::SubjectAccessReview review;
   review.verb = std::string(verb);
@@ -326,13 +328,13 @@ Status TokenReviewAuthenticator::authorize(const Caller& caller, std::string_vie
                     kAuthzGroup + ")");
 }
 
-std::optional<Status> TokenReviewAuthenticator::authorizeCached(const Caller& caller,
+std::optional<Status> TokenReviewAuthenticator::authorizeCached(const pool::Caller& caller,
                                                                 std::string_view verb,
                                                                 std::string_view driver) {
   return decisions_->get(decisionKey(caller, verb, driver));
 }
 
-Status TokenReviewAuthenticator::authorizePath(const Caller& caller, std::string_view verb,
+Status TokenReviewAuthenticator::authorizePath(const pool::Caller& caller, std::string_view verb,
                                                std::string_view path) {
   client::SubjectAccessReview review;
   review.non_resource = {std::string(path), std::string(verb)};
@@ -343,7 +345,7 @@ Status TokenReviewAuthenticator::authorizePath(const Caller& caller, std::string
                     " on nonResourceURLs " + std::string(path) + ")");
 }
 
-Status TokenReviewAuthenticator::decide(const Caller& caller, const std::string& key,
+Status TokenReviewAuthenticator::decide(const pool::Caller& caller, const std::string& key,
                                         client::SubjectAccessReview review,
                                         const std::string& denied) {
   if (std::optional<Status> cached = decisions_->get(key)) return *cached;

@@ -1,5 +1,5 @@
 // Who may push to the inventory API, or read /metrics: an Authenticator turns a bearer token
-// into a Caller and decides whether it may act on a driver (the handler adds the node
+// into a pool::Caller and decides whether it may act on a driver (the handler adds the node
 // restriction) or fetch a non-resource path (/metrics, as controller-runtime's metrics filter).
 // TokenReviewAuthenticator asks the API server (TokenReview, SubjectAccessReview) and caches
 // both answers; NoAuthAuthenticator (--auth=none, local development only) allows everything.
@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "controller/pool/caller.h"
 
 namespace rsc::controller::inventory {
 
@@ -36,20 +37,6 @@ inline constexpr char kVerbList[] = "list";
 // The TokenReview extra that names the node a pod's token is bound to.
 inline constexpr char kNodeNameExtra[] = "authentication.kubernetes.io/node-name";
 
-// The identity behind a request.
-struct Caller {
-  client::UserInfo user;
-  // The node the token is bound to, for tokens of pods: such a caller may
-  // publish only pools with this nodeName. A caller without one (a central
-  // driver component) may publish only pools that are not node-local.
-  std::optional<std::string> node_name;
-  // No node restriction at all (--auth=none).
-  bool unrestricted = false;
-  // How a refusal names the caller: "the token is bound to node ...".
-  std::string subject = "the token";
-  friend bool operator==(const Caller&, const Caller&) = default;
-};
-
 class Authenticator {
  public:
   virtual ~Authenticator() = default;
@@ -59,30 +46,31 @@ class Authenticator {
   // (HTTP 401) for a missing or rejected token, ResourceExhausted (429) when
   // the client sends too many new tokens, Unavailable (503) when the token
   // cannot be checked now.
-  virtual StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
-                                        std::string_view client) = 0;
+  virtual StatusOr<pool::Caller> authenticate(std::optional<std::string_view> authorization,
+                                              std::string_view client) = 0;
 
   // Decides whether `caller` may do `verb` on `driver` (empty: every driver).
   // Fails with PermissionDenied (403) or Unavailable (503).
-  virtual Status authorize(const Caller& caller, std::string_view verb,
+  virtual Status authorize(const pool::Caller& caller, std::string_view verb,
                            std::string_view driver) = 0;
 
   // Decides whether `caller` may do `verb` on the non-resource URL `path`
   // (RBAC nonResourceURLs, e.g. get /metrics). Fails as authorize().
-  virtual Status authorizePath(const Caller& caller, std::string_view verb,
+  virtual Status authorizePath(const pool::Caller& caller, std::string_view verb,
                                std::string_view path) = 0;
 
   // What authenticate() would answer, when that needs no call to the API
   // server (a cached token, a missing or malformed header); nullopt when it
   // would. Never blocks, so the HTTP server's I/O thread may call it. The
   // default knows nothing without asking.
-  virtual std::optional<StatusOr<Caller>> authenticateCached(
+  virtual std::optional<StatusOr<pool::Caller>> authenticateCached(
       std::optional<std::string_view> /*authorization*/) {
     return std::nullopt;
   }
   // What authorize() would answer, when that needs no call to the API server;
   // nullopt when it would. Never blocks.
-  virtual std::optional<Status> authorizeCached(const Caller& /*caller*/, std::string_view /*verb*/,
+  virtual std::optional<Status> authorizeCached(const pool::Caller& /*caller*/,
+                                                std::string_view /*verb*/,
                                                 std::string_view /*driver*/) {
     return std::nullopt;
   }
@@ -91,13 +79,15 @@ class Authenticator {
 // Allows everything, as an unrestricted caller. For --auth=none only.
 class NoAuthAuthenticator final : public Authenticator {
  public:
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
-                                std::string_view client) override;
-  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
-  Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
-  std::optional<StatusOr<Caller>> authenticateCached(
+  StatusOr<pool::Caller> authenticate(std::optional<std::string_view> authorization,
+                                      std::string_view client) override;
+  Status authorize(const pool::Caller& caller, std::string_view verb,
+                   std::string_view driver) override;
+  Status authorizePath(const pool::Caller& caller, std::string_view verb,
+                       std::string_view path) override;
+  std::optional<StatusOr<pool::Caller>> authenticateCached(
       std::optional<std::string_view> authorization) override;
-  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+  std::optional<Status> authorizeCached(const pool::Caller& caller, std::string_view verb,
                                         std::string_view driver) override;
 };
 
@@ -151,13 +141,15 @@ class TokenReviewAuthenticator final : public Authenticator {
                            TokenReviewAuthenticatorOptions options);
   ~TokenReviewAuthenticator() override;
 
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
-                                std::string_view client) override;
-  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override;
-  Status authorizePath(const Caller& caller, std::string_view verb, std::string_view path) override;
-  std::optional<StatusOr<Caller>> authenticateCached(
+  StatusOr<pool::Caller> authenticate(std::optional<std::string_view> authorization,
+                                      std::string_view client) override;
+  Status authorize(const pool::Caller& caller, std::string_view verb,
+                   std::string_view driver) override;
+  Status authorizePath(const pool::Caller& caller, std::string_view verb,
+                       std::string_view path) override;
+  std::optional<StatusOr<pool::Caller>> authenticateCached(
       std::optional<std::string_view> authorization) override;
-  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+  std::optional<Status> authorizeCached(const pool::Caller& caller, std::string_view verb,
                                         std::string_view driver) override;
 
   // The number of cached answers (tokens plus access decisions).
@@ -173,13 +165,13 @@ class TokenReviewAuthenticator final : public Authenticator {
   Status takeReview(std::string_view client);
   // Sends `review` (its user filled in here) unless `key` is cached, and
   // caches the answer; a refusal says `denied`.
-  Status decide(const Caller& caller, const std::string& key, client::SubjectAccessReview review,
-                const std::string& denied);
+  Status decide(const pool::Caller& caller, const std::string& key,
+                client::SubjectAccessReview review, const std::string& denied);
 
   client::KubeApi& api_;
   Clock& clock_;
   const TokenReviewAuthenticatorOptions options_;
-  std::unique_ptr<Cache<StatusOr<Caller>>> tokens_;
+  std::unique_ptr<Cache<StatusOr<pool::Caller>>> tokens_;
   std::unique_ptr<Cache<Status>> decisions_;
   std::unique_ptr<ClientLimits> clients_;
   client::TokenBucket reviews_;

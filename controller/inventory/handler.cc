@@ -10,9 +10,9 @@
 #include "client/names.h"
 #include "common/duration.h"
 #include "common/strings.h"
-#include "controller/inventory/node_restriction.h"
 #include "controller/inventory/openapi.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/node_restriction.h"
+#include "controller/pool/pool_json.h"
 
 namespace rsc::controller::inventory {
 
@@ -26,6 +26,7 @@ using http::splitTarget;
 
 using client::driverNameError;
 using client::poolNameError;
+using pool::Json;
 
 namespace {
 
@@ -69,7 +70,7 @@ HttpResponse jsonResponse(int code, const Json& body) {
   HttpResponse response;
   response.status = code;
   response.content_type = std::string(kJson);
-  response.body = dumpJson(body);
+  response.body = pool::dumpJson(body);
   return response;
 }
 
@@ -86,14 +87,14 @@ bool isWrite(const std::string& method) { return method != "GET"; }
 // The node restriction of a PUT of one pool, for the pool as pushed and the
 // pool it replaces (null when new): the 403 answer, or nullopt. `existing`
 // may be `pushed` itself (a body recognised by its digest).
-std::optional<Status> poolPushRefusal(const Caller& caller, const reconcile::Pool& pushed,
+std::optional<Status> poolPushRefusal(const pool::Caller& caller, const reconcile::Pool& pushed,
                                       const reconcile::Pool* existing, bool allow_unbound) {
   std::vector<FieldError> denied;
-  const std::optional<FieldError> pushed_why = nodeRestriction(caller, pushed, allow_unbound);
+  const std::optional<FieldError> pushed_why = pool::nodeRestriction(caller, pushed, allow_unbound);
   if (pushed_why) denied.push_back(*pushed_why);
   if (existing != nullptr) {
     const std::optional<FieldError> existing_why =
-        existing == &pushed ? pushed_why : nodeRestriction(caller, *existing, allow_unbound);
+        existing == &pushed ? pushed_why : pool::nodeRestriction(caller, *existing, allow_unbound);
     if (existing_why) denied.push_back({"", "the pool exists and " + existing_why->message});
   }
   if (denied.empty()) return std::nullopt;
@@ -111,7 +112,7 @@ struct InventoryHandler::Admitted {
   std::string driver;
   std::string pool;
   std::optional<Clock::Duration> wait;
-  Caller caller;
+  pool::Caller caller;
   bool dry_run = false;
 };
 
@@ -120,7 +121,7 @@ struct InventoryHandler::Context {
   std::string driver;
   std::string pool;
   std::optional<Clock::Duration> wait;
-  Caller caller;
+  pool::Caller caller;
   // ?dryRun=All: validate, authorize and plan; change nothing.
   bool dry_run = false;
   std::optional<PendingWait> pending;
@@ -143,10 +144,10 @@ StatusOr<std::unique_ptr<InventoryHandler>> InventoryHandler::create(
 
 InventoryHandler::InventoryHandler(InventoryHandlerOptions options)
     : options_(std::move(options)),
-      own_decode_budget_(
-          options_.decode_budget != nullptr
-              ? nullptr
-              : std::make_unique<DecodeBudget>(DecodeBudgetOptions{.clock = options_.clock})),
+      own_decode_budget_(options_.decode_budget != nullptr
+                             ? nullptr
+                             : std::make_unique<pool::DecodeBudget>(
+                                   pool::DecodeBudgetOptions{.clock = options_.clock})),
       decode_budget_(options_.decode_budget != nullptr ? options_.decode_budget
                                                        : own_decode_budget_.get()),
       refusal_log_(*options_.clock) {}
@@ -333,7 +334,7 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
   // Authentication, from the headers alone: nothing of the body is read for
   // a caller without valid credentials.
   const std::optional<std::string_view> authorization = request.header("authorization");
-  std::optional<StatusOr<Caller>> caller =
+  std::optional<StatusOr<pool::Caller>> caller =
       may_block ? options_.authenticator->authenticate(authorization, request.client_address)
                 : options_.authenticator->authenticateCached(authorization);
   if (!caller) return WouldBlock{};
@@ -440,8 +441,8 @@ HttpResponse InventoryHandler::getPool(Context& ctx) {
     return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                   inQuotes(ctx.driver) + " is not known"));
   }
-  return jsonResponse(200,
-                      poolStatusToJson(*status, options_.store->get(ctx.key()), leaderIdentity()));
+  return jsonResponse(
+      200, pool::poolStatusToJson(*status, options_.store->get(ctx.key()), leaderIdentity()));
 }
 
 std::optional<Digest128> InventoryHandler::poolBodyDigest(const Context& ctx) const {
@@ -464,14 +465,14 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
   }
 
   // Decode and validate; nothing is written until every check passed.
-  StatusOr<BudgetedJson> body = parseBody(ctx);
+  StatusOr<pool::BudgetedJson> body = parseBody(ctx);
   if (!body.ok()) return errorResponse(body.status());
-  BodyProblems problems;
-  reconcile::Pool pool = decodePool(body->json, "", problems, ctx.driver);
+  pool::BodyProblems problems;
+  reconcile::Pool pool = pool::decodePool(body->json, "", problems, ctx.driver);
   body->json = Json();  // the tree is not needed past here
-  if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+  if (!problems.malformed.empty()) return errorResponse(pool::problemsStatus(problems));
   const std::optional<reconcile::ServerRelease> server = options_.store->serverRelease();
-  if (server && problems.empty()) validateCounterPlacement(pool, "", *server, problems);
+  if (server && problems.empty()) pool::validateCounterPlacement(pool, "", *server, problems);
 
   uint64_t version = 0;
   {
@@ -483,7 +484,7 @@ HttpResponse InventoryHandler::putPool(Context& ctx) {
                             options_.allow_unbound_node_pools)) {
       return errorResponse(*refused);
     }
-    if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    if (!problems.invalid.empty()) return errorResponse(pool::problemsStatus(problems));
     if (ctx.dry_run) {
       // Planning may read from the API server: not under the lock.
       lock.unlock();
@@ -527,12 +528,12 @@ std::optional<HttpResponse> InventoryHandler::putUnchangedPool(Context& ctx,
   return answerPoolPush(ctx, version);
 }
 
-StatusOr<BudgetedJson> InventoryHandler::parseBody(const Context& ctx) {
-  StatusOr<BudgetedJson> body = parseJsonBodyWithin(
+StatusOr<pool::BudgetedJson> InventoryHandler::parseBody(const Context& ctx) {
+  StatusOr<pool::BudgetedJson> body = pool::parseJsonBodyWithin(
       decode_budget_, ctx.request.body, options_.max_decoded_bytes, options_.decode_wait);
-  if (!body.ok() && body.status().reason() == kReasonBusy) {
+  if (!body.ok() && body.status().reason() == pool::kReasonBusy) {
     if (options_.on_decode_refused) options_.on_decode_refused();
-    if (std::optional<uint64_t> held = refusal_log_.allow(kReasonBusy)) {
+    if (std::optional<uint64_t> held = refusal_log_.allow(pool::kReasonBusy)) {
       log::warning("Refused a request",
                    {{"server", "inventory"},
                     {"reason", "inflight_decoded"},
@@ -548,8 +549,8 @@ HttpResponse InventoryHandler::deletePool(Context& ctx) {
   {
     std::lock_guard lock(write_mu_);
     if (auto existing = options_.store->get(ctx.key())) {
-      if (auto why =
-              nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
+      if (auto why = pool::nodeRestriction(ctx.caller, existing->pool,
+                                           options_.allow_unbound_node_pools)) {
         return errorResponse(
             Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
       }
@@ -580,7 +581,8 @@ HttpResponse InventoryHandler::renewPool(Context& ctx) {
       return errorResponse(notFound("pool " + inQuotes(ctx.pool) + " of driver " +
                                     inQuotes(ctx.driver) + " is not known; push it with PUT"));
     }
-    if (auto why = nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
+    if (auto why =
+            pool::nodeRestriction(ctx.caller, existing->pool, options_.allow_unbound_node_pools)) {
       return errorResponse(
           Status(StatusCode::kPermissionDenied, why->message, {{"", why->message}}));
     }
@@ -600,13 +602,13 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
   if (!isJsonContentType(ctx.request.header("content-type"))) {
     return errorResponse(415, "Content-Type must be application/json");
   }
-  StatusOr<BudgetedJson> body = parseBody(ctx);
+  StatusOr<pool::BudgetedJson> body = parseBody(ctx);
   if (!body.ok()) return errorResponse(body.status());
-  BodyProblems problems;
-  std::map<std::string, reconcile::Pool> pools =
-      decodeDriverInventory(body->json, options_.store->serverRelease(), problems, ctx.driver);
+  pool::BodyProblems problems;
+  std::map<std::string, reconcile::Pool> pools = pool::decodeDriverInventory(
+      body->json, options_.store->serverRelease(), problems, ctx.driver);
   body->json = Json();  // the tree is not needed past here
-  if (!problems.malformed.empty()) return errorResponse(problemsStatus(problems));
+  if (!problems.malformed.empty()) return errorResponse(pool::problemsStatus(problems));
 
   std::map<std::string, uint64_t> versions;
   std::vector<std::string> withdrawn;
@@ -615,21 +617,21 @@ HttpResponse InventoryHandler::putDriver(Context& ctx) {
     // Node restriction for every pool pushed, replaced or withdrawn.
     std::vector<FieldError> denied;
     const bool unbound = options_.allow_unbound_node_pools;
-    deniedPools(ctx.caller, pools, unbound, denied);
+    pool::deniedPools(ctx.caller, pools, unbound, denied);
     for (const reconcile::PoolKey& key : options_.store->keys(ctx.driver)) {
       const std::shared_ptr<const reconcile::DesiredPool> existing = options_.store->get(key);
       const bool kept = pools.contains(key.pool);
       if (!kept) withdrawn.push_back(key.pool);
       if (!existing) continue;
-      if (auto why = nodeRestriction(ctx.caller, existing->pool, unbound)) {
+      if (auto why = pool::nodeRestriction(ctx.caller, existing->pool, unbound)) {
         denied.push_back({keyPath("pools", key.pool), (kept ? "the pool exists and "
                                                             : "leaving the pool out withdraws it, "
                                                               "but ") +
                                                           why->message});
       }
     }
-    if (!denied.empty()) return errorResponse(poolsNotAllowed(std::move(denied)));
-    if (!problems.invalid.empty()) return errorResponse(problemsStatus(problems));
+    if (!denied.empty()) return errorResponse(pool::poolsNotAllowed(std::move(denied)));
+    if (!problems.invalid.empty()) return errorResponse(pool::problemsStatus(problems));
     if (ctx.dry_run) {
       lock.unlock();
       std::vector<std::pair<std::string, const reconcile::Pool*>> previewed;
@@ -652,7 +654,7 @@ HttpResponse InventoryHandler::getDriver(Context& ctx) {
   Json pools = Json::array();
   const std::string leader = leaderIdentity();
   for (const reconcile::PoolStatus& status : options_.store->statuses(ctx.driver)) {
-    pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
+    pools.push_back(pool::poolStatusToJson(status, options_.store->get(status.key), leader));
   }
   return jsonResponse(200, {{"driver", ctx.driver}, {"pools", std::move(pools)}});
 }
@@ -662,7 +664,7 @@ HttpResponse InventoryHandler::listDrivers(Context&) {
   std::map<std::string, Json> by_driver;
   for (const reconcile::PoolStatus& status : options_.store->statuses()) {
     Json& pools = by_driver.try_emplace(status.key.driver, Json::array()).first->second;
-    pools.push_back(poolStatusToJson(status, options_.store->get(status.key), leader));
+    pools.push_back(pool::poolStatusToJson(status, options_.store->get(status.key), leader));
   }
   Json drivers = Json::array();
   for (auto& [driver, pools] : by_driver) {
@@ -682,7 +684,7 @@ HttpResponse InventoryHandler::answerDryRun(
     StatusOr<reconcile::PoolPreview> preview =
         options_.previewer->preview({ctx.driver, name}, pool);
     if (!preview.ok()) return errorResponse(preview.status());
-    result.pools.push_back(poolPreviewWire(*preview));
+    result.pools.push_back(pool::poolPreviewWire(*preview));
   }
   return jsonResponse(200, client::toJson(result));
 }
@@ -735,11 +737,11 @@ HttpResponse InventoryHandler::renderNow(const PendingWait& wait, bool is_done) 
   const auto pool_json = [&](const std::string& pool) {
     const reconcile::PoolKey key{wait.driver, pool};
     if (std::optional<reconcile::PoolStatus> status = options_.store->status(key)) {
-      return poolStatusToJson(*status, options_.store->get(key), leader);
+      return pool::poolStatusToJson(*status, options_.store->get(key), leader);
     }
     reconcile::PoolStatus gone;
     gone.key = key;
-    return poolStatusToJson(gone, nullptr, leader, "Withdrawn");
+    return pool::poolStatusToJson(gone, nullptr, leader, "Withdrawn");
   };
   if (is_done) {
     // Pools whose waited-for version the API server refused: the push ends
@@ -786,8 +788,8 @@ StatusOr<Clock::Duration> parseWaitDuration(std::string_view text) {
 
 HttpResponse errorResponse(const Status& status) {
   const int code = client::httpCodeForStatus(status.code());
-  HttpResponse response = jsonResponse(
-      code, errorToJson(code, client::kubeStatusReason(code), status.message(), status.details()));
+  HttpResponse response = jsonResponse(code, pool::errorToJson(code, client::kubeStatusReason(code),
+                                                               status.message(), status.details()));
   if (code == 401) {
     response.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"resourceslice-controller\"");
   }
@@ -797,8 +799,8 @@ HttpResponse errorResponse(const Status& status) {
 
 HttpResponse errorResponse(int http_code, std::string_view message,
                            const std::vector<FieldError>& details) {
-  return jsonResponse(
-      http_code, errorToJson(http_code, client::kubeStatusReason(http_code), message, details));
+  return jsonResponse(http_code, pool::errorToJson(http_code, client::kubeStatusReason(http_code),
+                                                   message, details));
 }
 
 }  // namespace rsc::controller::inventory

@@ -22,8 +22,8 @@
 #include "controller/http/http.h"
 #include "controller/inventory/authenticator.h"
 #include "controller/inventory/body_digest.h"
-#include "controller/inventory/decode_budget.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/decode_budget.h"
+#include "controller/pool/pool_json.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/preview.h"
 
@@ -89,13 +89,13 @@ struct InventoryHandlerOptions {
   // Body limit of PUT pool and PUT driver (--max-request-bytes).
   size_t max_body_bytes = kDefaultMaxBodyBytes;
   // What a body may occupy once parsed (--max-decoded-bytes).
-  size_t max_decoded_bytes = kDefaultMaxDecodedBytes;
+  size_t max_decoded_bytes = pool::kDefaultMaxDecodedBytes;
   // The budget every body being decoded at once shares with the others, pushes and pulls
   // (--max-inflight-decoded-bytes); main passes the one the fetchers use too. Unset: the handler
   // keeps one of the default size for itself. A PUT whose body finds no room within decode_wait
   // is answered 503 with Retry-After and counted by on_decode_refused.
-  DecodeBudget* decode_budget = nullptr;
-  Clock::Duration decode_wait = kDefaultDecodeWait;
+  pool::DecodeBudget* decode_budget = nullptr;
+  Clock::Duration decode_wait = pool::kDefaultDecodeWait;
   // Counts each body refused because the budget was full, for
   // resourceslice_controller_inventory_refusals_total{reason="inflight_decoded"}. Optional.
   std::function<void()> on_decode_refused = nullptr;
@@ -199,7 +199,7 @@ class InventoryHandler {
   std::optional<http::HttpResponse> putUnchangedPool(Context& ctx, const Digest128& body_digest,
                                                      bool may_block);
   // The request's body parsed under the decode budget; a refusal is counted and logged.
-  StatusOr<BudgetedJson> parseBody(const Context& ctx);
+  StatusOr<pool::BudgetedJson> parseBody(const Context& ctx);
   http::HttpResponse deletePool(Context& ctx);
   http::HttpResponse renewPool(Context& ctx);
   http::HttpResponse getDriver(Context& ctx);
@@ -219,8 +219,8 @@ class InventoryHandler {
 
   const InventoryHandlerOptions options_;
   // The budget of options_.decode_budget, or one of the handler's own.
-  const std::unique_ptr<DecodeBudget> own_decode_budget_;
-  DecodeBudget* const decode_budget_;
+  const std::unique_ptr<pool::DecodeBudget> own_decode_budget_;
+  pool::DecodeBudget* const decode_budget_;
   log::Throttle refusal_log_;
   // Digests pushed bodies under a key random per process, so that no client
   // can make two different bodies collide on purpose.

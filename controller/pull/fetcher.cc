@@ -5,7 +5,7 @@
 #include "client/codec.h"
 #include "client/url.h"
 #include "common/strings.h"
-#include "controller/inventory/node_restriction.h"
+#include "controller/pool/node_restriction.h"
 
 namespace rsc::controller::pull {
 
@@ -106,7 +106,7 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
   }
 
   // The body: the JSON of PUT /v1/drivers/{driver}, with every check a push gets.
-  StatusOr<inventory::BudgetedJson> json = inventory::parseJsonBodyWithin(
+  StatusOr<pool::BudgetedJson> json = pool::parseJsonBodyWithin(
       options_.decode_budget, body, options_.max_decoded_bytes, options_.decode_wait);
   if (!json.ok()) {
     std::string_view reason = kReasonInvalid;
@@ -115,20 +115,20 @@ StatusOr<FetchResult> InventoryFetcher::fetch(const std::string& etag,
     return fetchError(reason, what + ": " + json.status().message());
   }
   body = std::string();  // the text is not needed past here
-  inventory::BodyProblems problems;
+  pool::BodyProblems problems;
   FetchResult result;
-  result.pools = inventory::decodeDriverInventory(json->json, server, problems, options_.driver);
-  json->json = inventory::Json();
-  if (Status bad = inventory::problemsStatus(problems); !bad.ok()) {
+  result.pools = pool::decodeDriverInventory(json->json, server, problems, options_.driver);
+  json->json = pool::Json();
+  if (Status bad = pool::problemsStatus(problems); !bad.ok()) {
     Status invalid = fetchError(kReasonInvalid, what + ": " + bad.message());
     return Status(invalid.code(), invalid.message(), bad.details(), invalid.reason());
   }
   // The node restriction, for every pool: one refused pool refuses the answer, as a push of it
   // would be refused.
   std::vector<FieldError> denied;
-  inventory::deniedPools(options_.caller, result.pools, options_.allow_unbound_node_pools, denied);
+  pool::deniedPools(options_.caller, result.pools, options_.allow_unbound_node_pools, denied);
   if (!denied.empty()) {
-    Status refused = inventory::poolsNotAllowed(std::move(denied));
+    Status refused = pool::poolsNotAllowed(std::move(denied));
     return Status(refused.code(), what + ": " + refused.message(), refused.details(),
                   kReasonForbidden);
   }

@@ -1,8 +1,8 @@
 // InventoryFetcher: one GET of a driver's inventory endpoint (pull mode, issue 18), over the
 // controller's own HttpTransport. The answer is the body of PUT /v1/drivers/{driver}, decoded
-// and validated by the push API's decoder, so a pulled inventory passes exactly the checks of
-// a pushed one; a bad answer is an error and yields no pools at all. The Poller calls it; one
-// fetcher per source. Thread-compatible: one fetch() at a time.
+// and validated by the push API's decoder (controller/pool), so a pulled inventory passes exactly
+// the checks of a pushed one; a bad answer is an error and yields no pools at all. The Poller
+// calls it; one fetcher per source. Thread-compatible: one fetch() at a time.
 #pragma once
 
 #include <chrono>
@@ -16,9 +16,9 @@
 #include "client/http_transport.h"
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/decode_budget.h"
 #include "controller/inventory/handler.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/decode_budget.h"
+#include "controller/pool/pool_json.h"
 #include "controller/pull/source.h"
 #include "controller/reconcile/desired_store.h"
 #include "controller/reconcile/pool.h"
@@ -40,7 +40,7 @@ inline constexpr char kReasonRedirect[] = "Redirect";        // 3xx: never follo
 inline constexpr char kReasonTooLarge[] = "TooLarge";        // body past --max-request-bytes
 inline constexpr char kReasonInvalid[] = "Invalid";          // not the JSON of a driver's pools
 inline constexpr char kReasonForbidden[] = "Forbidden";      // a pool the endpoint may not serve
-using inventory::kReasonBusy;  // no room in the decode budget in time: tried at the next interval
+using pool::kReasonBusy;  // no room in the decode budget in time: tried at the next interval
 
 struct FetcherOptions {
   // Path and query to GET, already URL-encoded ("/v1/inventory").
@@ -53,20 +53,20 @@ struct FetcherOptions {
   // The push API's limits (--max-request-bytes, --max-decoded-bytes): a pulled inventory is
   // bounded as a pushed one is.
   size_t max_body_bytes = inventory::kDefaultMaxBodyBytes;
-  size_t max_decoded_bytes = inventory::kDefaultMaxDecodedBytes;
+  size_t max_decoded_bytes = pool::kDefaultMaxDecodedBytes;
   // The budget shared with every push and fetch being decoded (--max-inflight-decoded-bytes),
   // and how long a body waits for room in it. Unset: decoded without one (tests).
-  inventory::DecodeBudget* decode_budget = nullptr;
-  Clock::Duration decode_wait = inventory::kDefaultDecodeWait;
+  pool::DecodeBudget* decode_budget = nullptr;
+  Clock::Duration decode_wait = pool::kDefaultDecodeWait;
   // Who the endpoint speaks as: the push API's node restriction applies to every pool of an
   // answer, and one refused pool refuses the whole answer (as a push of it would be refused).
   // A source the operator configured is unrestricted.
-  inventory::Caller caller = unrestrictedCaller();
+  pool::Caller caller = unrestrictedCaller();
   // --allow-unbound-node-pools: a caller bound to no node may publish node-local pools.
   bool allow_unbound_node_pools = false;
 
-  static inventory::Caller unrestrictedCaller() {
-    inventory::Caller caller;
+  static pool::Caller unrestrictedCaller() {
+    pool::Caller caller;
     caller.unrestricted = true;
     return caller;
   }

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "controller/inventory/authenticator.h"
+#include "controller/pool/caller.h"
 
 namespace rsc::controller::pull {
 
@@ -47,7 +47,7 @@ struct SourceSpec {
   // Who the endpoint speaks as, for the push API's node restriction: unrestricted for a source
   // the operator configured; for a discovered endpoint the node of its EndpointSlice entry
   // (scope "node") or no node (scope "cluster", or no nodeName in the entry).
-  inventory::Caller caller;
+  pool::Caller caller;
   // PEM bundle for an https endpoint (the Service's annotation); empty: --pull-ca-file, else
   // the system's trust store.
   std::string ca_pem;

@@ -20,7 +20,7 @@
 #include "client/objects.h"
 #include "client/resource_slice.h"
 #include "client/watch_decoder.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 #include "controller/reconcile/planner.h"
 
 namespace rsc::client {
@@ -103,7 +103,7 @@ std::string poolBodies(const std::vector<fs::path>& inputs) {
     const std::string body = readFile(path);
     const std::string name = path.filename().string();
     out << "input " << name << "\n";
-    StatusOr<controller::reconcile::Pool> pool = controller::inventory::parsePool(body);
+    StatusOr<controller::reconcile::Pool> pool = controller::pool::parsePool(body);
     out << " as pool\n";
     if (pool.ok()) {
       writePool(out, name, {"gpu.example.com", "pool"}, *pool);
@@ -111,7 +111,7 @@ std::string poolBodies(const std::vector<fs::path>& inputs) {
       writeStatus(out, pool.status());
     }
     StatusOr<std::map<std::string, controller::reconcile::Pool>> pools =
-        controller::inventory::parseDriverPools(body);
+        controller::pool::parseDriverPools(body);
     out << " as driver\n";
     if (pools.ok()) {
       for (const auto& [pool_name, p] : *pools) {

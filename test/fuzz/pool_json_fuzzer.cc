@@ -1,4 +1,4 @@
-// Fuzz target for the inventory API's body parser (controller/inventory/pool_json.h):
+// Fuzz target for the inventory API's body parser (controller/pool/pool_json.h):
 // any bytes as the body of PUT /v1/drivers/{driver}/pools/{pool} and of
 // PUT /v1/drivers/{driver}. Besides "never crashes, never throws", it checks
 // what the parser promises: an error always renders as a JSON error answer; an
@@ -13,11 +13,11 @@
 #include <string_view>
 
 #include "client/resource_slice.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 #include "controller/reconcile/planner.h"
 #include "test/fuzz/promises.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 namespace {
 
 [[noreturn]] void broken(std::string_view promise, std::string_view detail = {}) {
@@ -86,12 +86,12 @@ void checkAccepted(const reconcile::PoolKey& key, const reconcile::Pool& pool) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool
 
 // NOLINTNEXTLINE(readability-identifier-naming): the name libFuzzer calls.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rsc::controller;
-  using namespace rsc::controller::inventory;
+  using namespace rsc::controller::pool;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
 
   // PUT of one pool.

@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "controller/http/http_server.h"
-#include "controller/inventory/decode_budget.h"
 #include "controller/inventory/handler.h"
+#include "controller/pool/decode_budget.h"
 #include "test/integration/service_env.h"
 
 namespace rsc::testing {
@@ -137,13 +137,14 @@ std::string floodOf(const std::string& value, size_t count, bool driver) {
 // defaults, by the controller's own estimate: the most a client may make one body cost.
 std::string largestPassingFlood(const std::string& value, bool driver) {
   namespace inv = controller::inventory;
+  namespace pool = controller::pool;
   size_t low = 1;
   size_t high = inv::kDefaultMaxBodyBytes / (value.size() + 1);
   while (low < high) {
     const size_t mid = (low + high + 1) / 2;
     const std::string body = floodOf(value, mid, driver);
     if (body.size() <= inv::kDefaultMaxBodyBytes &&
-        inv::decodedJsonBytes(body) <= inv::kDefaultMaxDecodedBytes) {
+        pool::decodedJsonBytes(body) <= pool::kDefaultMaxDecodedBytes) {
       low = mid;
     } else {
       high = mid - 1;
@@ -151,7 +152,7 @@ std::string largestPassingFlood(const std::string& value, bool driver) {
   }
   const std::string body = floodOf(value, low, driver);
   std::cout << "[ body   ] " << low << " x " << value << ": " << body.size() << " bytes, charged "
-            << inv::decodedJsonBytes(body) << " of " << inv::kDefaultMaxDecodedBytes << "\n";
+            << pool::decodedJsonBytes(body) << " of " << pool::kDefaultMaxDecodedBytes << "\n";
   return body;
 }
 

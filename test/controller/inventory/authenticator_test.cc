@@ -80,7 +80,7 @@ TEST_F(TokenReviewAuthenticatorTest, MissingOrMalformedHeaderIsRejectedWithoutAR
 }
 
 TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
-  StatusOr<Caller> caller = auth_.authenticate("Bearer node-a", kClient);
+  StatusOr<pool::Caller> caller = auth_.authenticate("Bearer node-a", kClient);
   ASSERT_TRUE(caller.ok()) << caller.status().toString();
   EXPECT_EQ(caller->node_name, "node-a");
   EXPECT_EQ(caller->user.username, "system:serviceaccount:dra:plugin");
@@ -90,7 +90,7 @@ TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
   EXPECT_THAT(reviews_[0].audiences, ElementsAre(kAudience));
 
   // The scheme is case-insensitive.
-  StatusOr<Caller> central = auth_.authenticate("bearer central", kClient);
+  StatusOr<pool::Caller> central = auth_.authenticate("bearer central", kClient);
   ASSERT_TRUE(central.ok());
   EXPECT_FALSE(central->node_name.has_value());
 }
@@ -98,7 +98,7 @@ TEST_F(TokenReviewAuthenticatorTest, PodTokenCarriesItsNode) {
 TEST_F(TokenReviewAuthenticatorTest, RejectsInvalidTokensAndOtherAudiences) {
   EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
             StatusCode::kUnauthenticated);
-  StatusOr<Caller> other = auth_.authenticate("Bearer other-audience", kClient);
+  StatusOr<pool::Caller> other = auth_.authenticate("Bearer other-audience", kClient);
   EXPECT_EQ(other.status().code(), StatusCode::kUnauthenticated);
   EXPECT_THAT(other.status().message(), HasSubstr(kAudience));
 }
@@ -130,7 +130,7 @@ TEST_F(TokenReviewAuthenticatorTest, CachedAnswersNeverAskTheApiServer) {
   EXPECT_EQ(auth_.authenticateCached("Bearer forged"), std::nullopt);
   EXPECT_EQ(tokenReviews(), 0U);
 
-  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
+  const pool::Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   EXPECT_EQ(auth_.authenticate("Bearer forged", kClient).status().code(),
             StatusCode::kUnauthenticated);
   ASSERT_TRUE(auth_.authenticateCached("Bearer node-a").has_value());
@@ -165,7 +165,7 @@ TEST_F(TokenReviewAuthenticatorTest, FailedReviewsAreUnavailableAndNotCached) {
 }
 
 TEST_F(TokenReviewAuthenticatorTest, AuthorizesWithSubjectAccessReview) {
-  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
+  const pool::Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
   Status denied = auth_.authorize(caller, kVerbPublish, "nic.example.com");
   EXPECT_EQ(denied.code(), StatusCode::kPermissionDenied);
@@ -181,14 +181,14 @@ TEST_F(TokenReviewAuthenticatorTest, AuthorizesWithSubjectAccessReview) {
 }
 
 TEST_F(TokenReviewAuthenticatorTest, CachesDecisionsPerUserVerbAndDriver) {
-  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
+  const pool::Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(auth_.authorize(caller, kVerbPublish, "gpu.example.com").ok());
     EXPECT_FALSE(auth_.authorize(caller, kVerbPublish, "nic.example.com").ok());
   }
   EXPECT_EQ(accessReviews(), 2U);
   EXPECT_TRUE(auth_.authorize(caller, kVerbGet, "gpu.example.com").ok());
-  Caller other = caller;
+  pool::Caller other = caller;
   other.user.groups.push_back("admins");
   EXPECT_TRUE(auth_.authorize(other, kVerbPublish, "gpu.example.com").ok());
   EXPECT_EQ(accessReviews(), 4U);
@@ -205,7 +205,7 @@ TEST_F(TokenReviewAuthenticatorTest, AuthorizesNonResourcePathsAndCachesThem) {
     answer.allowed = review.non_resource.path == "/metrics" && review.non_resource.verb == "get";
     return answer;
   });
-  const Caller caller = *auth_.authenticate("Bearer central", kClient);
+  const pool::Caller caller = *auth_.authenticate("Bearer central", kClient);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(auth_.authorizePath(caller, "get", "/metrics").ok());
   }
@@ -224,7 +224,7 @@ TEST_F(TokenReviewAuthenticatorTest, AuthorizesNonResourcePathsAndCachesThem) {
 }
 
 TEST_F(TokenReviewAuthenticatorTest, FailedAccessReviewsAreUnavailable) {
-  const Caller caller = *auth_.authenticate("Bearer node-a", kClient);
+  const pool::Caller caller = *auth_.authenticate("Bearer node-a", kClient);
   api_.prependReactor("create", "subjectaccessreviews",
                       [](testing::FakeKubeApi::Request&) { return unavailable("down"); });
   EXPECT_EQ(auth_.authorize(caller, kVerbPublish, "gpu.example.com").code(),
@@ -306,7 +306,7 @@ TEST_F(TokenReviewBudgetTest, OneClientIsLimitedWith429) {
               StatusCode::kUnauthenticated);
   }
   EXPECT_EQ(reviews(), 5U);
-  StatusOr<Caller> refused = auth_.authenticate("Bearer bad-more", "10.0.0.9");
+  StatusOr<pool::Caller> refused = auth_.authenticate("Bearer bad-more", "10.0.0.9");
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(reviews(), 5U);
   EXPECT_THAT(refusals_, ElementsAre(AuthRefusal::kClientRate));
@@ -334,7 +334,7 @@ TEST_F(TokenReviewBudgetTest, ManyClientsShareTheGlobalBudgetWithoutWaiting) {
     (void)auth_.authenticate("Bearer invented-" + std::to_string(i), client);
   }
   EXPECT_EQ(reviews(), 20U);
-  StatusOr<Caller> refused = auth_.authenticate("Bearer one-more", "10.0.4.1");
+  StatusOr<pool::Caller> refused = auth_.authenticate("Bearer one-more", "10.0.4.1");
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(reviews(), 20U);
   // Refusing never waited on the clock, and the cached token still passes.
@@ -343,7 +343,7 @@ TEST_F(TokenReviewBudgetTest, ManyClientsShareTheGlobalBudgetWithoutWaiting) {
 
 TEST(NoAuthAuthenticator, AllowsEverythingUnrestricted) {
   NoAuthAuthenticator auth;
-  StatusOr<Caller> caller = auth.authenticate(std::nullopt, kClient);
+  StatusOr<pool::Caller> caller = auth.authenticate(std::nullopt, kClient);
   ASSERT_TRUE(caller.ok());
   EXPECT_TRUE(caller->unrestricted);
   EXPECT_TRUE(auth.authorize(*caller, kVerbPublish, "any.example.com").ok());

@@ -26,18 +26,18 @@ class FakeAuthenticator final : public Authenticator {
   };
 
   FakeAuthenticator() {
-    Caller admin;
+    pool::Caller admin;
     admin.user.username = "system:serviceaccount:dra:central";
     addToken("admin", admin);
     for (const char* node : {"node-a", "node-b"}) {
-      Caller caller;
+      pool::Caller caller;
       caller.user.username = std::string("system:serviceaccount:dra:plugin-") + node;
       caller.node_name = node;
       addToken(node, caller);
     }
   }
 
-  void addToken(const std::string& token, Caller caller) {
+  void addToken(const std::string& token, pool::Caller caller) {
     std::lock_guard lock(mu_);
     tokens_[token] = std::move(caller);
   }
@@ -54,8 +54,8 @@ class FakeAuthenticator final : public Authenticator {
     return checks_;
   }
 
-  StatusOr<Caller> authenticate(std::optional<std::string_view> authorization,
-                                std::string_view) override {
+  StatusOr<pool::Caller> authenticate(std::optional<std::string_view> authorization,
+                                      std::string_view) override {
     std::lock_guard lock(mu_);
     if (unavailable_) return unavailable("TokenReview failed");
     if (!authorization) return Status(StatusCode::kUnauthenticated, "missing credentials");
@@ -68,7 +68,8 @@ class FakeAuthenticator final : public Authenticator {
     return it->second;
   }
 
-  Status authorize(const Caller& caller, std::string_view verb, std::string_view driver) override {
+  Status authorize(const pool::Caller& caller, std::string_view verb,
+                   std::string_view driver) override {
     std::lock_guard lock(mu_);
     checks_.push_back({caller.user.username, std::string(verb), std::string(driver)});
     if (denied_.contains({std::string(verb), std::string(driver)})) {
@@ -79,12 +80,12 @@ class FakeAuthenticator final : public Authenticator {
 
   // The fake never blocks: its cached answers are its answers, unless the
   // test makes it a cache that knows nothing.
-  std::optional<StatusOr<Caller>> authenticateCached(
+  std::optional<StatusOr<pool::Caller>> authenticateCached(
       std::optional<std::string_view> authorization) override {
     if (uncached()) return std::nullopt;
     return authenticate(authorization, "");
   }
-  std::optional<Status> authorizeCached(const Caller& caller, std::string_view verb,
+  std::optional<Status> authorizeCached(const pool::Caller& caller, std::string_view verb,
                                         std::string_view driver) override {
     if (uncached()) return std::nullopt;
     return authorize(caller, verb, driver);
@@ -95,7 +96,7 @@ class FakeAuthenticator final : public Authenticator {
   }
 
   // Recorded and denied as authorize(), with the path in place of the driver.
-  Status authorizePath(const Caller& caller, std::string_view verb,
+  Status authorizePath(const pool::Caller& caller, std::string_view verb,
                        std::string_view path) override {
     return authorize(caller, verb, path);
   }
@@ -107,7 +108,7 @@ class FakeAuthenticator final : public Authenticator {
   }
 
   mutable std::mutex mu_;
-  std::map<std::string, Caller> tokens_;
+  std::map<std::string, pool::Caller> tokens_;
   std::set<std::pair<std::string, std::string>> denied_;
   bool unavailable_ = false;
   bool uncached_ = false;

@@ -1019,7 +1019,7 @@ TEST_F(InventoryHandlerTest, ErrorAnswersListAtMostAHundredProblems) {
       call("PUT", kPoolA, R"({"nodeName": "node-a", "devices": )" + devices + "}", "node-a");
   EXPECT_EQ(result.response.status, 400);
   const Json error = bodyOf(result.response);
-  ASSERT_EQ(error.at("details").size(), kMaxProblemDetails + 1);
+  ASSERT_EQ(error.at("details").size(), pool::kMaxProblemDetails + 1);
   EXPECT_EQ(error.at("details").back().at("message"),
             "4900 more problems not listed (at most 100 are)");
   EXPECT_THAT(error.at("message").get<std::string>(), ::testing::StartsWith("5000 malformed"));
@@ -1034,7 +1034,7 @@ TEST_F(InventoryHandlerTest, BodiesThatDecodeTooLargeAre413) {
   options.authenticator = &auth_;
   options.clock = &clock_;
   // The limit admits exactly an ordinary pool of 40 devices.
-  options.max_decoded_bytes = decodedJsonBytes(gpuPool("node-a", 40));
+  options.max_decoded_bytes = pool::decodedJsonBytes(gpuPool("node-a", 40));
   auto handler = InventoryHandler::create(options);
   ASSERT_TRUE(handler.ok());
   std::string objects = "[{}";
@@ -1056,7 +1056,7 @@ TEST_F(InventoryHandlerTest, BodiesThatDecodeTooLargeAre413) {
 // room in it is answered 503 with Retry-After and counted, and nothing is
 // written; once room is back the same push goes through.
 TEST_F(InventoryHandlerTest, BodiesWithoutRoomInTheDecodeBudgetAre503) {
-  DecodeBudget budget({.max_bytes = 16 * 1024 * 1024, .clock = &clock_});
+  pool::DecodeBudget budget({.max_bytes = 16 * 1024 * 1024, .clock = &clock_});
   InventoryHandlerOptions options;
   options.store = &store_;
   options.authenticator = &auth_;
@@ -1069,7 +1069,7 @@ TEST_F(InventoryHandlerTest, BodiesWithoutRoomInTheDecodeBudgetAre503) {
   ASSERT_TRUE(handler.ok());
   const std::string before = snapshot();
   {
-    std::optional<DecodeBudget::Reservation> held = budget.reserve(16 * 1024 * 1024, {});
+    std::optional<pool::DecodeBudget::Reservation> held = budget.reserve(16 * 1024 * 1024, {});
     ASSERT_TRUE(held);
     for (const char* target : {kPoolA, "/v1/drivers/gpu.example.com"}) {
       const std::string body = std::string_view(target) == kPoolA
@@ -1370,7 +1370,7 @@ TEST_F(InventoryHandlerTest, NodeTokenMayReplaceItsOwnNodesPools) {
 }
 
 TEST_F(InventoryHandlerTest, UnrestrictedCallerPublishesAnything) {
-  Caller dev;
+  pool::Caller dev;
   dev.user.username = "system:anonymous";
   dev.unrestricted = true;
   auth_.addToken("dev", dev);

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "controller/inventory/handler.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 #include "test/fakes/fake_clock.h"
 
 namespace rsc::controller::inventory {
@@ -72,7 +72,7 @@ TEST(OpenApi, EveryDocumentedOperationIsImplemented) {
   ASSERT_TRUE(handler.ok());
   for (const std::string& operation : documentedOperations()) {
     // A pool that exists, so that reads, renewals and deletes find it.
-    store.put({"gpu.example.com", "node-a"}, *parsePool(R"({"nodeName": "node-a"})"));
+    store.put({"gpu.example.com", "node-a"}, *pool::parsePool(R"({"nodeName": "node-a"})"));
     const size_t space = operation.find(' ');
     std::string target = operation.substr(space + 1);
     for (const auto& [param, value] :
@@ -112,12 +112,12 @@ TEST(OpenApi, PoolSchemaNamesTheFieldsTheDecoderAccepts) {
   EXPECT_EQ(schema.at("additionalProperties"), false);
   for (const std::string& field : keysOf(schema.at("properties"))) {
     // Null reads as absent, so only an unknown field can fail the shape.
-    BodyProblems problems;
-    decodePool(Json{{"nodeName", "node-a"}, {field, nullptr}}, "", problems);
+    pool::BodyProblems problems;
+    pool::decodePool(Json{{"nodeName", "node-a"}, {field, nullptr}}, "", problems);
     EXPECT_TRUE(problems.malformed.empty()) << field << " is documented but not accepted";
   }
-  BodyProblems problems;
-  decodePool(Json{{"nodeName", "node-a"}, {"notDocumented", 1}}, "", problems);
+  pool::BodyProblems problems;
+  pool::decodePool(Json{{"nodeName", "node-a"}, {"notDocumented", 1}}, "", problems);
   EXPECT_FALSE(problems.malformed.empty());
   // Every decoder field is documented: the message lists them.
   ASSERT_FALSE(problems.malformed.empty());
@@ -134,11 +134,11 @@ TEST(OpenApi, PoolStatusSchemaNamesEveryFieldWritten) {
   status.hold = reconcile::PoolHold{"node-a", "NodeSlicesDeleted", "deleted"};
   auto desired = std::make_shared<reconcile::DesiredPool>();
   desired->pool.lease = std::chrono::seconds(5);
-  const Json written = poolStatusToJson(status, desired, "leader");
+  const Json written = pool::poolStatusToJson(status, desired, "leader");
   const Json schema = document().at("components").at("schemas").at("PoolStatus");
   EXPECT_EQ(keysOf(written), keysOf(schema.at("properties")));
   for (const Json& required : schema.at("required")) {
-    EXPECT_TRUE(poolStatusToJson(reconcile::PoolStatus{}, nullptr, "").contains(required))
+    EXPECT_TRUE(pool::poolStatusToJson(reconcile::PoolStatus{}, nullptr, "").contains(required))
         << required;
   }
   std::set<std::string> phases;
@@ -156,7 +156,7 @@ TEST(OpenApi, DryRunSchemaNamesEveryFieldWritten) {
   reconcile::PoolPreview preview;
   preview.key = {"gpu.example.com", "node-a"};
   preview.writes = {{reconcile::PlannedWrite::Verb::kUpdate, "s", 0, {"spec.devices"}}};
-  const Json written = poolPreviewToJson(preview);
+  const Json written = pool::poolPreviewToJson(preview);
   const Json schemas = document().at("components").at("schemas");
   const Json& schema = schemas.at("PoolDryRun");
   EXPECT_EQ(keysOf(written), keysOf(schema.at("properties")));
@@ -164,7 +164,7 @@ TEST(OpenApi, DryRunSchemaNamesEveryFieldWritten) {
             keysOf(schema.at("properties").at("writes").at("items").at("properties")));
   preview.withdraw = true;
   for (const Json& required : schema.at("required")) {
-    EXPECT_TRUE(poolPreviewToJson(preview).contains(required)) << required;
+    EXPECT_TRUE(pool::poolPreviewToJson(preview).contains(required)) << required;
   }
   std::set<std::string> verbs;
   for (const Json& v :
@@ -174,13 +174,13 @@ TEST(OpenApi, DryRunSchemaNamesEveryFieldWritten) {
   for (auto verb : {reconcile::PlannedWrite::Verb::kCreate, reconcile::PlannedWrite::Verb::kUpdate,
                     reconcile::PlannedWrite::Verb::kDelete}) {
     preview.writes = {{verb, "s", 0, {}}};
-    EXPECT_TRUE(verbs.contains(poolPreviewToJson(preview).at("writes").at(0).at("verb")));
+    EXPECT_TRUE(verbs.contains(pool::poolPreviewToJson(preview).at("writes").at(0).at("verb")));
   }
 }
 
 TEST(OpenApi, ErrorSchemaNamesEveryFieldWrittenAndEveryReason) {
   const Json schema = document().at("components").at("schemas").at("Error");
-  EXPECT_EQ(keysOf(errorToJson(400, "BadRequest", "m", {{"f", "m"}})),
+  EXPECT_EQ(keysOf(pool::errorToJson(400, "BadRequest", "m", {{"f", "m"}})),
             keysOf(schema.at("properties")));
   std::set<std::string> reasons;
   for (const Json& r : schema.at("properties").at("reason").at("enum")) reasons.insert(r);

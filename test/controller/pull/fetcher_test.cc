@@ -196,12 +196,12 @@ TEST_F(FetcherTest, BodyPastTheDecodedLimitIsTooLarge) {
 // at the next interval) without building anything; with room it is decoded, and the budget is
 // free again once the fetch returns.
 TEST_F(FetcherTest, BodyWithoutRoomInTheDecodeBudgetIsBusy) {
-  inventory::DecodeBudget budget({.max_bytes = 1024 * 1024, .clock = &clock_});
+  pool::DecodeBudget budget({.max_bytes = 1024 * 1024, .clock = &clock_});
   FetcherOptions options = smallOptions();
   options.decode_budget = &budget;
   options.decode_wait = Clock::Duration::zero();
   {
-    std::optional<inventory::DecodeBudget::Reservation> held = budget.reserve(1024 * 1024, {});
+    std::optional<pool::DecodeBudget::Reservation> held = budget.reserve(1024 * 1024, {});
     ASSERT_TRUE(held);
     transport_.addBody(200, kOnePool);
     Status busy = failure(fetch("", options));

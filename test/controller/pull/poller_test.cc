@@ -269,7 +269,7 @@ class DiscoveredSourcesTest : public ::testing::Test {
   std::vector<std::string> results_;
   std::map<std::string, size_t> sources_;
   std::vector<std::string> ignored_;
-  inventory::BodyProblems problems_;
+  pool::BodyProblems problems_;
 };
 
 TEST_F(DiscoveredSourcesTest, TheDriversPoolsAreTheUnionOfItsEndpoints) {
@@ -393,8 +393,8 @@ TEST_F(DiscoveredSourcesTest, AHealthySourceWinsASharedPoolFromAFailingOne) {
 }
 
 TEST_F(DiscoveredSourcesTest, ADriverThatPushesIsNotPulledUntilItsPushedPoolsAreGone) {
-  auto pushed = inventory::decodeDriverInventory(
-      inventory::Json::parse(
+  auto pushed = pool::decodeDriverInventory(
+      pool::Json::parse(
           R"({"pools": {"pushed": {"allNodes": true, "devices": [{"name": "d0"}]}}})"),
       std::nullopt, problems_);
   store_.put({kDriver, "pushed"}, pushed.at("pushed"));

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 
 namespace {
 
@@ -50,7 +50,7 @@ void operator delete[](void* p) noexcept { release(p); }
 void operator delete(void* p, size_t) noexcept { release(p); }
 void operator delete[](void* p, size_t) noexcept { release(p); }
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 namespace {
 
 // What decoding `body` as the handler and the fetcher do costs at its peak, above what was live
@@ -206,4 +206,4 @@ TEST(DecodeCostTest, Examples) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

@@ -1,4 +1,4 @@
-#include "controller/inventory/node_restriction.h"
+#include "controller/pool/node_restriction.h"
 
 #include <string>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include "client/codec.h"
 #include "common/strings.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 // Returns why `caller` may not publish devices placed at `node` (nullopt: by
 // a node selector or on all nodes), or nullopt.
@@ -104,4 +104,4 @@ Status poolsNotAllowed(std::vector<FieldError> denied) {
   return Status(StatusCode::kPermissionDenied, std::move(message), std::move(denied));
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

@@ -1,4 +1,4 @@
-#include "controller/inventory/decode_budget.h"
+#include "controller/pool/decode_budget.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "test/fakes/fake_clock.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 namespace {
 
 using testing::FakeClock;
@@ -110,4 +110,4 @@ TEST(DecodeBudgetTest, ParsingReservesTheMeasuredCostUntilTheJsonIsGone) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

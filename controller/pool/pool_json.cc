@@ -1,4 +1,4 @@
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 
 #include <algorithm>
 #include <limits>
@@ -15,7 +15,7 @@
 #include "common/strings.h"
 #include "controller/reconcile/planner.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 using client::deviceQualifiedNameError;
 using client::dnsLabelError;
@@ -97,12 +97,12 @@ struct WirePool {
 };
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool
 
 namespace rsc::client::codec {
 
 template <>
-struct Table<controller::inventory::WireSlice> : TableOf<controller::inventory::WireSlice> {
+struct Table<controller::pool::WireSlice> : TableOf<controller::pool::WireSlice> {
   static constexpr std::string_view kUnknownHint =
       "a slice has devices, sharedCounters, perDeviceNodeSelection, partitionTypeAttribute and "
       "skipNodeOperations";
@@ -116,7 +116,7 @@ struct Table<controller::inventory::WireSlice> : TableOf<controller::inventory::
 };
 
 template <>
-struct Table<controller::inventory::WirePool> : TableOf<controller::inventory::WirePool> {
+struct Table<controller::pool::WirePool> : TableOf<controller::pool::WirePool> {
   static constexpr std::string_view kUnknownHint =
       "a Pool has nodeName, nodeSelector, allNodes, perDeviceNodeSelection, devices, "
       "sharedCounters, slices, partitionTypeAttribute, skipNodeOperations, generation and "
@@ -132,13 +132,13 @@ struct Table<controller::inventory::WirePool> : TableOf<controller::inventory::W
       field("perDeviceNodeSelection", &Owner::per_device_node_selection, Opt<Bool>{}),
       field("sharedCounters", &Owner::shared_counters, Opt<ListOf<Obj<CounterSet>>>{}),
       field("skipNodeOperations", &Owner::skip_node_operations, Opt<Strings>{}),
-      field("slices", &Owner::slices, Opt<ListOf<Obj<controller::inventory::WireSlice>>>{}),
+      field("slices", &Owner::slices, Opt<ListOf<Obj<controller::pool::WireSlice>>>{}),
   };
 };
 
 }  // namespace rsc::client::codec
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 namespace {
 
 using client::FieldPath;
@@ -1411,4 +1411,4 @@ std::string dumpJson(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

@@ -1,4 +1,4 @@
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include "client/inventory_api.h"
 #include "controller/reconcile/planner.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 namespace {
 
 using ::testing::ElementsAre;
@@ -952,4 +952,4 @@ TEST(InventoryExamples, GpuPoolsLookLikeRealGpuDrivers) {
 }
 
 }  // namespace
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

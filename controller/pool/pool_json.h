@@ -2,7 +2,8 @@
 // driver's whole inventory into controller::Pool, and encoding statuses and errors. Validation
 // applies the API server's own ResourceSlice v1 rules and limits, so what is accepted here can be
 // written; every problem is reported with its field path, not only the first. Used by the
-// handler and its tests. Pure functions; thread-safe.
+// inventory API's handler and pull mode's fetcher; knows nothing of HTTP routes or
+// authentication. Pure functions; thread-safe.
 #pragma once
 
 #include <map>
@@ -20,7 +21,7 @@
 #include "controller/reconcile/pool.h"
 #include "controller/reconcile/preview.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 using Json = nlohmann::json;
 
@@ -51,7 +52,7 @@ struct BodyProblems {
 
 // The default of --max-decoded-bytes: what one request body may cost once decoded (the JSON tree
 // and what the decoder builds from it, charged by measureJsonBody before anything is built, within
-// 1.1-1.5 times what decoding really allocates: test/controller/inventory/decode_cost_test.cc).
+// 1.1-1.5 times what decoding really allocates: test/controller/pool/decode_cost_test.cc).
 // A realistic pool is charged about 27 times its text (GPU-like devices with ten attributes), so
 // 128 MiB admits a pool of about 4.8 MiB, some 6,000 such devices: far more than a node has, and
 // many times the bench's largest pools (1,000 devices, under 1 MiB). A list of empty objects is
@@ -138,4 +139,4 @@ Json errorToJson(int http_code, std::string_view reason, std::string_view messag
 // rather than thrown on.
 std::string dumpJson(const Json& j);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

@@ -16,9 +16,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/pool_json.h"
+#include "controller/pool/pool_json.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 // The default of --max-inflight-decoded-bytes. The chart limits the container to 512 MiB; with
 // the other limits at their defaults the rest is the process at rest and its caches (~20-60 MiB),
@@ -110,4 +110,4 @@ struct BudgetedJson {
 StatusOr<BudgetedJson> parseJsonBodyWithin(DecodeBudget* budget, std::string_view body,
                                            size_t max_decoded_bytes, Clock::Duration wait);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

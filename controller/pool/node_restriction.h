@@ -1,6 +1,7 @@
 // Node restriction: which pools a caller may publish, by the nodes their devices land on. The
 // push API applies it to every pool a caller pushes, replaces or withdraws; pull mode applies it
-// to every pool a discovered endpoint serves, with the endpoint's node as the caller's.
+// to every pool a discovered endpoint serves, with the endpoint's node as the caller's. Knows
+// the Caller only (caller.h), not how it was authenticated. Pure functions; thread-safe.
 #pragma once
 
 #include <map>
@@ -9,10 +10,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "controller/inventory/authenticator.h"
+#include "controller/pool/caller.h"
 #include "controller/reconcile/pool.h"
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 // Returns why `caller` may not write `pool`, naming the field that places it, or nullopt. The
 // restriction covers every node the pool can land on: the pool's nodeName, nodeSelector or
@@ -34,4 +35,4 @@ void deniedPools(const Caller& caller, const std::map<std::string, reconcile::Po
 // <first field>: <its message>", every refusal in the details.
 Status poolsNotAllowed(std::vector<FieldError> denied);
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool

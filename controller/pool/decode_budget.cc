@@ -1,11 +1,11 @@
-#include "controller/inventory/decode_budget.h"
+#include "controller/pool/decode_budget.h"
 
 #include <malloc.h>
 
 #include <algorithm>
 #include <utility>
 
-namespace rsc::controller::inventory {
+namespace rsc::controller::pool {
 
 namespace {
 
@@ -102,4 +102,4 @@ StatusOr<BudgetedJson> parseJsonBodyWithin(DecodeBudget* budget, std::string_vie
   return out;
 }
 
-}  // namespace rsc::controller::inventory
+}  // namespace rsc::controller::pool
