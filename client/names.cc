@@ -89,13 +89,13 @@ constexpr NameRule kLabelValue{kLabelValueMaxLength, isLabelName,
 
 // The first rule `text` breaks: `empty` when it is empty, else the length or
 // the shape, prefixed by `what` ("the domain ").
-std::optional<std::string> ruleError(std::string_view text, const NameRule& rule,
-                                     std::string_view empty = "must not be empty",
-                                     std::string_view what = "") {
-  if (text.empty()) return std::string(empty);
-  if (text.size() > rule.max_length) return std::string(what) + tooLong(rule.max_length);
-  if (!rule.fits(text)) return std::string(what).append(rule.shape);
-  return std::nullopt;
+Status ruleError(std::string_view text, const NameRule& rule,
+                 std::string_view empty = "must not be empty", std::string_view what = "") {
+  if (text.empty()) return invalidArgument(std::string(empty));
+  if (text.size() > rule.max_length)
+    return invalidArgument(std::string(what) + tooLong(rule.max_length));
+  if (!rule.fits(text)) return invalidArgument(std::string(what).append(rule.shape));
+  return okStatus();
 }
 
 // One part of a prefixed name, and how its errors name it.
@@ -108,20 +108,18 @@ struct PartRule {
 // A name with an optional "prefix/" (a label key, a qualified device name).
 // `two_slashes`, when not empty, refuses a second '/' before the parts are
 // checked.
-std::optional<std::string> prefixedNameError(std::string_view text, const PartRule& prefix,
-                                             const PartRule& name,
-                                             std::string_view two_slashes = "") {
-  if (text.empty()) return "must not be empty";
+Status prefixedNameError(std::string_view text, const PartRule& prefix, const PartRule& name,
+                         std::string_view two_slashes = "") {
+  if (text.empty()) return invalidArgument("must not be empty");
   const size_t slash = text.find('/');
   std::string_view rest = text;
   if (slash != std::string_view::npos) {
     rest = text.substr(slash + 1);
     if (!two_slashes.empty() && rest.find('/') != std::string_view::npos) {
-      return std::string(two_slashes);
+      return invalidArgument(std::string(two_slashes));
     }
-    if (auto error = ruleError(text.substr(0, slash), prefix.rule, prefix.empty, prefix.what)) {
-      return error;
-    }
+    Status error = ruleError(text.substr(0, slash), prefix.rule, prefix.empty, prefix.what);
+    if (!error.ok()) return error;
   }
   return ruleError(rest, name.rule, name.empty, name.what);
 }
@@ -157,36 +155,30 @@ bool isSemverNumber(std::string_view s) {
 
 }  // namespace
 
-std::optional<std::string> dnsLabelError(std::string_view text) {
-  return ruleError(text, kDnsLabel);
-}
+Status dnsLabelError(std::string_view text) { return ruleError(text, kDnsLabel); }
 
-std::optional<std::string> dnsSubdomainError(std::string_view text) {
-  return ruleError(text, kDnsSubdomain);
-}
+Status dnsSubdomainError(std::string_view text) { return ruleError(text, kDnsSubdomain); }
 
-std::optional<std::string> driverNameError(std::string_view text) {
-  return ruleError(text, kDriverName);
-}
+Status driverNameError(std::string_view text) { return ruleError(text, kDriverName); }
 
-std::optional<std::string> poolNameError(std::string_view text) {
-  if (text.empty()) return "must not be empty";
-  if (text.size() > kPoolNameMaxLength) return tooLong(kPoolNameMaxLength);
+Status poolNameError(std::string_view text) {
+  if (text.empty()) return invalidArgument("must not be empty");
+  if (text.size() > kPoolNameMaxLength) return invalidArgument(tooLong(kPoolNameMaxLength));
   size_t start = 0;
   while (true) {
     const size_t slash = text.find('/', start);
     const std::string_view part = text.substr(start, slash - start);
     if (!isDnsSubdomainShape(part)) {
-      return "must consist of '/'-separated lowercase RFC 1123 subdomains";
+      return invalidArgument("must consist of '/'-separated lowercase RFC 1123 subdomains");
     }
-    if (slash == std::string_view::npos) return std::nullopt;
+    if (slash == std::string_view::npos) return okStatus();
     start = slash + 1;
   }
 }
 
-std::optional<std::string> nodeNameError(std::string_view text) { return dnsSubdomainError(text); }
+Status nodeNameError(std::string_view text) { return dnsSubdomainError(text); }
 
-std::optional<std::string> deviceQualifiedNameError(std::string_view text) {
+Status deviceQualifiedNameError(std::string_view text) {
   return prefixedNameError(
       text, {kDeviceDomain, "the domain before '/' must not be empty", "the domain "},
       {kDeviceId, "the name after the domain must not be empty", "the name "},
@@ -194,19 +186,19 @@ std::optional<std::string> deviceQualifiedNameError(std::string_view text) {
       "allowed");
 }
 
-std::optional<std::string> labelKeyError(std::string_view text) {
+Status labelKeyError(std::string_view text) {
   // A second '/' falls to the name part's shape.
   return prefixedNameError(
       text, {kDnsSubdomain, "the prefix before '/' must not be empty", "the prefix "},
       {kLabelName, "the name part must not be empty", "the name part "});
 }
 
-std::optional<std::string> labelValueError(std::string_view text) {
-  if (text.empty()) return std::nullopt;
+Status labelValueError(std::string_view text) {
+  if (text.empty()) return okStatus();
   return ruleError(text, kLabelValue);
 }
 
-std::optional<std::string> semverError(std::string_view text) {
+Status semverError(std::string_view text) {
   constexpr std::string_view kMessage =
       "must be a semantic version (semver.org 2.0.0), such as 1.2.3";
   std::string_view core = text;
@@ -226,16 +218,17 @@ std::optional<std::string> semverError(std::string_view text) {
   }
   // MAJOR.MINOR.PATCH
   const size_t d1 = core.find('.');
-  if (d1 == std::string_view::npos) return std::string(kMessage);
+  if (d1 == std::string_view::npos) return invalidArgument(std::string(kMessage));
   const size_t d2 = core.find('.', d1 + 1);
-  if (d2 == std::string_view::npos) return std::string(kMessage);
+  if (d2 == std::string_view::npos) return invalidArgument(std::string(kMessage));
   if (!isSemverNumber(core.substr(0, d1)) || !isSemverNumber(core.substr(d1 + 1, d2 - d1 - 1)) ||
       !isSemverNumber(core.substr(d2 + 1))) {
-    return std::string(kMessage);
+    return invalidArgument(std::string(kMessage));
   }
-  if (has_pre && !isSemverIdentifiers(pre, true)) return std::string(kMessage);
-  if (has_build && !isSemverIdentifiers(build, false)) return std::string(kMessage);
-  return std::nullopt;
+  if (has_pre && !isSemverIdentifiers(pre, true)) return invalidArgument(std::string(kMessage));
+  if (has_build && !isSemverIdentifiers(build, false))
+    return invalidArgument(std::string(kMessage));
+  return okStatus();
 }
 
 }  // namespace rsc::client

@@ -344,10 +344,13 @@ InventoryHandler::Decision InventoryHandler::admitRequest(const HttpRequest& req
   // Names from the path.
   std::vector<FieldError> name_errors;
   if (route != kDrivers) {
-    if (auto e = driverNameError(ctx.driver)) name_errors.push_back({"driver", *e});
+    if (const Status e = driverNameError(ctx.driver); !e.ok()) {
+      name_errors.push_back({"driver", e.message()});
+    }
   }
   if (route == kPoolRoute || route == kRenew) {
-    if (auto e = poolNameError(ctx.pool)) name_errors.push_back({"pool", *e});
+    if (const Status e = poolNameError(ctx.pool); !e.ok())
+      name_errors.push_back({"pool", e.message()});
   }
   if (!name_errors.empty()) {
     return {errorResponse(

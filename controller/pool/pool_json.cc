@@ -56,9 +56,9 @@ class Problems {
     }
     out_.push_back({std::move(field), std::move(message)});
   }
-  // Adds `error` (a name-rule message) when set.
-  void check(const std::string& field, const std::optional<std::string>& error) {
-    if (error) add(field, *error);
+  // Adds the message of `error` (a name rule's) unless it is OK.
+  void check(const std::string& field, const Status& error) {
+    if (!error.ok()) add(field, error.message());
   }
   // Every problem found, the omitted ones included.
   size_t size() const { return out_.size() + omitted_; }
@@ -432,7 +432,7 @@ void validateRequestPolicy(const client::CapacityRequestPolicy& policy,
 // A list of names (binding conditions, compatibility groups, node operations): at most `max`,
 // each one valid by `name_error`, none twice.
 void validateNameList(const std::vector<std::string>& list, const std::string& path, size_t max,
-                      std::optional<std::string> (*name_error)(std::string_view), Problems& bad) {
+                      Status (*name_error)(std::string_view), Problems& bad) {
   if (list.size() > max) {
     bad.add(path, "must have at most " + std::to_string(max) + " entries");
   }
@@ -736,8 +736,8 @@ void validatePartitionType(const std::string& name, const std::string& path,
                            const std::vector<client::Device>& devices,
                            const std::string& devices_path, std::string_view driver,
                            Problems& bad) {
-  if (const auto error = deviceQualifiedNameError(name)) {
-    bad.add(path, *error);
+  if (const Status error = deviceQualifiedNameError(name); !error.ok()) {
+    bad.add(path, error.message());
     return;
   }
   const size_t slash = name.find('/');

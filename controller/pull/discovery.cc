@@ -46,8 +46,8 @@ std::optional<ServiceSettings> settingsOf(const client::Service& service,
   }
   ServiceSettings settings;
   settings.driver = label->second;
-  if (auto error = client::driverNameError(settings.driver)) {
-    problem = "label " + std::string(kDriverLabel) + ": " + *error;
+  if (const Status error = client::driverNameError(settings.driver); !error.ok()) {
+    problem = "label " + std::string(kDriverLabel) + ": " + error.message();
     return std::nullopt;
   }
   const auto port = std::ranges::find_if(service.spec.ports, [](const client::ServicePort& p) {
@@ -201,8 +201,8 @@ StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value) {
                            ": must be DRIVER=NAMESPACE[/SERVICEACCOUNT][,NAMESPACE[/SA]...]");
   }
   const std::string driver(value.substr(0, eq));
-  if (auto why = client::driverNameError(driver)) {
-    return invalidArgument("the driver name " + inQuotes(driver) + " " + *why);
+  if (const Status why = client::driverNameError(driver); !why.ok()) {
+    return invalidArgument("the driver name " + inQuotes(driver) + " " + why.message());
   }
   std::vector<PullBinding> bindings;
   for (const std::string_view item : split(value.substr(eq + 1), ',')) {
@@ -212,14 +212,14 @@ StatusOr<std::vector<PullBinding>> parsePullDriver(std::string_view value) {
     binding.namespace_ = std::string(item.substr(0, slash));
     if (slash != std::string_view::npos) {
       binding.service_account = std::string(item.substr(slash + 1));
-      if (auto why = client::dnsSubdomainError(binding.service_account)) {
+      if (const Status why = client::dnsSubdomainError(binding.service_account); !why.ok()) {
         return invalidArgument("driver " + inQuotes(driver) + ": the ServiceAccount name " +
-                               inQuotes(binding.service_account) + " " + *why);
+                               inQuotes(binding.service_account) + " " + why.message());
       }
     }
-    if (auto why = client::dnsLabelError(binding.namespace_)) {
+    if (const Status why = client::dnsLabelError(binding.namespace_); !why.ok()) {
       return invalidArgument("driver " + inQuotes(driver) + ": the namespace name " +
-                             inQuotes(binding.namespace_) + " " + *why);
+                             inQuotes(binding.namespace_) + " " + why.message());
     }
     if (std::ranges::any_of(
             bindings, [&](const PullBinding& b) { return b.namespace_ == binding.namespace_; })) {

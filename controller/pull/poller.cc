@@ -154,8 +154,8 @@ Poller::Poller(PollerOptions options)
 Poller::~Poller() { stop(); }
 
 StatusOr<std::unique_ptr<Poller::Source>> Poller::makeSource(const SourceSpec& spec) {
-  if (auto why = client::driverNameError(spec.driver)) {
-    return invalidArgument("the driver name " + *why);
+  if (const Status why = client::driverNameError(spec.driver); !why.ok()) {
+    return invalidArgument("the driver name " + why.message());
   }
   ASSIGN_OR_RETURN(SourceUrl url, parseSourceUrl(spec.url));
   StatusOr<std::shared_ptr<client::HttpTransport>> transport = options_.transport(spec, url);

@@ -12,12 +12,12 @@ struct NameCase {
   bool valid;
 };
 
-void expectCases(const char* rule, std::optional<std::string> (*check)(std::string_view),
+void expectCases(const char* rule, Status (*check)(std::string_view),
                  const std::vector<NameCase>& cases) {
   for (const NameCase& c : cases) {
-    const std::optional<std::string> error = check(c.text);
-    EXPECT_EQ(!error.has_value(), c.valid)
-        << rule << "(\"" << c.text << "\"): " << error.value_or("valid");
+    const Status error = check(c.text);
+    EXPECT_EQ(error.ok(), c.valid) << rule << "(\"" << c.text << "\"): " << error.toString();
+    if (!error.ok()) EXPECT_EQ(error.code(), StatusCode::kInvalidArgument) << error.toString();
   }
 }
 
