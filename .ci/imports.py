@@ -25,9 +25,7 @@ ALLOWED = {
     "controller/inventory": {
         "controller/http", "controller/pool", "controller/reconcile", "client", "common",
     },
-    "controller/pull": {
-        "controller/inventory", "controller/pool", "controller/reconcile", "client", "common",
-    },
+    "controller/pull": {"controller/pool", "controller/reconcile", "client", "common"},
     "controller/ctl": {"client", "common"},
     "controller": {
         "controller/reconcile", "controller/pool", "controller/leader", "controller/http",

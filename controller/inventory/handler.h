@@ -32,10 +32,7 @@ namespace rsc::controller::inventory {
 // The longest ?wait= honoured; longer values are cut to it. Long enough for a
 // reconcile of a large pool, short enough for proxies' idle timeouts.
 inline constexpr Clock::Duration kDefaultMaxWait = std::chrono::seconds(60);
-// The default of --max-request-bytes, the body limit of the two PUTs: a full
-// pool of 128-device slices is a few MiB of JSON; 8 MiB leaves room for a
-// whole driver.
-inline constexpr size_t kDefaultMaxBodyBytes = 8 * 1024 * 1024;
+using pool::kDefaultMaxBodyBytes;
 // Every other request needs no body; a few bytes ("{}") are tolerated.
 inline constexpr size_t kMaxBodylessBytes = 4096;
 

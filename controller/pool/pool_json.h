@@ -59,6 +59,10 @@ struct BodyProblems {
 // charged about 176 times its text and is refused past ~760 KB. Two bodies of this size fit in
 // kDefaultMaxInflightDecodedBytes at once.
 inline constexpr size_t kDefaultMaxDecodedBytes = 128 * 1024 * 1024;
+// The default of --max-request-bytes, the body limit of a pushed or pulled
+// inventory: a full pool of 128-device slices is a few MiB of JSON; 8 MiB
+// leaves room for a whole driver.
+inline constexpr size_t kDefaultMaxBodyBytes = 8 * 1024 * 1024;
 
 // Parses `body` as JSON after a first pass that refuses nesting beyond
 // kMaxJsonDepth (InvalidArgument) and a document estimated to occupy more

@@ -16,7 +16,6 @@
 #include "client/http_transport.h"
 #include "common/clock.h"
 #include "common/status.h"
-#include "controller/inventory/handler.h"
 #include "controller/pool/decode_budget.h"
 #include "controller/pool/pool_json.h"
 #include "controller/pull/source.h"
@@ -52,7 +51,7 @@ struct FetcherOptions {
   Clock::Duration timeout = kDefaultPullTimeout;
   // The push API's limits (--max-request-bytes, --max-decoded-bytes): a pulled inventory is
   // bounded as a pushed one is.
-  size_t max_body_bytes = inventory::kDefaultMaxBodyBytes;
+  size_t max_body_bytes = pool::kDefaultMaxBodyBytes;
   size_t max_decoded_bytes = pool::kDefaultMaxDecodedBytes;
   // The budget shared with every push and fetch being decoded (--max-inflight-decoded-bytes),
   // and how long a body waits for room in it. Unset: decoded without one (tests).
