@@ -1,7 +1,6 @@
 #include "controller/inventory/certificate_secret.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <utility>
 
 #include "common/enum_names.h"
@@ -128,12 +127,10 @@ Status CertificateSecret::sync() {
 }
 
 void CertificateSecret::run(std::stop_token stop) {
-  std::mutex mu;
-  std::condition_variable_any cv;
   while (!stop.stop_requested()) {
     (void)sync();
-    std::unique_lock lock(mu);
-    cv.wait_for(lock, stop, options_.sync_interval, [] { return false; });
+    // On the Clock, as every wait: a stop ends it at once.
+    options_.clock->sleepUntil(options_.clock->now() + options_.sync_interval, stop);
   }
 }
 
