@@ -710,11 +710,12 @@ void validateCounterSet(const client::CounterSet& set, const std::string& path, 
 
 // One of the operations a slice may let the kubelet skip (Kubernetes 1.37,
 // DRAOptionalNodeOperations).
-std::optional<std::string> nodeOperationError(std::string_view op) {
+Status nodeOperationError(std::string_view op) {
   if (op == "NodePrepareResources" || op == "NodeUnprepareResources" || op == "*") {
-    return std::nullopt;
+    return okStatus();
   }
-  return "must be NodePrepareResources, NodeUnprepareResources or *, not " + inQuotes(op);
+  return invalidArgument("must be NodePrepareResources, NodeUnprepareResources or *, not " +
+                         inQuotes(op));
 }
 
 void validateSkipNodeOperations(const std::vector<std::string>& ops, const std::string& path,

@@ -17,7 +17,9 @@ void expectCases(const char* rule, Status (*check)(std::string_view),
   for (const NameCase& c : cases) {
     const Status error = check(c.text);
     EXPECT_EQ(error.ok(), c.valid) << rule << "(\"" << c.text << "\"): " << error.toString();
-    if (!error.ok()) EXPECT_EQ(error.code(), StatusCode::kInvalidArgument) << error.toString();
+    if (!error.ok()) {
+      EXPECT_EQ(error.code(), StatusCode::kInvalidArgument) << error.toString();
+    }
   }
 }
 
