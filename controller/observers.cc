@@ -171,6 +171,10 @@ std::function<void(std::string_view resource, client::WatchRestart reason)> watc
   };
 }
 
+std::function<void(pull::IgnoredReason reason)> ignoredSourceObserver(metrics::PullMetrics& m) {
+  return [&m](pull::IgnoredReason reason) { m.ignored(pull::ignoredReasonName(reason)); };
+}
+
 pull::PollerObserver pullObserver(metrics::PullMetrics& m) {
   using Seconds = std::chrono::duration<double>;
   pull::PollerObserver o;
@@ -182,7 +186,7 @@ pull::PollerObserver pullObserver(metrics::PullMetrics& m) {
   };
   o.on_sources = [&m](const std::string& driver, size_t sources) { m.setSources(driver, sources); };
   o.on_expired = [&m](const std::string& driver, size_t expired) { m.setExpired(driver, expired); };
-  o.on_ignored = [&m](pull::IgnoredReason reason) { m.ignored(pull::ignoredReasonName(reason)); };
+  o.on_ignored = ignoredSourceObserver(m);
   o.on_fetch_delay = [&m](Clock::Duration late) { m.fetchDelayed(Seconds(late).count()); };
   o.on_waiting = [&m](size_t waiting) { m.setWaiting(waiting); };
   return o;

@@ -115,6 +115,8 @@ std::function<void(const client::RequestResult&)> restRequestObserver(
 // An informer's watch restart: resource "nodes" or "resourceslices".
 std::function<void(std::string_view resource, client::WatchRestart reason)> watchRestartObserver(
     metrics::WatchMetrics& m);
+// A discovered source not pulled, by the poller or by discovery.
+std::function<void(pull::IgnoredReason reason)> ignoredSourceObserver(metrics::PullMetrics& m);
 // The poller's fetches, sources and refusals.
 pull::PollerObserver pullObserver(metrics::PullMetrics& m);
 

@@ -391,9 +391,7 @@ Status Service::Parts::buildPull() {
   // poller whenever their list changes.
   if (flags.pull_discovery) {
     pull::DiscoveryOptions dopts = flags.discovery;
-    dopts.on_refused = [this](pull::IgnoredReason reason) {
-      metrics->pull.ignored(pull::ignoredReasonName(reason));
-    };
+    dopts.on_refused = ignoredSourceObserver(metrics->pull);
     discovery = std::make_unique<pull::SourceDiscovery>(
         *api, clock, std::move(dopts),
         [p = poller.get()](const std::vector<pull::SourceSpec>& sources) {

@@ -1,6 +1,7 @@
 #include "controller/inventory/forwarder.h"
 
 #include "client/config.h"
+#include "common/enum_names.h"
 #include "common/log.h"
 #include "controller/http/certificates.h"
 #include "controller/inventory/handler.h"
@@ -48,13 +49,10 @@ void LeaderForwarder::refreshCaLocked() {
 }
 
 std::string_view forwardRefusalName(ForwardRefusal refusal) {
-  switch (refusal) {
-    case ForwardRefusal::kInsecure:
-      return "forward_insecure";
-    case ForwardRefusal::kFailed:
-      return "forward_failed";
-  }
-  return "forward_failed";
+  static constexpr auto kNames =
+      enumNames<ForwardRefusal>({{ForwardRefusal::kInsecure, "forward_insecure"},
+                                 {ForwardRefusal::kFailed, "forward_failed"}});
+  return kNames(refusal);
 }
 
 HttpResponse LeaderForwarder::refuse(ForwardRefusal refusal, const std::string& url,

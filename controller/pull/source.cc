@@ -1,19 +1,16 @@
 #include "controller/pull/source.h"
 
+#include "common/enum_names.h"
+
 namespace rsc::controller::pull {
 
 std::string_view ignoredReasonName(IgnoredReason reason) {
-  switch (reason) {
-    case IgnoredReason::kOverLimit:
-      return "OverLimit";
-    case IgnoredReason::kInvalid:
-      return "Invalid";
-    case IgnoredReason::kUnbound:
-      return "Unbound";
-    case IgnoredReason::kUnverified:
-      return "Unverified";
-  }
-  return "Unknown";
+  static constexpr auto kNames =
+      enumNames<IgnoredReason>({{IgnoredReason::kOverLimit, "OverLimit"},
+                                {IgnoredReason::kInvalid, "Invalid"},
+                                {IgnoredReason::kUnbound, "Unbound"},
+                                {IgnoredReason::kUnverified, "Unverified"}});
+  return kNames(reason);
 }
 
 }  // namespace rsc::controller::pull
