@@ -142,7 +142,8 @@ RestKubeApi::RestKubeApi(HttpTransport& transport, Clock& clock, RestKubeApiOpti
       options_(std::move(options)),
       bucket_(options_.qps, options_.burst, clock),
       rng_(std::random_device{}()),
-      gave_up_log_(clock) {}
+      gave_up_log_(clock),
+      hold_log_(clock) {}
 
 // ---------------------------------------------------------------------------
 // Requests, retries and backoff.
@@ -258,11 +259,41 @@ bool RestKubeApi::pause(Clock::Duration d, const std::stop_token& stop) {
   return !stop.stop_requested() && !options_.stop.stop_requested();
 }
 
+bool RestKubeApi::waitForHold(Clock::TimePoint deadline) {
+  Clock::TimePoint until;
+  {
+    std::lock_guard lock(hold_mu_);
+    until = std::min(hold_until_, deadline);
+  }
+  const Clock::TimePoint now = clock_.now();
+  return until <= now || pause(until - now, {});
+}
+
+void RestKubeApi::holdAll(Clock::Duration delay, const HttpRequest& req) {
+  const Clock::TimePoint until = clock_.now() + delay;
+  {
+    std::lock_guard lock(hold_mu_);
+    if (until <= hold_until_) return;
+    hold_until_ = until;
+  }
+  if (auto held = hold_log_.allow("429")) {
+    log::warning("The API server asked to slow down (429): every request waits",
+                 {{"verb", req.method},
+                  {"path", req.path_and_query},
+                  {"waitMs", millis(delay)},
+                  {"heldBackLines", static_cast<int64_t>(*held)}});
+  }
+}
+
 StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy policy) {
   const Clock::TimePoint deadline = clock_.now() + options_.call_timeout;
   for (int attempt = 0;; ++attempt) {
     if (options_.stop.stop_requested()) {
       return cancelled(req.method + " " + req.path_and_query + ": the client is stopping");
+    }
+    if (!waitForHold(deadline)) {
+      return cancelled(req.method + " " + req.path_and_query +
+                       ": the client stopped while the API server asked to slow down");
     }
     bucket_.acquire();
     const Clock::TimePoint start = clock_.now();
@@ -291,11 +322,12 @@ StatusOr<HttpResponse> RestKubeApi::execute(const HttpRequest& req, RetryPolicy 
       // must not run twice may be repeated.
       retryable = response->code == 429 || (policy == RetryPolicy::kAlways && isRetryable(error));
     }
+    const Clock::Duration delay = retryDelay(attempt, response);
+    if (response != nullptr && response->code == 429) holdAll(delay, req);
     if (!retryable || attempt >= options_.max_retries) {
       return afterAttempts(error, attempt + 1);
     }
 
-    const Clock::Duration delay = retryDelay(attempt, response);
     if (clock_.now() + delay > deadline) {
       // Giving up here rather than at the deadline itself: a retry that
       // could not finish in time only holds the caller longer.

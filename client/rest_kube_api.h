@@ -173,6 +173,11 @@ class RestKubeApi final : public KubeApi {
   // The wait before retry number `retry` (0-based) after `response` (null
   // for a transport error).
   Clock::Duration retryDelay(int retry, const HttpResponse* response);
+  // Every attempt waits until a 429's hold is over (at most until `deadline`);
+  // false when the client stopped meanwhile.
+  bool waitForHold(Clock::TimePoint deadline);
+  // A 429 asked to wait `delay`: every caller holds off that long.
+  void holdAll(Clock::Duration delay, const HttpRequest& req);
   // Sleeps for `d` in short pieces; returns false as soon as `stop` (or
   // options_.stop) is requested.
   bool pause(Clock::Duration d, const std::stop_token& stop);
@@ -221,6 +226,12 @@ class RestKubeApi final : public KubeApi {
   std::mutex rng_mu_;
   std::mt19937_64 rng_;
   log::Throttle gave_up_log_;
+  // The API server's 429 slows every caller, not only the one it answered:
+  // no attempt starts before hold_until_ (the 429's Retry-After, or the
+  // backoff without one).
+  std::mutex hold_mu_;
+  Clock::TimePoint hold_until_{};  // guarded by hold_mu_
+  log::Throttle hold_log_;
 };
 
 }  // namespace rsc::client

@@ -256,7 +256,18 @@ void addApiFlags(FlagSet& fs, ServiceFlags& f) {
 
 // The reconcile loop and pull mode.
 void addReconcileFlags(FlagSet& fs, ServiceFlags& f) {
-  fs.addNumber("workers", "Pools reconciled at the same time.", &f.controller.workers, 1);
+  fs.addNumber(
+      "workers",
+      "Most pools reconciled at the same time. " + std::to_string(reconcile::kDefaultIdleWorkers) +
+          " workers wait for work; more start while pools wait and none is free, and "
+          "end after " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::seconds>(reconcile::kDefaultWorkerIdleTimeout)
+                  .count()) +
+          "s without work. (default --kube-api-burst, between " +
+          std::to_string(reconcile::kDefaultIdleWorkers) + " and " +
+          std::to_string(reconcile::kMaxDefaultWorkers) + ")",
+      &f.controller.workers, 1);
   fs.addNumber(
       "max-parallel-slice-writes",
       "Slice writes of one pool sent at the same time when its generation changes, so that "
@@ -395,6 +406,8 @@ ServiceFlags::ServiceFlags() {
   leader_election.lease_name = "resourceslice-controller";
   inventory_server.bind_address = ":8082";
   auth_review.audience = "resourceslice-controller";
+  // Unset: parseFlags derives it from --kube-api-burst.
+  controller.workers = 0;
 }
 
 StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
@@ -402,6 +415,9 @@ StatusOr<ServiceFlags> parseFlags(const std::vector<std::string>& args) {
   FlagSet fs;
   addFlags(fs, flags);
   RETURN_IF_ERROR(fs.parse(args));
+  if (flags.controller.workers == 0) {
+    flags.controller.workers = reconcile::defaultWorkers(flags.kube_api.burst);
+  }
   const http::HttpServerOptions& server = flags.inventory_server;
   if (server.tls_cert_file.empty() != server.tls_key_file.empty()) {
     return invalidArgument(

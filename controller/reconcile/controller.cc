@@ -243,6 +243,13 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   if (options.clock == nullptr) return invalidArgument("controller: clock is required");
   if (options.store == nullptr) return invalidArgument("controller: store is required");
   if (options.workers < 1) return invalidArgument("controller: workers must be at least 1");
+  if (options.idle_workers < 1) {
+    return invalidArgument("controller: idle workers must be at least 1");
+  }
+  if (options.worker_idle_timeout <= Clock::Duration::zero()) {
+    return invalidArgument("controller: worker idle timeout must be positive");
+  }
+  options.idle_workers = std::min(options.idle_workers, options.workers);
   if (options.adoption_grace < Clock::Duration::zero()) {
     return invalidArgument("controller: adoption grace must not be negative");
   }
@@ -326,8 +333,10 @@ StatusOr<std::unique_ptr<Controller>> Controller::create(ControllerOptions optio
   r.adoption_grace_until = Clock::TimePoint::max();
   ASSIGN_OR_RETURN(c->reconciler_, Reconciler::create(r));
 
-  options.store->setChangeListener(
-      [self](const PoolKey& key) { self->queue_->addAfter(key, self->options_.batch_window); });
+  options.store->setChangeListener([self](const PoolKey& key) {
+    self->queue_->addAfter(key, self->options_.batch_window);
+    self->growIfBacklogged();
+  });
   return c;
 }
 
@@ -337,6 +346,10 @@ Controller::Controller(ControllerOptions options) : options_(std::move(options))
   q.observer = options_.queue_observer;
   q.release_due_in_get = !options_.manual_for_test;
   queue_ = std::make_unique<WorkQueue<PoolKey>>(*options_.clock, *limiter_, q);
+}
+
+int defaultWorkers(int kube_api_burst) {
+  return std::clamp(kube_api_burst, kDefaultIdleWorkers, kMaxDefaultWorkers);
 }
 
 std::string_view reconcileOutcomeName(ReconcileOutcome outcome) {
@@ -372,6 +385,7 @@ Controller::~Controller() {
 
 void Controller::enqueueSlice(const client::ResourceSlice& slice) {
   queue_->add(PoolKey{slice.spec.driver, slice.spec.pool.name});
+  growIfBacklogged();
 }
 
 void Controller::enqueueNode(const std::string& node) {
@@ -380,6 +394,7 @@ void Controller::enqueueNode(const std::string& node) {
   log::debug(2, "Node appeared, went or was re-created: reconciling its pools",
              {{"node", node}, {"pools", static_cast<int64_t>(keys.size())}});
   for (const PoolKey& key : keys) queue_->add(key);
+  growIfBacklogged();
 }
 
 void Controller::start() {
@@ -449,16 +464,53 @@ void Controller::startLeading(std::stop_token stop) {
   reportAdopted();
   log::info("Started leading: reconciling",
             {{"workers", options_.workers},
+             {"idleWorkers", options_.idle_workers},
              {"adoptionGraceSeconds",
               std::chrono::duration_cast<std::chrono::seconds>(options_.adoption_grace).count()}});
   if (options_.manual_for_test) return;
-  for (int i = 0; i < options_.workers; ++i) {
-    workers_.emplace_back([this] {
-      setThreadName("reconcile");
-      workerLoop();
-    });
-  }
+  for (int i = 0; i < options_.idle_workers; ++i) startWorkerLocked(false);
   if (options_.observer != nullptr) options_.observer->activeWorkers(0);
+}
+
+void Controller::startWorkerLocked(bool extra) {
+  reapEndedWorkersLocked();
+  Worker& w = workers_.emplace_back();
+  ++running_workers_;
+  peak_workers_ = std::max(peak_workers_, running_workers_);
+  ++free_workers_;
+  w.thread = std::thread([this, extra, ended = &w.ended] {
+    setThreadName("reconcile");
+    workerLoop(extra);
+    std::lock_guard lock(mu_);
+    *ended = true;
+    --running_workers_;  // the next grow may start another at once
+  });
+}
+
+void Controller::reapEndedWorkersLocked() {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (!it->ended) {
+      ++it;
+      continue;
+    }
+    // Its last step was to set `ended` under mu_: the join is immediate.
+    it->thread.join();
+    it = workers_.erase(it);
+  }
+}
+
+void Controller::growIfBacklogged() {
+  if (!leading_ || options_.manual_for_test) return;
+  // Keys ready now, or delayed ones that only a waiting worker releases.
+  const size_t ready = queue_->len();
+  const size_t wanted = ready + (ready == 0 && queue_->delayedLen() > 0 ? 1 : 0);
+  const int free = free_workers_.load();
+  if (free > 0 && wanted <= static_cast<size_t>(free)) return;
+  std::lock_guard lock(mu_);
+  if (!leading_ || stopped_leading_ || queue_->shuttingDown()) return;
+  if (running_workers_ >= static_cast<size_t>(options_.workers)) return;
+  if (wanted <= static_cast<size_t>(free_workers_.load())) return;
+  startWorkerLocked(true);
 }
 
 void Controller::reportAdopted() {
@@ -482,7 +534,7 @@ void Controller::reportAdopted() {
 }
 
 void Controller::stopLeading() {
-  std::vector<std::thread> workers;
+  std::list<Worker> workers;
   {
     std::lock_guard lock(mu_);
     stopped_leading_ = true;
@@ -493,7 +545,7 @@ void Controller::stopLeading() {
     queue_->shutDown();
     workers.swap(workers_);
   }
-  for (std::thread& t : workers) t.join();
+  for (Worker& w : workers) w.thread.join();
   log::info("Stopped leading: workers stopped",
             {{"workers", static_cast<int64_t>(workers.size())}});
 }
@@ -501,12 +553,12 @@ void Controller::stopLeading() {
 void Controller::stop() {
   // Let in-flight reconciles finish their writes, then stop.
   queue_->shutDownWithDrain();
-  std::vector<std::thread> workers;
+  std::list<Worker> workers;
   {
     std::lock_guard lock(mu_);
     workers.swap(workers_);
   }
-  for (std::thread& t : workers) t.join();
+  for (Worker& w : workers) w.thread.join();
   // Drops the next round and waits for a running one.
   if (housekeeping_) housekeeping_->drain();
   if (own_pool_) own_pool_->stop();
@@ -520,24 +572,38 @@ SliceCache& Controller::cacheForTest() { return *cache_; }
 
 bool Controller::waitIdleForTest() {
   std::unique_lock lock(mu_);
-  const size_t workers = workers_.size();
+  const size_t workers = running_workers_;
   lock.unlock();
   return queue_->waitIdleForTest(workers, std::chrono::seconds(10));
 }
 
-bool Controller::processNextItem(bool block) {
+size_t Controller::workerCountForTest() const {
+  std::lock_guard lock(mu_);
+  return running_workers_;
+}
+
+size_t Controller::peakWorkersForTest() const {
+  std::lock_guard lock(mu_);
+  return peak_workers_;
+}
+
+bool Controller::processNextItem(bool block, std::optional<Clock::Duration> max_wait) {
   if (!leading_ || (!block && queue_->len() == 0)) return false;
-  std::optional<PoolKey> key = queue_->get();
+  std::optional<PoolKey> key = queue_->getWithin(max_wait);
   if (!key) return false;
   if (!leading_) {
     // Leadership ended while this worker waited: no reconcile may start.
     queue_->done(*key);
     return false;
   }
+  --free_workers_;
+  // More keys than free workers: another worker takes the next one.
+  growIfBacklogged();
   const int active = ++active_workers_;
   if (options_.observer != nullptr) options_.observer->activeWorkers(active);
 
   const Clock::TimePoint start = options_.clock->now();
+  if (options_.observer != nullptr) options_.observer->reconcileStarts(*key);
   cache_->beginReconcile(*key);
   const ReconcileResult result = reconciler_->reconcile(*key);
   // A foreign change that arrived meanwhile needs another look (the key is
@@ -566,13 +632,20 @@ bool Controller::processNextItem(bool block) {
   } else {
     --active_workers_;
   }
+  if (options_.observer != nullptr) options_.observer->reconcileEnds(*key);
+  ++free_workers_;
   queue_->done(*key);
   return true;
 }
 
-void Controller::workerLoop() {
-  while (processNextItem(true)) {
+void Controller::workerLoop(bool extra) {
+  // The kept workers wait for ever; an extra one ends when it found no key
+  // for worker_idle_timeout (or leadership or the queue ended).
+  const std::optional<Clock::Duration> max_wait =
+      extra ? std::optional(options_.worker_idle_timeout) : std::nullopt;
+  while (processNextItem(true, max_wait)) {
   }
+  --free_workers_;
 }
 
 void Controller::housekeeping() {

@@ -5,14 +5,19 @@
 // backoff, so one bad pool never delays another. Pushes enqueue through the
 // DesiredStore's change listener; foreign changes to managed slices, and a
 // Node that appears, goes or is re-created, enqueue through the informers'
-// handlers. Threading: the informers' threads only enqueue; `workers` threads
-// block on the queue; housekeeping (lease expiry, gauges) is a task every
+// handlers. Threading: the informers' threads only enqueue; workers block on
+// the queue, `idle_workers` of them at all times while leading, and more, up
+// to `workers`, while keys wait and no worker is free (a burst of pushes gets
+// its writes in flight at once, up to the client's QPS budget, and a quiet
+// controller keeps few threads); an extra worker that finds no key for
+// `worker_idle_timeout` ends. Housekeeping (lease expiry, gauges) is a task every
 // second on the service's WorkerPool, or on a pool of its own with one thread
 // when none is given. All public methods are thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +49,16 @@ inline constexpr Clock::Duration kDefaultAdoptionGrace = std::chrono::minutes(2)
 // Several pushes of one pool within this window cost one reconcile. Short
 // enough not to matter for publish latency.
 inline constexpr Clock::Duration kDefaultBatchWindow = std::chrono::milliseconds(10);
+// Reconcile workers kept while nothing is queued, and how long an extra
+// worker (started for a burst) waits for a key before it ends.
+inline constexpr int kDefaultIdleWorkers = 4;
+inline constexpr Clock::Duration kDefaultWorkerIdleTimeout = std::chrono::seconds(30);
+// The default of --workers: one reconcile in flight per request the client's
+// budget lets out at once (--kube-api-burst), at least the idle workers and at
+// most kMaxDefaultWorkers, so that a burst of pushes keeps as many writes in
+// flight as the token bucket allows and no more.
+inline constexpr int kMaxDefaultWorkers = 64;
+int defaultWorkers(int kube_api_burst);
 // How often leases are checked and gauges refreshed.
 inline constexpr Clock::Duration kHousekeepingPeriod = std::chrono::seconds(1);
 
@@ -64,6 +79,10 @@ class ControllerObserver {
  public:
   virtual ~ControllerObserver() = default;
   virtual void reconciled(ReconcileOutcome outcome, Clock::Duration took) = 0;
+  // A worker starts reconciling `key`, and has ended (before the queue may
+  // hand the key to another worker).
+  virtual void reconcileStarts(const PoolKey& /*key*/) {}
+  virtual void reconcileEnds(const PoolKey& /*key*/) {}
   virtual void activeWorkers(int n) = 0;
   virtual void counts(const std::map<std::string, DriverCounts>& by_driver) = 0;
   virtual void leaseExpired(const std::string& driver) = 0;
@@ -83,7 +102,12 @@ struct ControllerOptions {
   Clock* clock = nullptr;
   DesiredStore* store = nullptr;
   // Optional.
+  // Most pools reconciled at once (threads started as keys wait).
   int workers = 4;
+  // Workers kept while idle (at most `workers`), and how long another one
+  // waits for a key before it ends.
+  int idle_workers = kDefaultIdleWorkers;
+  Clock::Duration worker_idle_timeout = kDefaultWorkerIdleTimeout;
   // Slice writes of one pool under way at once (ReconcilerOptions).
   int max_parallel_writes = 8;
   // ReconcilerOptions::counter_placement.
@@ -173,6 +197,9 @@ class Controller : public PoolPreviewer {
   // a safety timeout.
   bool waitIdleForTest();
   SliceCache& cacheForTest();
+  // Worker threads running now, and the most that ran at once.
+  size_t workerCountForTest() const;
+  size_t peakWorkersForTest() const;
 
  private:
   class StoreCache;
@@ -183,8 +210,18 @@ class Controller : public PoolPreviewer {
   void enqueueSlice(const client::ResourceSlice& slice);
   // Enqueues the node-local pools of Node `node`.
   void enqueueNode(const std::string& node);
-  bool processNextItem(bool block);
-  void workerLoop();
+  // One key: waits for it (at most `max_wait` when given), reconciles it and
+  // marks it done. False when none came.
+  bool processNextItem(bool block, std::optional<Clock::Duration> max_wait = std::nullopt);
+  // A worker; an `extra` one ends after worker_idle_timeout without a key.
+  void workerLoop(bool extra);
+  // Starts a worker thread. Requires mu_.
+  void startWorkerLocked(bool extra);
+  // Starts a worker when keys wait (or are due soon) and none is free, up to
+  // `workers`. Requires mu_ not held.
+  void growIfBacklogged();
+  // Joins the workers that ended. Requires mu_.
+  void reapEndedWorkersLocked();
   void housekeeping();
   // One round on the pool: the start-up check, housekeeping(), and the next
   // round a period later.
@@ -205,9 +242,18 @@ class Controller : public PoolPreviewer {
   std::unique_ptr<Reconciler> reconciler_;
   std::atomic<bool> leading_{false};
   std::atomic<int> active_workers_{0};
-  std::mutex mu_;
-  bool stopped_leading_ = false;      // guarded by mu_
-  std::vector<std::thread> workers_;  // guarded by mu_
+  mutable std::mutex mu_;
+  bool stopped_leading_ = false;  // guarded by mu_
+  // A worker thread, and whether its loop has returned (it is joined then).
+  struct Worker {
+    std::thread thread;
+    bool ended = false;
+  };
+  std::list<Worker> workers_;   // guarded by mu_
+  size_t running_workers_ = 0;  // guarded by mu_: in workers_ and not ended
+  size_t peak_workers_ = 0;     // guarded by mu_
+  // Workers not inside a reconcile (waiting for a key, or about to).
+  std::atomic<int> free_workers_{0};
   // Housekeeping: its pool when none was given, its lane, and (on the lane
   // only) when it started and whether the start-up check is settled.
   std::unique_ptr<WorkerPool> own_pool_;

@@ -149,21 +149,30 @@ class WorkQueue {
   // Blocks until a key is queued and returns it, marking it as processing; the
   // caller must call done() with it. Returns nothing once the queue is shutting
   // down and its FIFO is empty: keys queued before shutdown are still handed out.
-  std::optional<Key> get() {
+  std::optional<Key> get() { return getWithin(std::nullopt); }
+
+  // Like get(), but also returns nothing when no key came within `max_wait`
+  // (by the clock): an elastic worker's idle limit. shuttingDown() tells the
+  // two apart.
+  std::optional<Key> getWithin(std::optional<Clock::Duration> max_wait) {
     std::unique_lock lock(mu_);
     ++blocked_getters_;
     idle_cv_.notify_all();
+    const Clock::TimePoint give_up = max_wait ? clock_.now() + *max_wait : Clock::TimePoint::max();
     for (;;) {
       const Clock::TimePoint now = clock_.now();
       if (release_due_in_get_) releaseDueLocked(now);
-      if (!queue_.empty() || shutting_down_) break;
-      if (release_due_in_get_ && !waiting_.empty()) {
-        // Until the earliest delayed key is due, an add, or shutdown.
-        const Clock::TimePoint due = waiting_.begin()->first;
-        internal::waitAtMost(items_cv_, lock,
-                             due - now < kMaxDelayWait ? due - now : kMaxDelayWait);
-      } else {
+      if (!queue_.empty() || shutting_down_ || now >= give_up) break;
+      // Until the earliest delayed key is due, the idle limit, an add, or
+      // shutdown.
+      Clock::TimePoint until = give_up;
+      if (release_due_in_get_ && !waiting_.empty())
+        until = std::min(until, waiting_.begin()->first);
+      if (until == Clock::TimePoint::max()) {
         items_cv_.wait(lock);
+      } else {
+        internal::waitAtMost(items_cv_, lock,
+                             until - now < kMaxDelayWait ? until - now : kMaxDelayWait);
       }
     }
     --blocked_getters_;
@@ -205,6 +214,13 @@ class WorkQueue {
   std::size_t len() const {
     std::lock_guard lock(mu_);
     return queue_.size();
+  }
+
+  // Returns the number of keys added with a delay that is not over yet. For
+  // information only, as len().
+  std::size_t delayedLen() const {
+    std::lock_guard lock(mu_);
+    return waiting_.size();
   }
 
   // Adds `key` after `delay`, at once if `delay` <= 0. A key added again

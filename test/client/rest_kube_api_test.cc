@@ -494,6 +494,29 @@ TEST_F(RestKubeApiTest, RetriesTooManyRequestsAfterRetryAfter) {
   EXPECT_EQ(observed_[1].host, "api.test:6443");
 }
 
+// A 429 slows every caller, not only the one it answered: a request that
+// starts while the API server's Retry-After runs waits it out before it is
+// sent, though it was never refused itself.
+TEST_F(RestKubeApiTest, TooManyRequestsHoldsEveryCallerForItsRetryAfter) {
+  RestKubeApiOptions options;
+  options.max_retries = 0;  // the refused call gives up at once, and holds the rest
+  rebuild(options);
+  transport_.reply(429, "Too many requests, please try again later.\n", {{"retry-after", "3"}});
+  EXPECT_FALSE(api_->createResourceSlice(slice("s1")).ok());
+  EXPECT_TRUE(clock_.sleeps().empty());
+
+  const Clock::TimePoint asked = clock_.now();
+  transport_.reply(200, sliceJson("s2"));
+  ASSERT_TRUE(api_->getResourceSlice("s2").ok());
+  EXPECT_EQ(clock_.sleeps(), std::vector<Clock::Duration>{seconds(3)});
+  EXPECT_EQ(clock_.now() - asked, seconds(3)) << "sent when the hold ended";
+
+  // Once it is over, nobody waits.
+  transport_.reply(200, sliceJson("s3"));
+  ASSERT_TRUE(api_->getResourceSlice("s3").ok());
+  EXPECT_EQ(clock_.sleeps().size(), 1U);
+}
+
 TEST_F(RestKubeApiTest, RetryAfterIsCapped) {
   RestKubeApiOptions options;
   options.call_timeout = std::chrono::minutes(5);

@@ -136,7 +136,21 @@ TEST(Flags, ServiceDefaults) {
   EXPECT_EQ(f.auth_review.audience, "resourceslice-controller");
   // The rest are the components' own.
   EXPECT_EQ(f.inventory_server.max_connections, http::HttpServerOptions().max_connections);
-  EXPECT_EQ(f.controller.workers, reconcile::ControllerOptions().workers);
+}
+
+// --workers follows the client's budget unless given: as many reconciles as
+// requests the token bucket lets out at once, between the idle workers and 64.
+TEST(Flags, WorkersFollowTheApiBurstUnlessGiven) {
+  const auto workers = [](std::vector<std::string> args) {
+    StatusOr<ServiceFlags> f = parseFlags(args);
+    return f.ok() ? f->controller.workers : -1;
+  };
+  EXPECT_EQ(workers({}), 64) << "--kube-api-burst=100 by default";
+  EXPECT_EQ(workers({"--kube-api-burst=10"}), 10);
+  EXPECT_EQ(workers({"--kube-api-burst=2"}), reconcile::kDefaultIdleWorkers);
+  EXPECT_EQ(workers({"--kube-api-burst=1000"}), reconcile::kMaxDefaultWorkers);
+  EXPECT_EQ(workers({"--kube-api-burst=1000", "--workers=200"}), 200) << "given, it is kept";
+  EXPECT_EQ(workers({"--workers=2"}), 2);
 }
 
 TEST(Flags, HelpShowsTheComponentsDefaults) {
@@ -146,7 +160,11 @@ TEST(Flags, HelpShowsTheComponentsDefaults) {
             std::string::npos)
       << usage;
   EXPECT_NE(usage.find("(default resourceslice-controller)"), std::string::npos);
-  EXPECT_NE(usage.find("Pools reconciled at the same time. (default 4)"), std::string::npos);
+  EXPECT_NE(usage.find("Most pools reconciled at the same time. 4 workers wait for work; more "
+                       "start while pools wait and none is free, and end after 30s without "
+                       "work. (default --kube-api-burst, between 4 and 64)\n"),
+            std::string::npos)
+      << usage;
   EXPECT_NE(usage.find("--inventory-bind-address value\n      Address of the inventory API "
                        "drivers push to. (default :8082)"),
             std::string::npos);

@@ -607,7 +607,7 @@ TEST_F(ServiceTest, IdleThreadsAreNamedAndCounted) {
     total += n;
   }
   std::cout << "threads at idle: " << total << "\n";
-  EXPECT_EQ(by_name["reconcile"], 4) << "--workers";
+  EXPECT_EQ(by_name["reconcile"], 4) << "the idle workers; more start only for a burst";
   EXPECT_EQ(by_name["pull-fetch"], 0) << "pull workers start with the first source";
   // The endpoints' blocking work and the controller's housekeeping share one
   // pool whose threads start on demand: one push, and a round of

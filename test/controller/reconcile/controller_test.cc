@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -52,6 +56,14 @@ class RecordingObserver : public ControllerObserver, public ReconcilerObserver {
     results[std::string(reconcileOutcomeName(outcome))]++;
   }
   void activeWorkers(int /*n*/) override {}
+  void reconcileStarts(const PoolKey& key) override {
+    if (on_start) on_start(key);
+  }
+  void reconcileEnds(const PoolKey& key) override {
+    if (on_end) on_end(key);
+  }
+  std::function<void(const PoolKey&)> on_start;
+  std::function<void(const PoolKey&)> on_end;
   void counts(const std::map<std::string, DriverCounts>& by_driver) override {
     std::lock_guard lock(mu);
     last_counts = by_driver;
@@ -651,6 +663,179 @@ TEST_F(ControllerThreadsTest, StopLeadingReturnsOnlyWhenNoWorkerCanWrite) {
   EXPECT_EQ(writes_after_stop, 0);
   EXPECT_FALSE(controller_->leading());
   RecordProperty("writes_before_stop", writes.load());
+}
+
+// Threads named `name` in this process, read from /proc: the threads that
+// really run, not the controller's own count.
+int threadsNamed(const std::string& name) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
+}
+
+// Elastic workers: a few wait for work, more start while pools wait.
+class ControllerWorkersTest : public ::testing::Test {
+ protected:
+  void start(int workers) {
+    ControllerOptions o;
+    o.api = &api_;
+    o.clock = &clock_;
+    o.store = &store_;
+    o.workers = workers;
+    o.idle_workers = 4;
+    o.worker_idle_timeout = std::chrono::milliseconds(100);
+    o.batch_window = Clock::Duration::zero();  // a push is queued at once
+    o.observer = &observer_;
+    auto made = Controller::create(o);
+    ASSERT_TRUE(made.ok()) << made.status().toString();
+    controller_ = std::move(*made);
+    controller_->start();
+    ASSERT_TRUE(controller_->waitForCacheSync(std::stop_token()));
+    controller_->startLeading();
+  }
+  void TearDown() override {
+    clock_.stopBlocking();  // the housekeeping thread may be asleep
+    if (controller_ != nullptr) controller_->stop();
+  }
+  // A pool of `devices` on its own Node `node`.
+  PoolKey putPool(const std::string& node, int devices) {
+    Pool p = nodePool(devices);
+    p.selection.node_name = node;
+    const PoolKey key{"gpu.example.com", node};
+    store_.put(key, p);
+    return key;
+  }
+  // Polls `done` for up to 10 s of real time.
+  static bool eventually(const std::function<bool()>& done) {
+    for (int i = 0; i < 1000; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  }
+
+  testing::FakeClock clock_{testing::FakeClock::Sleeps::kBlock};
+  testing::FakeKubeApi api_{clock_};
+  DesiredStore store_{clock_};
+  RecordingObserver observer_;
+  std::unique_ptr<Controller> controller_;
+};
+
+// A burst of pushes gets a write in flight per pool, up to --workers, where
+// four fixed workers kept four; the extra threads end once idle, so a quiet
+// controller keeps its four. The fake holds every write until 16 are under
+// way at once: with fewer workers it gives up after 10 s and the peak says so.
+TEST_F(ControllerWorkersTest, ABurstGetsAWriteInFlightPerPoolUpToTheWorkersAndExtrasEnd) {
+  for (int i = 0; i < 40; ++i) api_.addNode("node-" + std::to_string(i));
+  start(16);
+  ASSERT_TRUE(eventually([&] { return threadsNamed("reconcile") == 4; }))
+      << threadsNamed("reconcile") << " reconcile threads at rest";
+
+  api_.holdWritesUntilConcurrent(16);
+  for (int i = 0; i < 40; ++i) putPool("node-" + std::to_string(i), 1);
+  ASSERT_TRUE(eventually([&] { return api_.countWrites() == 40; })) << api_.countWrites();
+  EXPECT_EQ(api_.maxConcurrentWrites(), 16U);
+  EXPECT_EQ(controller_->peakWorkersForTest(), 16U) << "never more than --workers";
+
+  // Idle for longer than the idle limit: the extra workers end, the four stay.
+  clock_.advance(std::chrono::seconds(1));
+  ASSERT_TRUE(eventually([&] { return threadsNamed("reconcile") == 4; }))
+      << threadsNamed("reconcile") << " reconcile threads after the burst";
+  EXPECT_EQ(controller_->workerCountForTest(), 4U);
+
+  // The next burst starts them again.
+  api_.holdWritesUntilConcurrent(8);
+  for (int i = 0; i < 8; ++i) putPool("node-" + std::to_string(i), 2);
+  ASSERT_TRUE(eventually([&] { return api_.countWrites() == 48; })) << api_.countWrites();
+  EXPECT_EQ(api_.maxConcurrentWrites(), 8U);
+}
+
+// However many workers run, a pool has one reconcile at a time, and its writes
+// keep their order: the creates and changes of one generation before its
+// deletes, generations never going back. Eight pools are pushed over and over
+// with sizes that add and remove slices, against 64 workers; every write is
+// checked as it starts.
+TEST_F(ControllerWorkersTest, ManyWorkersNeverOverlapAPoolsReconcilesNorReorderItsWrites) {
+  struct PoolTrace {
+    bool reconciling = false;
+    bool deleting = false;    // a delete started in the current reconcile
+    int64_t generation = -1;  // of the current reconcile's writes
+    int64_t highest = 0;      // generation ever written
+  };
+  std::mutex mu;
+  std::map<std::string, PoolTrace> traces;
+  std::vector<std::string> violations;
+  const auto violation = [&](std::string what) {
+    if (violations.size() < 20) violations.push_back(std::move(what));
+  };
+  observer_.on_start = [&](const PoolKey& key) {
+    std::lock_guard lock(mu);
+    PoolTrace& t = traces[key.pool];
+    if (t.reconciling) violation("two reconciles of " + key.pool + " at once");
+    t = PoolTrace{true, false, -1, t.highest};
+  };
+  observer_.on_end = [&](const PoolKey& key) {
+    std::lock_guard lock(mu);
+    traces[key.pool].reconciling = false;
+  };
+  const auto write = [&](testing::FakeKubeApi::Request& r) {
+    std::string pool;
+    int64_t generation = 0;
+    if (r.verb == "delete") {
+      StatusOr<client::ResourceSlice> old = api_.getResourceSlice(r.name);
+      if (!old.ok()) return okStatus();
+      pool = old->spec.pool.name;
+    } else {
+      pool = r.slice->spec.pool.name;
+      generation = r.slice->spec.pool.generation;
+    }
+    {
+      std::lock_guard lock(mu);
+      PoolTrace& t = traces[pool];
+      if (!t.reconciling) violation(r.verb + " of " + pool + " outside its reconcile");
+      if (r.verb == "delete") {
+        t.deleting = true;
+      } else {
+        if (t.deleting) violation(r.verb + " of " + pool + " after its deletes");
+        if (t.generation >= 0 && generation != t.generation) {
+          violation(pool + ": generations " + std::to_string(t.generation) + " and " +
+                    std::to_string(generation) + " in one reconcile");
+        }
+        if (generation < t.highest) violation(pool + ": generation went back");
+        t.generation = generation;
+        t.highest = std::max(t.highest, generation);
+      }
+    }
+    // Widens the window in which another reconcile of the pool could start.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return okStatus();
+  };
+  for (const char* verb : {"create", "update", "delete"}) {
+    api_.prependReactor(verb, "resourceslices", write);
+  }
+  for (int i = 0; i < 8; ++i) api_.addNode("node-" + std::to_string(i));
+  start(64);
+
+  // 1, 2, 3 and 1 slices again (128 devices fill one), 25 rounds per pool.
+  const std::array<int, 4> sizes = {5, 200, 300, 7};
+  for (int round = 0; round < 25; ++round) {
+    for (int i = 0; i < 8; ++i) {
+      putPool("node-" + std::to_string(i), sizes[(round + i) % sizes.size()]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_TRUE(controller_->waitIdleForTest());
+  std::lock_guard lock(mu);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  for (int i = 0; i < 8; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    EXPECT_EQ(store_.status({"gpu.example.com", node})->phase, PoolPhase::kPublished) << node;
+  }
+  EXPECT_GT(api_.countWrites(), 100U) << "the pools changed shape many times";
 }
 
 }  // namespace
