@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <mutex>
@@ -74,6 +75,16 @@ constexpr double kBatchWindowMs = 10.0;
 constexpr double kRssPer10kAimMiB = 20.0;
 constexpr double kWindowTarget = 2.0;  // 1 -> 16 window, in single-update round trips
 
+// Requests in flight of the direct-write baselines (--parallel): upstream
+// publishes from one process per node, so a burst has about every write in
+// flight at once; 64 is also what the controller's inventory server takes
+// from one client address by default, below.
+constexpr int kDefaultParallel = 64;
+// The controller's default --inventory-max-connections-per-client. Every
+// push of the benchmark comes from one address, so a --parallel above it
+// raises the controller's limit for workload 3's connections.
+constexpr int kConnectionsPerClient = 64;
+
 // How often the controller's /metrics is read while waiting for a publish:
 // the reported time is late by at most this much.
 constexpr auto kPollPeriod = std::chrono::milliseconds(50);
@@ -86,7 +97,12 @@ constexpr double kNoopMinSeconds = 3.0;
 struct Options {
   int workload = 0;  // 0: all
   double scale = 1.0;
-  int workers = 4;
+  // The controller's --workers; unset: not passed, so that the controller
+  // runs with its own default (which follows its API budget).
+  std::optional<int> workers;
+  // Requests in flight of the direct-write baselines (kDefaultParallel), not
+  // tied to the controller's workers.
+  int parallel = kDefaultParallel;
   double qps = 500;
   int burst = 1000;
   int connections = 8;
@@ -111,7 +127,11 @@ each workload as a ratio to a baseline measured in the same run.
   --workload=N         run only workload N (1 initial sync, 2 no-op, 3 churn,
                        4 scale, 5 push API, 6 incomplete window); default: all
   --scale=F            multiply pool counts by F (e.g. 0.05 for a smoke run)
-  --workers=N          controller --workers and baseline concurrency (4)
+  --workers=N          pass --workers=N to the controller (default: not passed,
+                       the controller's own default)
+  --parallel=N         requests in flight of the direct-write baselines of
+                       workloads 1, 3 and 4, and push connections of
+                       workload 3 (64)
   --qps=Q --burst=B    client rate limit of controller and baseline (500/1000)
   --connections=N      push connections (8)
   --push-seconds=S     duration of each push-API measurement (10)
@@ -138,6 +158,8 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
         o.scale = std::stod(value);
       } else if (name == "--workers") {
         o.workers = std::stoi(value);
+      } else if (name == "--parallel") {
+        o.parallel = std::stoi(value);
       } else if (name == "--qps") {
         o.qps = std::stod(value);
       } else if (name == "--burst") {
@@ -175,8 +197,10 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
   if (!(o.scale > 0 && o.scale <= 1)) {
     return invalidArgument("--scale must be in (0, 1]");
   }
-  if (o.workers < 1 || o.connections < 1 || o.burst < 1 || o.qps <= 0 || o.push_seconds <= 0) {
-    return invalidArgument("--workers, --connections, --burst, --qps, --push-seconds must be > 0");
+  if (o.workers.value_or(1) < 1 || o.parallel < 1 || o.connections < 1 || o.burst < 1 ||
+      o.qps <= 0 || o.push_seconds <= 0) {
+    return invalidArgument(
+        "--workers, --parallel, --connections, --burst, --qps, --push-seconds must be > 0");
   }
   return o;
 }
@@ -311,6 +335,37 @@ std::vector<std::pair<int64_t, double>> curveOf(std::vector<double> done) {
   return out;
 }
 
+// Calls `fn` with 0 .. count - 1 from min(threads, count) threads, each
+// taking the next index when its call returns: how the direct-write
+// baselines keep `threads` requests in flight. The first error stops the
+// threads from taking more and is returned.
+Status forEachInParallel(size_t count, int threads, const std::function<Status(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status failure;
+  std::vector<std::thread> running;
+  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
+  running.reserve(n);
+  for (size_t t = 0; t < n; ++t) {
+    running.emplace_back([&] {
+      for (size_t i = next++; i < count; i = next++) {
+        Status s = fn(i);
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (failure.ok()) {
+            failure = std::move(s);
+          }
+          next = count;
+        }
+      }
+    });
+  }
+  for (std::thread& t : running) {
+    t.join();
+  }
+  return failure;
+}
+
 class Bench {
  public:
   explicit Bench(Options options) : o_(std::move(options)), clock_(RealClock::instance()) {}
@@ -340,9 +395,10 @@ class Bench {
   // Pushes every pool (no wait) from the push connections and waits until
   // the controller has published `expect` more pools.
   StatusOr<PublishRun> pushAndWait(const std::vector<BenchPool>& pools, int64_t expect);
-  // Creates the baseline's slices of `pools` directly with our client, at
-  // the controller's concurrency and rate limit. With `get_node`, each
-  // node-local pool first reads its Node, as the controller does.
+  // Creates the baseline's slices of `pools` directly with our client,
+  // --parallel requests in flight, at the controller's rate limit. With
+  // `get_node`, each node-local pool first reads its Node, as the controller
+  // does.
   StatusOr<BaselineRun> baselineCreate(const std::vector<BenchPool>& pools, bool get_node = false);
   // Checks the controller's slices of every driver in `pools` against them.
   StatusOr<CheckReport> checkController(const std::vector<BenchPool>& pools);
@@ -409,8 +465,11 @@ Status Bench::freshController(const std::string& name, const std::filesystem::pa
   s.kubeconfig = cluster_->kubeconfig();
   s.qps = o_.qps;
   s.burst = o_.burst;
-  s.workers = o_.workers;
+  s.workers = o_.workers.value_or(0);
   s.extra_args = std::move(extra_args);
+  if (o_.parallel > kConnectionsPerClient) {
+    s.extra_args.push_back("--inventory-max-connections-per-client=" + std::to_string(o_.parallel));
+  }
   const std::filesystem::path log =
       o_.out_dir / "logs" /
       ("controller-" + std::to_string(++controller_runs_) + "-" + name + ".log");
@@ -524,48 +583,27 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
 
   BaselineRun run;
   run.pool_done.assign(pools.size(), 0);
-  std::atomic<size_t> next{0};
   std::atomic<int64_t> writes{0};
-  std::mutex mu;
-  Status failure;
   const double cpu0 = selfCpuSeconds();
   const double apiserver0 = processCpuSeconds(cluster_->apiserverPid());
   const Clock::TimePoint start = clock_.now();
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(o_.workers));
-  for (int w = 0; w < o_.workers; ++w) {
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < pools.size(); i = next++) {
-        if (get_node && pools[i].kind == PoolKind::kGpu) {
-          StatusOr<client::Node> node = api->getNode(pools[i].node_or_fabric);
-          if (!node.ok()) {
-            std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) {
-              failure = node.status().withContext("baseline get Node");
-            }
-            next = pools.size();
-            break;
-          }
-        }
-        for (const client::ResourceSlice& s : slices[i]) {
-          StatusOr<client::ResourceSlice> created = api->createResourceSlice(s);
-          if (!created.ok()) {
-            std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) {
-              failure = created.status().withContext("baseline create");
-            }
-            next = pools.size();
-            break;
-          }
-          ++writes;
-        }
-        run.pool_done[i] = std::chrono::duration<double>(clock_.now() - start).count();
+  Status failure = forEachInParallel(pools.size(), o_.parallel, [&](size_t i) -> Status {
+    if (get_node && pools[i].kind == PoolKind::kGpu) {
+      StatusOr<client::Node> node = api->getNode(pools[i].node_or_fabric);
+      if (!node.ok()) {
+        return node.status().withContext("baseline get Node");
       }
-    });
-  }
-  for (std::thread& t : threads) {
-    t.join();
-  }
+    }
+    for (const client::ResourceSlice& s : slices[i]) {
+      StatusOr<client::ResourceSlice> created = api->createResourceSlice(s);
+      if (!created.ok()) {
+        return created.status().withContext("baseline create");
+      }
+      ++writes;
+    }
+    run.pool_done[i] = std::chrono::duration<double>(clock_.now() - start).count();
+    return okStatus();
+  });
   run.seconds = std::chrono::duration<double>(clock_.now() - start).count();
   run.client_cpu = selfCpuSeconds() - cpu0;
   run.apiserver_cpu = processCpuSeconds(cluster_->apiserverPid()) - apiserver0;
@@ -805,9 +843,9 @@ Status Bench::workloadNoop() {
 }
 
 // Workload 3: one attribute of one device changed in each of 200 pools,
-// pushed with ?wait= from one connection per worker; latency is push to
-// published as the driver sees it. Baseline: the same one-slice updates made
-// directly, at the same concurrency.
+// pushed with ?wait= from min(--parallel, pools) connections; latency is push
+// to published as the driver sees it. Baseline: the same one-slice updates
+// made directly, as many in flight.
 Status Bench::workloadChurn() {
   const std::string w = "3 churn";
   RETURN_IF_ERROR(ensureInitialInventory());
@@ -836,9 +874,12 @@ Status Bench::workloadChurn() {
   for (size_t j = 0; j < chosen.size(); ++j) {
     requests.push_back({"PUT", initial_[chosen[j]].target("wait=60s"), bodies[j]});
   }
-  progress(w + ": " + std::to_string(k) + " pools, controller");
+  // As many push connections as the baseline has requests in flight.
+  const int connections = static_cast<int>(std::min(k, static_cast<size_t>(o_.parallel)));
+  progress(w + ": " + std::to_string(k) + " pools, controller, " + std::to_string(connections) +
+           " connections");
   ASSIGN_OR_RETURN(const Counters before, counters());
-  LoadResult c = runOnce("127.0.0.1", controller_->inventoryPort(), requests, o_.workers, clock_);
+  LoadResult c = runOnce("127.0.0.1", controller_->inventoryPort(), requests, connections, clock_);
   clock_.sleepFor(kSettle);
   ASSIGN_OR_RETURN(const Counters after, counters());
   const Counters d = after - before;
@@ -881,30 +922,12 @@ Status Bench::workloadChurn() {
       updates.push_back(std::move(next));
     }
     std::vector<double> latency(updates.size(), 0);
-    std::atomic<size_t> next{0};
-    std::mutex mu;
-    Status failure;
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<size_t>(o_.workers));
-    for (int t = 0; t < o_.workers; ++t) {
-      threads.emplace_back([&] {
-        for (size_t i = next++; i < updates.size(); i = next++) {
-          const Clock::TimePoint sent = clock_.now();
-          StatusOr<client::ResourceSlice> stored = api->updateResourceSlice(updates[i]);
-          latency[i] = std::chrono::duration<double, std::milli>(clock_.now() - sent).count();
-          if (!stored.ok()) {
-            std::lock_guard<std::mutex> lock(mu);
-            if (failure.ok()) {
-              failure = stored.status().withContext("baseline update");
-            }
-          }
-        }
-      });
-    }
-    for (std::thread& t : threads) {
-      t.join();
-    }
-    RETURN_IF_ERROR(failure);
+    RETURN_IF_ERROR(forEachInParallel(updates.size(), connections, [&](size_t i) -> Status {
+      const Clock::TimePoint sent = clock_.now();
+      StatusOr<client::ResourceSlice> stored = api->updateResourceSlice(updates[i]);
+      latency[i] = std::chrono::duration<double, std::milli>(clock_.now() - sent).count();
+      return stored.status().withContext("baseline update");
+    }));
     RETURN_IF_ERROR(cluster_->deleteSlices(kBaselineLabel));
 
     const double c50 = quantile(c.latency_ms, 0.5);
@@ -1128,10 +1151,12 @@ void Bench::writeReport(double total_seconds) {
   std::ostringstream md;
   md << "Run " << formatTime(clock_.systemNow()) << " on " << std::thread::hardware_concurrency()
      << " CPUs (" << cpuModel() << "), load average " << load_before_ << " before and "
-     << loadAverage() << " after; scale " << o_.scale << ", --workers=" << o_.workers
-     << ", --kube-api-qps=" << fixed(o_.qps, 0) << " --kube-api-burst=" << o_.burst
-     << " (controller and baseline), " << o_.connections << " push connections; "
-     << secs(total_seconds) << " in all.\n\n";
+     << loadAverage() << " after; scale " << o_.scale << ", "
+     << (o_.workers ? "--workers=" + std::to_string(*o_.workers)
+                    : std::string("controller --workers default"))
+     << ", baseline parallelism " << o_.parallel << ", --kube-api-qps=" << fixed(o_.qps, 0)
+     << " --kube-api-burst=" << o_.burst << " (controller and baseline), " << o_.connections
+     << " push connections; " << secs(total_seconds) << " in all.\n\n";
   md << "| workload | metric | controller | baseline | ratio | target | |\n";
   md << "|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows_) {
