@@ -33,6 +33,7 @@
 #include "test/bench/controller_process.h"
 #include "test/bench/http_load.h"
 #include "test/bench/inventory.h"
+#include "test/bench/slice_watch.h"
 
 #ifndef RSC_SOURCE_ROOT
 #define RSC_SOURCE_ROOT "."
@@ -1256,8 +1257,8 @@ StatusOr<double> Bench::windowOfGrowth(const std::string& name, int slices) {
     return internalError("window pool " + name + " not published " + first.first_error);
   }
 
-  // Watch the driver's slices from now on; record when each slice of the
-  // pool arrives at a generation above the one just published.
+  // Watch the driver's slices from now on: when each slice of the pool
+  // arrives at a generation above the one just published.
   client::ListOptions list_options;
   list_options.field_selector = std::string("spec.driver=") + kWindowDriver;
   ASSIGN_OR_RETURN(client::ResourceSliceList listed,
@@ -1266,56 +1267,24 @@ StatusOr<double> Bench::windowOfGrowth(const std::string& name, int slices) {
   for (const client::ResourceSlice& s : listed.items) {
     if (s.spec.pool.name == name) published = std::max(published, s.spec.pool.generation);
   }
-  std::mutex mu;
-  std::vector<Clock::TimePoint> arrivals;
-  std::map<std::string, bool> seen;
-  client::ListOptions watch_options = list_options;
-  watch_options.resource_version = listed.resource_version;
-  std::stop_source stop;
-  std::thread watcher([&] {
-    (void)cluster_->api().watchResourceSlices(
-        watch_options,
-        [&](const client::WatchEvent<client::ResourceSlice>& e) {
-          const Clock::TimePoint now = clock_.now();
-          if (e.type != client::WatchEventType::kAdded &&
-              e.type != client::WatchEventType::kModified) {
-            return true;
-          }
-          if (e.object.spec.pool.name != name || e.object.spec.pool.generation <= published) {
-            return true;
-          }
-          std::lock_guard<std::mutex> lock(mu);
-          if (!seen[e.object.metadata.name]) {
-            seen[e.object.metadata.name] = true;
-            arrivals.push_back(now);
-          }
-          return true;
-        },
-        stop.get_token());
-  });
+  SliceWatch watch(
+      cluster_->api(), list_options, listed.resource_version,
+      [&](client::WatchEventType, const client::ResourceSlice& s) {
+        return s.spec.pool.name == name && s.spec.pool.generation > published;
+      },
+      clock_);
   const std::string grown =
       windowPoolBody(static_cast<int>(client::kResourceSliceMaxDevices) * slices);
   LoadResult second = runOnce("127.0.0.1", port, {{"PUT", target, grown}}, 1, clock_);
-  const Clock::TimePoint deadline = clock_.now() + std::chrono::seconds(30);
-  size_t got = 0;
-  while (clock_.now() < deadline) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      got = arrivals.size();
-    }
-    if (got >= static_cast<size_t>(slices)) break;
-    clock_.sleepFor(std::chrono::milliseconds(10));
-  }
-  stop.request_stop();
-  watcher.join();
   if (second.count(200) != 1) {
     return internalError("grown window pool " + name + " not published " + second.first_error);
   }
-  if (got < static_cast<size_t>(slices)) {
-    return internalError("window pool " + name + ": saw " + std::to_string(got) + " of " +
-                         std::to_string(slices) + " slices at the new generation");
+  StatusOr<std::vector<Clock::TimePoint>> arrivals =
+      watch.waitFor(static_cast<size_t>(slices), std::chrono::seconds(30));
+  if (!arrivals.ok()) {
+    return arrivals.status().withContext("window pool " + name + " at the new generation");
   }
-  const auto [lo, hi] = std::minmax_element(arrivals.begin(), arrivals.end());
+  const auto [lo, hi] = std::minmax_element(arrivals->begin(), arrivals->end());
   return std::chrono::duration<double, std::milli>(*hi - *lo).count();
 }
 
