@@ -367,6 +367,24 @@ Status forEachInParallel(size_t count, int threads, const std::function<Status(s
   return failure;
 }
 
+// `k` of `n` positions (k <= n), spread evenly over them: the pools a
+// change touches, from all over the inventory.
+std::vector<size_t> spread(size_t n, size_t k) {
+  std::vector<size_t> out;
+  out.reserve(k);
+  for (size_t i = 0; i < k; ++i) {
+    out.push_back(i * n / k);
+  }
+  return out;
+}
+
+// The writes of one attribute changed in `pools` one-slice pools: one update
+// each, nothing else, and no generation bumped.
+bool minimalUpdates(const Counters& d, size_t pools, int64_t bumped) {
+  const auto n = static_cast<double>(pools);
+  return d.updates == n && d.writes == d.updates && d.apiserver == n && bumped == 0;
+}
+
 class Bench {
  public:
   explicit Bench(Options options) : o_(std::move(options)), clock_(RealClock::instance()) {}
@@ -403,6 +421,28 @@ class Bench {
   StatusOr<BaselineRun> baselineCreate(const std::vector<BenchPool>& pools, bool get_node = false);
   // Checks the controller's slices of every driver in `pools` against them.
   StatusOr<CheckReport> checkController(const std::vector<BenchPool>& pools);
+  // The baseline's slices of `pool` (its driver's *.example.net twin, owned
+  // by its Node).
+  std::vector<client::ResourceSlice> baselineSlicesOf(const BenchPool& pool) const;
+  // The indices of initial_'s node-local (one-slice) pools, in order.
+  std::vector<size_t> gpuPools() const;
+  // How many of the controller's pools in `report` are at another
+  // generation than the initial inventory's.
+  int64_t bumpedGenerations(const CheckReport& report) const;
+  // The baseline's slices of `pools`, created directly as the admin (not
+  // measured) for a workload that then changes them; each pool's first
+  // slice as stored.
+  StatusOr<std::vector<client::ResourceSlice>> createBaselineSlices(
+      const std::vector<BenchPool>& pools);
+  // The update of `stored` (a pool's first baseline slice) to `pool`'s
+  // content now.
+  client::ResourceSlice baselineUpdate(const BenchPool& pool,
+                                       const client::ResourceSlice& stored) const;
+  // Opens --parallel connections of a new baseline client (as many reads at
+  // once), as a publisher that has been running has them open, and waits
+  // until the reads' tokens are back in its rate limiter: for the workloads
+  // that time changes against a controller that has been running (3, 7).
+  Status openConnections(client::KubeApi& api);
   StatusOr<MinimalServerProcess*> minimalServer();
   std::unique_ptr<client::RestKubeApi> baselineApi(
       std::unique_ptr<client::HttpTransport>* transport, Status* status);
@@ -573,9 +613,7 @@ StatusOr<BaselineRun> Bench::baselineCreate(const std::vector<BenchPool>& pools,
   std::vector<std::vector<client::ResourceSlice>> slices;
   slices.reserve(pools.size());
   for (const BenchPool& p : pools) {
-    auto uid = node_uids_.find(p.node_or_fabric);
-    slices.push_back(baselineSlices(p, baselineDriver(p.driver), kBaselineLabel,
-                                    uid == node_uids_.end() ? "" : uid->second));
+    slices.push_back(baselineSlicesOf(p));
   }
   Status made;
   std::unique_ptr<client::HttpTransport> transport;
@@ -621,6 +659,74 @@ StatusOr<CheckReport> Bench::checkController(const std::vector<BenchPool>& pools
     expected.push_back(&p);
   }
   return checkSlices(live, expected, node_uids_);
+}
+
+std::vector<client::ResourceSlice> Bench::baselineSlicesOf(const BenchPool& pool) const {
+  auto uid = node_uids_.find(pool.node_or_fabric);
+  return baselineSlices(pool, baselineDriver(pool.driver), kBaselineLabel,
+                        uid == node_uids_.end() ? "" : uid->second);
+}
+
+std::vector<size_t> Bench::gpuPools() const {
+  std::vector<size_t> gpu;
+  for (size_t i = 0; i < initial_.size(); ++i) {
+    if (initial_[i].kind == PoolKind::kGpu) {
+      gpu.push_back(i);
+    }
+  }
+  return gpu;
+}
+
+int64_t Bench::bumpedGenerations(const CheckReport& report) const {
+  int64_t bumped = 0;
+  for (const auto& [pool, generation] : report.generations) {
+    auto it = initial_generations_.find(pool);
+    if (it != initial_generations_.end() && it->second != generation) {
+      ++bumped;
+    }
+  }
+  return bumped;
+}
+
+StatusOr<std::vector<client::ResourceSlice>> Bench::createBaselineSlices(
+    const std::vector<BenchPool>& pools) {
+  std::vector<client::ResourceSlice> first(pools.size());
+  RETURN_IF_ERROR(forEachInParallel(pools.size(), o_.parallel, [&](size_t j) -> Status {
+    const BenchPool& p = pools[j];
+    const std::vector<client::ResourceSlice> slices = baselineSlicesOf(p);
+    for (size_t s = 0; s < slices.size(); ++s) {
+      StatusOr<client::ResourceSlice> stored = cluster_->api().createResourceSlice(slices[s]);
+      if (!stored.ok()) {
+        return stored.status().withContext("create the baseline's slices of " + p.name);
+      }
+      if (s == 0) {
+        first[j] = std::move(*stored);
+      }
+    }
+    return okStatus();
+  }));
+  return first;
+}
+
+client::ResourceSlice Bench::baselineUpdate(const BenchPool& pool,
+                                            const client::ResourceSlice& stored) const {
+  client::ResourceSlice next = baselineSlicesOf(pool)[0];
+  next.metadata = stored.metadata;
+  return next;
+}
+
+Status Bench::openConnections(client::KubeApi& api) {
+  client::ListOptions options;
+  options.label_selector = std::string(kManagedByKey) + "=" + kBaselineLabel;
+  options.limit = 1;
+  RETURN_IF_ERROR(
+      forEachInParallel(static_cast<size_t>(o_.parallel), o_.parallel, [&](size_t) -> Status {
+        return api.listResourceSlices(options).status().withContext(
+            "open the baseline's connections");
+      }));
+  clock_.sleepFor(std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::duration<double>(static_cast<double>(o_.parallel) / o_.qps)));
+  return okStatus();
 }
 
 Status Bench::ensureInitialInventory() {
@@ -850,16 +956,11 @@ Status Bench::workloadNoop() {
 Status Bench::workloadChurn() {
   const std::string w = "3 churn";
   RETURN_IF_ERROR(ensureInitialInventory());
-  std::vector<size_t> gpu;
-  for (size_t i = 0; i < initial_.size(); ++i) {
-    if (initial_[i].kind == PoolKind::kGpu) {
-      gpu.push_back(i);
-    }
-  }
+  const std::vector<size_t> gpu = gpuPools();
   const size_t k = std::min(gpu.size(), static_cast<size_t>(scaled(kChurnPools, o_.scale)));
   std::vector<size_t> chosen;
-  for (size_t i = 0; i < k; ++i) {
-    chosen.push_back(gpu[i * gpu.size() / k]);
+  for (size_t at : spread(gpu.size(), k)) {
+    chosen.push_back(gpu[at]);
   }
   std::vector<BenchPool> old_pools;
   for (size_t i : chosen) {
@@ -890,37 +991,21 @@ Status Bench::workloadChurn() {
   }
   progress(w + ": checking the published slices");
   ASSIGN_OR_RETURN(CheckReport report, checkController(initial_));
-  int64_t bumped = 0;
-  for (const auto& [pool, generation] : report.generations) {
-    auto it = initial_generations_.find(pool);
-    if (it != initial_generations_.end() && it->second != generation) {
-      ++bumped;
-    }
-  }
+  const int64_t bumped = bumpedGenerations(report);
 
   // Baseline: the old slices created (not measured), then updated.
   progress(w + ": baseline");
-  std::vector<std::vector<client::ResourceSlice>> created(old_pools.size());
+  ASSIGN_OR_RETURN(const std::vector<client::ResourceSlice> created,
+                   createBaselineSlices(old_pools));
   {
     Status made;
     std::unique_ptr<client::HttpTransport> transport;
     std::unique_ptr<client::RestKubeApi> api = baselineApi(&transport, &made);
     RETURN_IF_ERROR(made);
-    for (size_t j = 0; j < old_pools.size(); ++j) {
-      const BenchPool& p = old_pools[j];
-      for (const client::ResourceSlice& s : baselineSlices(
-               p, baselineDriver(p.driver), kBaselineLabel, node_uids_[p.node_or_fabric])) {
-        ASSIGN_OR_RETURN(client::ResourceSlice stored, cluster_->api().createResourceSlice(s));
-        created[j].push_back(std::move(stored));
-      }
-    }
+    RETURN_IF_ERROR(openConnections(*api));
     std::vector<client::ResourceSlice> updates;
     for (size_t j = 0; j < chosen.size(); ++j) {
-      const BenchPool& p = initial_[chosen[j]];
-      client::ResourceSlice next = baselineSlices(p, baselineDriver(p.driver), kBaselineLabel,
-                                                  node_uids_[p.node_or_fabric])[0];
-      next.metadata = created[j][0].metadata;
-      updates.push_back(std::move(next));
+      updates.push_back(baselineUpdate(initial_[chosen[j]], created[j]));
     }
     std::vector<double> latency(updates.size(), 0);
     RETURN_IF_ERROR(forEachInParallel(updates.size(), connections, [&](size_t i) -> Status {
@@ -935,8 +1020,7 @@ Status Bench::workloadChurn() {
     const double c99 = quantile(c.latency_ms, 0.99);
     const double b50 = quantile(latency, 0.5);
     const double b99 = quantile(latency, 0.99);
-    const bool minimal = d.updates == static_cast<double>(k) && d.writes == d.updates &&
-                         d.apiserver == static_cast<double>(k) && bumped == 0;
+    const bool minimal = minimalUpdates(d, k, bumped);
     add({w + " (" + grouped(static_cast<int64_t>(k)) + " pools, 1 attribute each)",
          "API writes (controller metric / API server); generations bumped",
          writesCell(d) + "; " + std::to_string(bumped),
