@@ -2,10 +2,11 @@
 // through the controller, measured on the real API server from test/cluster
 // and always as a ratio to a baseline measured in the same run (absolute
 // times on a shared two-core machine are not comparable from run to run).
-// Five workloads (RESULTS.md describes each): initial sync, no-op re-push,
-// churn, scale, and the push API. Every time is reported only after the
-// published slices were checked to be complete and exactly as pushed.
-// Single-threaded orchestration; the load runners start their own threads.
+// Seven workloads (RESULTS.md describes each): initial sync, no-op re-push,
+// churn, scale, the push API, the incomplete window and the burst. Every time
+// is reported only after the published slices were checked to be complete and
+// exactly as pushed. Single-threaded orchestration; the load runners start
+// their own threads.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -75,6 +76,22 @@ constexpr double kBatchWindowMs = 10.0;
 // Aim for RSS per 10,000 devices managed (issue 13).
 constexpr double kRssPer10kAimMiB = 20.0;
 constexpr double kWindowTarget = 2.0;  // 1 -> 16 window, in single-update round trips
+// Workload 7, time to the last slice event vs the fully parallel baseline
+// (issue 36).
+constexpr double kBurst200Target = 1.20;
+constexpr double kBurst2000Target = 1.20;
+
+// Workload 7: one attribute of one device changed in this many node-local
+// pools at once (scaled; at most the initial GPU pools), each size with its
+// target.
+struct BurstSize {
+  int pools;
+  double target;
+};
+constexpr std::array<BurstSize, 2> kBursts = {{{200, kBurst200Target}, {2000, kBurst2000Target}}};
+// The sides of each burst size in turn (B baseline, C controller): they
+// alternate, as in workload 1, so that drift of the machine falls on both.
+constexpr std::string_view kBurstSequence = "BCBCB";
 
 // Requests in flight of the direct-write baselines (--parallel): upstream
 // publishes from one process per node, so a burst has about every write in
@@ -126,12 +143,13 @@ Benchmarks resourceslice-controller against a real kube-apiserver (test/cluster)
 each workload as a ratio to a baseline measured in the same run.
 
   --workload=N         run only workload N (1 initial sync, 2 no-op, 3 churn,
-                       4 scale, 5 push API, 6 incomplete window); default: all
+                       4 scale, 5 push API, 6 incomplete window, 7 burst);
+                       default: all
   --scale=F            multiply pool counts by F (e.g. 0.05 for a smoke run)
   --workers=N          pass --workers=N to the controller (default: not passed,
                        the controller's own default)
   --parallel=N         requests in flight of the direct-write baselines of
-                       workloads 1, 3 and 4, and push connections of
+                       workloads 1, 3, 4 and 7, and push connections of
                        workload 3 (64)
   --qps=Q --burst=B    client rate limit of controller and baseline (500/1000)
   --connections=N      push connections (8)
@@ -192,8 +210,8 @@ StatusOr<Options> parseOptions(int argc, char** argv) {
       return invalidArgument(message);
     }
   }
-  if (o.workload < 0 || o.workload > 6) {
-    return invalidArgument("--workload must be 1..6");
+  if (o.workload < 0 || o.workload > 7) {
+    return invalidArgument("--workload must be 1..7");
   }
   if (!(o.scale > 0 && o.scale <= 1)) {
     return invalidArgument("--scale must be in (0, 1]");
@@ -385,6 +403,43 @@ bool minimalUpdates(const Counters& d, size_t pools, int64_t bumped) {
   return d.updates == n && d.writes == d.updates && d.apiserver == n && bumped == 0;
 }
 
+double meanOf(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) {
+    sum += v;
+  }
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
+template <typename Run>
+std::vector<double> secondsOf(const std::vector<Run>& runs) {
+  std::vector<double> out;
+  out.reserve(runs.size());
+  for (const Run& r : runs) {
+    out.push_back(r.seconds);
+  }
+  return out;
+}
+
+// "5.57 s (5.66 / 5.48)": the mean of runs, then each run; in milliseconds
+// ("58.2 ms (61.0 / 55.3)") when the mean is under a second.
+std::string runsCell(const std::vector<double>& seconds) {
+  const double mean = meanOf(seconds);
+  const bool ms = mean < 1;
+  std::string each;
+  for (double s : seconds) {
+    each += (each.empty() ? "" : " / ") + (ms ? fixed(s * 1e3, 1) : fixed(s, 2));
+  }
+  return (ms ? millis(mean * 1e3) : secs(mean)) + " (" + each + ")";
+}
+
+// Push connections of a burst of `pools` pools: one per pool, up to as
+// many as the controller takes from one address, as the drivers of a burst
+// push at about the same moment.
+int burstConnections(size_t pools) {
+  return static_cast<int>(std::min(pools, static_cast<size_t>(kConnectionsPerClient)));
+}
+
 class Bench {
  public:
   explicit Bench(Options options) : o_(std::move(options)), clock_(RealClock::instance()) {}
@@ -398,10 +453,30 @@ class Bench {
   Status workloadScale();
   Status workloadPushApi();
   Status workloadWindow();
+  Status workloadBurst();
   // Grows pool `name` of kWindowDriver from one full slice to `slices` on the
   // running controller; returns the milliseconds from the first to the last
   // watch event of the new generation.
   StatusOr<double> windowOfGrowth(const std::string& name, int slices);
+  // One burst of workload 7 on each side: the pools of initial_ at `chosen`
+  // changed, pushed at once to the running controller, and checked; or the
+  // baseline's `pools` at `chosen` changed and their slices (`stored`, kept
+  // up to date) updated directly.
+  struct BurstRun {
+    double seconds = 0;
+    Counters writes;
+    int64_t bumped = 0;
+  };
+  StatusOr<BurstRun> burstController(const std::vector<size_t>& chosen);
+  StatusOr<double> burstDirect(std::vector<BenchPool>& pools,
+                               std::vector<client::ResourceSlice>& stored,
+                               const std::vector<size_t>& chosen);
+  // Seconds from calling `send` to the last of `changed`'s slices arriving
+  // with its new content (BenchPool::carriesRevision) in a MODIFIED event
+  // of a watch of the slices labelled `managed_by`, opened before.
+  StatusOr<double> timeToLastEvent(const std::string& managed_by,
+                                   const std::vector<const BenchPool*>& changed,
+                                   const std::function<Status()>& send);
 
   // A fresh controller: stops the running one and deletes every slice it
   // managed, so that the new one starts from an empty cache.
@@ -829,20 +904,13 @@ Status Bench::workloadInitialSync() {
     }
     return sum / static_cast<double>(list.size());
   };
-  auto each = [](const auto& list) {
-    std::string out;
-    for (const auto& x : list) {
-      out += (out.empty() ? "" : " / ") + fixed(x.seconds, 2);
-    }
-    return out;
-  };
-  const double c = mean(runs, [](const PublishRun& r) { return r.seconds; });
-  const double base = mean(bases, [](const BaselineRun& r) { return r.seconds; });
+  const double c = meanOf(secondsOf(runs));
+  const double base = meanOf(secondsOf(bases));
   const double r = c / base;
   const std::string label = w + " (" + grouped(static_cast<int64_t>(initial_.size())) + " pools, " +
                             grouped(devices) + " devices, " + grouped(slices) + " slices)";
-  add({label, "time to all published (mean of runs: each run)", secs(c) + " (" + each(runs) + ")",
-       secs(base) + " (" + each(bases) + ")", ratio(r), "<= " + fixed(kInitialSyncTarget, 2) + "x",
+  add({label, "time to all published (mean of runs: each run)", runsCell(secondsOf(runs)),
+       runsCell(secondsOf(bases)), ratio(r), "<= " + fixed(kInitialSyncTarget, 2) + "x",
        r <= kInitialSyncTarget ? "met" : "MISSED"});
   bool minimal = true;
   std::string writes;
@@ -862,9 +930,9 @@ Status Bench::workloadInitialSync() {
   add({"", "baseline that also GETs each pool's Node, as the controller does", secs(c),
        secs(with_get->seconds), ratio(c / with_get->seconds), "", ""});
   if (!compare_runs.empty()) {
-    const double cc = mean(compare_runs, [](const PublishRun& x) { return x.seconds; });
+    const double cc = meanOf(secondsOf(compare_runs));
     add({"", "--compare " + o_.compare.string() + ": time; reconciles; GETs",
-         secs(cc) + " (" + each(compare_runs) + "); " +
+         runsCell(secondsOf(compare_runs)) + "; " +
              grouped(static_cast<int64_t>(compare_deltas.front().reconciles)) + "; " +
              grouped(static_cast<int64_t>(compare_deltas.front().gets)),
          secs(base), ratio(cc / base), "", ""});
@@ -1293,17 +1361,18 @@ int Bench::run(const std::string& self) {
   }
   cluster_ = std::move(*cluster);
 
-  const std::array<std::pair<int, Status (Bench::*)()>, 6> workloads = {{
+  const std::array<std::pair<int, Status (Bench::*)()>, 7> workloads = {{
       {1, &Bench::workloadInitialSync},
       {2, &Bench::workloadNoop},
       {3, &Bench::workloadChurn},
       {4, &Bench::workloadScale},
       {5, &Bench::workloadPushApi},
       {6, &Bench::workloadWindow},
+      {7, &Bench::workloadBurst},
   }};
-  const std::array<const char*, 7> names = {
-      "",        "1 initial sync", "2 no-op re-push",    "3 churn",
-      "4 scale", "5 push API",     "6 incomplete window"};
+  const std::array<const char*, 8> names = {
+      "",        "1 initial sync", "2 no-op re-push",     "3 churn",
+      "4 scale", "5 push API",     "6 incomplete window", "7 burst"};
   for (const auto& [n, fn] : workloads) {
     if (o_.workload != 0 && o_.workload != n) {
       continue;
@@ -1460,6 +1529,164 @@ Status Bench::workloadWindow() {
     add(row);
   }
   return okStatus();
+}
+
+StatusOr<double> Bench::timeToLastEvent(const std::string& managed_by,
+                                        const std::vector<const BenchPool*>& changed,
+                                        const std::function<Status()>& send) {
+  std::map<std::string, const BenchPool*> by_name;
+  for (const BenchPool* p : changed) {
+    by_name[p->name] = p;
+  }
+  client::ListOptions options;
+  options.label_selector = std::string(kManagedByKey) + "=" + managed_by;
+  // Only the list's resourceVersion matters: the watch starts there.
+  client::ListOptions probe = options;
+  probe.limit = 1;
+  ASSIGN_OR_RETURN(const client::ResourceSliceList listed,
+                   cluster_->api().listResourceSlices(probe));
+  SliceWatch watch(
+      cluster_->api(), options, listed.resource_version,
+      [&](client::WatchEventType type, const client::ResourceSlice& s) {
+        auto it = by_name.find(s.spec.pool.name);
+        return type == client::WatchEventType::kModified && it != by_name.end() &&
+               it->second->carriesRevision(s);
+      },
+      clock_);
+  const Clock::TimePoint start = clock_.now();
+  RETURN_IF_ERROR(send());
+  const auto timeout = std::chrono::seconds(120) +
+                       std::chrono::milliseconds(50) * static_cast<int64_t>(by_name.size());
+  ASSIGN_OR_RETURN(const std::vector<Clock::TimePoint> arrivals,
+                   watch.waitFor(by_name.size(), timeout));
+  return std::chrono::duration<double>(arrivals.back() - start).count();
+}
+
+StatusOr<Bench::BurstRun> Bench::burstController(const std::vector<size_t>& chosen) {
+  std::vector<const BenchPool*> changed;
+  std::vector<std::string> bodies;
+  for (size_t i : chosen) {
+    ++initial_[i].revision;
+    changed.push_back(&initial_[i]);
+    bodies.push_back(initial_[i].body());
+  }
+  std::vector<LoadRequest> requests;
+  for (size_t j = 0; j < chosen.size(); ++j) {
+    requests.push_back({"PUT", initial_[chosen[j]].target(), bodies[j]});
+  }
+  const int connections = burstConnections(chosen.size());
+  BurstRun run;
+  ASSIGN_OR_RETURN(const Counters before, counters());
+  ASSIGN_OR_RETURN(
+      run.seconds, timeToLastEvent(kControllerLabel, changed, [&]() -> Status {
+        const LoadResult pushed =
+            runOnce("127.0.0.1", controller_->inventoryPort(), requests, connections, clock_);
+        const int64_t accepted = pushed.count(200) + pushed.count(202);
+        if (accepted != static_cast<int64_t>(requests.size())) {
+          return internalError("burst pushes: " + std::to_string(requests.size() - accepted) +
+                               " not accepted " + pushed.first_error);
+        }
+        return okStatus();
+      }));
+  clock_.sleepFor(kSettle);
+  ASSIGN_OR_RETURN(const Counters after, counters());
+  run.writes = after - before;
+  ASSIGN_OR_RETURN(const CheckReport report, checkController(initial_));
+  run.bumped = bumpedGenerations(report);
+  return run;
+}
+
+StatusOr<double> Bench::burstDirect(std::vector<BenchPool>& pools,
+                                    std::vector<client::ResourceSlice>& stored,
+                                    const std::vector<size_t>& chosen) {
+  std::vector<const BenchPool*> changed;
+  std::vector<client::ResourceSlice> updates;
+  for (size_t at : chosen) {
+    ++pools[at].revision;
+    changed.push_back(&pools[at]);
+    updates.push_back(baselineUpdate(pools[at], stored[at]));
+  }
+  Status made;
+  std::unique_ptr<client::HttpTransport> transport;
+  std::unique_ptr<client::RestKubeApi> api = baselineApi(&transport, &made);
+  RETURN_IF_ERROR(made);
+  RETURN_IF_ERROR(openConnections(*api));
+  return timeToLastEvent(kBaselineLabel, changed, [&] {
+    return forEachInParallel(updates.size(), o_.parallel, [&](size_t j) -> Status {
+      StatusOr<client::ResourceSlice> updated = api->updateResourceSlice(updates[j]);
+      if (!updated.ok()) {
+        return updated.status().withContext("baseline update");
+      }
+      stored[chosen[j]] = std::move(*updated);
+      return okStatus();
+    });
+  });
+}
+
+// Workload 7: one attribute of one device changed in 200 and in 2,000 pools
+// at the same moment, each pushed once (no ?wait) from up to 64 connections;
+// the time from the first push to the last slice event of the new content
+// on a watch of the controller's slices, as a scheduler sees the burst land.
+// Baseline: the same one-slice updates made directly, --parallel in flight,
+// timed the same way on a watch of its own slices. Sides alternate per size
+// (kBurstSequence) and the means are compared.
+Status Bench::workloadBurst() {
+  const std::string w = "7 burst";
+  RETURN_IF_ERROR(ensureInitialInventory());
+  const std::vector<size_t> gpu = gpuPools();
+  // The baseline's own copy of the GPU pools, changed as the controller's
+  // are, and their slices, created once (not measured).
+  progress(w + ": creating the baseline's " + std::to_string(gpu.size()) + " slices");
+  std::vector<BenchPool> direct;
+  for (size_t i : gpu) {
+    direct.push_back(initial_[i]);
+  }
+  ASSIGN_OR_RETURN(std::vector<client::ResourceSlice> stored, createBaselineSlices(direct));
+
+  for (const BurstSize& size : kBursts) {
+    const size_t k = std::min(gpu.size(), static_cast<size_t>(scaled(size.pools, o_.scale)));
+    const std::vector<size_t> at = spread(gpu.size(), k);
+    std::vector<size_t> chosen;
+    for (size_t a : at) {
+      chosen.push_back(gpu[a]);
+    }
+    std::vector<double> base;
+    std::vector<double> controller;
+    std::string writes;
+    std::string bumped;
+    bool minimal = true;
+    for (size_t step = 0; step < kBurstSequence.size(); ++step) {
+      const bool direct_side = kBurstSequence[step] == 'B';
+      progress(w + ": " + std::to_string(k) + " pools, " +
+               (direct_side ? "baseline" : "controller") + " (step " + std::to_string(step + 1) +
+               " of " + std::to_string(kBurstSequence.size()) + ")");
+      if (direct_side) {
+        ASSIGN_OR_RETURN(const double seconds, burstDirect(direct, stored, at));
+        base.push_back(seconds);
+        continue;
+      }
+      ASSIGN_OR_RETURN(const BurstRun run, burstController(chosen));
+      controller.push_back(run.seconds);
+      minimal = minimal && minimalUpdates(run.writes, k, run.bumped);
+      writes += (writes.empty() ? "" : ", ") + writesCell(run.writes);
+      bumped += (bumped.empty() ? "" : ", ") + std::to_string(run.bumped);
+    }
+    const double c = meanOf(controller);
+    const double b = meanOf(base);
+    const double r = c / b;
+    add({w + " (" + grouped(static_cast<int64_t>(k)) + " pools, 1 attribute each, " +
+             std::to_string(burstConnections(k)) + " push connections)",
+         "first push to last slice event (mean of runs: each run)", runsCell(controller),
+         runsCell(base), ratio(r), "<= " + ratio(size.target),
+         r <= size.target ? "met" : "MISSED"});
+    add({"", "API writes (controller metric / API server), each run; generations bumped",
+         writes + "; " + bumped, grouped(static_cast<int64_t>(k)), "",
+         "= " + grouped(static_cast<int64_t>(k)) + "; 0", minimal ? "met" : "MISSED"});
+    if (!minimal) {
+      failed_ = true;
+    }
+  }
+  return cluster_->deleteSlices(kBaselineLabel);
 }
 
 }  // namespace
