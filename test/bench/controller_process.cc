@@ -72,8 +72,10 @@ StatusOr<std::unique_ptr<ControllerProcess>> ControllerProcess::start(
       "--health-probe-bind-address=127.0.0.1:" + std::to_string(health),
       "--kube-api-qps=" + std::to_string(settings.qps),
       "--kube-api-burst=" + std::to_string(settings.burst),
-      "--workers=" + std::to_string(settings.workers),
   };
+  if (settings.workers > 0) {
+    argv.push_back("--workers=" + std::to_string(settings.workers));
+  }
   argv.insert(argv.end(), settings.extra_args.begin(), settings.extra_args.end());
   std::unique_ptr<ControllerProcess> c(
       new ControllerProcess(std::make_unique<testing::Process>(argv, log)));

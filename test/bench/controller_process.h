@@ -34,7 +34,8 @@ struct ControllerSettings {
   std::filesystem::path kubeconfig;
   double qps = 500;
   int burst = 1000;
-  int workers = 4;
+  // --workers; 0: not passed, the controller's own default.
+  int workers = 0;
   std::vector<std::string> extra_args;
 };
 

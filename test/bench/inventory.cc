@@ -63,6 +63,12 @@ Json nicDevice(const std::string& fabric, int pool, int i, int revision) {
       {"capacity", {{"bandwidth", {{"value", "400G"}}}, {"virtualFunctions", {{"value", "16"}}}}}};
 }
 
+// Device `i` of `pool` as pushed.
+Json poolDevice(const BenchPool& pool, int i) {
+  return pool.kind == PoolKind::kGpu ? gpuDevice(pool.index, i, pool.revision)
+                                     : nicDevice(pool.node_or_fabric, pool.index, i, pool.revision);
+}
+
 }  // namespace
 
 std::string baselineDriver(const std::string& driver) {
@@ -83,10 +89,21 @@ std::string nodeName(int index) {
 Json BenchPool::deviceJson() const {
   Json list = Json::array();
   for (int i = 0; i < devices; ++i) {
-    list.push_back(kind == PoolKind::kGpu ? gpuDevice(index, i, revision)
-                                          : nicDevice(node_or_fabric, index, i, revision));
+    list.push_back(poolDevice(*this, i));
   }
   return list;
+}
+
+bool BenchPool::carriesRevision(const client::ResourceSlice& slice) const {
+  const Json want_json = poolDevice(*this, kChurnDevice);
+  const std::string name = want_json["name"];
+  for (const client::DeviceRef& d : slice.spec.devices) {
+    if (d->name() == name) {
+      StatusOr<client::Device> want = client::deviceFromJson(want_json, "devices");
+      return want.ok() && d->decode() == *want;
+    }
+  }
+  return false;
 }
 
 Json BenchPool::nodeSelector() const {

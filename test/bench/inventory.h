@@ -37,6 +37,9 @@ struct BenchPool {
 
   // The device list, as pushed.
   Json deviceJson() const;
+  // Whether `slice` holds the device churn changes as it is at `revision`:
+  // a watch's test that an event carries the pool's new content.
+  bool carriesRevision(const client::ResourceSlice& slice) const;
   // The body of PUT /v1/drivers/{driver}/pools/{pool}.
   std::string body() const;
   // The node selector of a kNic pool (null for kGpu).
