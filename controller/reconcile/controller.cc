@@ -460,7 +460,11 @@ void Controller::startLeading(std::stop_token stop) {
   leading_ = true;
   // Every pool we know of, desired or live, gets a look.
   for (const PoolKey& key : options_.store->keys()) queue_->add(key);
-  for (const SlicePtr& s : informer_->store().list()) enqueueSlice(*s);
+  // Not enqueueSlice(): it may start a worker, which takes mu_; the workers
+  // start below.
+  for (const SlicePtr& s : informer_->store().list()) {
+    queue_->add(PoolKey{s->spec.driver, s->spec.pool.name});
+  }
   reportAdopted();
   log::info("Started leading: reconciling",
             {{"workers", options_.workers},
@@ -571,10 +575,17 @@ bool Controller::processNextItemForTest() { return processNextItem(false); }
 SliceCache& Controller::cacheForTest() { return *cache_; }
 
 bool Controller::waitIdleForTest() {
-  std::unique_lock lock(mu_);
-  const size_t workers = running_workers_;
-  lock.unlock();
-  return queue_->waitIdleForTest(workers, std::chrono::seconds(10));
+  // The number of workers changes while they take keys (extras start), so it
+  // is read again until the queue is idle with as many getters as workers.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    const size_t workers = workerCountForTest();
+    if (queue_->waitIdleForTest(workers, std::chrono::milliseconds(50)) &&
+        workerCountForTest() == workers) {
+      return true;
+    }
+  }
+  return false;
 }
 
 size_t Controller::workerCountForTest() const {

@@ -747,8 +747,8 @@ TEST_F(ControllerWorkersTest, ABurstGetsAWriteInFlightPerPoolUpToTheWorkersAndEx
   ASSERT_TRUE(eventually([&] {
     clock_.advance(std::chrono::seconds(1));
     return threadsNamed("reconcile") == 4;
-  }))
-      << threadsNamed("reconcile") << " reconcile threads after the burst";
+  })) << threadsNamed("reconcile")
+      << " reconcile threads after the burst";
   EXPECT_EQ(controller_->workerCountForTest(), 4U);
 
   // The next burst starts them again.
@@ -756,6 +756,27 @@ TEST_F(ControllerWorkersTest, ABurstGetsAWriteInFlightPerPoolUpToTheWorkersAndEx
   for (int i = 0; i < 8; ++i) putPool("node-" + std::to_string(i), 2);
   ASSERT_TRUE(eventually([&] { return api_.countWrites() == 48; })) << api_.countWrites();
   EXPECT_EQ(api_.maxConcurrentWrites(), 8U);
+}
+
+// Leading starts with slices already live (a restart, a failover): their
+// pools are queued as the workers start, and nothing waits on itself.
+TEST_F(ControllerWorkersTest, LeadingStartsWithLiveSlicesOfManyPools) {
+  for (int i = 0; i < 12; ++i) api_.addNode("node-" + std::to_string(i));
+  for (int i = 0; i < 12; ++i) putPool("node-" + std::to_string(i), 1);
+  {
+    // The slices of another controller term, written before this one starts.
+    ControllerOptions o = manualOptions(api_, clock_, store_);
+    std::unique_ptr<Controller> earlier = startManualController(o);
+    ASSERT_NE(earlier, nullptr);
+    earlier->startLeading();
+    EXPECT_EQ(reconcile::drain(*earlier, clock_), 12);
+    earlier->stop();
+  }
+  ASSERT_EQ(api_.resourceSlices().size(), 12U);
+  start(16);
+  EXPECT_TRUE(controller_->leading());
+  ASSERT_TRUE(controller_->waitIdleForTest());
+  EXPECT_EQ(api_.countWrites(), 12U) << "the earlier term's creates, and nothing since";
 }
 
 // However many workers run, a pool has one reconcile at a time, and its writes
