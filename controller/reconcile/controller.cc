@@ -508,10 +508,11 @@ void Controller::growIfBacklogged() {
   // Keys ready now, or delayed ones that only a waiting worker releases.
   const size_t ready = queue_->len();
   const size_t wanted = ready + (ready == 0 && queue_->delayedLen() > 0 ? 1 : 0);
-  const int free = free_workers_.load();
-  if (free > 0 && wanted <= static_cast<size_t>(free)) return;
+  if (wanted <= static_cast<size_t>(free_workers_.load())) return;
   std::lock_guard lock(mu_);
-  if (!leading_ || stopped_leading_ || queue_->shuttingDown()) return;
+  // Again under mu_: another thread may have just started a worker (it counts
+  // as free from then). stopLeading() clears leading_ under mu_.
+  if (!leading_ || queue_->shuttingDown()) return;
   if (running_workers_ >= static_cast<size_t>(options_.workers)) return;
   if (wanted <= static_cast<size_t>(free_workers_.load())) return;
   startWorkerLocked(true);

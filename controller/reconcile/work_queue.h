@@ -166,8 +166,9 @@ class WorkQueue {
       // Until the earliest delayed key is due, the idle limit, an add, or
       // shutdown.
       Clock::TimePoint until = give_up;
-      if (release_due_in_get_ && !waiting_.empty())
+      if (release_due_in_get_ && !waiting_.empty()) {
         until = std::min(until, waiting_.begin()->first);
+      }
       if (until == Clock::TimePoint::max()) {
         items_cv_.wait(lock);
       } else {
