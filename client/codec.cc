@@ -1,5 +1,7 @@
 #include "client/codec.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -52,6 +54,35 @@ void FieldPath::appendTo(std::string& out) const {
   }
 }
 
+// Keys end with 0x00 0x01 and escape their own 0x00 as 0x00 0xff, so that a
+// key sorts before every longer key it begins and before its own children;
+// indices are 8 bytes, most significant first.
+void FieldPath::appendSortKey(std::string& out) const {
+  if (parent_ != nullptr) {
+    parent_->appendSortKey(out);
+  }
+  if (kind_ == Kind::kIndex) {
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      out.push_back(static_cast<char>((static_cast<uint64_t>(index_) >> shift) & 0xff));
+    }
+    return;
+  }
+  for (char c : text_) {
+    out.push_back(c);
+    if (c == '\0') {
+      out.push_back('\xff');
+    }
+  }
+  out.push_back('\0');
+  out.push_back('\x01');
+}
+
+std::string FieldPath::sortKey() const {
+  std::string out;
+  appendSortKey(out);
+  return out;
+}
+
 std::string FieldPath::toString() const {
   std::string out;
   appendTo(out);
@@ -86,6 +117,11 @@ Status checkTypeMeta(const Json& j, std::string_view api_version, std::string_vi
 namespace codec {
 
 void Problems::add(Class c, const FieldPath& at, std::string_view message) {
+  if (in_path_order_) {
+    unsorted_[index(c)].push_back({at.sortKey(), {at.toString(), std::string(message)}});
+    if (unsorted_[index(c)].size() > 2 * max_details_ + 16) trim(index(c));
+    return;
+  }
   if (details_[index(c)].size() >= max_details_) {
     ++omitted_[index(c)];
     return;
@@ -94,11 +130,48 @@ void Problems::add(Class c, const FieldPath& at, std::string_view message) {
 }
 
 void Problems::add(Class c, std::string field, std::string message) {
+  if (in_path_order_) {
+    FieldPath at(field);
+    unsorted_[index(c)].push_back({at.sortKey(), {std::move(field), std::move(message)}});
+    if (unsorted_[index(c)].size() > 2 * max_details_ + 16) trim(index(c));
+    return;
+  }
   if (details_[index(c)].size() >= max_details_) {
     ++omitted_[index(c)];
     return;
   }
   details_[index(c)].push_back({std::move(field), std::move(message)});
+}
+
+void Problems::trim(size_t c) {
+  auto& kept = unsorted_[c];
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  if (kept.size() > max_details_) {
+    omitted_[c] += kept.size() - max_details_;
+    kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(max_details_), kept.end());
+  }
+}
+
+void Problems::eraseAt(const FieldPath& at) {
+  if (unsorted_[0].empty() && unsorted_[1].empty()) {
+    return;
+  }
+  const std::string prefix = at.sortKey();
+  for (auto& kept : unsorted_) {
+    std::erase_if(kept, [&](const Keyed& k) { return k.key.starts_with(prefix); });
+  }
+}
+
+void Problems::sortByPath() {
+  for (size_t c = 0; c < 2; ++c) {
+    trim(c);
+    for (Keyed& k : unsorted_[c]) {
+      details_[c].push_back(std::move(k.error));
+    }
+    unsorted_[c].clear();
+  }
+  in_path_order_ = false;
 }
 
 Status Problems::status() const {

@@ -43,9 +43,14 @@ class FieldPath {
   FieldPath key(std::string_view map_key) const { return {this, Kind::kKey, map_key, 0}; }
 
   std::string toString() const;
+  // Bytes that order paths as the DOM driver meets them: members by key in
+  // byte order (as nlohmann's std::map holds them), elements by index, a path
+  // before the paths below it. Kept only by Problems::keepInPathOrder().
+  std::string sortKey() const;
 
  private:
   enum class Kind { kRoot, kField, kIndex, kKey };
+  void appendSortKey(std::string& out) const;
   FieldPath(const FieldPath* parent, Kind kind, std::string_view text, size_t index)
       : parent_(parent), kind_(kind), text_(text), index_(index) {}
   void appendTo(std::string& out) const;
@@ -94,10 +99,23 @@ class Problems {
   void add(Class c, const FieldPath& at, std::string_view message);
   void add(Class c, std::string field, std::string message);
 
+  // For a driver that meets members in the text's order (codec_sax.h): from
+  // now on problems are kept with their path's sort key, and sortByPath() puts
+  // them in the order the DOM driver, which walks members by key, adds them;
+  // the first max_details in that order are kept, the rest counted.
+  void keepInPathOrder() { in_path_order_ = true; }
+  // Forgets the problems at `at` and below: a duplicate member, of which only
+  // the last counts (as in the DOM). Problems already counted past the cap
+  // cannot be told apart and stay counted.
+  void eraseAt(const FieldPath& at);
+  void sortByPath();
+
   const std::vector<FieldError>& details(Class c) const { return details_[index(c)]; }
   size_t omitted(Class c) const { return omitted_[index(c)]; }
   // Every problem of the class, the omitted ones included.
-  size_t count(Class c) const { return details(c).size() + omitted(c); }
+  size_t count(Class c) const {
+    return details(c).size() + omitted(c) + unsorted_[index(c)].size();
+  }
   bool empty() const { return count(Class::kMalformed) == 0 && count(Class::kInvalid) == 0; }
 
   // OK when empty; else InvalidArgument with the malformed problems when there
@@ -105,10 +123,19 @@ class Problems {
   Status status() const;
 
  private:
+  struct Keyed {
+    std::string key;  // FieldPath::sortKey()
+    FieldError error;
+  };
   static size_t index(Class c) { return static_cast<size_t>(c); }
+  // Keeps the first max_details_ of class c by sort key, counting the rest.
+  void trim(size_t c);
+
   size_t max_details_;
   std::array<std::vector<FieldError>, 2> details_;
   std::array<size_t, 2> omitted_{};
+  bool in_path_order_ = false;
+  std::array<std::vector<Keyed>, 2> unsorted_;
 };
 
 // The state of one decoding: where problems go and what unknown members do.

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "client/codec_sax.h"
 #include "common/clock.h"
 
 namespace rsc::client {
@@ -501,6 +502,20 @@ void Form::decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d
   Device device;
   const size_t before = d.failures();
   decodeObject<Device>(v, device, at, d);
+  if (d.failures() == before) out = DeviceRef(device);
+}
+
+void Form::decodeText(std::string_view json, DeviceRef& out, const FieldPath& at, Decoder& d) {
+  // As decode(): held bytes need no typed decoding.
+  if (d.unknown() == Unknown::kCapture && json.starts_with('{')) {
+    if (DeviceRef known = DeviceRef::interned(json)) {
+      out = std::move(known);
+      return;
+    }
+  }
+  Device device;
+  const size_t before = d.failures();
+  decodeTextInto<Device>(json, at, device, d);
   if (d.failures() == before) out = DeviceRef(device);
 }
 

@@ -431,6 +431,10 @@ struct Table<Device> : TableKeepingUnknown<Device> {
 struct Form {
   using Type = DeviceRef;
   static void decode(const Json& v, DeviceRef& out, const FieldPath& at, Decoder& d);
+  // The SAX driver (codec_sax.h) hands over the device's text as decode() would dump it, so
+  // that the intern lookup finds the same bytes.
+  static constexpr bool kTakesText = true;
+  static void decodeText(std::string_view json, DeviceRef& out, const FieldPath& at, Decoder& d);
   static bool isEmpty(const DeviceRef& ref) { return !ref; }
   // The form's bytes, spliced into the text.
   static void write(const DeviceRef& ref, JsonWriter& w) { w.raw(ref->json()); }
