@@ -219,6 +219,12 @@ Json toJson(const ResourceSlice& slice);
 // request bodies, whose devices are spliced in as their forms' bytes.
 std::string toJsonText(const ResourceSlice& slice);
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
+// resourceSliceFromJson of the object's text, decoded without a DOM by the
+// SAX driver (codec_sax.h). Text it refuses is decoded again through the DOM,
+// so that every error reads as resourceSliceFromJson's; text that is not JSON
+// fails with InvalidArgument, reason kReasonNotJson.
+StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text);
+inline constexpr char kReasonNotJson[] = "NotJson";
 Json toJson(const Device& device);
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
 Json toJson(const CounterSet& set);

@@ -5,11 +5,50 @@
 #include <vector>
 
 #include "client/api_error.h"
+#include "client/codec_sax.h"
 #include "client/watch_decoder.h"
 #include "common/log.h"
 #include "common/strings.h"
 
 namespace rsc::client {
+namespace {
+
+// One page of a ResourceSlice list, as the SAX driver reads it: the items
+// and the list's metadata; kind and apiVersion are ignored, as the DOM
+// reading ignores them.
+struct SliceListMeta {
+  std::string continue_token;
+  std::optional<int64_t> remaining_item_count;
+  std::string resource_version;
+};
+struct SliceListPage {
+  std::vector<ResourceSlice> items;
+  SliceListMeta metadata;
+};
+
+}  // namespace
+
+namespace codec {
+
+template <>
+struct Table<SliceListMeta> : TableOf<SliceListMeta> {
+  static constexpr auto kFields = std::tuple{
+      field("continue", &SliceListMeta::continue_token, Str{}),
+      field("remainingItemCount", &SliceListMeta::remaining_item_count, Opt<Int64>{}),
+      field("resourceVersion", &SliceListMeta::resource_version, Str{}),
+  };
+};
+
+template <>
+struct Table<SliceListPage> : TableOf<SliceListPage> {
+  static constexpr auto kFields = std::tuple{
+      field("items", &SliceListPage::items, ListOf<Obj<ResourceSlice>>{}),
+      field("metadata", &SliceListPage::metadata, Obj<SliceListMeta>{}),
+  };
+};
+
+}  // namespace codec
+
 namespace {
 
 constexpr std::string_view kResourceSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
@@ -73,6 +112,60 @@ StatusOr<T> decodedAnswer(const StatusOr<Json>& answer, StatusOr<T> (*decode)(co
         .withContext(context);
   }
   return object;
+}
+
+// An answer's body as a DOM (an empty body is an empty object).
+StatusOr<Json> parsedAnswer(const std::string& body) {
+  if (body.empty()) {
+    return Json::object();
+  }
+  Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return internalError("the API server's answer is not JSON");
+  }
+  return parsed;
+}
+
+// A list page from its DOM, each item decoded by `decode`.
+template <typename T>
+StatusOr<ObjectList<T>> listFromAnswer(const StatusOr<Json>& j, const std::string& context,
+                                       StatusOr<T> (*decode)(const Json&)) {
+  if (!j.ok()) {
+    return j.status().withContext(context);
+  }
+
+  ObjectList<T> list;
+  if (auto meta = j->find("metadata"); meta != j->end() && meta->is_object()) {
+    list.resource_version = meta->value("resourceVersion", "");
+    list.continue_token = meta->value("continue", "");
+    if (auto count = meta->find("remainingItemCount");
+        count != meta->end() && count->is_number_integer()) {
+      list.remaining_item_count = count->get<int64_t>();
+    }
+  }
+  auto items = j->find("items");
+  if (items != j->end() && !items->is_null()) {
+    if (!items->is_array()) {
+      return internalError(context + ": items is not a list");
+    }
+    list.items.reserve(items->size());
+    for (size_t i = 0; i < items->size(); ++i) {
+      auto item = decode((*items)[i]);
+      if (!item.ok()) {
+        return internalError(context + ": cannot decode items[" + std::to_string(i) +
+                             "]: " + item.status().message());
+      }
+      list.items.push_back(std::move(*item));
+    }
+  }
+  return list;
+}
+
+// A watch event's text decoded through its DOM, for the kinds without a SAX
+// decoding.
+template <typename T, StatusOr<WatchEvent<T>> (*FromJson)(const Json&)>
+StatusOr<WatchEvent<T>> viaDom(std::string_view text) {
+  return watchEventFromText<T>(text, FromJson);
 }
 
 Status requireSet(const std::string& value, const std::string& context, const char* field) {
@@ -361,21 +454,9 @@ StatusOr<Json> RestKubeApi::call(std::string method, std::string path, const Jso
               policy);
 }
 
-StatusOr<Json> RestKubeApi::callWithText(std::string method, std::string path, std::string body,
-                                         RetryPolicy policy) {
-  return send(request(std::move(method), std::move(path), std::move(body)), policy);
-}
-
 StatusOr<Json> RestKubeApi::send(const HttpRequest& req, RetryPolicy policy) {
-  ASSIGN_OR_RETURN(HttpResponse response, execute(req, policy));
-  if (response.body.empty()) {
-    return Json::object();
-  }
-  Json parsed = Json::parse(response.body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    return internalError("the API server's answer is not JSON");
-  }
-  return parsed;
+  ASSIGN_OR_RETURN(const HttpResponse response, execute(req, policy));
+  return parsedAnswer(response.body);
 }
 
 // ---------------------------------------------------------------------------
@@ -384,8 +465,21 @@ StatusOr<Json> RestKubeApi::send(const HttpRequest& req, RetryPolicy policy) {
 StatusOr<ResourceSlice> RestKubeApi::getResourceSlice(const std::string& name) {
   const std::string context = "get ResourceSlice " + name;
   RETURN_IF_ERROR(requireSet(name, context, "name"));
-  return decodedAnswer(call("GET", itemPath(kResourceSlicesPath, name), nullptr),
-                       &resourceSliceFromJson, context);
+  return sendForSlice(request("GET", itemPath(kResourceSlicesPath, name)), RetryPolicy::kAlways,
+                      context);
+}
+
+StatusOr<ResourceSlice> RestKubeApi::sendForSlice(const HttpRequest& req, RetryPolicy policy,
+                                                  const std::string& context) {
+  StatusOr<HttpResponse> response = execute(req, policy);
+  if (!response.ok()) {
+    return response.status().withContext(context);
+  }
+  if (StatusOr<ResourceSlice> slice = resourceSliceFromText(response->body); slice.ok()) {
+    return slice;
+  }
+  // Refused: the DOM reading says why, in the words callers know.
+  return decodedAnswer(parsedAnswer(response->body), &resourceSliceFromJson, context);
 }
 
 template <typename T>
@@ -393,49 +487,40 @@ StatusOr<ObjectList<T>> RestKubeApi::listObjects(std::string_view path, std::str
                                                  const ListOptions& options,
                                                  std::string_view accept,
                                                  StatusOr<T> (*decode)(const Json&)) {
-  const std::string context = "list " + std::string(what);
-  auto j = call("GET", std::string(path) + listQuery(options, /*watch=*/false), nullptr,
-                RetryPolicy::kAlways, accept);
-  if (!j.ok()) {
-    return j.status().withContext(context);
-  }
-
-  ObjectList<T> list;
-  if (auto meta = j->find("metadata"); meta != j->end() && meta->is_object()) {
-    list.resource_version = meta->value("resourceVersion", "");
-    list.continue_token = meta->value("continue", "");
-    if (auto count = meta->find("remainingItemCount");
-        count != meta->end() && count->is_number_integer()) {
-      list.remaining_item_count = count->get<int64_t>();
-    }
-  }
-  auto items = j->find("items");
-  if (items != j->end() && !items->is_null()) {
-    if (!items->is_array()) {
-      return internalError(context + ": items is not a list");
-    }
-    list.items.reserve(items->size());
-    for (size_t i = 0; i < items->size(); ++i) {
-      auto item = decode((*items)[i]);
-      if (!item.ok()) {
-        return internalError(context + ": cannot decode items[" + std::to_string(i) +
-                             "]: " + item.status().message());
-      }
-      list.items.push_back(std::move(*item));
-    }
-  }
-  return list;
+  return listFromAnswer<T>(call("GET", std::string(path) + listQuery(options, /*watch=*/false),
+                                nullptr, RetryPolicy::kAlways, accept),
+                           "list " + std::string(what), decode);
 }
 
 StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& options) {
-  return listObjects<ResourceSlice>(kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
-                                    resourceSliceFromJson);
+  // A page is read without a DOM (a page of 500 slices of 128 devices is
+  // about 26 MB of JSON and would be ten times that as a DOM). A page the
+  // SAX driver refuses is read again through the DOM, whose errors callers
+  // know.
+  const std::string context = "list ResourceSlices";
+  StatusOr<HttpResponse> response =
+      execute(request("GET", std::string(kResourceSlicesPath) + listQuery(options, false)),
+              RetryPolicy::kAlways);
+  if (!response.ok()) {
+    return response.status().withContext(context);
+  }
+  StatusOr<SliceListPage> page = codec::decodeText<SliceListPage>(response->body, "");
+  if (page.ok()) {
+    ResourceSliceList list;
+    list.items = std::move(page->items);
+    list.resource_version = std::move(page->metadata.resource_version);
+    list.continue_token = std::move(page->metadata.continue_token);
+    list.remaining_item_count = page->metadata.remaining_item_count;
+    return list;
+  }
+  return listFromAnswer<ResourceSlice>(parsedAnswer(response->body), context,
+                                       resourceSliceFromJson);
 }
 
 template <typename T>
 Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
                                  const ListOptions& options, std::string_view accept,
-                                 StatusOr<WatchEvent<T>> (*decode_event)(const Json&),
+                                 StatusOr<WatchEvent<T>> (*decode_event)(std::string_view),
                                  const WatchHandler<T>& handler, std::stop_token caller_stop) {
   const std::string context = "watch " + std::string(what);
   // Ends on the caller's stop or the client's.
@@ -469,25 +554,29 @@ Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
       head_seen = true;
       observe(req.method, head.code, clock_.now() - start);
     };
-    auto on_event = [&](Json&& raw) {
-      auto event = decode_event(raw);
+    auto on_event = [&](std::string_view text) {
+      using Verdict = WatchDecoder::Verdict;
+      auto event = decode_event(text);
       if (!event.ok()) {
+        if (event.status().reason() == kReasonNotJson) {
+          return Verdict::kMalformed;
+        }
         stream_error = internalError("cannot decode a watch event: " + event.status().message());
-        return false;
+        return Verdict::kStop;
       }
       const bool more = handler(*event);
       if (event->type == WatchEventType::kError) {
         error_event = event->error;
-        return false;
+        return Verdict::kStop;
       }
       if (!more) {
         handler_done = true;
-        return false;
+        return Verdict::kStop;
       }
-      return true;
+      return Verdict::kMore;
     };
     auto on_chunk = [&](std::string_view chunk) {
-      Status fed = decoder.feed(chunk, on_event);
+      Status fed = decoder.feedText(chunk, on_event);
       if (!fed.ok() && stream_error.ok()) {
         stream_error = fed;
       }
@@ -544,7 +633,7 @@ Status RestKubeApi::watchResourceSlices(const ListOptions& options,
                                         const WatchHandler<ResourceSlice>& handler,
                                         std::stop_token stop) {
   return watchObjects<ResourceSlice>(kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
-                                     resourceSliceWatchEventFromJson, handler, std::move(stop));
+                                     resourceSliceWatchEventFromText, handler, std::move(stop));
 }
 
 StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& slice) {
@@ -563,11 +652,10 @@ StatusOr<ResourceSlice> RestKubeApi::postResourceSlice(const ResourceSlice& slic
     return invalidArgument(context + ": neither name nor generateName is set");
   }
   // A dry run stores nothing, so repeating it after a lost answer is safe.
-  return decodedAnswer(
-      callWithText("POST", std::string(kResourceSlicesPath) + (dry_run ? "?dryRun=All" : ""),
-                   toJsonText(slice),
-                   generated && !dry_run ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways),
-      &resourceSliceFromJson, context);
+  return sendForSlice(
+      request("POST", std::string(kResourceSlicesPath) + (dry_run ? "?dryRun=All" : ""),
+              toJsonText(slice)),
+      generated && !dry_run ? RetryPolicy::kOnlyIfNotActedOn : RetryPolicy::kAlways, context);
 }
 
 StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& slice) {
@@ -577,9 +665,9 @@ StatusOr<ResourceSlice> RestKubeApi::updateResourceSlice(const ResourceSlice& sl
     // Without it the server overwrites unconditionally, hiding races.
     return invalidArgument(context + ": metadata.resourceVersion is required");
   }
-  return decodedAnswer(
-      callWithText("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), toJsonText(slice)),
-      &resourceSliceFromJson, context);
+  return sendForSlice(
+      request("PUT", itemPath(kResourceSlicesPath, slice.metadata.name), toJsonText(slice)),
+      RetryPolicy::kAlways, context);
 }
 
 Status RestKubeApi::deleteResourceSlice(const std::string& name,
@@ -717,7 +805,8 @@ Status RestKubeApi::watchNodeMetadata(const ListOptions& options,
                                       std::stop_token stop) {
   return watchObjects<PartialObjectMetadata>(
       kNodesPath, "Node metadata", options, kMetadataMediaType,
-      partialObjectMetadataWatchEventFromJson, handler, std::move(stop));
+      &viaDom<PartialObjectMetadata, partialObjectMetadataWatchEventFromJson>, handler,
+      std::move(stop));
 }
 
 namespace {
@@ -748,7 +837,8 @@ StatusOr<ServiceList> RestKubeApi::listServices(const ListOptions& options) {
 Status RestKubeApi::watchServices(const ListOptions& options, const WatchHandler<Service>& handler,
                                   std::stop_token stop) {
   return watchObjects<Service>(listPath(kServiceKind, options.namespace_), "Services", options,
-                               kJsonMediaType, serviceWatchEventFromJson, handler, std::move(stop));
+                               kJsonMediaType, &viaDom<Service, serviceWatchEventFromJson>, handler,
+                               std::move(stop));
 }
 
 StatusOr<EndpointSliceList> RestKubeApi::listEndpointSlices(const ListOptions& options) {
@@ -760,9 +850,9 @@ StatusOr<EndpointSliceList> RestKubeApi::listEndpointSlices(const ListOptions& o
 Status RestKubeApi::watchEndpointSlices(const ListOptions& options,
                                         const WatchHandler<EndpointSlice>& handler,
                                         std::stop_token stop) {
-  return watchObjects<EndpointSlice>(listPath(kEndpointSliceKind, options.namespace_),
-                                     "EndpointSlices", options, kJsonMediaType,
-                                     endpointSliceWatchEventFromJson, handler, std::move(stop));
+  return watchObjects<EndpointSlice>(
+      listPath(kEndpointSliceKind, options.namespace_), "EndpointSlices", options, kJsonMediaType,
+      &viaDom<EndpointSlice, endpointSliceWatchEventFromJson>, handler, std::move(stop));
 }
 
 StatusOr<PodList> RestKubeApi::listPods(const ListOptions& options) {
@@ -773,7 +863,7 @@ StatusOr<PodList> RestKubeApi::listPods(const ListOptions& options) {
 Status RestKubeApi::watchPods(const ListOptions& options, const WatchHandler<Pod>& handler,
                               std::stop_token stop) {
   return watchObjects<Pod>(listPath(kPodKind, options.namespace_), "Pods", options, kJsonMediaType,
-                           podWatchEventFromJson, handler, std::move(stop));
+                           &viaDom<Pod, podWatchEventFromJson>, handler, std::move(stop));
 }
 
 StatusOr<TokenReview> RestKubeApi::createTokenReview(const TokenReview& review) {

@@ -192,9 +192,11 @@ class RestKubeApi final : public KubeApi {
                       std::string_view accept = kJsonMediaType);
   // Sends `req` (with retries by `policy`) and parses the answer.
   StatusOr<Json> send(const HttpRequest& req, RetryPolicy policy);
-  // call() with a body that is JSON text already.
-  StatusOr<Json> callWithText(std::string method, std::string path, std::string body,
-                              RetryPolicy policy = RetryPolicy::kAlways);
+
+  // Sends `req` (with retries by `policy`) and decodes the answer, a
+  // ResourceSlice, from its text (resourceSliceFromText: no DOM).
+  StatusOr<ResourceSlice> sendForSlice(const HttpRequest& req, RetryPolicy policy,
+                                       const std::string& context);
 
   // POST of a ResourceSlice, stored or (dry_run) only validated and answered.
   StatusOr<ResourceSlice> postResourceSlice(const ResourceSlice& slice, bool dry_run);
@@ -208,15 +210,17 @@ class RestKubeApi final : public KubeApi {
                               StatusOr<T> (*decode)(const Json&));
 
   // List and watch of the collection at `path`, shared by every resource:
-  // the list decodes each item with `decode`, the watch each event with
-  // `decode_event`; `what` names the resource in errors ("ResourceSlices").
+  // the list decodes each item with `decode`, the watch each event's text
+  // with `decode_event` (kReasonNotJson: the stream is malformed); `what` names the resource in
+  // errors ("ResourceSlices").
   template <typename T>
   StatusOr<ObjectList<T>> listObjects(std::string_view path, std::string_view what,
                                       const ListOptions& options, std::string_view accept,
                                       StatusOr<T> (*decode)(const Json&));
   template <typename T>
   Status watchObjects(std::string_view path, std::string_view what, const ListOptions& options,
-                      std::string_view accept, StatusOr<WatchEvent<T>> (*decode_event)(const Json&),
+                      std::string_view accept,
+                      StatusOr<WatchEvent<T>> (*decode_event)(std::string_view text),
                       const WatchHandler<T>& handler, std::stop_token caller_stop);
 
   HttpTransport& transport_;

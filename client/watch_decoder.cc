@@ -22,6 +22,17 @@ WatchDecoder::WatchDecoder(size_t max_event_bytes) : max_event_bytes_(max_event_
 // with its opening bracket) or nothing; scanned_ bytes of it are accounted for
 // in nesting_.
 Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&&)>& on_event) {
+  return feedText(chunk, [&](std::string_view text) {
+    Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) {
+      return Verdict::kMalformed;
+    }
+    return on_event(std::move(value)) ? Verdict::kMore : Verdict::kStop;
+  });
+}
+
+Status WatchDecoder::feedText(std::string_view chunk,
+                              const std::function<Verdict(std::string_view text)>& on_text) {
   if (failed_) {
     return invalidArgument("watch stream: decoder already failed");
   }
@@ -60,16 +71,14 @@ Status WatchDecoder::feed(std::string_view chunk, const std::function<bool(Json&
     if (byte != JsonNesting::Byte::kClose || nesting_.depth() > 0) {
       continue;
     }
-    // One complete value: [start, i]. Brackets balance, but the parser
+    // One complete value: [start, i]. Brackets balance, but the reader
     // still checks that it is valid JSON (e.g. "{]" or a missing comma).
-    Json value = Json::parse(buffer_.begin() + static_cast<std::ptrdiff_t>(start),
-                             buffer_.begin() + static_cast<std::ptrdiff_t>(i) + 1, nullptr,
-                             /*allow_exceptions=*/false);
-    if (value.is_discarded()) {
+    const Verdict verdict = on_text(std::string_view(buffer_).substr(start, i + 1 - start));
+    if (verdict == Verdict::kMalformed) {
       return fail("malformed JSON event of " + std::to_string(i + 1 - start) + " bytes");
     }
     start = i + 1;
-    if (!on_event(std::move(value))) {
+    if (verdict == Verdict::kStop) {
       // Keep what follows for the next call, unscanned.
       buffer_.erase(0, start);
       scanned_ = 0;
@@ -197,6 +206,33 @@ StatusOr<WatchEvent<T>> watchEventFromJson(const Json& event,
 
 StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event) {
   return watchEventFromJson<ResourceSlice>(event, resourceSliceFromJson);
+}
+
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text) {
+  // The object of an event of this exact form is the text between the
+  // prefix and the closing bracket; if that is one JSON value, the whole is
+  // the event the DOM would read. Anything else (another member order,
+  // spaces, more members, a BOOKMARK or an ERROR) goes through the DOM.
+  static constexpr std::pair<std::string_view, WatchEventType> kForms[] = {
+      {R"({"type":"ADDED","object":)", WatchEventType::kAdded},
+      {R"({"type":"MODIFIED","object":)", WatchEventType::kModified},
+      {R"({"type":"DELETED","object":)", WatchEventType::kDeleted},
+  };
+  for (const auto& [prefix, type] : kForms) {
+    if (!text.starts_with(prefix) || !text.ends_with('}')) {
+      continue;
+    }
+    StatusOr<ResourceSlice> object =
+        resourceSliceFromText(text.substr(prefix.size(), text.size() - prefix.size() - 1));
+    if (!object.ok()) {
+      break;
+    }
+    WatchEvent<ResourceSlice> event;
+    event.type = type;
+    event.object = std::move(object).value();
+    return event;
+  }
+  return watchEventFromText<ResourceSlice>(text, resourceSliceWatchEventFromJson);
 }
 
 StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJson(

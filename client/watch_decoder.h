@@ -12,6 +12,7 @@
 #include "client/json_nesting.h"
 #include "client/kube_api.h"
 #include "client/objects.h"
+#include "client/resource_slice.h"
 #include "common/status.h"
 
 namespace rsc::client {
@@ -28,6 +29,15 @@ class WatchDecoder {
   // value, in order. Stops early (returning OK) when `on_event` returns false.
   // Fails with InvalidArgument on malformed JSON or an oversized event.
   Status feed(std::string_view chunk, const std::function<bool(Json&&)>& on_event);
+
+  // What the reader of an event's text found.
+  enum class Verdict : uint8_t { kMore, kStop, kMalformed };
+  // feed() for a reader that decodes the text itself (without a DOM): each
+  // complete top-level value's text, whose brackets balance but which may
+  // still be malformed JSON; a reader that finds it so answers kMalformed,
+  // and the decoder fails as feed() would.
+  Status feedText(std::string_view chunk,
+                  const std::function<Verdict(std::string_view text)>& on_text);
 
   // Returns OK when no partial event is pending (call at end of stream).
   Status finish() const;
@@ -46,6 +56,21 @@ class WatchDecoder {
 // typed event. An ERROR event's object is a metav1.Status and becomes
 // WatchEvent::error (a 410 is StatusCode::kGone).
 StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event);
+// The same from the event's text. The API server writes an event as
+// {"type":"ADDED","object":{...}}; such events of ADDED, MODIFIED and DELETED
+// are decoded without a DOM (resourceSliceFromText), any other through the
+// DOM. Text that is not JSON fails with reason kReasonNotJson.
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text);
+// Any event's text through its DOM and `from_json`.
+template <typename T>
+StatusOr<WatchEvent<T>> watchEventFromText(std::string_view text,
+                                           StatusOr<WatchEvent<T>> (*from_json)(const Json&)) {
+  const Json event = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (event.is_discarded()) {
+    return Status(StatusCode::kInvalidArgument, "not JSON", {}, kReasonNotJson);
+  }
+  return from_json(event);
+}
 // For a watch that asked for PartialObjectMetadata (the Node cache's).
 StatusOr<WatchEvent<PartialObjectMetadata>> partialObjectMetadataWatchEventFromJson(
     const Json& event);

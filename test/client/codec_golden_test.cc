@@ -132,8 +132,20 @@ std::string watchStreams(const std::vector<fs::path>& inputs) {
     out << "input " << name << "\n";
     WatchDecoder decoder;
     int n = 0;
-    Status fed = decoder.feed(readFile(path), [&](Json&& event) {
-      StatusOr<WatchEvent<ResourceSlice>> typed = resourceSliceWatchEventFromJson(event);
+    Status fed = decoder.feedText(readFile(path), [&](std::string_view text) {
+      // The controller's reading (from the text, no DOM) must read as the DOM.
+      StatusOr<WatchEvent<ResourceSlice>> typed = resourceSliceWatchEventFromText(text);
+      const Json dom = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (dom.is_discarded()) {
+        EXPECT_EQ(typed.status().reason(), kReasonNotJson) << name << " event " << n;
+        return WatchDecoder::Verdict::kMalformed;
+      }
+      const StatusOr<WatchEvent<ResourceSlice>> by_dom = resourceSliceWatchEventFromJson(dom);
+      EXPECT_EQ(typed.status(), by_dom.status()) << name << " event " << n;
+      if (typed.ok() && by_dom.ok()) {
+        EXPECT_EQ(typed->object, by_dom->object) << name << " event " << n;
+        EXPECT_EQ(typed->error, by_dom->error) << name << " event " << n;
+      }
       out << " event " << n << "\n";
       if (!typed.ok()) {
         writeStatus(out, typed.status());
@@ -145,7 +157,7 @@ std::string watchStreams(const std::vector<fs::path>& inputs) {
         allSlices().emplace_back(name + " " + std::to_string(n), typed->object);
       }
       ++n;
-      return true;
+      return WatchDecoder::Verdict::kMore;
     });
     if (!fed.ok()) {
       out << " feed\n";

@@ -317,6 +317,59 @@ TEST(ResourceSliceWatchEvent, MalformedEventsAreInvalid) {
   }
 }
 
+// The controller reads slice events from their text (no DOM); every event,
+// in the API server's own form or any other, reads as its DOM does.
+TEST(ResourceSliceWatchEvent, TextReadsAsTheDom) {
+  const std::string object = sliceObject(sampleSlice()).dump();
+  const std::vector<std::string> inputs = {
+      R"({"type":"ADDED","object":)" + object + "}",
+      R"({"type":"MODIFIED","object":)" + object + "}",
+      R"({"type":"DELETED","object":)" + object + "}",
+      R"({ "type" : "ADDED", "object" : )" + object + " }",
+      R"({"object":)" + object + R"(,"type":"MODIFIED"})",
+      R"({"type":"ADDED","object":)" + object + R"(,"extra":1})",
+      R"({"type":"ADDED","object":)" + object + R"(,"type":"DELETED"})",
+      R"({"type":"ADDED","object":{"metadata":{"name":"a"},"spec":"not an object"}})",
+      R"({"type":"ADDED","object":{"metadata":{"name":"a"}},"object":{"metadata":{"name":"b"}}})",
+      R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}})",
+      R"({"type":"ERROR","object":{"kind":"Status","status":"Failure","code":410,"reason":"Expired"}})",
+      R"({"type":"RENAMED","object":{}})",
+      R"({"type":"ADDED"})",
+  };
+  for (const std::string& input : inputs) {
+    const auto dom = resourceSliceWatchEventFromJson(Json::parse(input));
+    const auto text = resourceSliceWatchEventFromText(input);
+    ASSERT_EQ(text.ok(), dom.ok()) << input << "\n" << text.status().toString();
+    if (!dom.ok()) {
+      EXPECT_EQ(text.status(), dom.status()) << input;
+      continue;
+    }
+    EXPECT_EQ(text->type, dom->type) << input;
+    EXPECT_EQ(text->object, dom->object) << input;
+    EXPECT_EQ(text->error, dom->error) << input;
+  }
+}
+
+TEST(ResourceSliceWatchEvent, TextThatIsNotJsonFailsTheStreamAsMalformed) {
+  const std::string bad = R"({"type":"ADDED","object":{"metadata":{"name":"a"}]})";
+  const auto event = resourceSliceWatchEventFromText(bad);
+  EXPECT_EQ(event.status().reason(), kReasonNotJson) << event.status().toString();
+
+  WatchDecoder decoder;
+  int read = 0;
+  const Status fed = decoder.feedText(bad + "\n", [&](std::string_view text) {
+    ++read;
+    return resourceSliceWatchEventFromText(text).status().reason() == kReasonNotJson
+               ? WatchDecoder::Verdict::kMalformed
+               : WatchDecoder::Verdict::kMore;
+  });
+  EXPECT_EQ(read, 1);
+  EXPECT_EQ(fed.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(fed.message(), HasSubstr("malformed JSON event"));
+  EXPECT_FALSE(
+      decoder.feedText("{}", [](std::string_view) { return WatchDecoder::Verdict::kMore; }).ok());
+}
+
 TEST(WatchDecoder, RefusesEventsNestedTooDeep) {
   WatchDecoder decoder;
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
