@@ -11,28 +11,45 @@ SliceWatch::SliceWatch(client::KubeApi& api, client::ListOptions options,
   options.limit = 0;
   options.continue_token.clear();
   thread_ = std::thread([this, &api, options = std::move(options), accept = std::move(accept)] {
-    Status ended = api.watchResourceSlices(
-        options,
-        [&](const client::WatchEvent<client::ResourceSlice>& e) {
-          // The time of arrival, before any work of ours.
-          const Clock::TimePoint now = clock_.now();
-          if ((e.type != client::WatchEventType::kAdded &&
-               e.type != client::WatchEventType::kModified) ||
-              !accept(e.type, e.object)) {
-            return true;
-          }
-          std::lock_guard<std::mutex> lock(mu_);
-          if (seen_.insert(e.object.metadata.name).second) {
-            arrivals_.push_back(now);
-            if (arrivals_.size() >= wanted_) {
-              done_.request_stop();
+    // The API server closes a watcher that falls behind ("Forcing ... watcher
+    // close due to unresponsiveness"), as it may on a busy machine while a
+    // burst streams in; the watch then goes on from the last version seen,
+    // as an informer's would, and only an error ends it.
+    client::ListOptions at = options;
+    at.allow_watch_bookmarks = true;
+    Status ended;
+    while (!stop_.stop_requested()) {
+      ended = api.watchResourceSlices(
+          at,
+          [&](const client::WatchEvent<client::ResourceSlice>& e) {
+            // The time of arrival, before any work of ours.
+            const Clock::TimePoint now = clock_.now();
+            if (!e.object.metadata.resource_version.empty()) {
+              at.resource_version = e.object.metadata.resource_version;
             }
-          }
-          return true;
-        },
-        stop_.get_token());
+            if ((e.type != client::WatchEventType::kAdded &&
+                 e.type != client::WatchEventType::kModified) ||
+                !accept(e.type, e.object)) {
+              return true;
+            }
+            std::lock_guard<std::mutex> lock(mu_);
+            if (seen_.insert(e.object.metadata.name).second) {
+              arrivals_.push_back(now);
+              if (arrivals_.size() >= wanted_) {
+                done_.request_stop();
+              }
+            }
+            return true;
+          },
+          stop_.get_token());
+      if (!ended.ok()) {
+        break;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      ++restarts_;
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    ended_ = ended.ok() ? unavailable("the API server ended the watch") : std::move(ended);
+    ended_ = ended.ok() ? cancelled("the watch was stopped") : std::move(ended);
     running_ = false;
     done_.request_stop();
   });
@@ -59,7 +76,9 @@ StatusOr<std::vector<Clock::TimePoint>> SliceWatch::waitFor(size_t count, Clock:
   }
   const std::string saw =
       "saw " + std::to_string(arrivals_.size()) + " of " + std::to_string(count) + " slices";
-  return running_ ? deadlineExceeded(saw + " in time") : ended_.withContext(saw);
+  return running_ ? deadlineExceeded(saw + " in time (" + std::to_string(restarts_) +
+                                     " watches closed by the API server and resumed)")
+                  : ended_.withContext(saw);
 }
 
 }  // namespace rsc::bench

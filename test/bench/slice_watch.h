@@ -39,7 +39,8 @@ class SliceWatch {
 
   // Waits until `count` slices (by name) have arrived in accepted events and
   // returns the time each first did, in the order they came. An error when
-  // `timeout` passes or the watch ends first. Once per watch.
+  // `timeout` passes or the watch fails first (a watch the server ends is
+  // resumed from the last version seen). Once per watch.
   StatusOr<std::vector<Clock::TimePoint>> waitFor(size_t count, Clock::Duration timeout);
 
  private:
@@ -50,6 +51,7 @@ class SliceWatch {
   size_t wanted_ = std::numeric_limits<size_t>::max();  // guarded by mu_
   Status ended_;                                        // guarded by mu_; why the watch ended
   bool running_ = true;                                 // guarded by mu_
+  int restarts_ = 0;       // guarded by mu_; watches the server ended, resumed
   std::stop_source done_;  // wakes waitFor: `wanted_` arrivals, or the watch ended
   std::stop_source stop_;  // ends the watch
   std::thread thread_;
