@@ -480,17 +480,7 @@ StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j) {
 }
 
 StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text) {
-  StatusOr<ResourceSlice> slice = codec::decodeText<ResourceSlice>(text, "");
-  if (slice.ok()) {
-    return slice;
-  }
-  // The rare refusal: the DOM driver says why, in its words (the SAX
-  // driver's problems are the same; its syntax errors are worded apart).
-  const Json dom = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (dom.is_discarded()) {
-    return Status(StatusCode::kInvalidArgument, "not JSON", {}, kReasonNotJson);
-  }
-  return resourceSliceFromJson(dom);
+  return codec::decodeText<ResourceSlice>(text, "");
 }
 
 FeatureSet featuresOf(const Device& device) {

@@ -220,11 +220,10 @@ Json toJson(const ResourceSlice& slice);
 std::string toJsonText(const ResourceSlice& slice);
 StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
 // resourceSliceFromJson of the object's text, decoded without a DOM by the
-// SAX driver (codec_sax.h). Text it refuses is decoded again through the DOM,
-// so that every error reads as resourceSliceFromJson's; text that is not JSON
-// fails with InvalidArgument, reason kReasonNotJson.
+// SAX driver (codec_sax.h): the same slice whenever it succeeds. Its errors
+// are worded apart (syntax errors especially), so a caller that reports one
+// reads the refused text through the DOM and resourceSliceFromJson instead.
 StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text);
-inline constexpr char kReasonNotJson[] = "NotJson";
 Json toJson(const Device& device);
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
 Json toJson(const CounterSet& set);

@@ -12,7 +12,6 @@
 #include "client/json_nesting.h"
 #include "client/kube_api.h"
 #include "client/objects.h"
-#include "client/resource_slice.h"
 #include "common/status.h"
 
 namespace rsc::client {
@@ -56,10 +55,14 @@ class WatchDecoder {
 // typed event. An ERROR event's object is a metav1.Status and becomes
 // WatchEvent::error (a 410 is StatusCode::kGone).
 StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& event);
+// Status::reason() of an event whose text is not JSON.
+inline constexpr char kReasonNotJson[] = "NotJson";
+
 // The same from the event's text. The API server writes an event as
 // {"type":"ADDED","object":{...}}; such events of ADDED, MODIFIED and DELETED
-// are decoded without a DOM (resourceSliceFromText), any other through the
-// DOM. Text that is not JSON fails with reason kReasonNotJson.
+// are decoded without a DOM (resourceSliceFromText); any other event, and any
+// object that refuses, goes through the DOM, whose errors callers know. Text
+// that is not JSON fails with reason kReasonNotJson.
 StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text);
 // Any event's text through its DOM and `from_json`.
 template <typename T>
