@@ -181,6 +181,7 @@ bool DomBuilder::endContainer() {
 void SaxDriver::reset(const SaxFrameOps* root_ops, void* root_target, const FieldPath& root) {
   depth_ = 0;
   too_deep_ = false;
+  stopped_ = false;
   syntax_error_.clear();
   frames_.clear();
   mode_ = Mode::kFrames;
@@ -274,6 +275,10 @@ bool SaxDriver::key(string_t& value) {
       text_.key(value);
       break;
     case Mode::kFrames:
+      if (!readMember(frames_.back(), value)) {
+        stopped_ = true;
+        return false;
+      }
       frames_.back().ops->key(*this, frames_.back(), value);
       break;
   }

@@ -151,6 +151,11 @@ class SaxDriver : public nlohmann::json_sax<Json> {
     return frames_.size() >= 2 && &frame == &frames_[1];
   }
 
+  // Called before each member of an object read by frames; false ends the reading before it:
+  // sax_parse returns false, and stopped() tells that apart from a syntax error.
+  virtual bool readMember(const SaxFrame& /*frame*/, const std::string& /*key*/) { return true; }
+  bool stopped() const { return stopped_; }
+
   bool syntaxError() const { return !syntax_error_.empty(); }
   bool tooDeep() const { return too_deep_; }
   const std::string& syntaxErrorMessage() const { return syntax_error_; }
@@ -188,6 +193,7 @@ class SaxDriver : public nlohmann::json_sax<Json> {
   size_t max_depth_;
   size_t depth_ = 0;
   bool too_deep_ = false;
+  bool stopped_ = false;
   std::string syntax_error_;
   // References into it stay valid as frames are pushed and popped: paths refer to their parents.
   std::deque<SaxFrame> frames_;
@@ -540,6 +546,16 @@ class SaxDecoder : private Problems, private Decoder, public SaxDriver {
     reset(&kRootOps, this, FieldPath(root_));
   }
 
+  // Ends the reading before the member `key` of the top object when `when`, given the object as
+  // read so far, says so; finish() then returns that much, and stopped() is true.
+  void stopBefore(std::string_view key, std::function<bool(const OwnerOf<T>&)> when) {
+    stop_key_ = key;
+    stop_when_ = std::move(when);
+  }
+  bool readMember(const SaxFrame& frame, const std::string& key) override {
+    return !(stop_when_ && key == stop_key_ && isTopObject(frame) && stop_when_(out_));
+  }
+
   // After the value's last event. A syntax error or too deep a text is InvalidArgument; check
   // syntaxError() where that must read differently.
   StatusOr<OwnerOf<T>> finish() {
@@ -592,6 +608,8 @@ class SaxDecoder : private Problems, private Decoder, public SaxDriver {
 
   std::string root_;
   DecodeOptions options_;
+  std::string stop_key_;
+  std::function<bool(const OwnerOf<T>&)> stop_when_;
   OwnerOf<T> out_{};
   bool object_ = false;
   Json type_meta_[2];

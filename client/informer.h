@@ -108,7 +108,9 @@ struct InformerOptions {
   typename Store<typename R::Object>::IndexFunc index;
   // Applied to every object listed or watched, before it is stored and handed
   // to the handlers, to drop what nobody reads (client-go's TransformFunc):
-  // the cache then keeps only the rest. May be empty.
+  // the cache then keeps only the rest. May be empty. A ResourceSlice's spec it
+  // must leave as it is: an event in a state the store holds takes its spec
+  // from the store (ListOptions::held_slice).
   std::function<void(typename R::Object&)> transform;
   // Called on the informer's thread whenever a watch ends and another (or a
   // relist) follows. For metrics.

@@ -35,6 +35,9 @@ struct ListOptions {
   std::optional<int64_t> timeout_seconds;
   // Watch only.
   bool allow_watch_bookmarks = false;
+  // Watch of ResourceSlices only (optional): the slices the caller holds, whose
+  // states the watch reads up to their metadata (resourceSliceFromText).
+  HeldSlice held_slice;
 };
 
 // Conditions under which a delete may happen (metav1.Preconditions).

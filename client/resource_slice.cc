@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -481,6 +483,25 @@ StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j) {
 
 StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text) {
   return codec::decodeText<ResourceSlice>(text, "");
+}
+
+StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text, const HeldSlice& held) {
+  if (!held) return resourceSliceFromText(text);
+  codec::SaxDecoder<ResourceSlice> decoder;
+  std::shared_ptr<const ResourceSlice> same;
+  decoder.stopBefore("spec", [&](const ResourceSlice& read) {
+    const ObjectMeta& meta = read.metadata;
+    if (meta.name.empty() || meta.uid.empty() || meta.resource_version.empty()) return false;
+    same = held(meta.name);
+    return same && same->metadata.uid == meta.uid &&
+           same->metadata.resource_version == meta.resource_version;
+  });
+  StatusOr<ResourceSlice> slice = decoder.decode(text);
+  if (!slice.ok() || !decoder.stopped()) return slice;
+  // Members after the spec were not read either; the held state has them all.
+  slice->spec = same->spec;
+  slice->unknown = same->unknown;
+  return slice;
 }
 
 FeatureSet featuresOf(const Device& device) {

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,6 +226,15 @@ StatusOr<ResourceSlice> resourceSliceFromJson(const Json& j);
 // are worded apart (syntax errors especially), so a caller that reports one
 // reads the refused text through the DOM and resourceSliceFromJson instead.
 StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text);
+// The slice of a name that a client holds already (its informer's), or null.
+using HeldSlice = std::function<std::shared_ptr<const ResourceSlice>(const std::string& name)>;
+// resourceSliceFromText, except for the state of a slice held already: a
+// resourceVersion names one state of one object, so when the metadata, read
+// first, has the name, uid and resourceVersion of the slice `held` returns,
+// the spec that follows is that slice's, and is taken from it instead of
+// read, nor checked (the controller's watch reports each of its own writes
+// back to it, and the answer to the write is held already).
+StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text, const HeldSlice& held);
 Json toJson(const Device& device);
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
 Json toJson(const CounterSet& set);

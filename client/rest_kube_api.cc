@@ -518,10 +518,11 @@ StatusOr<ResourceSliceList> RestKubeApi::listResourceSlices(const ListOptions& o
 }
 
 template <typename T>
-Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
-                                 const ListOptions& options, std::string_view accept,
-                                 StatusOr<WatchEvent<T>> (*decode_event)(std::string_view),
-                                 const WatchHandler<T>& handler, std::stop_token caller_stop) {
+Status RestKubeApi::watchObjects(
+    std::string_view path, std::string_view what, const ListOptions& options,
+    std::string_view accept,
+    const std::function<StatusOr<WatchEvent<T>>(std::string_view)>& decode_event,
+    const WatchHandler<T>& handler, std::stop_token caller_stop) {
   const std::string context = "watch " + std::string(what);
   // Ends on the caller's stop or the client's.
   std::stop_source stopper;
@@ -632,8 +633,12 @@ Status RestKubeApi::watchObjects(std::string_view path, std::string_view what,
 Status RestKubeApi::watchResourceSlices(const ListOptions& options,
                                         const WatchHandler<ResourceSlice>& handler,
                                         std::stop_token stop) {
-  return watchObjects<ResourceSlice>(kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
-                                     resourceSliceWatchEventFromText, handler, std::move(stop));
+  return watchObjects<ResourceSlice>(
+      kResourceSlicesPath, "ResourceSlices", options, kJsonMediaType,
+      [&held = options.held_slice](std::string_view text) {
+        return resourceSliceWatchEventFromText(text, held);
+      },
+      handler, std::move(stop));
 }
 
 StatusOr<ResourceSlice> RestKubeApi::createResourceSlice(const ResourceSlice& slice) {

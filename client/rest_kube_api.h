@@ -218,10 +218,11 @@ class RestKubeApi final : public KubeApi {
                                       const ListOptions& options, std::string_view accept,
                                       StatusOr<T> (*decode)(const Json&));
   template <typename T>
-  Status watchObjects(std::string_view path, std::string_view what, const ListOptions& options,
-                      std::string_view accept,
-                      StatusOr<WatchEvent<T>> (*decode_event)(std::string_view text),
-                      const WatchHandler<T>& handler, std::stop_token caller_stop);
+  Status watchObjects(
+      std::string_view path, std::string_view what, const ListOptions& options,
+      std::string_view accept,
+      const std::function<StatusOr<WatchEvent<T>>(std::string_view text)>& decode_event,
+      const WatchHandler<T>& handler, std::stop_token caller_stop);
 
   HttpTransport& transport_;
   Clock& clock_;

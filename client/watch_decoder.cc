@@ -208,7 +208,8 @@ StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromJson(const Json& 
   return watchEventFromJson<ResourceSlice>(event, resourceSliceFromJson);
 }
 
-StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text) {
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text,
+                                                                    const HeldSlice& held) {
   // The object of an event of this exact form is the text between the
   // prefix and the closing bracket; if that is one JSON value, the whole is
   // the event the DOM would read. Anything else (another member order,
@@ -222,8 +223,10 @@ StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_
     if (!text.starts_with(prefix) || !text.ends_with('}')) {
       continue;
     }
-    StatusOr<ResourceSlice> object =
-        resourceSliceFromText(text.substr(prefix.size(), text.size() - prefix.size() - 1));
+    const std::string_view body = text.substr(prefix.size(), text.size() - prefix.size() - 1);
+    StatusOr<ResourceSlice> object = type == WatchEventType::kDeleted
+                                         ? resourceSliceFromText(body)
+                                         : resourceSliceFromText(body, held);
     if (!object.ok()) {
       break;
     }

@@ -12,6 +12,7 @@
 #include "client/json_nesting.h"
 #include "client/kube_api.h"
 #include "client/objects.h"
+#include "client/resource_slice.h"
 #include "common/status.h"
 
 namespace rsc::client {
@@ -62,8 +63,11 @@ inline constexpr char kReasonNotJson[] = "NotJson";
 // {"type":"ADDED","object":{...}}; such events of ADDED, MODIFIED and DELETED
 // are decoded without a DOM (resourceSliceFromText); any other event, and any
 // object that refuses, goes through the DOM, whose errors callers know. Text
-// that is not JSON fails with reason kReasonNotJson.
-StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(std::string_view text);
+// that is not JSON fails with reason kReasonNotJson. The object of an ADDED or
+// MODIFIED event in a state `held` has is read up to its spec only
+// (resourceSliceFromText with a HeldSlice).
+StatusOr<WatchEvent<ResourceSlice>> resourceSliceWatchEventFromText(
+    std::string_view text, const HeldSlice& held = nullptr);
 // Any event's text through its DOM and `from_json`.
 template <typename T>
 StatusOr<WatchEvent<T>> watchEventFromText(std::string_view text,

@@ -646,6 +646,28 @@ TEST_F(InformerTest, AssumedWriteIsVisibleAtOnceAndSupersededByTheWatch) {
   EXPECT_EQ(*informer_->store().get(created->metadata.name), *created);
 }
 
+// The watch is told what the store holds, our assumed writes included, so
+// that it need not read the spec of an event in a state held already.
+TEST_F(InformerTest, WatchIsGivenTheHeldSlices) {
+  const ResourceSlice listed = seed("a");
+  startSynced();
+  const auto watches = watchActions();
+  ASSERT_EQ(watches.size(), 1u);
+  const HeldSlice& held = watches[0].options.held_slice;
+  ASSERT_TRUE(held);
+  ASSERT_NE(held("a"), nullptr);
+  EXPECT_EQ(*held("a"), listed);
+  EXPECT_EQ(held("b"), nullptr);
+
+  ResourceSlice desired = makeSlice("");
+  desired.metadata.generate_name = "00000-gpu.example.com-pool-a-";
+  const auto created = api_.createResourceSlice(desired);
+  ASSERT_TRUE(created.ok());
+  informer_->store().assumeWritten(*created);
+  ASSERT_NE(held(created->metadata.name), nullptr);
+  EXPECT_EQ(*held(created->metadata.name), *created);
+}
+
 TEST_F(InformerTest, DeletionByOthersRightAfterOurWriteWins) {
   startSynced();
   gate_.close();

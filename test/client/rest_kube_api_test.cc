@@ -806,6 +806,31 @@ TEST_F(RestKubeApiTest, WatchIdleTimeoutIsAtLeastTheDefault) {
   EXPECT_EQ(transport_.last().timeout, std::chrono::minutes(5));
 }
 
+// An event in the state the caller holds (ListOptions::held_slice) takes the
+// held spec; any other state is read from the stream.
+TEST_F(RestKubeApiWatchTest, WatchTakesTheSpecOfAHeldState) {
+  FakeTransport::StreamScript s;
+  s.chunks = {event("ADDED", sliceJson("a", "10")) + event("MODIFIED", sliceJson("a", "11"))};
+  transport_.script(std::move(s));
+  auto held = std::make_shared<ResourceSlice>(slice("a", "10"));
+  held->metadata.uid = "uid-a";
+  held->spec.driver = "held.example.com";
+  ListOptions options;
+  options.held_slice = [&](const std::string& name) -> std::shared_ptr<const ResourceSlice> {
+    return name == "a" ? held : nullptr;
+  };
+  std::vector<std::string> drivers;
+  const Status status = api_->watchResourceSlices(
+      options,
+      [&](const WatchEvent<ResourceSlice>& e) {
+        drivers.push_back(e.object.metadata.resource_version + " " + e.object.spec.driver);
+        return true;
+      },
+      {});
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(drivers, (std::vector<std::string>{"10 held.example.com", "11 gpu.example.com"}));
+}
+
 TEST_F(RestKubeApiWatchTest, WatchManyEventsInOneChunk) {
   FakeTransport::StreamScript s;
   s.chunks = {event("ADDED", sliceJson("a", "1")) + event("ADDED", sliceJson("b", "2")) +

@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rsc::client {
@@ -348,6 +350,86 @@ TEST(ResourceSliceWatchEvent, TextReadsAsTheDom) {
     EXPECT_EQ(text->object, dom->object) << input;
     EXPECT_EQ(text->error, dom->error) << input;
   }
+}
+
+// The watch echoes each of the controller's writes, whose answer the store
+// holds already: an event in that very state (name, uid and resourceVersion)
+// is read up to its spec, which is the held slice's. The held slice here has
+// a spec the text does not, so the test tells which was read.
+TEST(ResourceSliceWatchEvent, HeldStateIsReadUpToItsMetadata) {
+  const ResourceSlice sent = sampleSlice();
+  auto held = std::make_shared<ResourceSlice>(sent);
+  held->spec.driver = "held.example.com";
+  held->metadata.labels.clear();
+  std::vector<std::string> asked;
+  const HeldSlice lookup = [&](const std::string& name) -> std::shared_ptr<const ResourceSlice> {
+    asked.push_back(name);
+    return held;
+  };
+  const std::string object = sliceObject(sent).dump();
+  for (const std::string type : {"ADDED", "MODIFIED"}) {
+    asked.clear();
+    const auto event = resourceSliceWatchEventFromText(
+        R"({"type":")" + type + R"(","object":)" + object + "}", lookup);
+    ASSERT_TRUE(event.ok()) << event.status().toString();
+    EXPECT_EQ(event->object.spec, held->spec) << type;
+    EXPECT_EQ(event->object.metadata, sent.metadata) << type << ": the metadata is the text's";
+    EXPECT_EQ(asked, std::vector<std::string>{sent.metadata.name});
+  }
+  // A deletion reports the last state; it is read whole.
+  const auto deleted =
+      resourceSliceWatchEventFromText(R"({"type":"DELETED","object":)" + object + "}", lookup);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().toString();
+  EXPECT_EQ(deleted->object, sent);
+}
+
+TEST(ResourceSliceWatchEvent, AnyOtherStateIsReadWhole) {
+  const ResourceSlice sent = sampleSlice();
+  const std::string event = R"({"type":"MODIFIED","object":)" + sliceObject(sent).dump() + "}";
+  auto held_with = [&](auto change) {
+    auto held = std::make_shared<ResourceSlice>(sent);
+    held->spec.driver = "held.example.com";
+    change(*held);
+    return [held](const std::string&) -> std::shared_ptr<const ResourceSlice> { return held; };
+  };
+  const std::vector<std::pair<std::string, HeldSlice>> cases = {
+      {"another resourceVersion",
+       held_with([](ResourceSlice& s) { s.metadata.resource_version = "4712"; })},
+      {"another uid", held_with([](ResourceSlice& s) { s.metadata.uid = "another"; })},
+      {"none held", [](const std::string&) { return std::shared_ptr<const ResourceSlice>(); }},
+      {"no lookup", nullptr},
+  };
+  for (const auto& [name, held] : cases) {
+    const auto read = resourceSliceWatchEventFromText(event, held);
+    ASSERT_TRUE(read.ok()) << name << ": " << read.status().toString();
+    EXPECT_EQ(read->object, sent) << name;
+  }
+
+  // Without a uid or resourceVersion, or with the spec before the metadata,
+  // nothing identifies the state before the spec: read whole.
+  ResourceSlice anonymous = sent;
+  anonymous.metadata.uid.clear();
+  auto held = std::make_shared<ResourceSlice>(anonymous);
+  held->spec.driver = "held.example.com";
+  const HeldSlice lookup = [&](const std::string&) -> std::shared_ptr<const ResourceSlice> {
+    return held;
+  };
+  const auto no_uid = resourceSliceWatchEventFromText(
+      R"({"type":"ADDED","object":)" + sliceObject(anonymous).dump() + "}", lookup);
+  ASSERT_TRUE(no_uid.ok()) << no_uid.status().toString();
+  EXPECT_EQ(no_uid->object, anonymous);
+
+  Json object = sliceObject(sent);
+  const std::string spec_first = R"({"type":"ADDED","object":{"spec":)" + object["spec"].dump() +
+                                 R"(,"metadata":)" + object["metadata"].dump() +
+                                 R"(,"kind":"ResourceSlice","apiVersion":")" +
+                                 std::string(kResourceApiVersion) + R"("}})";
+  auto same = std::make_shared<ResourceSlice>(sent);
+  same->spec.driver = "held.example.com";
+  const auto reordered = resourceSliceWatchEventFromText(
+      spec_first, [&](const std::string&) -> std::shared_ptr<const ResourceSlice> { return same; });
+  ASSERT_TRUE(reordered.ok()) << reordered.status().toString();
+  EXPECT_EQ(reordered->object, sent);
 }
 
 TEST(ResourceSliceWatchEvent, TextThatIsNotJsonFailsTheStreamAsMalformed) {
