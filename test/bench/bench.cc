@@ -259,6 +259,18 @@ std::string mib(int64_t bytes) {
 }
 std::string ratio(double r) { return fixed(r, 2) + "x"; }
 
+// "2.2 / 8.2 (0.95 of 2 cores)": the CPU seconds of one side (the controller or the client, and
+// the API server) and the share of the machine's cores they used over `seconds`. When both sides
+// keep every core busy, the run is bound by CPU, and the ratio of the sums is the ratio of times.
+constexpr char kCpuMetric[] =
+    "CPU seconds: controller or client / API server (share of the cores); ratio of the sums";
+std::string cpuCell(double own, double apiserver, double seconds) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return fixed(own, 1) + " / " + fixed(apiserver, 1) + " (" +
+         fixed((own + apiserver) / (seconds * cores), 2) + " of " + std::to_string(cores) +
+         " cores)";
+}
+
 void progress(const std::string& what) {
   static const Clock::TimePoint start = RealClock::instance().now();
   const double t = std::chrono::duration<double>(RealClock::instance().now() - start).count();
@@ -948,10 +960,13 @@ Status Bench::workloadInitialSync() {
        secs(with_get->seconds), ratio(c / with_get->seconds), "", ""});
   if (!compare_runs.empty()) {
     const double cc = meanOf(secondsOf(compare_runs));
-    add({"", "--compare " + o_.compare.string() + ": time; reconciles; GETs",
+    add({"", "--compare " + o_.compare.string() + ": time; reconciles; GETs; CPU seconds",
          runsCell(secondsOf(compare_runs)) + "; " +
              grouped(static_cast<int64_t>(compare_deltas.front().reconciles)) + "; " +
-             grouped(static_cast<int64_t>(compare_deltas.front().gets)),
+             grouped(static_cast<int64_t>(compare_deltas.front().gets)) + "; " +
+             fixed(mean(compare_deltas, [](const Counters& d) { return d.controller_cpu; }), 1) +
+             " / " +
+             fixed(mean(compare_deltas, [](const Counters& d) { return d.apiserver_cpu; }), 1),
          secs(base), ratio(cc / base), "", ""});
     for (const Counters& d : compare_deltas) {
       if (!(d.creates == static_cast<double>(slices) && d.writes == d.creates)) {
@@ -959,12 +974,12 @@ Status Bench::workloadInitialSync() {
       }
     }
   }
-  add({"", "CPU seconds: controller or client / API server",
-       fixed(mean(deltas, [](const Counters& d) { return d.controller_cpu; }), 1) + " / " +
-           fixed(mean(deltas, [](const Counters& d) { return d.apiserver_cpu; }), 1),
-       fixed(mean(bases, [](const BaselineRun& b) { return b.client_cpu; }), 1) + " / " +
-           fixed(mean(bases, [](const BaselineRun& b) { return b.apiserver_cpu; }), 1),
-       "", "", ""});
+  const double c_cpu = mean(deltas, [](const Counters& d) { return d.controller_cpu; });
+  const double c_api = mean(deltas, [](const Counters& d) { return d.apiserver_cpu; });
+  const double b_cpu = mean(bases, [](const BaselineRun& b) { return b.client_cpu; });
+  const double b_api = mean(bases, [](const BaselineRun& b) { return b.apiserver_cpu; });
+  add({"", kCpuMetric, cpuCell(c_cpu, c_api, c), cpuCell(b_cpu, b_api, base),
+       ratio((c_cpu + c_api) / (b_cpu + b_api)), "", ""});
   curves_.push_back({"1", "controller", runs.front().curve});
   curves_.push_back({"1", "baseline", curveOf(bases.front().pool_done)});
   if (!minimal) {
@@ -1183,9 +1198,10 @@ Status Bench::workloadScale() {
   add({"", "reconciles; API reads (GET)",
        grouped(static_cast<int64_t>(d.reconciles)) + "; " + grouped(static_cast<int64_t>(d.gets)),
        "0", "", readsTarget(n), readsMet(d, n)});
-  add({"", "CPU seconds: controller or client / API server",
-       fixed(d.controller_cpu, 1) + " / " + fixed(d.apiserver_cpu, 1),
-       fixed(base.client_cpu, 1) + " / " + fixed(base.apiserver_cpu, 1), "", "", ""});
+  add({"", kCpuMetric, cpuCell(d.controller_cpu, d.apiserver_cpu, run.seconds),
+       cpuCell(base.client_cpu, base.apiserver_cpu, base.seconds),
+       ratio((d.controller_cpu + d.apiserver_cpu) / (base.client_cpu + base.apiserver_cpu)), "",
+       ""});
   add({"", "controller peak RSS (VmHWM) vs 2.5 x slice JSON + 50 MiB", mib(mem.peak),
        mib(limit) + " (JSON " + mib(report.json_bytes) + ")",
        fixed(static_cast<double>(mem.peak) / static_cast<double>(limit), 2) + " of limit",
