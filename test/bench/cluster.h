@@ -38,6 +38,11 @@ class Cluster {
   client::KubeApi& api() { return *api_; }
   // The PID of kube-apiserver, for its memory and CPU.
   int apiserverPid() const;
+  // Makes the API server collect its garbage now (runtime.GC through its
+  // /debug/pprof/heap?gc=1; the bench's cluster runs with --profiling), so
+  // that a measured run does not inherit a collection the one before it
+  // caused.
+  Status collectGarbage();
 
   // Creates the Nodes that do not exist yet (each labelled fabric=...), from
   // `connections` threads, and returns every node's UID by name.
