@@ -231,9 +231,9 @@ using HeldSlice = std::function<std::shared_ptr<const ResourceSlice>(const std::
 // resourceSliceFromText, except for the state of a slice held already: a
 // resourceVersion names one state of one object, so when the metadata, read
 // first, has the name, uid and resourceVersion of the slice `held` returns,
-// the spec that follows is that slice's, and is taken from it instead of
-// read, nor checked (the controller's watch reports each of its own writes
-// back to it, and the answer to the write is held already).
+// the spec that follows is that slice's: it is taken from the slice held, and
+// the rest of the text is neither read nor checked (the controller's watch
+// reports each of its own writes back to it, whose answer it holds already).
 StatusOr<ResourceSlice> resourceSliceFromText(std::string_view text, const HeldSlice& held);
 Json toJson(const Device& device);
 StatusOr<Device> deviceFromJson(const Json& j, const std::string& path);
