@@ -482,8 +482,8 @@ class Bench {
   Status workloadPushApi();
   Status workloadWindow();
   Status workloadBurst();
-  // Waits until the API server is quiet (kQuietCores), at most kQuietMax;
-  // returns the seconds waited.
+  // Makes the API server finish a garbage collection, then waits until it is
+  // quiet (kQuietCores), at most kQuietMax; returns the seconds both took.
   double waitForQuietApiServer();
   // Grows pool `name` of kWindowDriver from one full slice to `slices` on the
   // running controller; returns the milliseconds from the first to the last

@@ -119,13 +119,12 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::start(const std::filesystem::path& s
     return internalError("mkdtemp failed");
   }
   std::unique_ptr<Cluster> cluster(new Cluster(source_root, made, clock));
-  // Profiling on (the test cluster turns it off) for collectGarbage().
-  const char* extra = std::getenv("TESTCLUSTER_APISERVER_ARGS");
-  const std::string args = std::string(extra != nullptr ? extra : "") + " --profiling=true";
-  setenv("TESTCLUSTER_APISERVER_ARGS", args.c_str(), 1);
-  const std::string cmd = (source_root / "test/cluster/start").string() + " --owner-pid " +
-                          std::to_string(getpid()) + " " + cluster->dir_.string() + " > " +
-                          cluster->dir_.string() + ".log 2>&1";
+  // Profiling on (the test cluster turns it off) for collectGarbage(), after
+  // any flags the caller's environment gives; only the start command sees it.
+  const std::string cmd =
+      "TESTCLUSTER_APISERVER_ARGS=\"$TESTCLUSTER_APISERVER_ARGS --profiling=true\" " +
+      (source_root / "test/cluster/start").string() + " --owner-pid " + std::to_string(getpid()) +
+      " " + cluster->dir_.string() + " > " + cluster->dir_.string() + ".log 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     return unavailable("could not start the test cluster; see " + cluster->dir_.string() + ".log");
   }
